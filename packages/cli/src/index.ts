@@ -1,0 +1,3 @@
+export { main } from "./main.js";
+export { renderRun } from "./render-run.js";
+export { loadFlows } from "./load-entry.js";

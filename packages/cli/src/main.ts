@@ -1,0 +1,215 @@
+import { Command } from "commander";
+import pino from "pino";
+import { Registry } from "prom-client";
+import { z } from "zod";
+import { Client, Runtime, type Role } from "ax-scheduler";
+import { migrate, openStore, RUN_STATUSES } from "@ax/store";
+import { connectRedis, QueueRegistry } from "@ax/coordinator";
+import { startServer } from "@ax/server";
+import { loadFlows } from "./load-entry.js";
+import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
+import { renderRun } from "./render-run.js";
+
+function connection(program: Command): ConnectionFlags {
+  const o = program.opts();
+  return parseFlags(
+    connectionFlags,
+    {
+      storage: o.storage ?? process.env.DATABASE_URL,
+      redis: o.redis ?? process.env.REDIS_URL,
+      prefix: o.prefix ?? process.env.AX_PREFIX,
+      dataDir: o.dataDir,
+    },
+    "",
+  );
+}
+
+/** Runs until SIGINT/SIGTERM, then stops gracefully (in-flight attempts finish). */
+async function serve(runtime: Runtime, what: string): Promise<void> {
+  await runtime.start();
+  runtime.log.info({ worker: runtime.workerId, api: runtime.url }, `ax ${what} started`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  runtime.log.info(`ax ${what} stopping`);
+  await runtime.stop();
+}
+
+const roleCommand = (program: Command, name: string, roles: Role[], description: string) =>
+  program
+    .command(`${name} <entry>`)
+    .description(description)
+    .option("--config <file>", "runtime.yaml overriding task and flow options")
+    .option("--concurrency <n>", "attempts at once in this process")
+    .option("--queues <names>", "comma-separated worker groups to serve")
+    .option("--port <port>", "API port", "8080")
+    .action(async (entry: string, raw: Record<string, string | undefined>) => {
+      const flags = parseFlags(
+        z.object({
+          config: z.string().optional(),
+          concurrency: positiveInt.optional(),
+          queues: z.string().optional(),
+          port: z.coerce.number().int().min(0).max(65535),
+        }),
+        raw,
+        name,
+      );
+      const runtime = new Runtime({
+        ...connection(program),
+        flows: await loadFlows(entry),
+        config: flags.config,
+        maxConcurrency: flags.concurrency,
+        queues: flags.queues?.split(",").map((q) => q.trim()).filter(Boolean),
+        roles,
+        port: flags.port,
+      });
+      await serve(runtime, name);
+    });
+
+export async function main(argv: string[]): Promise<void> {
+  const program = new Command("ax")
+    .description("ax: flows of tasks on BullMQ and PostgreSQL")
+    .option("--storage <url>", "PostgreSQL URL (default: $DATABASE_URL, else embedded PGlite in ./.ax/data)")
+    .option("--data-dir <dir>", "embedded PGlite directory")
+    .option("--redis <url>", "Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379)")
+    .option("--prefix <prefix>", "Redis key prefix (default: $AX_PREFIX or ax)");
+
+  roleCommand(program, "dev", ["coordinator", "worker", "api"], "everything in one process, API and metrics on --port");
+  roleCommand(program, "worker", ["worker"], "run attempts of the entry's tasks");
+  roleCommand(program, "coordinator", ["coordinator"], "reconcile PostgreSQL and Redis");
+
+  program
+    .command("server")
+    .description("the HTTP API and /metrics")
+    .option("--port <port>", "API port", "8080")
+    .option("--host <host>", "listen address", "127.0.0.1")
+    .action(async (raw: Record<string, string>) => {
+      const flags = parseFlags(z.object({ port: z.coerce.number().int().min(0).max(65535), host: z.string() }), raw, "server");
+      const c = connection(program);
+      const store = openStore({ url: c.storage, dataDir: c.dataDir });
+      await migrate(store);
+      const redis = connectRedis(c.redis);
+      const queues = new QueueRegistry(redis, c.prefix ?? "ax");
+      const log = pino({ level: process.env.AX_LOG_LEVEL ?? "info" });
+      const server = await startServer({ db: store.db, queues, registry: new Registry(), log, ...flags });
+      log.info({ url: server.url }, "ax server started");
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
+      await server.close();
+      await queues.close();
+      redis.disconnect();
+      await store.close();
+    });
+
+  program
+    .command("trigger <flow>")
+    .description("start a run of a flow")
+    .option("--payload <json>", "the run's input, as JSON", "null")
+    .option("--idempotency-key <key>", "a second trigger with this key returns the first run")
+    .option("--business-key <key>", "searchable business id (order id, batch id)")
+    .option("--wait", "wait for the run to finish and print it")
+    .option("--timeout <duration>", "how long --wait waits", "60s")
+    .action(async (flow: string, raw: Record<string, unknown>) => {
+      const flags = parseFlags(
+        z.object({
+          payload: z.string().transform((text, ctx) => {
+            try {
+              return JSON.parse(text) as unknown;
+            } catch (error) {
+              ctx.addIssue({ code: "custom", message: `not JSON (${(error as Error).message})` });
+              return z.NEVER;
+            }
+          }),
+          idempotencyKey: z.string().min(1).optional(),
+          businessKey: z.string().min(1).optional(),
+          wait: z.boolean().optional(),
+          timeout: z.string(),
+        }),
+        raw,
+        "trigger",
+      );
+      const client = new Client(connection(program));
+      try {
+        const runId = await client.triggerFlow(flow, flags.payload, {
+          idempotencyKey: flags.idempotencyKey,
+          businessKey: flags.businessKey,
+        });
+        if (!flags.wait) {
+          console.log(runId);
+          return;
+        }
+        const run = await client.waitForRun(runId, { timeout: flags.timeout });
+        console.log(renderRun(run));
+        if (run.status !== "success") process.exitCode = 1;
+      } finally {
+        await client.close();
+      }
+    });
+
+  program
+    .command("run <id>")
+    .description("show a run: each node of its DAG with state, attempts and errors")
+    .option("--json", "print RunInfo as JSON")
+    .action(async (id: string, raw: { json?: boolean }) => {
+      const client = new Client(connection(program));
+      try {
+        const run = await client.getRun(id);
+        console.log(raw.json ? JSON.stringify(run, null, 2) : renderRun(run));
+      } finally {
+        await client.close();
+      }
+    });
+
+  program
+    .command("runs")
+    .description("list recent runs, newest first")
+    .option("--flow <name>")
+    .option("--status <status>")
+    .option("--business-key <key>")
+    .option("--limit <n>", "how many", "20")
+    .action(async (raw: Record<string, string | undefined>) => {
+      const filter = parseFlags(
+        z.object({
+          flow: z.string().optional(),
+          status: z.enum(RUN_STATUSES).optional(),
+          businessKey: z.string().optional(),
+          limit: positiveInt,
+        }),
+        raw,
+        "runs",
+      );
+      const client = new Client(connection(program));
+      try {
+        for (const run of await client.listRuns(filter)) {
+          console.log([run.id, run.flow, run.status.padEnd(9), run.trigger.padEnd(8), run.createdAt, run.businessKey ?? ""].join("  "));
+        }
+      } finally {
+        await client.close();
+      }
+    });
+
+  program
+    .command("migrate")
+    .description("apply the database migrations")
+    .action(async () => {
+      const c = connection(program);
+      const store = openStore({ url: c.storage, dataDir: c.dataDir });
+      try {
+        await migrate(store);
+        console.log(`migrations applied (${store.kind}, schema ${store.schema})`);
+      } finally {
+        await store.close();
+      }
+    });
+
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+    process.exitCode = 1;
+  }
+}

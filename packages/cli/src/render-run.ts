@@ -1,0 +1,47 @@
+import pc from "picocolors";
+import type { RunInfo, TaskRunInfo } from "ax-scheduler";
+
+const COLOURS: Record<string, (s: string) => string> = {
+  success: pc.green,
+  failed: pc.red,
+  cancelled: pc.gray,
+  skipped: pc.gray,
+  running: pc.blue,
+  queued: pc.cyan,
+  retrying: pc.yellow,
+  pending: pc.dim,
+};
+
+const paint = (status: string) => (COLOURS[status] ?? ((s: string) => s))(status);
+
+function duration(from: string | null, to: string | null): string {
+  if (!from || !to) return "";
+  const ms = new Date(to).getTime() - new Date(from).getTime();
+  return ms < 1000 ? `${ms}ms` : `${(ms / 1000).toFixed(1)}s`;
+}
+
+function taskLine(task: TaskRunInfo, upstream: string[]): string {
+  const tries = task.attempts.length;
+  const parts = [
+    `  ${paint("●")} ${task.key.padEnd(24)} ${paint(task.status).padEnd(18)}`,
+    `${tries} attempt${tries === 1 ? "" : "s"}`.padEnd(11),
+    duration(task.startedAt, task.finishedAt).padEnd(8),
+  ];
+  if (upstream.length) parts.push(pc.dim(`<- ${upstream.join(", ")}`));
+  let line = parts.join(" ");
+  if (task.nextRetryAt && task.status === "retrying") line += `\n      next retry at ${task.nextRetryAt}`;
+  if (task.error) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;
+  return line;
+}
+
+/** The run as text: a header, then each node of the DAG (in order) with its state and inputs. */
+export function renderRun(run: RunInfo): string {
+  const header = [
+    `run ${run.id}  ${pc.bold(run.flow)} v${run.flowVersion}  ${paint(run.status)}`,
+    `  trigger ${run.trigger}` +
+      (run.businessKey ? `  business key ${run.businessKey}` : "") +
+      (run.idempotencyKey ? `  idempotency key ${run.idempotencyKey}` : "") +
+      `  took ${duration(run.createdAt, run.finishedAt) || "-"}`,
+  ];
+  return [...header, ...run.tasks.map((t) => taskLine(t, t.upstream))].join("\n");
+}

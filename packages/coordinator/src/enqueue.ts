@@ -1,0 +1,33 @@
+import type { ReadyNode } from "@ax/store";
+import { nodeJobId, type QueueRegistry } from "./queues.js";
+
+/**
+ * Puts ready nodes in their BullMQ queues. Job ids are deterministic, so a node enqueued twice
+ * (by a retried write, or by the reconciler) is one job; jobs leave Redis when done because
+ * PostgreSQL keeps the history.
+ */
+export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): Promise<void> {
+  if (nodes.length === 0) return;
+  const byQueue = new Map<string, ReadyNode[]>();
+  for (const node of nodes) {
+    const list = byQueue.get(node.queue) ?? [];
+    list.push(node);
+    byQueue.set(node.queue, list);
+  }
+  await Promise.all(
+    [...byQueue].map(([name, list]) =>
+      queues.get(name).addBulk(
+        list.map((n) => ({
+          name: n.task,
+          data: { runId: n.runId, nodeKey: n.nodeKey, attempt: n.attempt, flowVersionId: n.flowVersionId },
+          opts: {
+            jobId: nodeJobId(n.runId, n.nodeKey, n.attempt),
+            delay: n.delayMs ?? 0,
+            removeOnComplete: true,
+            removeOnFail: true,
+          },
+        })),
+      ),
+    ),
+  );
+}

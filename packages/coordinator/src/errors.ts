@@ -1,0 +1,21 @@
+/** A trigger named a flow that no runtime has registered. */
+export class AxUnknownFlowError extends Error {
+  override name = "AxUnknownFlowError";
+  constructor(readonly flow: string, known: string[]) {
+    super(
+      `no flow named "${flow}" is registered` +
+        (known.length ? ` (known: ${known.join(", ")})` : "") +
+        ". Start a Runtime that defines it (ax dev/worker/coordinator <entry>) before triggering, or check the name.",
+    );
+  }
+}
+
+/** A trigger payload over the cap. */
+export class AxPayloadTooLargeError extends Error {
+  override name = "AxPayloadTooLargeError";
+  constructor(readonly bytes: number, readonly limit: number) {
+    super(
+      `payload is ${bytes} bytes, over the ${limit}-byte limit. Store the data elsewhere (a table, an object store) and pass its key in the payload.`,
+    );
+  }
+}

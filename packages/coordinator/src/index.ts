@@ -1,0 +1,6 @@
+export * from "./errors.js";
+export * from "./redis.js";
+export * from "./queues.js";
+export * from "./enqueue.js";
+export * from "./trigger.js";
+export * from "./reconciler.js";

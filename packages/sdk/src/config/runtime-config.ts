@@ -1,0 +1,125 @@
+import { readFileSync } from "node:fs";
+import { LineCounter, parseDocument, isNode } from "yaml";
+import { z } from "zod";
+import { AxConfigError } from "../errors.js";
+import { flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
+
+/** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
+const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
+const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+function camelKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(camelKeys);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [camel(k), camelKeys(v)]));
+  }
+  return value;
+}
+
+/** Sections whose keys are names (tasks, flows, pools): names are kept as written. */
+const NAMED_SECTIONS = new Set(["tasks", "flows", "pools", "alerts"]);
+
+function normalise(raw: unknown): unknown {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return raw;
+  return Object.fromEntries(
+    Object.entries(raw).map(([key, value]) => {
+      const name = camel(key);
+      if (!NAMED_SECTIONS.has(key) || !value || typeof value !== "object" || Array.isArray(value)) return [name, value];
+      return [name, Object.fromEntries(Object.entries(value).map(([k, v]) => [k, key === "pools" ? v : camelKeys(v)]))];
+    }),
+  );
+}
+
+/** The YAML spelling of a zod path: option keys snake_case, names (path[1] in a named section) as written. */
+function yamlPath(path: PropertyKey[]): (string | number)[] {
+  return path.map((p, i) => (typeof p === "number" ? p : i === 1 && NAMED_SECTIONS.has(snake(String(path[0]))) ? String(p) : snake(String(p))));
+}
+
+const configSchema = z
+  .object({
+    maxConcurrency: z.number().int().positive().optional(),
+    pools: z.record(z.string(), z.number().int().positive()).optional(),
+    tasks: z.record(z.string(), taskOverridesSchema).optional(),
+    flows: z.record(z.string(), flowOverridesSchema).optional(),
+    retention: z.string().optional(),
+    alerts: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+
+export interface RuntimeConfig {
+  maxConcurrency?: number | undefined;
+  pools: Record<string, number>;
+  tasks: Record<string, TaskOverrides>;
+  flows: Record<string, z.output<typeof flowOverridesSchema>>;
+}
+
+export interface KnownNames {
+  tasks: Iterable<string>;
+  flows: Iterable<string>;
+}
+
+/**
+ * Reads and validates `runtime.yaml`. Every problem is reported with file, line and key, and
+ * nothing is applied unless the whole file is valid.
+ */
+export function loadRuntimeConfig(file: string, known?: KnownNames): RuntimeConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new AxConfigError(`cannot read config file ${file}: ${(error as Error).message}`, file);
+  }
+  return parseRuntimeConfig(text, file, known);
+}
+
+export function parseRuntimeConfig(text: string, file: string, known?: KnownNames): RuntimeConfig {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines });
+  const lineOf = (path: (string | number)[]): number | undefined => {
+    for (let depth = path.length; depth >= 0; depth--) {
+      const node = doc.getIn(path.slice(0, depth), true);
+      if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;
+    }
+    return undefined;
+  };
+  const fail = (path: (string | number)[], message: string): never => {
+    const line = lineOf(path);
+    const key = path.join(".");
+    throw new AxConfigError(`${file}${line ? `:${line}` : ""}: ${key ? `${key}: ` : ""}${message}`, file, line, key);
+  };
+  if (doc.errors.length > 0) {
+    const first = doc.errors[0]!;
+    throw new AxConfigError(`${file}:${first.linePos?.[0]?.line ?? "?"}: YAML syntax: ${first.message}`, file, first.linePos?.[0]?.line);
+  }
+  const raw = doc.toJS() ?? {};
+  const parsed = configSchema.safeParse(normalise(raw));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    if (issue.code === "unrecognized_keys") {
+      fail(yamlPath([...issue.path, issue.keys[0]!]), `unknown key "${snake(issue.keys[0]!)}"`);
+    }
+    fail(yamlPath(issue.path), issue.message);
+  }
+  const config = parsed.data!;
+  if (known) {
+    const tasks = new Set(known.tasks);
+    for (const name of Object.keys(config.tasks ?? {})) {
+      if (!tasks.has(name)) fail(["tasks", name], `unknown task "${name}" (defined: ${[...tasks].join(", ") || "none"})`);
+    }
+    const flows = new Set(known.flows);
+    for (const name of Object.keys(config.flows ?? {})) {
+      if (!flows.has(name)) fail(["flows", name], `unknown flow "${name}" (defined: ${[...flows].join(", ") || "none"})`);
+    }
+  }
+  for (const [name, task] of Object.entries(config.tasks ?? {})) {
+    const pool = typeof task.pool === "string" ? task.pool : task.pool?.name;
+    if (pool && !(pool in (config.pools ?? {}))) fail(["tasks", name, "pool"], `pool "${pool}" is not defined under pools:`);
+  }
+  return {
+    maxConcurrency: config.maxConcurrency,
+    pools: config.pools ?? {},
+    tasks: config.tasks ?? {},
+    flows: config.flows ?? {},
+  };
+}

@@ -1,0 +1,82 @@
+import { AxNotJsonError, assertJson, type DagArg, type DagNode, type FlowDag } from "@ax/store";
+import { AxDefinitionError } from "../errors.js";
+import type { AnyTask } from "./task.js";
+import { Ref } from "./ref.js";
+
+/** Records the nodes a flow body creates; one per `ax.flow()` call, alive only while its body runs. */
+export class FlowBuilder {
+  private readonly nodes: DagNode[] = [];
+  private readonly uses = new Map<string, number>();
+  readonly tasks = new Map<string, AnyTask>();
+
+  constructor(readonly flow: string) {}
+
+  addNode(task: AnyTask, args: unknown[]): Ref {
+    const known = this.tasks.get(task.taskName);
+    if (known && known !== task) {
+      throw new AxDefinitionError(
+        `flow "${this.flow}" uses two different tasks named "${task.taskName}"; task names must be unique (rename one).`,
+      );
+    }
+    this.tasks.set(task.taskName, task);
+    const count = (this.uses.get(task.taskName) ?? 0) + 1;
+    this.uses.set(task.taskName, count);
+    const key = count === 1 ? task.taskName : `${task.taskName}#${count}`;
+    const dagArgs = args.map((arg, i) => this.toDagArg(task.taskName, arg, i));
+    const upstream = [...new Set(dagArgs.flatMap((a) => (a.kind === "node" ? [a.key] : [])))];
+    for (const up of upstream) this.nodes.find((n) => n.key === up)!.downstream.push(key);
+    this.nodes.push({ key, task: task.taskName, queue: task.options.queue, args: dagArgs, upstream, downstream: [] });
+    return new Ref({ node: key }, this);
+  }
+
+  private toDagArg(task: string, arg: unknown, index: number): DagArg {
+    if (arg instanceof Ref) {
+      if (arg.builder !== this) {
+        throw new AxDefinitionError(
+          `flow "${this.flow}": argument ${index + 1} of "${task}" is a Ref from another flow; a flow can only use its own input and tasks.`,
+        );
+      }
+      return arg.source === "input" ? { kind: "input" } : { kind: "node", key: arg.source.node };
+    }
+    try {
+      assertJson(arg, `argument ${index + 1} of "${task}"`);
+    } catch (error) {
+      if (error instanceof AxNotJsonError) {
+        throw new AxDefinitionError(
+          `flow "${this.flow}": ${error.message.replace(/\.$/, "")}, or a Ref (the flow input or another task's result).`,
+        );
+      }
+      throw error;
+    }
+    return { kind: "const", value: arg };
+  }
+
+  build(): FlowDag {
+    if (this.nodes.length === 0) {
+      throw new AxDefinitionError(`flow "${this.flow}" has no tasks: call at least one task inside its body.`);
+    }
+    return { flow: this.flow, nodes: this.nodes };
+  }
+}
+
+let current: FlowBuilder | null = null;
+
+export function currentBuilder(): FlowBuilder | null {
+  return current;
+}
+
+/** Runs a flow body with `builder` receiving its task calls. */
+export function trace(builder: FlowBuilder, body: () => unknown): void {
+  if (current) throw new AxDefinitionError(`flow "${builder.flow}" was defined inside the body of flow "${current.flow}"; define flows at module top level.`);
+  current = builder;
+  try {
+    const returned = body();
+    if (returned && typeof (returned as Promise<unknown>).then === "function") {
+      throw new AxDefinitionError(
+        `the body of flow "${builder.flow}" is async; it must be synchronous because it only declares the graph (tasks run later, in workers).`,
+      );
+    }
+  } finally {
+    current = null;
+  }
+}

@@ -1,0 +1,152 @@
+import { z } from "zod";
+import type { ErrorMatcher, ResolvedTaskOptions } from "@ax/worker";
+import { durationMs, type Duration } from "./duration.js";
+
+export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
+
+const errorMatcher = z.union([
+  z.string().min(1),
+  z.custom<abstract new (...args: never[]) => Error>((v) => typeof v === "function", "an error class"),
+]);
+
+/** Task names become node keys and job names: `#` is reserved for repeated uses. */
+export const taskName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, "use letters, digits, _ . and - (starting with a letter or _)");
+
+/** Options a task may set in code (camelCase) or YAML (snake_case, mapped to these). */
+export const taskOverridesSchema = z
+  .object({
+    retries: z.number().int().min(0),
+    retryBackoff: durationMs,
+    backoff: z.enum(["exponential", "fixed"]),
+    jitter: z.number().min(0).max(1),
+    maxBackoff: durationMs,
+    retryOn: z.array(errorMatcher),
+    noRetryOn: z.array(errorMatcher),
+    timeout: durationMs,
+    heartbeatTimeout: durationMs,
+    onFailure: z.enum(["fail", "notify_only"]),
+    concurrency: z.number().int().positive(),
+    rateLimit: z.object({ max: z.number().int().positive(), per: durationMs }).strict(),
+    pool: z.union([z.string().min(1), z.object({ name: z.string().min(1), slots: z.number().int().positive() }).strict()]),
+    queue: z.string().regex(/^[A-Za-z0-9_-]+$/, "use letters, digits, _ and -"),
+    executor: z.enum(["inline", "thread", "process"]),
+    resources: z
+      .object({ memoryMb: z.number().positive().optional(), cpuSeconds: z.number().positive().optional() })
+      .strict(),
+    maxResultBytes: z.number().int().positive(),
+    alertGroup: z.string().min(1),
+  })
+  .partial()
+  .strict();
+
+export const taskOptionsSchema = taskOverridesSchema.extend({ name: taskName });
+
+/** What `ax.task()` accepts; every option but `name` is optional (DESIGN §2). */
+export interface TaskOptions {
+  name: string;
+  /** Extra attempts after the first failure. @defaultValue 0 */
+  retries?: number;
+  /** Base delay between attempts. @defaultValue 1 (second) */
+  retryBackoff?: Duration;
+  /** @defaultValue "exponential" */
+  backoff?: "exponential" | "fixed";
+  /** ± fraction applied to each delay. @defaultValue 0.2 */
+  jitter?: number;
+  /** Cap on one delay. @defaultValue "10m" */
+  maxBackoff?: Duration;
+  /** Only these errors (classes or `name` strings) are retried. @defaultValue all */
+  retryOn?: ErrorMatcher[];
+  /** These errors are never retried. @defaultValue none */
+  noRetryOn?: ErrorMatcher[];
+  /** Hard limit for one attempt. @defaultValue none */
+  timeout?: Duration;
+  /** Fail when no `heartbeat()` arrives within it. @defaultValue none */
+  heartbeatTimeout?: Duration;
+  /** @defaultValue "fail" */
+  onFailure?: "fail" | "notify_only";
+  /** Max attempts of this task at once across the cluster. @defaultValue unlimited */
+  concurrency?: number;
+  /** Starts of this task across the cluster. @defaultValue none */
+  rateLimit?: { max: number; per: Duration };
+  /** Resource pool (semaphore) whose slots it takes. @defaultValue none */
+  pool?: string | { name: string; slots: number };
+  /** Worker group that runs it. @defaultValue "default" */
+  queue?: string;
+  /** @defaultValue "inline" */
+  executor?: "inline" | "thread" | "process";
+  /** Hard caps for the thread/process executors. @defaultValue none */
+  resources?: { memoryMb?: number; cpuSeconds?: number };
+  /** Largest JSON result accepted. @defaultValue 262144 */
+  maxResultBytes?: number;
+  /** Alert sink group for terminal failures. @defaultValue none */
+  alertGroup?: string;
+}
+
+export type TaskOverrides = z.output<typeof taskOverridesSchema>;
+
+/** Code defaults, then the task's own options, then YAML overrides (YAML wins). */
+export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: TaskOverrides = {}): ResolvedTaskOptions {
+  const o = { ...code, ...yaml };
+  const pool = o.pool === undefined ? null : typeof o.pool === "string" ? { name: o.pool, slots: 1 } : o.pool;
+  return {
+    name,
+    retries: o.retries ?? 0,
+    retryBackoffMs: o.retryBackoff ?? 1000,
+    backoff: o.backoff ?? "exponential",
+    jitter: o.jitter ?? 0.2,
+    maxBackoffMs: o.maxBackoff ?? 10 * 60 * 1000,
+    retryOn: o.retryOn ?? null,
+    noRetryOn: o.noRetryOn ?? [],
+    timeoutMs: o.timeout ?? null,
+    heartbeatTimeoutMs: o.heartbeatTimeout ?? null,
+    onFailure: o.onFailure ?? "fail",
+    concurrency: o.concurrency ?? null,
+    rateLimit: o.rateLimit ? { max: o.rateLimit.max, perMs: o.rateLimit.per } : null,
+    pool,
+    queue: o.queue ?? "default",
+    executor: o.executor ?? "inline",
+    resources: o.resources ?? null,
+    maxResultBytes: o.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+    alertGroup: o.alertGroup ?? null,
+  };
+}
+
+export const scheduleSchema = z.union([
+  z.string().min(1),
+  z.object({ cron: z.string().min(1), timezone: z.string().min(1).optional() }).strict(),
+]);
+
+export const flowOverridesSchema = z
+  .object({
+    schedule: scheduleSchema,
+    overlap: z.enum(["skip", "queue", "allow"]),
+    maxConcurrentRuns: z.number().int().positive(),
+  })
+  .partial()
+  .strict();
+
+export const flowOptionsSchema = flowOverridesSchema.extend({
+  name: taskName,
+  idempotencyKey: z.custom<(input: never) => string>((v) => typeof v === "function", "a function").optional(),
+  businessKey: z.custom<(input: never) => string>((v) => typeof v === "function", "a function").optional(),
+});
+
+export interface FlowOptions<Input> {
+  name: string;
+  /** Cron string or `{ cron, timezone }`; each tick is a run with a `logicalDate`. */
+  schedule?: string | { cron: string; timezone?: string };
+  /** When a tick finds the previous run unfinished. */
+  overlap?: "skip" | "queue" | "allow";
+  maxConcurrentRuns?: number;
+  /** A trigger whose key exists returns the existing run. */
+  idempotencyKey?: (input: Input) => string;
+  /** Shown and searchable everywhere (order id, batch id). */
+  businessKey?: (input: Input) => string;
+}
+
+/** zod's issues as one readable line each. */
+export function formatIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`).join("; ");
+}

@@ -1,0 +1,171 @@
+import pino, { type Logger } from "pino";
+import { Registry } from "prom-client";
+import { z } from "zod";
+import { Reconciler, type ReconcilerOptions } from "@ax/coordinator";
+import { migrate, registerFlowVersion, type FlowDag } from "@ax/store";
+import { createWorkerMetrics, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
+import { startServer, type RunningServer } from "@ax/server";
+import { Client } from "./client.js";
+import { loadRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
+import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
+import { dagHash, type Flow } from "./definition/flow.js";
+import type { AnyTask } from "./definition/task.js";
+import { AxConfigError, AxDefinitionError } from "./errors.js";
+import { formatIssues, resolveTaskOptions } from "./options.js";
+
+export type Role = "coordinator" | "worker" | "api";
+
+export interface RuntimeOptions extends ConnectionOptions {
+  flows: Flow<any>[];
+  /** `runtime.yaml` overriding task and flow options by name (YAML wins over code). */
+  config?: string | undefined;
+  /** Attempts at once in this process. @defaultValue 10 (or `max_concurrency` from YAML) */
+  maxConcurrency?: number | undefined;
+  /** @defaultValue ["coordinator", "worker", "api"] */
+  roles?: Role[] | undefined;
+  /** Worker groups this process serves. @defaultValue every queue its flows' tasks use */
+  queues?: string[] | undefined;
+  /** API port (role "api"); 0 picks a free one. @defaultValue 8080 */
+  port?: number | undefined;
+  host?: string | undefined;
+  /** @defaultValue process.env.AX_LOG_LEVEL ?? "info" */
+  logLevel?: string | undefined;
+  logger?: Logger | undefined;
+  reconciler?: ReconcilerOptions | undefined;
+  worker?:
+    | { heartbeatMs?: number; leaseMs?: number; lockDurationMs?: number; stalledIntervalMs?: number }
+    | undefined;
+}
+
+const rolesSchema = z.array(z.enum(["coordinator", "worker", "api"])).min(1);
+
+/** A process of the cluster: any mix of coordinator, worker and API roles. */
+export class Runtime {
+  readonly registry = new Registry();
+  readonly log: Logger;
+  private connections: Connections | undefined;
+  private worker: NodeWorker | undefined;
+  private reconciler: Reconciler | undefined;
+  private server: RunningServer | undefined;
+  private readonly roles: Role[];
+  private readonly tasks = new Map<string, RunnableTask>();
+  private readonly flows: Flow<any>[];
+  private config: RuntimeConfig = { pools: {}, tasks: {}, flows: {} };
+
+  constructor(private readonly options: RuntimeOptions) {
+    const roles = rolesSchema.safeParse(options.roles ?? ["coordinator", "worker", "api"]);
+    if (!roles.success) throw new AxConfigError(`Runtime roles: ${formatIssues(roles.error)}`);
+    this.roles = roles.data;
+    this.flows = options.flows ?? [];
+    if (this.flows.length === 0) throw new AxConfigError("Runtime needs at least one flow in `flows`");
+    this.log = options.logger ?? pino({ level: options.logLevel ?? process.env.AX_LOG_LEVEL ?? "info" });
+    this.collectTasks();
+  }
+
+  /** The worker's id in attempt history, once started with the worker role. */
+  get workerId(): string | undefined {
+    return this.worker?.id;
+  }
+
+  /** The API's base URL, once started with the api role. */
+  get url(): string | undefined {
+    return this.server?.url;
+  }
+
+  /** Applies migrations, stores the flows' DAGs as versions, then starts this process's roles. */
+  async start(): Promise<void> {
+    if (this.options.config) this.applyConfig(loadRuntimeConfig(this.options.config, { tasks: this.tasks.keys(), flows: this.flows.map((f) => f.name) }));
+    const connections = openConnections(this.options);
+    this.connections = connections;
+    const { store, queues } = connections;
+    await migrate(store);
+    for (const flow of this.flows) await registerFlowVersion(store.db, ...this.versionOf(flow));
+
+    if (this.roles.includes("worker")) {
+      const source: TaskSource = { get: (name) => this.tasks.get(name) };
+      this.worker = new NodeWorker({
+        db: store.db,
+        connection: connections.redis,
+        queues,
+        queueNames: this.options.queues ?? [...new Set([...this.tasks.values()].map((t) => t.options.queue))],
+        concurrency: this.options.maxConcurrency ?? this.config.maxConcurrency ?? 10,
+        tasks: source,
+        log: this.log,
+        metrics: createWorkerMetrics(this.registry),
+        ...this.options.worker,
+      });
+      await this.worker.start();
+    }
+    if (this.roles.includes("coordinator")) {
+      this.reconciler = new Reconciler(store.db, queues, this.log.child({ component: "reconciler" }), this.options.reconciler);
+      this.reconciler.start();
+    }
+    if (this.roles.includes("api")) {
+      this.server = await startServer({
+        db: store.db,
+        queues,
+        registry: this.registry,
+        log: this.log,
+        port: this.options.port,
+        host: this.options.host,
+      });
+    }
+  }
+
+  /** A client sharing this runtime's connections (closing it leaves them open). */
+  client(): Client {
+    if (!this.connections) throw new AxConfigError("start() the Runtime before asking for its client");
+    return new Client({ flows: this.flows }, this.connections);
+  }
+
+  /** One reconcile pass now (tests, tools); normally it runs on its interval. */
+  async reconcile(): Promise<number> {
+    if (!this.reconciler) throw new AxConfigError("this Runtime has no coordinator role");
+    return this.reconciler.runOnce();
+  }
+
+  /** Graceful: stops taking work, lets in-flight attempts finish, closes connections. */
+  async stop(): Promise<void> {
+    await this.server?.close();
+    await this.reconciler?.stop();
+    await this.worker?.stop();
+    await this.connections?.close();
+    this.server = this.reconciler = this.worker = this.connections = undefined;
+  }
+
+  private collectTasks(): void {
+    const flowNames = new Set<string>();
+    for (const flow of this.flows) {
+      if (flowNames.has(flow.name)) throw new AxDefinitionError(`two flows are named "${flow.name}"; flow names must be unique`);
+      flowNames.add(flow.name);
+      for (const task of flow.tasks.values()) this.addTask(task);
+    }
+  }
+
+  private addTask(task: AnyTask): void {
+    const known = this.tasks.get(task.taskName);
+    if (known && known.fn !== task.fn) {
+      throw new AxDefinitionError(`two different tasks are named "${task.taskName}"; task names must be unique across the runtime's flows`);
+    }
+    this.tasks.set(task.taskName, { name: task.taskName, fn: task.fn as RunnableTask["fn"], options: task.options });
+  }
+
+  private applyConfig(config: RuntimeConfig): void {
+    this.config = config;
+    for (const flow of this.flows) {
+      for (const task of flow.tasks.values()) {
+        const runnable = this.tasks.get(task.taskName)!;
+        runnable.options = resolveTaskOptions(task.taskName, task.codeOptions, config.tasks[task.taskName]);
+      }
+    }
+  }
+
+  /** The DAG as stored: each node's queue after YAML overrides. */
+  private versionOf(flow: Flow<any>): [FlowDag, string] {
+    const dag: FlowDag = {
+      flow: flow.name,
+      nodes: flow.dag.nodes.map((n) => ({ ...n, queue: this.tasks.get(n.task)?.options.queue ?? n.queue })),
+    };
+    return [dag, dagHash(dag)];
+  }
+}

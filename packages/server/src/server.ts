@@ -1,0 +1,96 @@
+import Fastify from "fastify";
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
+import { z } from "zod";
+import {
+  AxNotJsonError,
+  getRunInfo,
+  listFlowNames,
+  listRunSummaries,
+  RUN_STATUSES,
+  type Db,
+} from "@ax/store";
+import {
+  AxPayloadTooLargeError,
+  AxUnknownFlowError,
+  triggerRun,
+  type QueueRegistry,
+} from "@ax/coordinator";
+
+export interface ServerOptions {
+  db: Db;
+  queues: QueueRegistry;
+  registry: Registry;
+  log: Logger;
+  /** @defaultValue 8080; 0 picks a free port */
+  port?: number | undefined;
+  /** @defaultValue "127.0.0.1" */
+  host?: string | undefined;
+}
+
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+const listQuery = z.object({
+  flow: z.string().optional(),
+  status: z.enum(RUN_STATUSES).optional(),
+  businessKey: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(500).optional(),
+});
+
+const triggerBody = z
+  .object({
+    payload: z.unknown().optional(),
+    idempotencyKey: z.string().min(1).optional(),
+    businessKey: z.string().min(1).optional(),
+  })
+  .strict();
+
+/** The HTTP API: runs, triggers and Prometheus metrics. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const app = Fastify({ loggerInstance: options.log.child({ component: "api" }), disableRequestLogging: true });
+
+  app.setErrorHandler((error: Error & { statusCode?: number }, _request, reply) => {
+    if (error instanceof z.ZodError) {
+      return reply.status(400).send({ error: "BadRequest", message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") });
+    }
+    if (error instanceof AxUnknownFlowError) return reply.status(404).send({ error: error.name, message: error.message });
+    if (error instanceof AxPayloadTooLargeError) return reply.status(413).send({ error: error.name, message: error.message });
+    if (error instanceof AxNotJsonError) return reply.status(400).send({ error: error.name, message: error.message });
+    const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 500) options.log.error({ err: error }, "API request failed");
+    return reply.status(status).send({ error: error.name, message: error.message });
+  });
+
+  app.get("/healthz", async () => ({ ok: true }));
+
+  app.get("/metrics", async (_request, reply) => {
+    reply.header("content-type", options.registry.contentType);
+    return options.registry.metrics();
+  });
+
+  app.get("/api/flows", async () => ({ flows: await listFlowNames(options.db) }));
+
+  app.get("/api/runs", async (request) => ({ runs: await listRunSummaries(options.db, listQuery.parse(request.query)) }));
+
+  app.get<{ Params: { id: string } }>("/api/runs/:id", async (request, reply) => {
+    const id = z.uuid().safeParse(request.params.id);
+    const run = id.success ? await getRunInfo(options.db, id.data) : undefined;
+    if (!run) return reply.status(404).send({ error: "AxRunNotFoundError", message: `no run with id ${request.params.id}` });
+    return run;
+  });
+
+  app.post<{ Params: { flow: string } }>("/api/flows/:flow/runs", async (request, reply) => {
+    const body = triggerBody.parse(request.body ?? {});
+    const triggered = await triggerRun(
+      { db: options.db, queues: options.queues },
+      { flow: request.params.flow, payload: body.payload ?? null, trigger: "event", idempotencyKey: body.idempotencyKey, businessKey: body.businessKey },
+    );
+    return reply.status(triggered.created ? 201 : 200).send(triggered);
+  });
+
+  const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
+  return { url, close: () => app.close() };
+}

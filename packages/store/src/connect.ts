@@ -1,0 +1,108 @@
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
+import pg from "pg";
+import * as schema from "./schema/index.js";
+
+export type Schema = typeof schema;
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+
+export interface StoreOptions {
+  /**
+   * `postgres://…` for a server; unset for embedded PGlite in `dataDir`.
+   * A `?schema=name` parameter keeps every table in that PostgreSQL schema.
+   */
+  url?: string | undefined;
+  /** @defaultValue `./.ax/data` (embedded mode only) */
+  dataDir?: string | undefined;
+  /** @defaultValue 20 (server mode only) */
+  poolSize?: number | undefined;
+}
+
+export interface Store {
+  db: Db;
+  kind: "pg" | "pglite";
+  /** PostgreSQL schema holding the tables; `public` unless `?schema=` was given. */
+  schema: string;
+  /** Runs `fn` with one connection held for its whole duration (session advisory locks). */
+  withSession<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function splitSchema(url: string): { url: string; schema: string } {
+  const parsed = new URL(url);
+  const schemaName = parsed.searchParams.get("schema") ?? "public";
+  if (!SCHEMA_NAME.test(schemaName)) {
+    throw new Error(`storage URL has schema "${schemaName}": use lower-case letters, digits and _ only`);
+  }
+  parsed.searchParams.delete("schema");
+  return { url: parsed.toString(), schema: schemaName };
+}
+
+export function openStore(options: StoreOptions = {}): Store {
+  if (options.url) return openServer(options.url, options.poolSize ?? 20);
+  return openEmbedded(resolve(options.dataDir ?? ".ax/data"));
+}
+
+function openServer(rawUrl: string, poolSize: number): Store {
+  const { url, schema: schemaName } = splitSchema(rawUrl);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    options: `-c search_path=${schemaName}`,
+  });
+  // An idle client that loses its server (restart) must not crash the process; the pool replaces it.
+  pool.on("error", () => {});
+  const db = drizzlePg(pool, { schema }) as unknown as Db;
+  return {
+    db,
+    kind: "pg",
+    schema: schemaName,
+    async withSession(fn) {
+      const client = await pool.connect();
+      try {
+        return await fn(drizzlePg(client, { schema }) as unknown as Db);
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** One PGlite per data directory per process: two instances on one directory would corrupt it. */
+const embedded = new Map<string, { client: PGlite; db: Db; users: number }>();
+
+function openEmbedded(dataDir: string): Store {
+  let entry = embedded.get(dataDir);
+  if (!entry) {
+    mkdirSync(dataDir, { recursive: true });
+    const client = new PGlite(dataDir);
+    entry = { client, db: drizzlePglite(client, { schema }) as unknown as Db, users: 0 };
+    embedded.set(dataDir, entry);
+  }
+  entry.users += 1;
+  const shared = entry;
+  let closed = false;
+  return {
+    db: shared.db,
+    kind: "pglite",
+    schema: "public",
+    // PGlite is a single connection already.
+    withSession: (fn) => fn(shared.db),
+    async close() {
+      if (closed) return;
+      closed = true;
+      shared.users -= 1;
+      if (shared.users === 0) {
+        embedded.delete(dataDir);
+        await shared.client.close();
+      }
+    },
+  };
+}

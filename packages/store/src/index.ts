@@ -1,0 +1,13 @@
+export * from "./types.js";
+export * from "./dag.js";
+export { openStore, splitSchema, type Db, type Store, type StoreOptions } from "./connect.js";
+export { migrate } from "./migrate.js";
+export * as tables from "./schema/index.js";
+export * from "./repositories/flow-definitions.js";
+export * from "./repositories/create-run.js";
+export * from "./repositories/ready-node.js";
+export * from "./repositories/attempt-lifecycle.js";
+export * from "./repositories/workers.js";
+export * from "./repositories/reconcile.js";
+export * from "./repositories/history.js";
+export * from "./json.js";

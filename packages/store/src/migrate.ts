@@ -1,0 +1,30 @@
+import { fileURLToPath } from "node:url";
+import { sql } from "drizzle-orm";
+import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import type { NodePgDatabase } from "drizzle-orm/node-postgres";
+import type { PgliteDatabase } from "drizzle-orm/pglite";
+import type { Store } from "./connect.js";
+
+const migrationsFolder = fileURLToPath(new URL("../migrations", import.meta.url));
+
+/** Arbitrary constant: serialises concurrent `migrate()` calls from many processes. */
+const MIGRATION_LOCK = 7_314_001;
+
+/** Applies the checked-in drizzle-kit migrations; safe to call from many processes at once. */
+export async function migrate(store: Store): Promise<void> {
+  const config = { migrationsFolder, migrationsSchema: store.schema === "public" ? "drizzle" : store.schema };
+  if (store.kind === "pglite") {
+    await migratePglite(store.db as unknown as PgliteDatabase, config);
+    return;
+  }
+  await store.withSession(async (db) => {
+    await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK})`);
+    try {
+      await db.execute(sql.raw(`create schema if not exists "${store.schema}"`));
+      await migratePg(db as unknown as NodePgDatabase, config);
+    } finally {
+      await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK})`);
+    }
+  });
+}

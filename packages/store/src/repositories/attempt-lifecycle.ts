@@ -1,0 +1,241 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import type { AttemptOutcome, Json, RunStatus, TaskFailure } from "../types.js";
+import { jsonParam, rows } from "./raw.js";
+import type { ReadyNode } from "./ready-node.js";
+
+export interface AttemptRef {
+  runId: string;
+  nodeKey: string;
+  attempt: number;
+}
+
+export interface StartedAttempt {
+  flow: string;
+  payload: Json;
+  businessKey: string | null;
+  queuedAt: Date | null;
+  startedAt: Date;
+  /** True when this attempt moved the run from `pending` to `running`. */
+  runStarted: boolean;
+  /** Results of the upstream nodes asked for, by node key. */
+  upstream: Record<string, Json>;
+}
+
+/**
+ * The fence: moves the node from `queued`/`retrying` to `running` for exactly this attempt and
+ * records the attempt. Undefined means the job is a duplicate or stale, and must be dropped.
+ */
+export async function startAttempt(
+  db: Db,
+  ref: AttemptRef & { worker: string; upstreamKeys: string[] },
+): Promise<StartedAttempt | undefined> {
+  const [row] = await rows<{
+    flow: string;
+    payload: Json;
+    business_key: string | null;
+    queued_at: Date | null;
+    started_at: Date;
+    run_started: boolean;
+    upstream: Record<string, Json> | null;
+  }>(
+    db,
+    sql`
+    with started as (
+      update node_runs set status = 'running', started_at = coalesce(started_at, now()), next_retry_at = null
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt}
+        and status in ('queued', 'retrying')
+      returning run_id, queued_at
+    ), recorded as (
+      insert into attempts (run_id, node_key, n, worker, started_at)
+      select run_id, ${ref.nodeKey}, ${ref.attempt}, ${ref.worker}, now() from started
+    ), run_started as (
+      update runs set status = 'running', started_at = now()
+      where id = ${ref.runId} and status = 'pending' and exists (select 1 from started)
+      returning id
+    )
+    select r.flow, r.payload, r.business_key, s.queued_at, now() as started_at,
+      exists (select 1 from run_started) as run_started,
+      (select jsonb_object_agg(u.node_key, u.result) from node_runs u
+        where u.run_id = ${ref.runId}
+          and u.node_key in (select jsonb_array_elements_text(${jsonParam(ref.upstreamKeys)}::jsonb))) as upstream
+    from started s join runs r on r.id = s.run_id`,
+  );
+  if (!row) return undefined;
+  return {
+    flow: row.flow,
+    payload: row.payload,
+    businessKey: row.business_key,
+    // Raw statements bypass drizzle's column mapping: PGlite answers timestamps as text.
+    queuedAt: row.queued_at === null ? null : new Date(row.queued_at),
+    startedAt: new Date(row.started_at),
+    runStarted: row.run_started,
+    upstream: row.upstream ?? {},
+  };
+}
+
+export interface Advanced {
+  /** False when the fence matched nothing: the attempt was already closed elsewhere. */
+  applied: boolean;
+  ready: ReadyNode[];
+  /** The run's status after this change, when it just became terminal. */
+  runFinished: RunStatus | null;
+}
+
+type AdvanceRow = { applied: number; ready: Omit<ReadyNode, "flowVersionId">[] | null; run_status: RunStatus | null; nodes_remaining: number | null; flow_version_id: number | null };
+
+function toAdvanced(row: AdvanceRow | undefined): Advanced {
+  if (!row || Number(row.applied) === 0) return { applied: false, ready: [], runFinished: null };
+  const flowVersionId = row.flow_version_id ?? 0;
+  return {
+    applied: true,
+    ready: (row.ready ?? []).map((r) => ({ ...r, flowVersionId })),
+    runFinished: row.nodes_remaining === 0 ? row.run_status : null,
+  };
+}
+
+/** The `runs` update shared by every node that becomes terminal: count down, finish at zero. */
+function finishRunSql(runId: string, terminalNodes: SQLChunk, blocking: boolean) {
+  return sql`
+    update runs set
+      nodes_remaining = nodes_remaining - ${terminalNodes},
+      blocking_failures = blocking_failures + ${blocking ? 1 : 0},
+      status = case when nodes_remaining - ${terminalNodes} = 0 and status in ('pending', 'running')
+        then (case when blocking_failures + ${blocking ? 1 : 0} > 0 then 'failed' else 'success' end)
+        else status end,
+      finished_at = case when nodes_remaining - ${terminalNodes} = 0 then now() else finished_at end
+    where id = ${runId}`;
+}
+type SQLChunk = ReturnType<typeof sql>;
+
+/**
+ * Records a successful attempt, and in the same statement counts down each dependant's
+ * `deps_remaining` under its row lock (fan-in), queueing those that reach zero, and the run's.
+ */
+export async function completeAttempt(
+  db: Db,
+  ref: AttemptRef & { result: Json; downstream: string[] },
+): Promise<Advanced> {
+  const [row] = await rows<AdvanceRow>(
+    db,
+    sql`
+    with done as (
+      update node_runs set status = 'success', result = ${jsonParam(ref.result)}::jsonb, error = null, finished_at = now()
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
+      returning run_id
+    ), closed as (
+      update attempts set finished_at = now(), outcome = 'success'
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from done)
+    ), counted as (
+      update node_runs set
+        deps_remaining = deps_remaining - 1,
+        status = case when deps_remaining = 1 then 'queued' else status end,
+        attempt = case when deps_remaining = 1 then 1 else attempt end,
+        queued_at = case when deps_remaining = 1 then now() else queued_at end
+      where run_id = ${ref.runId} and status = 'pending' and exists (select 1 from done)
+        and node_key in (select jsonb_array_elements_text(${jsonParam(ref.downstream)}::jsonb))
+      returning node_key, task, queue, status, attempt
+    ), run as (
+      ${finishRunSql(ref.runId, sql`1`, false)} and exists (select 1 from done)
+      returning status, nodes_remaining, flow_version_id
+    )
+    select (select count(*) from done)::int as applied,
+      (select jsonb_agg(jsonb_build_object('runId', ${ref.runId}::text, 'nodeKey', node_key, 'task', task,
+        'queue', queue, 'attempt', attempt)) from counted where status = 'queued') as ready,
+      (select status from run) as run_status,
+      (select nodes_remaining from run) as nodes_remaining,
+      (select flow_version_id from run) as flow_version_id`,
+  );
+  return toAdvanced(row);
+}
+
+/** Closes a failed attempt and schedules the next one; the caller enqueues it with the delay. */
+export async function retryAttempt(
+  db: Db,
+  ref: AttemptRef & { outcome: AttemptOutcome; error: TaskFailure; nextRetryAt: Date },
+): Promise<boolean> {
+  const [row] = await rows<{ applied: number }>(
+    db,
+    sql`
+    with waiting as (
+      update node_runs set status = 'retrying', attempt = attempt + 1, error = ${jsonParam(ref.error)}::jsonb,
+        next_retry_at = ${ref.nextRetryAt.toISOString()}::timestamptz, queued_at = now()
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
+      returning run_id
+    ), closed as (
+      update attempts set finished_at = now(), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from waiting)
+    )
+    select count(*)::int as applied from waiting`,
+  );
+  return Number(row?.applied ?? 0) > 0;
+}
+
+/**
+ * Fails the node for good: its pending descendants become `skipped`, and the run counts them all
+ * down; `blocking` (onFailure "fail") makes the run's outcome `failed`.
+ */
+export async function failNode(
+  db: Db,
+  ref: AttemptRef & { outcome: AttemptOutcome; error: TaskFailure; descendants: string[]; blocking: boolean },
+): Promise<Advanced> {
+  const [row] = await rows<AdvanceRow>(
+    db,
+    sql`
+    with failed as (
+      update node_runs set status = 'failed', error = ${jsonParam(ref.error)}::jsonb, finished_at = now()
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
+      returning run_id
+    ), closed as (
+      update attempts set finished_at = now(), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from failed)
+    ), skipped as (
+      update node_runs set status = 'skipped', finished_at = now()
+      where run_id = ${ref.runId} and status = 'pending' and exists (select 1 from failed)
+        and node_key in (select jsonb_array_elements_text(${jsonParam(ref.descendants)}::jsonb))
+      returning node_key
+    ), run as (
+      ${finishRunSql(ref.runId, sql`(1 + (select count(*) from skipped))::int`, ref.blocking)} and exists (select 1 from failed)
+      returning status, nodes_remaining, flow_version_id
+    )
+    select (select count(*) from failed)::int as applied, null::jsonb as ready,
+      (select status from run) as run_status,
+      (select nodes_remaining from run) as nodes_remaining,
+      (select flow_version_id from run) as flow_version_id`,
+  );
+  return toAdvanced(row);
+}
+
+export interface RunningAttempt {
+  flow: string;
+  businessKey: string | null;
+  status: string;
+  attempt: number;
+  worker: string | null;
+  /** True when the attempt's worker has not heartbeated within the lease (or is unknown). */
+  workerLost: boolean;
+}
+
+/** What a job that lost the fence finds: used to tell a duplicate from a crashed attempt. */
+export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): Promise<RunningAttempt | undefined> {
+  const [row] = await rows<{ flow: string; business_key: string | null; status: string; attempt: number; worker: string | null; worker_lost: boolean }>(
+    db,
+    sql`
+    select r.flow, r.business_key, n.status, n.attempt, a.worker,
+      (w.id is null or w.heartbeat_at < now() - make_interval(secs => ${leaseMs / 1000})) as worker_lost
+    from node_runs n
+    join runs r on r.id = n.run_id
+    left join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
+    left join workers w on w.id = a.worker
+    where n.run_id = ${ref.runId} and n.node_key = ${ref.nodeKey}`,
+  );
+  if (!row) return undefined;
+  return { flow: row.flow, businessKey: row.business_key, status: row.status, attempt: row.attempt, worker: row.worker, workerLost: row.worker_lost };
+}
+
+/** Stores a running attempt's reported progress on its node. */
+export async function recordProgress(db: Db, ref: AttemptRef & { progress: Json }): Promise<void> {
+  await db.execute(sql`
+    update node_runs set progress = ${jsonParam(ref.progress)}::jsonb
+    where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'`);
+}

@@ -1,0 +1,54 @@
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import type { FlowDag } from "../dag.js";
+import { flowDefinitions } from "../schema/index.js";
+
+export interface FlowVersion {
+  id: number;
+  name: string;
+  version: number;
+  dag: FlowDag;
+}
+
+/** Stores `dag` as the next version of its flow unless an identical one (same hash) exists. */
+export async function registerFlowVersion(db: Db, dag: FlowDag, hash: string): Promise<FlowVersion> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${"ax.flow:" + dag.flow}))`);
+    const [existing] = await tx
+      .select()
+      .from(flowDefinitions)
+      .where(and(eq(flowDefinitions.name, dag.flow), eq(flowDefinitions.hash, hash)));
+    if (existing) return existing;
+    const [last] = await tx
+      .select({ version: flowDefinitions.version })
+      .from(flowDefinitions)
+      .where(eq(flowDefinitions.name, dag.flow))
+      .orderBy(desc(flowDefinitions.version))
+      .limit(1);
+    const [row] = await tx
+      .insert(flowDefinitions)
+      .values({ name: dag.flow, version: (last?.version ?? 0) + 1, hash, dag })
+      .returning();
+    return row!;
+  });
+}
+
+export async function latestFlowVersion(db: Db, name: string): Promise<FlowVersion | undefined> {
+  const [row] = await db
+    .select()
+    .from(flowDefinitions)
+    .where(eq(flowDefinitions.name, name))
+    .orderBy(desc(flowDefinitions.version))
+    .limit(1);
+  return row;
+}
+
+export async function flowVersionById(db: Db, id: number): Promise<FlowVersion | undefined> {
+  const [row] = await db.select().from(flowDefinitions).where(eq(flowDefinitions.id, id));
+  return row;
+}
+
+export async function listFlowNames(db: Db): Promise<string[]> {
+  const rows = await db.selectDistinct({ name: flowDefinitions.name }).from(flowDefinitions);
+  return rows.map((r) => r.name);
+}

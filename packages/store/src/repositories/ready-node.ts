@@ -1,0 +1,11 @@
+/** A node that PostgreSQL says should be in the hot queue: what an enqueue needs to know. */
+export interface ReadyNode {
+  runId: string;
+  nodeKey: string;
+  task: string;
+  queue: string;
+  attempt: number;
+  flowVersionId: number;
+  /** Milliseconds to wait before the job may start (retry backoff). */
+  delayMs?: number;
+}

@@ -1,0 +1,139 @@
+import { sql } from "drizzle-orm";
+import {
+  foreignKey,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  serial,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+import type { FlowDag } from "../dag.js";
+import type { AttemptOutcome, Json, RunStatus, RunTrigger, TaskFailure, TaskStatus } from "../types.js";
+
+const at = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+
+export const flowDefinitions = pgTable(
+  "flow_definitions",
+  {
+    id: serial("id").primaryKey(),
+    name: text("name").notNull(),
+    version: integer("version").notNull(),
+    hash: text("hash").notNull(),
+    dag: jsonb("dag").$type<FlowDag>().notNull(),
+    createdAt: at("created_at").defaultNow().notNull(),
+  },
+  (t) => [uniqueIndex("flow_definitions_name_version").on(t.name, t.version), uniqueIndex("flow_definitions_name_hash").on(t.name, t.hash)],
+);
+
+export const runs = pgTable(
+  "runs",
+  {
+    id: uuid("id").primaryKey(),
+    flow: text("flow").notNull(),
+    flowVersionId: integer("flow_version_id")
+      .notNull()
+      .references(() => flowDefinitions.id),
+    status: text("status").$type<RunStatus>().notNull(),
+    trigger: text("trigger").$type<RunTrigger>().notNull(),
+    payload: jsonb("payload").$type<Json>(),
+    businessKey: text("business_key"),
+    idempotencyKey: text("idempotency_key"),
+    logicalDate: at("logical_date"),
+    rerunOf: uuid("rerun_of"),
+    /** Nodes not yet terminal; the run finishes when it reaches 0. */
+    nodesRemaining: integer("nodes_remaining").notNull(),
+    /** Failed nodes whose failure fails the run (onFailure "fail"). */
+    blockingFailures: integer("blocking_failures").notNull().default(0),
+    createdAt: at("created_at").defaultNow().notNull(),
+    startedAt: at("started_at"),
+    finishedAt: at("finished_at"),
+  },
+  (t) => [
+    index("runs_flow_created").on(t.flow, t.createdAt.desc()),
+    index("runs_status").on(t.status),
+    index("runs_business_key").on(t.businessKey),
+  ],
+);
+
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    flow: text("flow").notNull(),
+    key: text("key").notNull(),
+    runId: uuid("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    createdAt: at("created_at").defaultNow().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.flow, t.key] })],
+);
+
+export const nodeRuns = pgTable(
+  "node_runs",
+  {
+    runId: uuid("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    nodeKey: text("node_key").notNull(),
+    task: text("task").notNull(),
+    queue: text("queue").notNull(),
+    status: text("status").$type<TaskStatus>().notNull(),
+    /** Upstream nodes not yet succeeded; decremented under the row lock, ready at 0. */
+    depsRemaining: integer("deps_remaining").notNull(),
+    /** Number of the current (or last) attempt; 0 before the first. */
+    attempt: integer("attempt").notNull().default(0),
+    result: jsonb("result").$type<Json>(),
+    error: jsonb("error").$type<TaskFailure>(),
+    progress: jsonb("progress").$type<Json>(),
+    nextRetryAt: at("next_retry_at"),
+    queuedAt: at("queued_at"),
+    startedAt: at("started_at"),
+    finishedAt: at("finished_at"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.runId, t.nodeKey] }),
+    index("node_runs_in_flight")
+      .on(t.status, t.queuedAt)
+      .where(sql`${t.status} in ('queued', 'retrying', 'running')`),
+  ],
+);
+
+export const attempts = pgTable(
+  "attempts",
+  {
+    runId: uuid("run_id").notNull(),
+    nodeKey: text("node_key").notNull(),
+    n: integer("n").notNull(),
+    worker: text("worker").notNull(),
+    startedAt: at("started_at").notNull(),
+    finishedAt: at("finished_at"),
+    outcome: text("outcome").$type<AttemptOutcome>(),
+    error: jsonb("error").$type<TaskFailure>(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.runId, t.nodeKey, t.n] }),
+    foreignKey({ columns: [t.runId, t.nodeKey], foreignColumns: [nodeRuns.runId, nodeRuns.nodeKey] }).onDelete("cascade"),
+  ],
+);
+
+/** Live worker processes; an attempt whose worker stopped heartbeating is presumed crashed. */
+export const workers = pgTable("workers", {
+  id: text("id").primaryKey(),
+  hostname: text("hostname").notNull(),
+  pid: integer("pid").notNull(),
+  queues: text("queues").array().notNull(),
+  startedAt: at("started_at").defaultNow().notNull(),
+  heartbeatAt: at("heartbeat_at").defaultNow().notNull(),
+});
+
+/** `ax.once(key, fn)`: the first result stored under a key is the only one. */
+export const onceKeys = pgTable("once_keys", {
+  key: text("key").primaryKey(),
+  result: jsonb("result").$type<Json>(),
+  createdAt: at("created_at").defaultNow().notNull(),
+});

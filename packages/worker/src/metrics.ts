@@ -1,0 +1,52 @@
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+export interface WorkerMetrics {
+  attemptDuration: Histogram<"task" | "outcome">;
+  queueWait: Histogram<"task">;
+  attempts: Counter<"task" | "outcome">;
+  retries: Counter<"task">;
+  consecutiveFailures: Gauge<"task">;
+  runsFinished: Counter<"flow" | "status">;
+}
+
+const SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
+
+/** Registers the worker's metrics on `registry` (one registry per Runtime, so tests can run many). */
+export function createWorkerMetrics(registry: Registry): WorkerMetrics {
+  const registers = [registry];
+  return {
+    attemptDuration: new Histogram({
+      name: "ax_attempt_duration_seconds",
+      help: "Duration of task attempts by task and outcome",
+      labelNames: ["task", "outcome"],
+      buckets: SECONDS,
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: "ax_queue_wait_seconds",
+      help: "Time from queued to attempt start",
+      labelNames: ["task"],
+      buckets: SECONDS,
+      registers,
+    }),
+    attempts: new Counter({
+      name: "ax_attempts_total",
+      help: "Finished attempts by task and outcome",
+      labelNames: ["task", "outcome"],
+      registers,
+    }),
+    retries: new Counter({ name: "ax_retries_total", help: "Retries scheduled by task", labelNames: ["task"], registers }),
+    consecutiveFailures: new Gauge({
+      name: "ax_task_consecutive_failures",
+      help: "Failed attempts in a row by task, as seen by this process",
+      labelNames: ["task"],
+      registers,
+    }),
+    runsFinished: new Counter({
+      name: "ax_runs_finished_total",
+      help: "Runs that reached a terminal status, by flow and status",
+      labelNames: ["flow", "status"],
+      registers,
+    }),
+  };
+}

@@ -1,0 +1,87 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { heartbeatWorker, removeWorker, type Db } from "@ax/store";
+import type { NodeJobData, QueueRegistry } from "@ax/coordinator";
+import { DagCache } from "./dag-cache.js";
+import type { WorkerMetrics } from "./metrics.js";
+import { runAttempt, type AttemptDeps } from "./run-attempt.js";
+import type { TaskSource } from "./task-definition.js";
+
+export interface NodeWorkerOptions {
+  db: Db;
+  connection: Redis;
+  queues: QueueRegistry;
+  /** Worker groups (BullMQ queues) this process serves. @defaultValue ["default"] */
+  queueNames: string[];
+  /** Attempts at once in this process, split evenly across its queues. @defaultValue 10 */
+  concurrency: number;
+  tasks: TaskSource;
+  log: Logger;
+  metrics: WorkerMetrics;
+  /** How often this process renews its lease in PostgreSQL. @defaultValue 2000 */
+  heartbeatMs?: number | undefined;
+  /** Attempts of a worker silent this long are presumed crashed. @defaultValue 10000 */
+  leaseMs?: number | undefined;
+  /** BullMQ job lock; a dead worker's jobs come back after about this plus `stalledIntervalMs`. @defaultValue 5000 */
+  lockDurationMs?: number | undefined;
+  /** @defaultValue 5000 */
+  stalledIntervalMs?: number | undefined;
+}
+
+/** The worker role: one BullMQ Worker per queue, executing attempts and advancing the DAG. */
+export class NodeWorker {
+  readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  private readonly workers: Worker<NodeJobData>[] = [];
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: NodeWorkerOptions) {}
+
+  async start(): Promise<void> {
+    const o = this.options;
+    const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: o.queueNames };
+    await heartbeatWorker(o.db, identity);
+    this.heartbeat = setInterval(() => {
+      heartbeatWorker(o.db, identity).catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
+    }, o.heartbeatMs ?? 2000);
+    this.heartbeat.unref();
+
+    const deps: AttemptDeps = {
+      db: o.db,
+      queues: o.queues,
+      dags: new DagCache(o.db),
+      tasks: o.tasks,
+      workerId: this.id,
+      log: o.log.child({ worker: this.id }),
+      metrics: o.metrics,
+      leaseMs: o.leaseMs ?? 10_000,
+    };
+    const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
+    for (const name of o.queueNames) {
+      const worker = new Worker<NodeJobData>(name, (job) => runAttempt(deps, job), {
+        connection: o.connection,
+        prefix: o.queues.prefix,
+        concurrency: perQueue,
+        lockDuration: o.lockDurationMs ?? 5000,
+        stalledInterval: o.stalledIntervalMs ?? 5000,
+        // A stalled job is an attempt whose worker died; the fence decides what happens to it.
+        maxStalledCount: 1000,
+        autorun: false,
+      });
+      worker.on("error", (err) => o.log.warn({ err, queue: name }, "BullMQ worker error"));
+      worker.on("failed", (job, err) => o.log.error({ err, jobId: job?.id }, "job processor threw; the reconciler will requeue the node"));
+      this.workers.push(worker);
+      void worker.run();
+    }
+  }
+
+  /** Graceful: takes no new jobs, waits for in-flight attempts to finish, then leaves. */
+  async stop(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.close()));
+    this.workers.length = 0;
+    clearInterval(this.heartbeat);
+    await removeWorker(this.options.db, this.id).catch(() => {});
+  }
+}

@@ -1,0 +1,37 @@
+import type { ErrorMatcher, ResolvedTaskOptions } from "./task-definition.js";
+
+export type RetryDecision = { retry: false; reason: string } | { retry: true; delayMs: number };
+
+type Policy = Pick<
+  ResolvedTaskOptions,
+  "retries" | "retryBackoffMs" | "backoff" | "jitter" | "maxBackoffMs" | "retryOn" | "noRetryOn"
+>;
+
+function matches(error: unknown, matcher: ErrorMatcher): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  if (typeof matcher === "string") return name === matcher;
+  // Errors that crossed a thread or process boundary keep only their name.
+  return error instanceof matcher || name === matcher.name;
+}
+
+/** Delay before attempt `failedAttempt + 1`: exponential or fixed, ± jitter, capped. */
+export function backoffDelay(policy: Policy, failedAttempt: number, random: () => number = Math.random): number {
+  const base =
+    policy.backoff === "fixed" ? policy.retryBackoffMs : policy.retryBackoffMs * 2 ** Math.max(0, failedAttempt - 1);
+  const jittered = base * (1 + policy.jitter * (2 * random() - 1));
+  return Math.max(0, Math.round(Math.min(jittered, policy.maxBackoffMs)));
+}
+
+/** Decides, where the error was caught, whether attempt `attempt` is followed by another. */
+export function decideRetry(policy: Policy, error: unknown, attempt: number, random?: () => number): RetryDecision {
+  if (matches(error, "NonRetryableError")) return { retry: false, reason: "NonRetryableError" };
+  if (matches(error, "AxResultTooLargeError")) return { retry: false, reason: "result too large" };
+  if (attempt > policy.retries) return { retry: false, reason: `no retries left (${policy.retries})` };
+  if (policy.noRetryOn.some((m) => matches(error, m))) return { retry: false, reason: "error is in noRetryOn" };
+  if (policy.retryOn && !policy.retryOn.some((m) => matches(error, m))) {
+    return { retry: false, reason: "error is not in retryOn" };
+  }
+  const requested = (error as { delayMs?: unknown } | null)?.delayMs;
+  if (matches(error, "RetryAfterError") && typeof requested === "number") return { retry: true, delayMs: requested };
+  return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
+}

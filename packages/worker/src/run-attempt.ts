@@ -1,0 +1,260 @@
+import type { Job } from "bullmq";
+import {
+  assertJson,
+  completeAttempt,
+  descendantsOf,
+  failNode,
+  inspectAttempt,
+  jsonBytes,
+  recordProgress,
+  retryAttempt,
+  startAttempt,
+  type Advanced,
+  type AttemptOutcome,
+  type Db,
+  type DagNode,
+  type Json,
+  type StartedAttempt,
+} from "@ax/store";
+import { enqueueNodes, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
+import type { Logger } from "pino";
+import type { CachedDag, DagCache } from "./dag-cache.js";
+import { withDbRetry } from "./db-retry.js";
+import { AxResultTooLargeError, AxUnknownTaskError, AxWorkerCrashedError } from "./errors.js";
+import { emitEvent, type AxEvent } from "./events.js";
+import { executeInline, type AttemptResult } from "./executors/inline.js";
+import { toTaskFailure } from "./failure.js";
+import type { WorkerMetrics } from "./metrics.js";
+import { decideRetry } from "./retry-policy.js";
+import type { ResolvedTaskOptions, TaskSource } from "./task-definition.js";
+
+export interface AttemptDeps {
+  db: Db;
+  queues: QueueRegistry;
+  dags: DagCache;
+  tasks: TaskSource;
+  workerId: string;
+  log: Logger;
+  metrics: WorkerMetrics;
+  /** A running attempt whose worker missed heartbeats this long is presumed crashed. */
+  leaseMs: number;
+}
+
+/** The run a job belongs to, as events and logs name it. */
+interface RunMeta {
+  runId: string;
+  flow: string;
+  businessKey: string | null;
+}
+
+type FailurePolicy = Pick<
+  ResolvedTaskOptions,
+  "retries" | "retryBackoffMs" | "backoff" | "jitter" | "maxBackoffMs" | "retryOn" | "noRetryOn" | "onFailure"
+>;
+
+/** Used when this process lacks the task's code: fail the node once, with an error that says why. */
+const NO_RETRY: FailurePolicy = {
+  retries: 0,
+  retryBackoffMs: 0,
+  backoff: "fixed",
+  jitter: 0,
+  maxBackoffMs: 0,
+  retryOn: null,
+  noRetryOn: [],
+  onFailure: "fail",
+};
+
+/** One BullMQ job = one attempt of one node: fence, execute, record, advance the DAG. */
+export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>): Promise<void> {
+  const { runId, nodeKey, attempt, flowVersionId } = job.data;
+  const dag = await withDbRetry(() => deps.dags.get(flowVersionId));
+  const node = dag.nodes.get(nodeKey);
+  if (!node) {
+    deps.log.error({ runId, nodeKey, flowVersionId }, "job names a node its flow version does not have; dropped");
+    return;
+  }
+  const ref = { runId, nodeKey, attempt };
+  const task = deps.tasks.get(node.task);
+  const started = await withDbRetry(() =>
+    startAttempt(deps.db, { ...ref, worker: deps.workerId, upstreamKeys: node.upstream }),
+  );
+  if (!started) {
+    await takeOverIfCrashed(deps, dag, node, { runId, attempt });
+    return;
+  }
+  const run: RunMeta = { runId, flow: started.flow, businessKey: started.businessKey };
+  try {
+    await executeStarted(deps, dag, node, attempt, started, run);
+  } catch (error) {
+    // Our own failure after the fence (not the task's): close the attempt rather than leave it running.
+    deps.log.error({ err: error, runId, node: nodeKey, attempt }, "attempt processing failed; closing the attempt as failed");
+    await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task?.options ?? NO_RETRY, run });
+  }
+}
+
+async function executeStarted(
+  deps: AttemptDeps,
+  dag: CachedDag,
+  node: DagNode,
+  attempt: number,
+  started: StartedAttempt,
+  run: RunMeta,
+): Promise<void> {
+  const { runId } = run;
+  const nodeKey = node.key;
+  const ref = { runId, nodeKey, attempt };
+  const task = deps.tasks.get(node.task);
+  const log = deps.log.child({ runId, flow: run.flow, node: nodeKey, attempt, businessKey: run.businessKey });
+  if (started.runStarted) emitEvent({ name: "run_started", ...run });
+  emitEvent({ name: "task_started", ...nodeEvent(run, node, attempt) });
+  if (started.queuedAt) {
+    deps.metrics.queueWait.observe({ task: node.task }, (started.startedAt.getTime() - started.queuedAt.getTime()) / 1000);
+  }
+  const args = node.args.map((arg): Json =>
+    arg.kind === "input" ? started.payload : arg.kind === "const" ? arg.value : (started.upstream[arg.key] ?? null),
+  );
+  log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");
+
+  const t0 = performance.now();
+  const executed: AttemptResult = task
+    ? await executeInline({
+        task,
+        args,
+        context: { ...run, task: node.task, nodeKey, attempt, idempotencyKey: `${runId}:${nodeKey}`, log },
+        onProgress: (progress) => {
+          recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
+        },
+      })
+    : { ok: false, error: new AxUnknownTaskError(node.task, deps.workerId), outcome: "failed" };
+  const checked = executed.ok && task ? checkResult(task.options, executed.value) : executed;
+  const durationMs = Math.round(performance.now() - t0);
+  const outcome: AttemptOutcome = checked.ok ? "success" : checked.outcome;
+  deps.metrics.attemptDuration.observe({ task: node.task, outcome }, durationMs / 1000);
+  deps.metrics.attempts.inc({ task: node.task, outcome });
+
+  if (checked.ok) {
+    const result = checked.value as Json;
+    deps.metrics.consecutiveFailures.set({ task: node.task }, 0);
+    log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
+    const advanced = await withDbRetry(() => completeAttempt(deps.db, { ...ref, result, downstream: node.downstream }));
+    if (!advanced.applied) {
+      log.warn("attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped");
+      return;
+    }
+    emitEvent({ name: "task_succeeded", ...nodeEvent(run, node, attempt) });
+    await afterAdvance(deps, advanced, run);
+    return;
+  }
+  deps.metrics.consecutiveFailures.inc({ task: node.task });
+  const failure = toTaskFailure(checked.error);
+  log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
+  if (outcome === "timed_out") emitEvent({ name: "task_timed_out", ...nodeEvent(run, node, attempt), error: failure });
+  await closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task?.options ?? NO_RETRY, run });
+}
+
+function checkResult(options: ResolvedTaskOptions, value: unknown): AttemptResult {
+  const result = value === undefined ? null : value;
+  try {
+    assertJson(result, `result of task "${options.name}"`);
+  } catch (error) {
+    return { ok: false, error, outcome: "failed" };
+  }
+  const bytes = jsonBytes(result);
+  if (bytes > options.maxResultBytes) {
+    return { ok: false, error: new AxResultTooLargeError(options.name, bytes, options.maxResultBytes), outcome: "failed" };
+  }
+  return { ok: true, value: result };
+}
+
+function failureKind(outcome: AttemptOutcome) {
+  if (outcome === "timed_out") return "timeout" as const;
+  if (outcome === "heartbeat_lost" || outcome === "crashed") return outcome;
+  return "error" as const;
+}
+
+function nodeEvent(run: RunMeta, node: DagNode, attempt: number): Omit<AxEvent, "name" | "at"> {
+  return { ...run, nodeKey: node.key, task: node.task, attempt };
+}
+
+interface FailedAttempt {
+  attempt: number;
+  error: unknown;
+  outcome: AttemptOutcome;
+  policy: FailurePolicy;
+  run: RunMeta;
+}
+
+/** Retry per policy (a delayed job for the next attempt) or fail the node and skip its descendants. */
+async function closeFailedAttempt(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt): Promise<void> {
+  const { attempt, outcome, run } = failed;
+  const ref = { runId: run.runId, nodeKey: node.key, attempt };
+  const failure = toTaskFailure(failed.error, failureKind(outcome));
+  const decision = decideRetry(failed.policy, failed.error, attempt);
+  const event = { ...nodeEvent(run, node, attempt), error: { name: failure.name, message: failure.message } };
+  if (decision.retry) {
+    const nextRetryAt = new Date(Date.now() + decision.delayMs);
+    const applied = await withDbRetry(() => retryAttempt(deps.db, { ...ref, outcome, error: failure, nextRetryAt }));
+    if (!applied) return;
+    deps.metrics.retries.inc({ task: node.task });
+    emitEvent({ name: "task_retrying", ...event });
+    await enqueueNodes(deps.queues, [
+      {
+        runId: run.runId,
+        nodeKey: node.key,
+        task: node.task,
+        queue: node.queue,
+        attempt: attempt + 1,
+        flowVersionId: dag.versionId,
+        delayMs: decision.delayMs,
+      },
+    ]);
+    return;
+  }
+  const advanced = await withDbRetry(() =>
+    failNode(deps.db, {
+      ...ref,
+      outcome,
+      error: failure,
+      descendants: descendantsOf(dag.dag, [node.key]),
+      blocking: failed.policy.onFailure === "fail",
+    }),
+  );
+  if (!advanced.applied) return;
+  emitEvent({ name: "task_failed", ...event });
+  await afterAdvance(deps, advanced, run);
+}
+
+async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta): Promise<void> {
+  await enqueueNodes(deps.queues, advanced.ready);
+  if (!advanced.runFinished) return;
+  deps.metrics.runsFinished.inc({ flow: run.flow, status: advanced.runFinished });
+  if (advanced.runFinished === "success") emitEvent({ name: "run_succeeded", ...run });
+  if (advanced.runFinished === "failed") emitEvent({ name: "run_failed", ...run });
+}
+
+/**
+ * A job that lost the fence is a duplicate, unless its node is still `running` this attempt
+ * under a worker whose lease lapsed: then that worker died mid-attempt (BullMQ's stalled-job
+ * recovery or the reconciler brought the job back), so the attempt is closed as `crashed` and
+ * retried or failed per the task's policy.
+ */
+async function takeOverIfCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, ref: { runId: string; attempt: number }): Promise<void> {
+  const found = await withDbRetry(() => inspectAttempt(deps.db, { ...ref, nodeKey: node.key }, deps.leaseMs));
+  if (!found || found.status !== "running" || found.attempt !== ref.attempt || !found.workerLost) return;
+  if (found.worker === deps.workerId) return;
+  const run: RunMeta = { runId: ref.runId, flow: found.flow, businessKey: found.businessKey };
+  deps.log.warn({ runId: ref.runId, node: node.key, attempt: ref.attempt, lostWorker: found.worker }, "attempt's worker died; closing it as crashed");
+  deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });
+  await closeFailedAttempt(deps, dag, node, {
+    attempt: ref.attempt,
+    error: new AxWorkerCrashedError(found.worker, ref.attempt),
+    outcome: "crashed",
+    policy: deps.tasks.get(node.task)?.options ?? NO_RETRY,
+    run,
+  });
+}
+
+function summarise(value: Json): string {
+  const text = JSON.stringify(value);
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}

@@ -1,0 +1,35 @@
+export type ErrorMatcher = string | (abstract new (...args: never[]) => Error);
+
+/** Task options after defaults and YAML overrides; durations in milliseconds. */
+export interface ResolvedTaskOptions {
+  name: string;
+  retries: number;
+  retryBackoffMs: number;
+  backoff: "exponential" | "fixed";
+  jitter: number;
+  maxBackoffMs: number;
+  retryOn: ErrorMatcher[] | null;
+  noRetryOn: ErrorMatcher[];
+  timeoutMs: number | null;
+  heartbeatTimeoutMs: number | null;
+  onFailure: "fail" | "notify_only";
+  concurrency: number | null;
+  rateLimit: { max: number; perMs: number } | null;
+  pool: { name: string; slots: number } | null;
+  queue: string;
+  executor: "inline" | "thread" | "process";
+  resources: { memoryMb?: number | undefined; cpuSeconds?: number | undefined } | null;
+  maxResultBytes: number;
+  alertGroup: string | null;
+}
+
+/** What a worker needs of a task: its function and its effective options. */
+export interface RunnableTask {
+  name: string;
+  fn: (...args: never[]) => unknown;
+  options: ResolvedTaskOptions;
+}
+
+export interface TaskSource {
+  get(name: string): RunnableTask | undefined;
+}

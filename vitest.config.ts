@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["packages/*/src/**/*.test.ts", "test/integration/**/*.test.ts", "examples/*/**/*.test.ts"],
+    exclude: ["**/node_modules/**", "test/bench/**"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Each file gets its own schema and Redis prefix, so files run in parallel; 2 cores here.
+    pool: "forks",
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    env: { AX_LOG_LEVEL: "warn" },
+  },
+});
