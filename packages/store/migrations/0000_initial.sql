@@ -78,10 +78,10 @@ CREATE TABLE "workers" (
 	"heartbeat_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
-ALTER TABLE "attempts" ADD CONSTRAINT "attempts_run_id_node_key_node_runs_run_id_node_key_fk" FOREIGN KEY ("run_id","node_key") REFERENCES "public"."node_runs"("run_id","node_key") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "idempotency_keys" ADD CONSTRAINT "idempotency_keys_run_id_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "public"."runs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "node_runs" ADD CONSTRAINT "node_runs_run_id_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "public"."runs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "runs" ADD CONSTRAINT "runs_flow_version_id_flow_definitions_id_fk" FOREIGN KEY ("flow_version_id") REFERENCES "public"."flow_definitions"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "attempts" ADD CONSTRAINT "attempts_run_id_node_key_node_runs_run_id_node_key_fk" FOREIGN KEY ("run_id","node_key") REFERENCES "node_runs"("run_id","node_key") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "idempotency_keys" ADD CONSTRAINT "idempotency_keys_run_id_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "runs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "node_runs" ADD CONSTRAINT "node_runs_run_id_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "runs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "runs" ADD CONSTRAINT "runs_flow_version_id_flow_definitions_id_fk" FOREIGN KEY ("flow_version_id") REFERENCES "flow_definitions"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "flow_definitions_name_version" ON "flow_definitions" USING btree ("name","version");--> statement-breakpoint
 CREATE UNIQUE INDEX "flow_definitions_name_hash" ON "flow_definitions" USING btree ("name","hash");--> statement-breakpoint
 CREATE INDEX "node_runs_in_flight" ON "node_runs" USING btree ("status","queued_at") WHERE "node_runs"."status" in ('queued', 'retrying', 'running');--> statement-breakpoint
