@@ -1,0 +1,143 @@
+import { describe, expect, it } from "vitest";
+import { NonRetryableError, RetryAfterError } from "./errors.js";
+import { backoffDelay, decideRetry } from "./retry-policy.js";
+
+type Policy = Parameters<typeof decideRetry>[0];
+
+const policy = (over: Partial<Policy> = {}): Policy => ({
+  retries: 5,
+  retryBackoffMs: 1000,
+  backoff: "exponential",
+  jitter: 0,
+  maxBackoffMs: 600_000,
+  retryOn: null,
+  noRetryOn: [],
+  ...over,
+});
+
+class InvoiceApiError extends Error {
+  override name = "InvoiceApiError";
+}
+class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** A `random` returning the given values in turn, to pin jitter to its extremes. */
+const fixed = (value: number) => () => value;
+
+describe("backoffDelay", () => {
+  it("grows exponentially from the base: base, 2x, 4x, 8x", () => {
+    const p = policy();
+    expect([1, 2, 3, 4].map((n) => backoffDelay(p, n))).toEqual([1000, 2000, 4000, 8000]);
+  });
+
+  it("stays at the base with fixed backoff", () => {
+    const p = policy({ backoff: "fixed", retryBackoffMs: 300 });
+    expect([1, 2, 3, 7].map((n) => backoffDelay(p, n))).toEqual([300, 300, 300, 300]);
+  });
+
+  it("applies jitter as ± fraction of the delay, reaching both bounds and the middle", () => {
+    const p = policy({ retryBackoffMs: 1000, jitter: 0.2 });
+    expect(backoffDelay(p, 1, fixed(0))).toBe(800);
+    expect(backoffDelay(p, 1, fixed(0.5))).toBe(1000);
+    expect(backoffDelay(p, 1, fixed(0.999999))).toBe(1200);
+    expect(backoffDelay(p, 3, fixed(0))).toBe(3200);
+    expect(backoffDelay(p, 3, fixed(0.999999))).toBe(4800);
+  });
+
+  it("keeps every jittered delay within bounds with the real random source", () => {
+    const p = policy({ retryBackoffMs: 500, jitter: 0.3 });
+    for (let i = 0; i < 1000; i++) {
+      const delay = backoffDelay(p, 2);
+      expect(delay).toBeGreaterThanOrEqual(700);
+      expect(delay).toBeLessThanOrEqual(1300);
+    }
+  });
+
+  it("caps a delay at maxBackoff, jitter included", () => {
+    const p = policy({ retryBackoffMs: 1000, maxBackoffMs: 5000, jitter: 0.2 });
+    expect(backoffDelay(p, 3, fixed(0.5))).toBe(4000);
+    expect(backoffDelay(p, 4, fixed(0))).toBe(5000);
+    expect(backoffDelay(p, 30, fixed(0.999999))).toBe(5000);
+  });
+
+  it("never goes negative, even with full jitter", () => {
+    expect(backoffDelay(policy({ jitter: 1 }), 1, fixed(0))).toBe(0);
+  });
+});
+
+describe("decideRetry", () => {
+  it("retries any error by default, with the backoff of the failed attempt", () => {
+    expect(decideRetry(policy(), new Error("boom"), 1)).toEqual({ retry: true, delayMs: 1000 });
+    expect(decideRetry(policy(), new Error("boom"), 3)).toEqual({ retry: true, delayMs: 4000 });
+  });
+
+  it("passes its random source on to the jitter", () => {
+    expect(decideRetry(policy({ jitter: 0.5 }), new Error("x"), 1, fixed(0))).toEqual({ retry: true, delayMs: 500 });
+  });
+
+  it("stops when the attempts are exhausted: retries 3 means attempts 1..4", () => {
+    const p = policy({ retries: 3 });
+    expect(decideRetry(p, new Error("x"), 3).retry).toBe(true);
+    expect(decideRetry(p, new Error("x"), 4)).toMatchObject({ retry: false, reason: expect.stringContaining("no retries left") });
+    expect(decideRetry(policy({ retries: 0 }), new Error("x"), 1).retry).toBe(false);
+  });
+
+  it("retries only errors in retryOn, by class", () => {
+    const p = policy({ retryOn: [InvoiceApiError] });
+    expect(decideRetry(p, new InvoiceApiError("503"), 1).retry).toBe(true);
+    expect(decideRetry(p, new ConfigError("no template"), 1)).toMatchObject({ retry: false, reason: "error is not in retryOn" });
+    expect(decideRetry(p, new Error("plain"), 1).retry).toBe(false);
+  });
+
+  it("retries only errors in retryOn, by name string, and by name when the class was lost crossing a boundary", () => {
+    const byName = policy({ retryOn: ["InvoiceApiError"] });
+    expect(decideRetry(byName, new InvoiceApiError("503"), 1).retry).toBe(true);
+    expect(decideRetry(byName, new ConfigError("x"), 1).retry).toBe(false);
+    const serialised = Object.assign(new Error("503"), { name: "InvoiceApiError" });
+    expect(decideRetry(policy({ retryOn: [InvoiceApiError] }), serialised, 1).retry).toBe(true);
+    expect(decideRetry(byName, { name: "InvoiceApiError", message: "plain object" }, 1).retry).toBe(true);
+  });
+
+  it("matches subclasses of a retryOn class", () => {
+    class InvoiceTimeout extends InvoiceApiError {
+      override name = "InvoiceTimeout";
+    }
+    expect(decideRetry(policy({ retryOn: [InvoiceApiError] }), new InvoiceTimeout("slow"), 1).retry).toBe(true);
+  });
+
+  it("never retries errors in noRetryOn, by class or by name", () => {
+    expect(decideRetry(policy({ noRetryOn: [ConfigError] }), new ConfigError("x"), 1)).toMatchObject({
+      retry: false,
+      reason: "error is in noRetryOn",
+    });
+    expect(decideRetry(policy({ noRetryOn: ["ConfigError"] }), new ConfigError("x"), 1).retry).toBe(false);
+    expect(decideRetry(policy({ noRetryOn: ["ConfigError"] }), new InvoiceApiError("x"), 1).retry).toBe(true);
+  });
+
+  it("lets noRetryOn win over retryOn", () => {
+    const p = policy({ retryOn: [Error], noRetryOn: [ConfigError] });
+    expect(decideRetry(p, new ConfigError("x"), 1).retry).toBe(false);
+    expect(decideRetry(p, new InvoiceApiError("x"), 1).retry).toBe(true);
+  });
+
+  it("treats NonRetryableError as final whatever the policy", () => {
+    const p = policy({ retries: 10, retryOn: [Error] });
+    expect(decideRetry(p, new NonRetryableError("card declined"), 1)).toMatchObject({ retry: false, reason: "NonRetryableError" });
+    expect(decideRetry(policy(), { name: "NonRetryableError", message: "from a thread" }, 1).retry).toBe(false);
+  });
+
+  it("retries a RetryAfterError after exactly its delay: no jitter, no cap, no exponent", () => {
+    const p = policy({ jitter: 0.5, maxBackoffMs: 100, retryBackoffMs: 10 });
+    expect(decideRetry(p, new RetryAfterError(2500), 3, fixed(0))).toEqual({ retry: true, delayMs: 2500 });
+    expect(decideRetry(p, new RetryAfterError(0), 1)).toEqual({ retry: true, delayMs: 0 });
+  });
+
+  it("still counts a RetryAfterError against the attempts", () => {
+    expect(decideRetry(policy({ retries: 1 }), new RetryAfterError(100), 2).retry).toBe(false);
+  });
+
+  it("does not retry a result that is too large: the same code returns the same data", () => {
+    expect(decideRetry(policy(), { name: "AxResultTooLargeError", message: "big" }, 1).retry).toBe(false);
+  });
+});
