@@ -13,9 +13,12 @@ import {
 import {
   AxPayloadTooLargeError,
   AxUnknownFlowError,
+  cancelRun,
+  DEFAULT_MAX_PAYLOAD_BYTES,
   triggerRun,
   type QueueRegistry,
 } from "@ax/coordinator";
+import { registerClusterMetrics } from "./cluster-metrics.js";
 
 export interface ServerOptions {
   db: Db;
@@ -50,7 +53,13 @@ const triggerBody = z
 
 /** The HTTP API: runs, triggers and Prometheus metrics. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const app = Fastify({ loggerInstance: options.log.child({ component: "api" }), disableRequestLogging: true });
+  registerClusterMetrics(options);
+  const app = Fastify({
+    loggerInstance: options.log.child({ component: "api" }),
+    disableRequestLogging: true,
+    // Room above the payload cap (escapes, the envelope) so an oversized payload gets the trigger's own 413, which says what to do.
+    bodyLimit: 4 * DEFAULT_MAX_PAYLOAD_BYTES,
+  });
 
   app.setErrorHandler((error: Error & { statusCode?: number }, _request, reply) => {
     if (error instanceof z.ZodError) {
@@ -80,6 +89,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const run = id.success ? await getRunInfo(options.db, id.data) : undefined;
     if (!run) return reply.status(404).send({ error: "AxRunNotFoundError", message: `no run with id ${request.params.id}` });
     return run;
+  });
+
+  app.post<{ Params: { id: string } }>("/api/runs/:id/cancel", async (request, reply) => {
+    const id = z.uuid().safeParse(request.params.id);
+    const result = id.success ? await cancelRun({ db: options.db, queues: options.queues }, id.data) : undefined;
+    if (!result) return reply.status(404).send({ error: "AxRunNotFoundError", message: `no run with id ${request.params.id}` });
+    return result;
   });
 
   app.post<{ Params: { flow: string } }>("/api/flows/:flow/runs", async (request, reply) => {

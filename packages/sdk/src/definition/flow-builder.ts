@@ -72,6 +72,8 @@ export function trace(builder: FlowBuilder, body: () => unknown): void {
   try {
     const returned = body();
     if (returned && typeof (returned as Promise<unknown>).then === "function") {
+      // Task calls after its first await reject that promise; the error below already reports it.
+      (returned as Promise<unknown>).then(undefined, () => {});
       throw new AxDefinitionError(
         `the body of flow "${builder.flow}" is async; it must be synchronous because it only declares the graph (tasks run later, in workers).`,
       );

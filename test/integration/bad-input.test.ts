@@ -1,0 +1,246 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import {
+  ax,
+  AxDefinitionError,
+  AxNotJsonError,
+  AxPayloadTooLargeError,
+  AxResultTooLargeError,
+  AxUnknownFlowError,
+  Client,
+  Runtime,
+} from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const echo = ax.task({ name: "echo" }, (value: unknown) => value);
+const huge = ax.task({ name: "huge", maxResultBytes: 1024 }, () => ({ blob: "x".repeat(4096) }));
+const after = ax.task({ name: "after_huge" }, (value: unknown) => value);
+
+const echoFlow = ax.flow({ name: "echo_flow", idempotencyKey: (input: { id?: string }) => input?.id ?? "none" }, (input) => {
+  echo(input);
+});
+const hugeFlow = ax.flow({ name: "huge_result" }, () => {
+  after(huge());
+});
+
+const MiB = 1024 * 1024;
+
+describe("bad input is refused with a clear error and writes nothing", () => {
+  const env = isolate("badinput");
+  let runtime: Runtime;
+  let api: Runtime;
+  let client: Client;
+  let smallClient: Client;
+  let redis: Redis;
+
+  /** Rows in every table a trigger writes, plus Redis keys of jobs (job ids embed the run's uuid). */
+  async function written(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const table of ["runs", "node_runs", "idempotency_keys", "attempts"]) {
+      const [row] = await env.sql<{ n: number }>(`select count(*)::int as n from ${table}`);
+      counts[table] = row!.n;
+    }
+    const keys: string[] = [];
+    let cursor = "0";
+    do {
+      const [next, batch] = await redis.scan(cursor, "MATCH", `${env.prefix}:*`, "COUNT", 1000);
+      cursor = next;
+      keys.push(...batch);
+    } while (cursor !== "0");
+    counts.jobKeys = keys.filter((k) => /[0-9a-f]{8}-[0-9a-f]{4}-/.test(k)).length;
+    for (const list of ["wait", "delayed", "prioritized", "active"]) {
+      const key = `${env.prefix}:default:${list}`;
+      const type = await redis.type(key);
+      counts[list] = type === "list" ? await redis.llen(key) : type === "zset" ? await redis.zcard(key) : 0;
+    }
+    return counts;
+  }
+
+  /** Runs `attempt`, expects it to reject with `type` whose message matches `message`, and that nothing was written. */
+  async function refused(attempt: () => Promise<unknown>, type: new (...args: never[]) => Error, message: RegExp): Promise<void> {
+    const before = await written();
+    const error = await attempt().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(type);
+    expect((error as Error).name).toBe(type.name);
+    expect((error as Error).message).toMatch(message);
+    expect(await written()).toEqual(before);
+  }
+
+  beforeAll(async () => {
+    redis = new Redis(env.redis);
+    runtime = testRuntime(env, { flows: [echoFlow, hugeFlow] });
+    await runtime.start();
+    api = new Runtime({
+      storage: env.storage,
+      redis: env.redis,
+      prefix: env.prefix,
+      flows: [echoFlow, hugeFlow],
+      roles: ["api"],
+      port: 0,
+      logLevel: "warn",
+    });
+    await api.start();
+    client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix, flows: [echoFlow] });
+    smallClient = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix, maxPayloadBytes: 100 });
+    // One good run first, so "nothing written" is checked against a schema that has rows.
+    const ok = await client.waitForRun(await client.triggerFlow("echo_flow", { id: "good" }), { timeout: "20s" });
+    expect(ok.status).toBe("success");
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await smallClient?.close();
+    await api?.stop();
+    await runtime?.stop();
+    redis?.disconnect();
+    await env.cleanup();
+  });
+
+  describe("triggers", () => {
+    it("refuses an unknown flow, naming it and the known ones", async () => {
+      await refused(() => client.triggerFlow("no_such_flow", { id: "x" }), AxUnknownFlowError, /no flow named "no_such_flow".*known: .*echo_flow/);
+    });
+
+    it("refuses a payload holding a function", async () => {
+      await refused(() => client.triggerFlow("echo_flow", { id: "f", callback: () => 1 }), AxNotJsonError, /payload is not plain JSON: \$\.callback is a function/);
+    });
+
+    it("refuses a payload holding a BigInt", async () => {
+      await refused(() => client.triggerFlow("echo_flow", { id: "b", amount: 10n }), AxNotJsonError, /\$\.amount is a BigInt/);
+    });
+
+    it("refuses a circular payload", async () => {
+      const payload: Record<string, unknown> = { id: "c" };
+      payload.self = payload;
+      await refused(() => client.triggerFlow("echo_flow", payload), AxNotJsonError, /\$\.self refers back to itself \(circular\)/);
+    });
+
+    it("refuses a payload over the client's maxPayloadBytes", async () => {
+      await refused(() => smallClient.triggerFlow("echo_flow", { id: "s", text: "y".repeat(200) }), AxPayloadTooLargeError, /over the 100-byte limit.*Store the data elsewhere/);
+    });
+
+    it("refuses a payload over the default 1 MiB cap", async () => {
+      await refused(() => client.triggerFlow("echo_flow", { id: "l", text: "z".repeat(MiB) }), AxPayloadTooLargeError, /over the 1048576-byte limit/);
+    });
+  });
+
+  describe("definitions", () => {
+    it("refuses a task called outside a flow body", async () => {
+      await refused(async () => echo(1), AxDefinitionError, /task "echo" was called outside a flow body.*echo\.run/);
+    });
+
+    it("refuses two different tasks with one name in one flow", async () => {
+      const twin = ax.task({ name: "echo" }, (value: unknown) => value);
+      await refused(
+        async () =>
+          ax.flow({ name: "twins" }, (input) => {
+            twin(echo(input));
+          }),
+        AxDefinitionError,
+        /flow "twins" uses two different tasks named "echo"/,
+      );
+    });
+
+    it("refuses a flow argument that is a function", async () => {
+      await refused(
+        async () => ax.flow({ name: "fn_arg" }, () => void echo((() => 1) as never)),
+        AxDefinitionError,
+        /flow "fn_arg": argument 1 of "echo" is not plain JSON: \$ is a function.*or a Ref/,
+      );
+    });
+
+    it("refuses a flow argument that is a Date", async () => {
+      await refused(
+        async () => ax.flow({ name: "date_arg" }, () => void echo(new Date() as never)),
+        AxDefinitionError,
+        /flow "date_arg": argument 1 of "echo" is not plain JSON: \$ is a Date/,
+      );
+    });
+
+    it("refuses an async flow body", async () => {
+      await refused(
+        async () =>
+          ax.flow({ name: "async_body" }, async (input) => {
+            echo(input);
+          }),
+        AxDefinitionError,
+        /the body of flow "async_body" is async; it must be synchronous/,
+      );
+    });
+
+    it("refuses an async flow body that calls tasks after an await, without an unhandled rejection", async () => {
+      await refused(
+        async () =>
+          ax.flow({ name: "async_late" }, async (input) => {
+            await Promise.resolve();
+            echo(input);
+          }),
+        AxDefinitionError,
+        /the body of flow "async_late" is async/,
+      );
+    });
+
+    it("refuses bad task options", async () => {
+      await refused(async () => ax.task({ name: "neg", retries: -1 }, () => 1), AxDefinitionError, /task "neg" has invalid options: .*retries/);
+      await refused(async () => ax.task({ name: "bad", timeout: "soon" as never }, () => 1), AxDefinitionError, /task "bad" has invalid options: .*timeout/);
+      await refused(async () => ax.task({ name: "has space" }, () => 1), AxDefinitionError, /task "has space" has invalid options/);
+    });
+  });
+
+  describe("the HTTP API", () => {
+    const post = (flow: string, body: string) =>
+      fetch(`${api.url}/api/flows/${flow}/runs`, { method: "POST", headers: { "content-type": "application/json" }, body });
+
+    async function refusedOverHttp(flow: string, body: string, status: number, error: string | RegExp, message: RegExp): Promise<void> {
+      const before = await written();
+      const response = await post(flow, body);
+      expect(response.status).toBe(status);
+      expect(response.headers.get("content-type")).toMatch(/application\/json/);
+      const json = (await response.json()) as { error: string; message: string };
+      expect(json.error).toMatch(error);
+      expect(json.message).toMatch(message);
+      expect(await written()).toEqual(before);
+    }
+
+    it("answers 404 for an unknown flow", async () => {
+      await refusedOverHttp("no_such_flow", JSON.stringify({ payload: { id: "h" } }), 404, /^AxUnknownFlowError$/, /no flow named "no_such_flow"/);
+    });
+
+    it("answers 400 for a body that is not JSON", async () => {
+      await refusedOverHttp("echo_flow", "{payload: nope", 400, /\w+/, /not valid JSON/);
+    });
+
+    it("answers 400 for unknown fields in the body", async () => {
+      await refusedOverHttp("echo_flow", JSON.stringify({ payload: 1, idempotency_key: "k" }), 400, /^BadRequest$/, /idempotency_key/);
+    });
+
+    it("answers 413 for a payload over the 1 MiB cap, saying what to do", async () => {
+      const body = JSON.stringify({ payload: { text: "z".repeat(MiB + 10) } });
+      await refusedOverHttp("echo_flow", body, 413, /^AxPayloadTooLargeError$/, /over the 1048576-byte limit.*Store the data elsewhere/);
+    });
+
+    it("still accepts a good trigger", async () => {
+      const response = await post("echo_flow", JSON.stringify({ payload: { id: "http" } }));
+      expect(response.status).toBe(201);
+      const { runId } = (await response.json()) as { runId: string };
+      expect((await client.waitForRun(runId, { timeout: "20s" })).status).toBe("success");
+    });
+  });
+
+  it("fails a node whose result is over maxResultBytes, telling the author to store it elsewhere", async () => {
+    const run = await client.waitForRun(await client.triggerFlow("huge_result", null), { timeout: "20s" });
+    expect(run.status).toBe("failed");
+    const node = run.tasks.find((t) => t.key === "huge")!;
+    expect(node.status).toBe("failed");
+    expect(node.result).toBeNull();
+    expect(node.error).toMatchObject({ name: AxResultTooLargeError.name });
+    expect(node.error!.message).toMatch(/task "huge" returned \d+ bytes, over maxResultBytes \(1024\)\. Store the data elsewhere/);
+    expect(node.attempts).toHaveLength(1);
+    expect(node.attempts[0]!.outcome).toBe("failed");
+    expect(run.tasks.find((t) => t.key === "after_huge")!.status).toBe("skipped");
+  });
+});
