@@ -44,7 +44,8 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
     .option("--config <file>", "runtime.yaml overriding task and flow options")
     .option("--concurrency <n>", "attempts at once in this process")
     .option("--queues <names>", "comma-separated worker groups to serve")
-    .option("--port <port>", "API port", "8080")
+    .option("--port <port>", "API port (dev)", "8080")
+    .option("--metrics-port <port>", "serve /metrics on this port (worker, coordinator)")
     .action(async (entry: string, raw: Record<string, string | undefined>) => {
       const flags = parseFlags(
         z.object({
@@ -52,6 +53,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
           concurrency: positiveInt.optional(),
           queues: z.string().optional(),
           port: z.coerce.number().int().min(0).max(65535),
+          metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
         }),
         raw,
         name,
@@ -64,6 +66,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         queues: flags.queues?.split(",").map((q) => q.trim()).filter(Boolean),
         roles,
         port: flags.port,
+        metricsPort: flags.metricsPort,
       });
       await serve(runtime, name);
     });
@@ -159,6 +162,22 @@ export async function main(argv: string[]): Promise<void> {
       try {
         const run = await client.getRun(id);
         console.log(raw.json ? JSON.stringify(run, null, 2) : renderRun(run));
+      } finally {
+        await client.close();
+      }
+    });
+
+  program
+    .command("cancel <id>")
+    .description("cancel a run: queued nodes are removed, running attempts are aborted, the run ends cancelled")
+    .option("--json", "print the result as JSON")
+    .action(async (id: string, raw: { json?: boolean }) => {
+      const client = new Client(connection(program));
+      try {
+        const result = await client.cancel(id);
+        if (raw.json) console.log(JSON.stringify(result));
+        else if (result.cancelled) console.log(`run ${id} cancelled (${result.removedJobs} queued job(s) removed)`);
+        else console.log(`run ${id} is already ${result.status}; nothing changed`);
       } finally {
         await client.close();
       }

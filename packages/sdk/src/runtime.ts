@@ -4,7 +4,7 @@ import { z } from "zod";
 import { Reconciler, type ReconcilerOptions } from "@ax/coordinator";
 import { migrate, registerFlowVersion, type FlowDag } from "@ax/store";
 import { createWorkerMetrics, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
-import { startServer, type RunningServer } from "@ax/server";
+import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
 import { loadRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
@@ -28,6 +28,8 @@ export interface RuntimeOptions extends ConnectionOptions {
   /** API port (role "api"); 0 picks a free one. @defaultValue 8080 */
   port?: number | undefined;
   host?: string | undefined;
+  /** Serve /metrics on this port in a process without the api role (workers). @defaultValue none */
+  metricsPort?: number | undefined;
   /** @defaultValue process.env.AX_LOG_LEVEL ?? "info" */
   logLevel?: string | undefined;
   logger?: Logger | undefined;
@@ -47,6 +49,7 @@ export class Runtime {
   private worker: NodeWorker | undefined;
   private reconciler: Reconciler | undefined;
   private server: RunningServer | undefined;
+  private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
   private readonly tasks = new Map<string, RunnableTask>();
   private readonly flows: Flow<any>[];
@@ -109,6 +112,8 @@ export class Runtime {
         port: this.options.port,
         host: this.options.host,
       });
+    } else if (this.options.metricsPort !== undefined) {
+      this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
     }
   }
 
@@ -127,10 +132,11 @@ export class Runtime {
   /** Graceful: stops taking work, lets in-flight attempts finish, closes connections. */
   async stop(): Promise<void> {
     await this.server?.close();
+    await this.metricsServer?.close();
     await this.reconciler?.stop();
     await this.worker?.stop();
     await this.connections?.close();
-    this.server = this.reconciler = this.worker = this.connections = undefined;
+    this.server = this.metricsServer = this.reconciler = this.worker = this.connections = undefined;
   }
 
   private collectTasks(): void {

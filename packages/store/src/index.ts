@@ -10,4 +10,7 @@ export * from "./repositories/attempt-lifecycle.js";
 export * from "./repositories/workers.js";
 export * from "./repositories/reconcile.js";
 export * from "./repositories/history.js";
+export * from "./repositories/cancel-run.js";
+export * from "./repositories/once.js";
 export * from "./json.js";
+export * from "./repositories/stats.js";

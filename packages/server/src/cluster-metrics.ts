@@ -1,0 +1,54 @@
+import { Gauge, type Registry } from "prom-client";
+import { countRunsByStatus, countStuckRuns, knownQueues, type Db } from "@ax/store";
+import type { QueueRegistry } from "@ax/coordinator";
+
+export interface ClusterMetricsOptions {
+  db: Db;
+  queues: QueueRegistry;
+  registry: Registry;
+  /** A run `running` longer than this counts as stuck. @defaultValue 1 hour */
+  stuckAfterMs?: number | undefined;
+}
+
+/**
+ * Gauges read from PostgreSQL and Redis at scrape time, so any API process reports the whole
+ * cluster: runs by flow and status, runs stuck `running`, queue depth by queue and state.
+ */
+export function registerClusterMetrics(options: ClusterMetricsOptions): void {
+  const { db, queues, registry } = options;
+  const registers = [registry];
+  new Gauge({
+    name: "ax_runs",
+    help: "Runs by flow and status",
+    labelNames: ["flow", "status"],
+    registers,
+    async collect() {
+      this.reset();
+      for (const r of await countRunsByStatus(db)) this.set({ flow: r.flow, status: r.status }, r.count);
+    },
+  });
+  new Gauge({
+    name: "ax_runs_stuck",
+    help: "Runs still running past the stuck threshold, by flow",
+    labelNames: ["flow"],
+    registers,
+    async collect() {
+      this.reset();
+      for (const r of await countStuckRuns(db, options.stuckAfterMs ?? 3_600_000)) this.set({ flow: r.flow }, r.count);
+    },
+  });
+  new Gauge({
+    name: "ax_queue_jobs",
+    help: "BullMQ jobs by queue and state (waiting, delayed, active)",
+    labelNames: ["queue", "state"],
+    registers,
+    async collect() {
+      this.reset();
+      const names = new Set(["default", ...(await knownQueues(db))]);
+      for (const name of names) {
+        const counts = await queues.get(name).getJobCounts("waiting", "delayed", "active");
+        for (const [state, count] of Object.entries(counts)) this.set({ queue: name, state }, count);
+      }
+    },
+  });
+}
