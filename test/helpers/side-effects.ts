@@ -11,7 +11,8 @@ export class SideEffects {
     const url = new URL(storage);
     const schema = url.searchParams.get("schema") ?? "public";
     url.searchParams.delete("schema");
-    this.pool = new pg.Pool({ connectionString: url.toString(), max: 5, options: `-c search_path=${schema}` });
+    // allowExitOnIdle: a worker process recording effects can still exit once it has stopped.
+    this.pool = new pg.Pool({ connectionString: url.toString(), max: 5, options: `-c search_path=${schema}`, allowExitOnIdle: true });
     this.pool.on("error", () => {});
   }
 

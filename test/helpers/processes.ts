@@ -1,0 +1,89 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+export const AX_BIN = fileURLToPath(new URL("../../packages/cli/bin/ax.js", import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** A child process whose output is drained (a full pipe would block it) and kept for diagnostics. */
+export interface Child {
+  process: ChildProcess;
+  /** The last ~64 KiB of stdout and stderr together. */
+  output(): string;
+  /** Resolves when a line of output matches `pattern`; rejects if the process exits first or after `timeoutMs`. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`; resolves once it has exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export function startChild(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Child {
+  const child = spawn(command, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let tail = "";
+  const waiters = new Set<{ pattern: RegExp; resolve: () => void }>();
+  const onData = (chunk: Buffer) => {
+    tail = (tail + chunk.toString("utf8")).slice(-65_536);
+    for (const w of waiters) {
+      if (w.pattern.test(tail)) {
+        waiters.delete(w);
+        w.resolve();
+      }
+    }
+  };
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
+  const exited = once(child, "exit").then(() => undefined);
+  return {
+    process: child,
+    output: () => tail,
+    waitFor(pattern, timeoutMs = 30_000) {
+      if (pattern.test(tail)) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no output matching ${pattern} after ${timeoutMs} ms:\n${tail}`)), timeoutMs);
+        const waiter = {
+          pattern,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        };
+        waiters.add(waiter);
+        void exited.then(() => {
+          if (!waiters.delete(waiter)) return;
+          clearTimeout(timer);
+          reject(new Error(`${command} exited (code ${child.exitCode}) before printing ${pattern}:\n${tail}`));
+        });
+      });
+    },
+    async stop(graceMs = 5000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** `ax <args>` as its own OS process. */
+export function startAx(args: string[], env: NodeJS.ProcessEnv = {}): Child {
+  return startChild(process.execPath, [AX_BIN, ...args], env);
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, "close");
+  return port;
+}
+
+/** A throwaway redis-server for tests that must FLUSHALL or kill Redis without touching the shared one. */
+export async function startPrivateRedis(): Promise<{ url: string; port: number; child: Child }> {
+  const port = await freePort();
+  const child = startChild("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"]);
+  await child.waitFor(/Ready to accept connections/, 10_000);
+  return { url: `redis://127.0.0.1:${port}`, port, child };
+}
