@@ -19,3 +19,11 @@ export class AxPayloadTooLargeError extends Error {
     );
   }
 }
+
+/** The run was cancelled while this attempt ran: the abort reason its task's `signal` carries. */
+export class AxCancelledError extends Error {
+  override name = "AxCancelledError";
+  constructor(readonly runId: string) {
+    super(`run ${runId} was cancelled; this attempt was stopped and its result, if any, is discarded`);
+  }
+}

@@ -4,3 +4,4 @@ export * from "./queues.js";
 export * from "./enqueue.js";
 export * from "./trigger.js";
 export * from "./reconciler.js";
+export * from "./cancel.js";

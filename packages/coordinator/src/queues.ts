@@ -19,7 +19,8 @@ export class QueueRegistry {
   private readonly queues = new Map<string, Queue<NodeJobData>>();
 
   constructor(
-    private readonly connection: Redis,
+    /** Also carries cluster messages such as cancels (a publish needs no dedicated connection). */
+    readonly connection: Redis,
     readonly prefix: string,
   ) {}
 

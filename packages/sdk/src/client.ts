@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { triggerRun } from "@ax/coordinator";
+import { cancelRun, triggerRun, type CancelResult } from "@ax/coordinator";
 import {
   getRunInfo,
   latestFlowVersion,
@@ -29,6 +29,7 @@ export interface TriggerOptions {
 }
 
 const FLOW_CACHE_MS = 5000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** What producer services and tools use: trigger runs and read their history. */
 export class Client {
@@ -83,6 +84,17 @@ export class Client {
       await sleep(Math.min(pause, Math.max(1, deadline - Date.now())));
       pause = Math.min(pause * 2, 250);
     }
+  }
+
+  /**
+   * Cancels a run: its queued and delayed nodes are removed, its running attempts' `signal`s
+   * abort, and it ends `cancelled`. A run already finished is left as it is (`cancelled: false`
+   * and its status). Throws AxRunNotFoundError for an unknown id.
+   */
+  async cancel(runId: string): Promise<CancelResult> {
+    const result = UUID.test(runId) ? await cancelRun({ db: this.connections.store.db, queues: this.connections.queues }, runId) : undefined;
+    if (!result) throw new AxRunNotFoundError(runId);
+    return result;
   }
 
   /** Newest first. */

@@ -6,4 +6,6 @@ export * from "./failure.js";
 export * from "./retry-policy.js";
 export * from "./task-definition.js";
 export * from "./node-worker.js";
+export * from "./cancel-listener.js";
+export * from "./once-scope.js";
 export * from "./db-retry.js";

@@ -1,12 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { Worker } from "bullmq";
+import { Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { heartbeatWorker, removeWorker, type Db } from "@ax/store";
 import type { NodeJobData, QueueRegistry } from "@ax/coordinator";
+import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
 import { DagCache } from "./dag-cache.js";
 import type { WorkerMetrics } from "./metrics.js";
+import { withAttemptStore } from "./once-scope.js";
 import { runAttempt, type AttemptDeps } from "./run-attempt.js";
 import type { TaskSource } from "./task-definition.js";
 
@@ -36,6 +38,8 @@ export class NodeWorker {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   private readonly workers: Worker<NodeJobData>[] = [];
   private heartbeat: NodeJS.Timeout | undefined;
+  private readonly inFlight = new InFlightAttempts();
+  private cancels: CancelListener | undefined;
 
   constructor(private readonly options: NodeWorkerOptions) {}
 
@@ -43,8 +47,12 @@ export class NodeWorker {
     const o = this.options;
     const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: o.queueNames };
     await heartbeatWorker(o.db, identity);
+    const cancels = new CancelListener(o.connection, o.queues.prefix, o.db, this.inFlight, o.log.child({ worker: this.id }));
+    this.cancels = cancels;
+    await cancels.start();
     this.heartbeat = setInterval(() => {
       heartbeatWorker(o.db, identity).catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
+      cancels.sweep().catch((err) => o.log.warn({ err }, "could not check in-flight runs for cancels; retrying"));
     }, o.heartbeatMs ?? 2000);
     this.heartbeat.unref();
 
@@ -60,7 +68,9 @@ export class NodeWorker {
     };
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
     for (const name of o.queueNames) {
-      const worker = new Worker<NodeJobData>(name, (job) => runAttempt(deps, job), {
+      const processJob = (job: Job<NodeJobData>) =>
+        this.inFlight.track(job.data.runId, (cancel) => withAttemptStore(o.db, () => runAttempt(deps, job, cancel)));
+      const worker = new Worker<NodeJobData>(name, processJob, {
         connection: o.connection,
         prefix: o.queues.prefix,
         concurrency: perQueue,
@@ -82,6 +92,7 @@ export class NodeWorker {
     await Promise.all(this.workers.map((w) => w.close()));
     this.workers.length = 0;
     clearInterval(this.heartbeat);
+    await this.cancels?.stop();
     await removeWorker(this.options.db, this.id).catch(() => {});
   }
 }

@@ -64,8 +64,11 @@ const NO_RETRY: FailurePolicy = {
   onFailure: "fail",
 };
 
-/** One BullMQ job = one attempt of one node: fence, execute, record, advance the DAG. */
-export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>): Promise<void> {
+/**
+ * One BullMQ job = one attempt of one node: fence, execute, record, advance the DAG.
+ * `cancel` aborts the attempt's task when its run is cancelled.
+ */
+export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>, cancel?: AbortSignal): Promise<void> {
   const { runId, nodeKey, attempt, flowVersionId } = job.data;
   const dag = await withDbRetry(() => deps.dags.get(flowVersionId));
   const node = dag.nodes.get(nodeKey);
@@ -84,7 +87,7 @@ export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>): Prom
   }
   const run: RunMeta = { runId, flow: started.flow, businessKey: started.businessKey };
   try {
-    await executeStarted(deps, dag, node, attempt, started, run);
+    await executeStarted(deps, dag, node, attempt, started, run, cancel);
   } catch (error) {
     // Our own failure after the fence (not the task's): close the attempt rather than leave it running.
     deps.log.error({ err: error, runId, node: nodeKey, attempt }, "attempt processing failed; closing the attempt as failed");
@@ -99,6 +102,7 @@ async function executeStarted(
   attempt: number,
   started: StartedAttempt,
   run: RunMeta,
+  cancel?: AbortSignal,
 ): Promise<void> {
   const { runId } = run;
   const nodeKey = node.key;
@@ -124,6 +128,7 @@ async function executeStarted(
         onProgress: (progress) => {
           recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
         },
+        cancel,
       })
     : { ok: false, error: new AxUnknownTaskError(node.task, deps.workerId), outcome: "failed" };
   const checked = executed.ok && task ? checkResult(task.options, executed.value) : executed;

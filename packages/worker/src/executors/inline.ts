@@ -41,6 +41,8 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
   armHeartbeat();
   const onCancel = () => end(input.cancel?.reason instanceof Error ? input.cancel.reason : new Error("attempt cancelled"), "failed");
   input.cancel?.addEventListener("abort", onCancel, { once: true });
+  // A cancel may land between the attempt's fence and this call: "abort" will not fire again.
+  if (input.cancel?.aborted) onCancel();
 
   const context: TaskContext = {
     ...input.context,

@@ -1,0 +1,53 @@
+import { cancelRunRecords, type Db, type RunStatus } from "@ax/store";
+import { AxCancelledError } from "./errors.js";
+import { nodeJobId, type QueueRegistry } from "./queues.js";
+
+/** The pub/sub channel every worker of a cluster (one queue prefix) listens on for cancels. */
+export function cancelChannel(prefix: string): string {
+  return `${prefix}:ax:cancel`;
+}
+
+/** What travels on `cancelChannel`. */
+export interface CancelMessage {
+  runId: string;
+}
+
+export interface CancelDeps {
+  db: Db;
+  queues: QueueRegistry;
+}
+
+export interface CancelResult {
+  runId: string;
+  /** False when the run had already finished (or been cancelled): nothing changed. */
+  cancelled: boolean;
+  /** The run's status after the call. */
+  status: RunStatus;
+  /** Waiting or delayed jobs taken out of Redis. */
+  removedJobs: number;
+}
+
+/**
+ * Cancels a run: PostgreSQL first (the truth: the run and its open nodes end `cancelled`), then
+ * a message that makes workers abort the run's in-flight attempts, then its queued and delayed
+ * jobs leave Redis. An active job cannot be removed; its attempt is aborted and whatever it
+ * reports later is dropped by the attempt fences, as is any job that escaped removal.
+ *
+ * The Redis half is repeated when a cancelled run is cancelled again, so a call that failed
+ * after the commit can simply be retried. Returns undefined for an unknown run.
+ */
+export async function cancelRun(deps: CancelDeps, runId: string): Promise<CancelResult | undefined> {
+  const error = new AxCancelledError(runId);
+  const outcome = await cancelRunRecords(deps.db, runId, { name: error.name, message: error.message, stack: null, kind: "error" });
+  if (!outcome.found) return undefined;
+  if (outcome.status !== "cancelled") return { runId, cancelled: false, status: outcome.status, removedJobs: 0 };
+
+  const message: CancelMessage = { runId };
+  await deps.queues.connection.publish(cancelChannel(deps.queues.prefix), JSON.stringify(message));
+  const removed = await Promise.all(
+    outcome.nodes
+      .filter((n) => n.attempt > 0)
+      .map((n) => deps.queues.get(n.queue).remove(nodeJobId(runId, n.nodeKey, n.attempt))),
+  );
+  return { runId, cancelled: outcome.cancelled, status: "cancelled", removedJobs: removed.reduce((a, b) => a + b, 0) };
+}

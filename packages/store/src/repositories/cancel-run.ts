@@ -1,0 +1,92 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import { TERMINAL_RUN_STATUSES, type RunStatus, type TaskFailure, type TaskStatus } from "../types.js";
+import { jsonParam, rows } from "./raw.js";
+
+/** A node of a cancelled run whose BullMQ job (if any) should leave Redis. */
+export interface CancelledNode {
+  nodeKey: string;
+  queue: string;
+  /** The attempt its job was enqueued for; 0 means it never had a job. */
+  attempt: number;
+  /** Its status just before the cancel (`cancelled` when the run had been cancelled before). */
+  previous: TaskStatus;
+}
+
+export type RunCancellation =
+  | { found: false }
+  | {
+      found: true;
+      /** False when the run was already terminal: nothing changed. */
+      cancelled: boolean;
+      status: RunStatus;
+      /** Nodes cancelled now, or every cancelled node of a run cancelled earlier. */
+      nodes: CancelledNode[];
+    };
+
+const NON_TERMINAL_NODES = sql`('pending', 'queued', 'retrying', 'running')`;
+
+/**
+ * Cancels a run in one transaction: every non-terminal node becomes `cancelled`, running
+ * attempts are closed with `failure`, and the run ends `cancelled` with nothing remaining.
+ * A terminal run is left as it is.
+ *
+ * Locks are taken in the order the attempt lifecycle takes them (node rows, running ones first,
+ * then the run row), so a completion racing the cancel waits or is waited for, never deadlocks in
+ * the common case. Whichever commits first wins; the attempt fences (`status = 'running'`) drop
+ * any later completion, retry or failure of a cancelled node.
+ */
+export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailure): Promise<RunCancellation> {
+  return db.transaction(async (tx) => {
+    const locked = await rows<{ node_key: string; queue: string; attempt: number; status: TaskStatus }>(
+      tx,
+      sql`
+      select node_key, queue, attempt, status from node_runs
+      where run_id = ${runId} and status in ${NON_TERMINAL_NODES}
+      order by (status = 'running') desc, node_key
+      for update`,
+    );
+    const [run] = await rows<{ status: RunStatus }>(tx, sql`select status from runs where id = ${runId} for update`);
+    if (!run) return { found: false };
+    if (run.status === "cancelled") return { found: true, cancelled: false, status: run.status, nodes: await cancelledNodes(tx, runId) };
+    if (TERMINAL_RUN_STATUSES.includes(run.status)) return { found: true, cancelled: false, status: run.status, nodes: [] };
+
+    const failureJson = jsonParam(failure);
+    await tx.execute(sql`
+      update node_runs set status = 'cancelled', finished_at = now(), next_retry_at = null,
+        error = case when status = 'running' then ${failureJson}::jsonb else error end
+      where run_id = ${runId} and status in ${NON_TERMINAL_NODES}`);
+    await tx.execute(sql`
+      update attempts set finished_at = now(), outcome = 'failed', error = ${failureJson}::jsonb
+      where run_id = ${runId} and finished_at is null`);
+    // The run is terminal from here on: nothing remains for the lifecycle to count down.
+    await tx.execute(sql`
+      update runs set status = 'cancelled', finished_at = now(), nodes_remaining = 0
+      where id = ${runId}`);
+    return {
+      found: true,
+      cancelled: true,
+      status: "cancelled",
+      nodes: locked.map((n) => ({ nodeKey: n.node_key, queue: n.queue, attempt: Number(n.attempt), previous: n.status })),
+    };
+  });
+}
+
+async function cancelledNodes(db: Db, runId: string): Promise<CancelledNode[]> {
+  const found = await rows<{ node_key: string; queue: string; attempt: number }>(
+    db,
+    sql`select node_key, queue, attempt from node_runs where run_id = ${runId} and status = 'cancelled'`,
+  );
+  return found.map((n) => ({ nodeKey: n.node_key, queue: n.queue, attempt: Number(n.attempt), previous: "cancelled" }));
+}
+
+/** Which of these runs are cancelled: a worker's backstop for a cancel message it missed. */
+export async function cancelledRunIds(db: Db, runIds: string[]): Promise<string[]> {
+  if (runIds.length === 0) return [];
+  const found = await rows<{ id: string }>(
+    db,
+    sql`select id from runs where status = 'cancelled'
+      and id in (select (jsonb_array_elements_text(${jsonParam(runIds)}::jsonb))::uuid)`,
+  );
+  return found.map((r) => r.id);
+}

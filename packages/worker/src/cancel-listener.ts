@@ -1,0 +1,97 @@
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { cancelledRunIds, type Db } from "@ax/store";
+import { AxCancelledError, cancelChannel, type CancelMessage } from "@ax/coordinator";
+
+/** This process's attempts in flight, by run, each with the controller that aborts it. */
+export class InFlightAttempts {
+  private readonly byRun = new Map<string, Set<AbortController>>();
+
+  /**
+   * Runs one attempt with a `cancel` signal. Registered before the attempt's fence, so a cancel
+   * committed after the fence always finds it here.
+   */
+  async track<T>(runId: string, attempt: (cancel: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    let set = this.byRun.get(runId);
+    if (!set) this.byRun.set(runId, (set = new Set()));
+    set.add(controller);
+    try {
+      return await attempt(controller.signal);
+    } finally {
+      set.delete(controller);
+      if (set.size === 0 && this.byRun.get(runId) === set) this.byRun.delete(runId);
+    }
+  }
+
+  /** Aborts every in-flight attempt of the run; returns how many were aborted now. */
+  abortRun(runId: string): number {
+    let aborted = 0;
+    for (const controller of this.byRun.get(runId) ?? []) {
+      if (controller.signal.aborted) continue;
+      controller.abort(new AxCancelledError(runId));
+      aborted += 1;
+    }
+    return aborted;
+  }
+
+  runIds(): string[] {
+    return [...this.byRun.keys()];
+  }
+}
+
+/**
+ * Listens for cancels on the cluster's channel (a dedicated subscriber connection) and aborts
+ * the matching in-flight attempts. Pub/sub is fire-and-forget, so `sweep()` (run on the worker's
+ * heartbeat) asks PostgreSQL about the runs in flight and catches a message missed during a
+ * Redis disconnect.
+ */
+export class CancelListener {
+  private subscriber: Redis | undefined;
+
+  constructor(
+    private readonly connection: Redis,
+    private readonly prefix: string,
+    private readonly db: Db,
+    private readonly inFlight: InFlightAttempts,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const subscriber = this.connection.duplicate();
+    this.subscriber = subscriber;
+    subscriber.on("error", (err) => this.log.warn({ err }, "cancel subscriber error; reconnecting"));
+    subscriber.on("message", (_channel: string, text: string) => this.onMessage(text));
+    await subscriber.subscribe(cancelChannel(this.prefix));
+  }
+
+  async sweep(): Promise<void> {
+    const runIds = this.inFlight.runIds();
+    if (runIds.length === 0) return;
+    for (const runId of await cancelledRunIds(this.db, runIds)) this.abort(runId, "sweep");
+  }
+
+  async stop(): Promise<void> {
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    if (!subscriber) return;
+    await subscriber.quit().catch(() => subscriber.disconnect());
+  }
+
+  private onMessage(text: string): void {
+    let message: CancelMessage;
+    try {
+      message = JSON.parse(text) as CancelMessage;
+    } catch {
+      this.log.warn({ text: text.slice(0, 200) }, "ignoring a cancel message that is not JSON");
+      return;
+    }
+    if (typeof message?.runId !== "string") return;
+    this.abort(message.runId, "message");
+  }
+
+  private abort(runId: string, via: "message" | "sweep"): void {
+    const aborted = this.inFlight.abortRun(runId);
+    if (aborted > 0) this.log.info({ runId, aborted, via }, "run cancelled: aborted its in-flight attempts");
+  }
+}
