@@ -1,0 +1,179 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { ax, Runtime, type Client, type Ref } from "ax-scheduler";
+import type { Isolated } from "../helpers/isolated.js";
+import { since, snapshot, type Counts } from "./counters.js";
+import { median, percentile } from "./stats.js";
+
+const noop = ax.task({ name: "bench_noop" }, (..._args: unknown[]) => null);
+
+const single = ax.flow({ name: "bench_single" }, (input) => {
+  noop(input);
+});
+/** The article's shape: a -> b(a) -> c(a, b), so c is a fan-in of two. */
+const diamond = ax.flow({ name: "bench_diamond" }, (input) => {
+  const a = noop(input);
+  const b = noop(a);
+  noop(a, b);
+});
+export const CHAIN_LENGTH = 40;
+const chain = ax.flow({ name: "bench_chain40" }, (input) => {
+  let previous: Ref<unknown> = noop(input);
+  for (let i = 1; i < CHAIN_LENGTH; i++) previous = noop(previous);
+});
+const latency = ax.flow({ name: "bench_latency" }, (input) => {
+  noop(input);
+});
+const warmup = ax.flow({ name: "bench_warmup" }, (input) => {
+  const a = noop(input);
+  noop(a, noop(a));
+});
+
+export function benchRuntime(env: Isolated, concurrency: number): Runtime {
+  return new Runtime({
+    storage: env.storage,
+    redis: env.redis,
+    prefix: env.prefix,
+    roles: ["worker", "coordinator"],
+    maxConcurrency: concurrency,
+    logLevel: process.env.AX_LOG_LEVEL ?? "warn",
+    flows: [single, diamond, chain, latency, warmup],
+  });
+}
+
+export interface Throughput {
+  runs: number;
+  tasks: number;
+  /** First trigger to the last run's `finished_at` in PostgreSQL. */
+  ms: number;
+  tasksPerS: number;
+  /** How long the triggering alone took (all runs written and their first jobs enqueued). */
+  triggerMs: number;
+  counts: Counts;
+}
+
+/** Status counts of one flow's runs: one query, used as the completion poll. */
+async function finishedCounts(env: Isolated, flow: string): Promise<{ success: number; failed: number }> {
+  const [row] = await env.sql<{ success: number; failed: number }>(
+    `select count(*) filter (where status = 'success')::int as success,
+            count(*) filter (where status in ('failed', 'cancelled'))::int as failed
+     from runs where flow = $1`,
+    [flow],
+  );
+  return row!;
+}
+
+async function waitForFlow(env: Isolated, flow: string, runs: number, pollMs: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { success, failed } = await finishedCounts(env, flow);
+    if (failed > 0) throw new Error(`${failed} runs of ${flow} did not succeed; the bench only measures no-op tasks, so this is a bug`);
+    if (success >= runs) return;
+    if (Date.now() > deadline) throw new Error(`${flow}: only ${success}/${runs} runs succeeded within ${timeoutMs} ms`);
+    await sleep(pollMs);
+  }
+}
+
+async function lastFinishedAt(env: Isolated, flow: string): Promise<number> {
+  const [row] = await env.sql<{ at: number }>(`select extract(epoch from max(finished_at)) * 1000 as at from runs where flow = $1`, [flow]);
+  return Number(row!.at);
+}
+
+/** Triggers `runs` runs, `batch` triggerFlow calls in flight at a time, and waits for all to succeed. */
+async function throughput(client: Client, env: Isolated, flow: string, nodes: number, runs: number, batch: number): Promise<Throughput> {
+  const before = snapshot();
+  const start = Date.now();
+  for (let sent = 0; sent < runs; sent += batch) {
+    const n = Math.min(batch, runs - sent);
+    await Promise.all(Array.from({ length: n }, (_, i) => client.triggerFlow(flow, { i: sent + i })));
+  }
+  const triggerMs = Date.now() - start;
+  await waitForFlow(env, flow, runs, 25, 10 * 60_000);
+  const counts = since(before);
+  // The poll only detects the end; PostgreSQL's finished_at says when it happened.
+  const ms = (await lastFinishedAt(env, flow)) - start;
+  return { runs, tasks: runs * nodes, ms, tasksPerS: ((runs * nodes) / ms) * 1000, triggerMs, counts };
+}
+
+export async function warmUp(client: Client, env: Isolated, runs: number, batch: number): Promise<void> {
+  await throughput(client, env, "bench_warmup", 3, runs, batch);
+}
+
+export function singleNodeThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {
+  return throughput(client, env, "bench_single", 1, runs, batch);
+}
+
+export function diamondThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {
+  return throughput(client, env, "bench_diamond", 3, runs, batch);
+}
+
+export interface ChainResult {
+  /** Median of trigger -> success from PostgreSQL (runs.created_at -> runs.finished_at). */
+  medianMs: number;
+  /** Median as seen by the caller: before triggerFlow until a poll sees `success`. */
+  observedMedianMs: number;
+  samplesMs: number[];
+  /** Median per hop, from node_runs timestamps (each is its statement's start, PostgreSQL clock). */
+  hop: { queuedToStartMs: number; startToFinishMs: number };
+}
+
+export async function chainWallTime(client: Client, env: Isolated, repeats: number): Promise<ChainResult> {
+  const stored: number[] = [];
+  const observed: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const t0 = performance.now();
+    const runId = await client.triggerFlow("bench_chain40", { i });
+    for (;;) {
+      const [row] = await env.sql<{ status: string; ms: number | null }>(
+        `select status, extract(epoch from (finished_at - created_at)) * 1000 as ms from runs where id = $1`,
+        [runId],
+      );
+      if (row!.status === "success") {
+        observed.push(performance.now() - t0);
+        stored.push(Number(row!.ms));
+        break;
+      }
+      if (row!.status === "failed" || row!.status === "cancelled") throw new Error(`chain run ${runId} ended ${row!.status}`);
+      await sleep(2);
+    }
+  }
+  // queued_at is set by the previous node's completing statement, started_at by the fence, and
+  // finished_at by the completing statement: so the hop splits into "previous commit + Redis +
+  // pickup" and "fence commit + execute + reaching the completing statement".
+  const [hop] = await env.sql<{ queued_to_start: number; start_to_finish: number }>(
+    `select percentile_cont(0.5) within group (order by extract(epoch from (n.started_at - n.queued_at)) * 1000) as queued_to_start,
+            percentile_cont(0.5) within group (order by extract(epoch from (n.finished_at - n.started_at)) * 1000) as start_to_finish
+     from node_runs n join runs r on r.id = n.run_id where r.flow = 'bench_chain40'`,
+  );
+  return {
+    medianMs: median(stored),
+    observedMedianMs: median(observed),
+    samplesMs: stored,
+    hop: { queuedToStartMs: Number(hop!.queued_to_start), startToFinishMs: Number(hop!.start_to_finish) },
+  };
+}
+
+export interface LatencyResult {
+  p50: number;
+  p99: number;
+  max: number;
+  runs: number;
+}
+
+/**
+ * Trigger -> first attempt start, one trigger at a time with a pause between, so it measures
+ * the path of one run through an idle-ish system rather than queueing behind a backlog.
+ */
+export async function triggerToStart(client: Client, env: Isolated, runs: number, gapMs: number): Promise<LatencyResult> {
+  for (let i = 0; i < runs; i++) {
+    await client.triggerFlow("bench_latency", { i });
+    await sleep(gapMs);
+  }
+  await waitForFlow(env, "bench_latency", runs, 25, 60_000);
+  const rows = await env.sql<{ ms: number }>(
+    `select extract(epoch from (a.started_at - r.created_at)) * 1000 as ms
+     from runs r join attempts a on a.run_id = r.id and a.n = 1
+     where r.flow = 'bench_latency'`,
+  );
+  const samples = rows.map((r) => Number(r.ms));
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99), max: Math.max(...samples), runs: samples.length };
+}

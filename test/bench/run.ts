@@ -1,0 +1,138 @@
+// Logging must not dominate a no-op benchmark; set before the runtime builds its logger.
+process.env.AX_LOG_LEVEL ??= "warn";
+
+import { isolate } from "../helpers/isolated.js";
+import {
+  benchRuntime,
+  chainWallTime,
+  CHAIN_LENGTH,
+  diamondThroughput,
+  singleNodeThroughput,
+  triggerToStart,
+  warmUp,
+  type ChainResult,
+  type LatencyResult,
+  type Throughput,
+} from "./ax-scenarios.js";
+import { bullmqBaseline, bullmqChain, bullmqLatency, type BaselineChain, type BaselineLatency, type BaselineResult } from "./bullmq-baseline.js";
+import { installCounters, perTask, printStatementTimes } from "./counters.js";
+import { benchSizes, printTable, round, type BenchSizes } from "./stats.js";
+
+interface Results {
+  baseline: BaselineResult;
+  baselineChain: BaselineChain;
+  baselineLatency: BaselineLatency;
+  single: Throughput;
+  diamond: Throughput;
+  chain: ChainResult;
+  latency: LatencyResult;
+}
+
+const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
+
+/** Every scenario on one Redis and one PostgreSQL, in a private schema and key prefix removed at the end. */
+async function measure(sizes: BenchSizes): Promise<Results> {
+  const env = isolate("bench");
+  log(`sizes ${JSON.stringify(sizes)}; PG schema ${env.schema}, Redis prefix ${env.prefix}`);
+  try {
+    const redis = { redis: env.redis, prefix: env.prefix, concurrency: sizes.concurrency };
+    log(`BullMQ: ${sizes.bullmqJobs} no-op jobs, concurrency ${sizes.concurrency}; chain of ${CHAIN_LENGTH}; add -> start`);
+    const baseline = await bullmqBaseline({ ...redis, jobs: sizes.bullmqJobs });
+    const baselineChain = await bullmqChain({ ...redis, length: CHAIN_LENGTH, repeats: sizes.chainRepeats });
+    const baselineLatency = await bullmqLatency({ ...redis, jobs: sizes.latencyRuns, gapMs: sizes.latencyGapMs });
+
+    const runtime = benchRuntime(env, sizes.concurrency);
+    await runtime.start();
+    try {
+      const client = runtime.client();
+      log("ax warm-up");
+      await warmUp(client, env, Math.max(100, Math.round(sizes.axRuns / 10)), sizes.triggerBatch);
+      log(`ax single-node: ${sizes.axRuns} runs, ${sizes.triggerBatch} triggers in flight`);
+      const single = await singleNodeThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
+      log(`ax diamond: ${sizes.diamondRuns} runs x 3 nodes`);
+      const diamond = await diamondThroughput(client, env, sizes.diamondRuns, sizes.triggerBatch);
+      log(`ax chain of ${CHAIN_LENGTH}: ${sizes.chainRepeats} runs, one at a time`);
+      const chain = await chainWallTime(client, env, sizes.chainRepeats);
+      log(`ax trigger -> start: ${sizes.latencyRuns} runs, one at a time, ${sizes.latencyGapMs} ms apart`);
+      const latency = await triggerToStart(client, env, sizes.latencyRuns, sizes.latencyGapMs);
+      return { baseline, baselineChain, baselineLatency, single, diamond, chain, latency };
+    } finally {
+      await runtime.stop();
+    }
+  } finally {
+    await env.cleanup();
+    log("cleaned up schema and Redis keys");
+  }
+}
+
+function report(r: Results): void {
+  const base = r.baseline.jobsPerS;
+  const faster = (v: number) => `${(v / base).toFixed(2)}x`;
+  const slower = (ax: number, bull: number) => `${(ax / bull).toFixed(1)}x time`;
+  console.log("");
+  printTable([
+    {
+      name: "BullMQ no-op jobs (baseline)",
+      value: `${Math.round(base)} /s`,
+      vsBaseline: "1.00x",
+      detail: `${r.baseline.jobs} jobs in ${Math.round(r.baseline.ms)} ms; ${perTask(r.baseline.counts, r.baseline.jobs)}`,
+    },
+    {
+      name: "ax single-node flow",
+      value: `${Math.round(r.single.tasksPerS)} /s`,
+      vsBaseline: faster(r.single.tasksPerS),
+      detail: `${r.single.runs} runs in ${Math.round(r.single.ms)} ms (triggering ${r.single.triggerMs} ms); ${perTask(r.single.counts, r.single.tasks)}`,
+    },
+    {
+      name: "ax 3-node diamond",
+      value: `${Math.round(r.diamond.tasksPerS)} /s`,
+      vsBaseline: faster(r.diamond.tasksPerS),
+      detail: `${r.diamond.runs} runs x 3 in ${Math.round(r.diamond.ms)} ms (triggering ${r.diamond.triggerMs} ms); ${perTask(r.diamond.counts, r.diamond.tasks)}`,
+    },
+    {
+      name: `ax chain of ${CHAIN_LENGTH}, median`,
+      value: `${round(r.chain.medianMs)} ms`,
+      vsBaseline: slower(r.chain.medianMs, r.baselineChain.medianMs),
+      detail: `BullMQ chain ${round(r.baselineChain.medianMs)} ms; ax samples ${r.chain.samplesMs.map((s) => Math.round(s)).join(", ")} ms; ${round(r.chain.medianMs / CHAIN_LENGTH, 2)} ms/hop (queued -> started ${round(r.chain.hop.queuedToStartMs, 2)} ms, started -> finished ${round(r.chain.hop.startToFinishMs, 2)} ms); seen by caller ${round(r.chain.observedMedianMs)} ms`,
+    },
+    {
+      name: "ax trigger -> start p50",
+      value: `${round(r.latency.p50, 2)} ms`,
+      vsBaseline: slower(r.latency.p50, r.baselineLatency.p50),
+      detail: `BullMQ add -> start p50 ${round(r.baselineLatency.p50, 2)} ms; ${r.latency.runs} sequential runs`,
+    },
+    {
+      name: "ax trigger -> start p99",
+      value: `${round(r.latency.p99, 2)} ms`,
+      vsBaseline: slower(r.latency.p99, r.baselineLatency.p99),
+      detail: `BullMQ p99 ${round(r.baselineLatency.p99, 2)} ms; ax max ${round(r.latency.max, 2)} ms`,
+    },
+  ]);
+  console.log("");
+  console.log(
+    JSON.stringify({
+      bullmq_tasks_per_s: Math.round(base),
+      ax_tasks_per_s: Math.round(r.single.tasksPerS),
+      ratio: round(r.single.tasksPerS / base, 3),
+      diamond_tasks_per_s: Math.round(r.diamond.tasksPerS),
+      chain40_ms: round(r.chain.medianMs),
+      trigger_start_p50_ms: round(r.latency.p50, 2),
+      trigger_start_p99_ms: round(r.latency.p99, 2),
+    }),
+  );
+}
+
+async function main(): Promise<void> {
+  installCounters();
+  const results = await measure(benchSizes());
+  printStatementTimes();
+  report(results);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,74 @@
+/** Nearest-rank percentile (p in 0..100) of unsorted samples. */
+export function percentile(samples: number[], p: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
+}
+
+export function median(samples: number[]): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function round(value: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+/** Sizes of one bench run; AX_BENCH_SCALE shrinks the throughput ones (quick checks on a busy machine). */
+export interface BenchSizes {
+  bullmqJobs: number;
+  axRuns: number;
+  diamondRuns: number;
+  chainRepeats: number;
+  latencyRuns: number;
+  /** Parallel triggerFlow calls in flight while loading the throughput scenarios. */
+  triggerBatch: number;
+  /** Pause between sequential triggers of the latency probe, so the system is not saturated. */
+  latencyGapMs: number;
+  concurrency: number;
+}
+
+function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name}=${raw}: give a positive number`);
+  return value;
+}
+
+export function benchSizes(): BenchSizes {
+  const scale = envNumber("AX_BENCH_SCALE", 1);
+  const scaled = (name: string, base: number) => Math.max(10, Math.round(envNumber(name, base * scale)));
+  return {
+    bullmqJobs: scaled("AX_BENCH_BULLMQ_JOBS", 20_000),
+    axRuns: scaled("AX_BENCH_AX_RUNS", 5_000),
+    diamondRuns: scaled("AX_BENCH_DIAMOND_RUNS", 2_000),
+    chainRepeats: Math.round(envNumber("AX_BENCH_CHAIN_REPEATS", 5)),
+    latencyRuns: scaled("AX_BENCH_LATENCY_RUNS", 300),
+    triggerBatch: Math.round(envNumber("AX_BENCH_TRIGGER_BATCH", 100)),
+    latencyGapMs: envNumber("AX_BENCH_LATENCY_GAP_MS", 5),
+    concurrency: Math.round(envNumber("AX_BENCH_CONCURRENCY", 100)),
+  };
+}
+
+export interface Row {
+  name: string;
+  value: string;
+  vsBaseline: string;
+  detail: string;
+}
+
+export function printTable(rows: Row[]): void {
+  const header: Row = { name: "scenario", value: "result", vsBaseline: "vs BullMQ", detail: "detail" };
+  const all = [header, ...rows];
+  const width = (key: keyof Row) => Math.max(...all.map((r) => r[key].length));
+  const w = { name: width("name"), value: width("value"), vsBaseline: width("vsBaseline") };
+  const line = (r: Row) => `${r.name.padEnd(w.name)}  ${r.value.padStart(w.value)}  ${r.vsBaseline.padStart(w.vsBaseline)}  ${r.detail}`;
+  console.log(line(header));
+  console.log("-".repeat(line(header).length + 20));
+  for (const r of rows) console.log(line(r));
+}
