@@ -1,0 +1,104 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { ax, type Client, type Runtime } from "ax-scheduler";
+import { isolate, type Isolated } from "../helpers/isolated.js";
+import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const greet = ax.task({ name: "greet" }, (input: { name: string }) => `hello ${input.name}`);
+const shout = ax.task({ name: "shout" }, (text: string) => text.toUpperCase());
+const count = ax.task({ name: "count" }, (text: string) => text.length);
+const report = ax.task({ name: "report" }, (loud: string, length: number) => ({ loud, length }));
+const cliFlow = ax.flow({ name: "cli_flow" }, (input) => {
+  const text = greet(input as never);
+  report(shout(text), count(text));
+});
+
+interface Exited {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `ax <args>` as a separate process, like a person at a terminal; never rejects, reports the exit code. */
+async function runAx(args: string[]): Promise<Exited> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+      timeout: 80_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
+  }
+}
+
+// Each `ax` start loads TypeScript through tsx (seconds of CPU, far more on a busy machine): independent
+// commands run concurrently, under a longer timeout than the default.
+describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
+  const env = isolate("cli");
+  const fresh: Isolated = isolate("climigrate");
+  let runtime: Runtime;
+  let client: Client;
+  const connection = () => ["--storage", env.storage, "--prefix", env.prefix];
+
+  beforeAll(async () => {
+    runtime = testRuntime(env, { flows: [cliFlow] });
+    await runtime.start();
+    client = runtime.client();
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await env.cleanup();
+    await fresh.cleanup();
+  });
+
+  it("ax trigger --wait prints the DAG with states and exits 0; ax runs --flow lists the run", async ({ expect }) => {
+    const triggered = await runAx(["trigger", "cli_flow", "--payload", '{"name":"ada"}', "--business-key", "cli-order-7", "--wait", "--timeout", "30s", ...connection()]);
+    expect(triggered.stderr).toBe("");
+    expect(triggered.code).toBe(0);
+    const runId = /^run ([0-9a-f-]{36}) /.exec(triggered.stdout)?.[1];
+    expect(runId, triggered.stdout).toBeDefined();
+    expect(triggered.stdout).toMatch(/cli_flow v1\s+success/);
+    expect(triggered.stdout).toContain("business key cli-order-7");
+    expect(triggered.stdout).toMatch(/greet\s+success\s+1 attempt/);
+    expect(triggered.stdout).toMatch(/shout\s+success\s+1 attempt .*<- greet/);
+    expect(triggered.stdout).toMatch(/count\s+success\s+1 attempt .*<- greet/);
+    expect(triggered.stdout).toMatch(/report\s+success\s+1 attempt .*<- shout, count/);
+
+    const run = await client.getRun(runId!);
+    expect(run.status).toBe("success");
+    expect(run.tasks.find((t) => t.key === "report")?.result).toEqual({ loud: "HELLO ADA", length: 9 });
+
+    const listed = await runAx(["runs", "--flow", "cli_flow", ...connection()]);
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^${runId}\\s+cli_flow\\s+success\\s+manual\\s+\\S+\\s+cli-order-7$`));
+  });
+
+  it("ax trigger refuses a --payload that is not JSON, says so, exits non-zero and writes nothing", async ({ expect }) => {
+    const result = await runAx(["trigger", "cli_flow", "--payload", "{name: ada", "--business-key", "bad-payload", ...connection()]);
+    expect(result.code).not.toBe(0);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toMatch(/ax trigger: --payload: not JSON \(.+\)/);
+    // Checked by business key: the other tests of this file trigger runs concurrently.
+    const [row] = await env.sql<{ n: number }>("select count(*)::int as n from runs where business_key = 'bad-payload'");
+    expect(row!.n).toBe(0);
+  });
+
+  it("ax migrate creates the tables on a fresh schema", async ({ expect }) => {
+    const first = await runAx(["migrate", "--storage", fresh.storage]);
+    expect(first.stderr).toBe("");
+    expect(first).toMatchObject({ code: 0, stdout: `migrations applied (pg, schema ${fresh.schema})\n` });
+    const tables = await fresh.sql<{ table_name: string }>(
+      "select table_name from information_schema.tables where table_schema = $1 order by table_name",
+      [fresh.schema],
+    );
+    expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(["attempts", "flow_definitions", "idempotency_keys", "node_runs", "runs", "workers"]));
+  });
+});
