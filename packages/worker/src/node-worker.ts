@@ -23,13 +23,18 @@ export interface NodeWorkerOptions {
   tasks: TaskSource;
   log: Logger;
   metrics: WorkerMetrics;
-  /** How often this process renews its lease in PostgreSQL. @defaultValue 2000 */
+  /** How often this process renews its lease in PostgreSQL. @defaultValue 1000 */
   heartbeatMs?: number | undefined;
-  /** Attempts of a worker silent this long are presumed crashed. @defaultValue 10000 */
+  /** Attempts of a worker silent this long are presumed crashed. @defaultValue 5000 */
   leaseMs?: number | undefined;
-  /** BullMQ job lock; a dead worker's jobs come back after about this plus `stalledIntervalMs`. @defaultValue 5000 */
+  /**
+   * BullMQ job lock; a dead worker's jobs come back within this plus `stalledIntervalMs`, and
+   * are taken over once `leaseMs` has passed too. The defaults retry a killed worker's attempts
+   * within 10 s, retry backoff included. An inline task blocking the event loop longer than this
+   * loses its lock. @defaultValue 5000
+   */
   lockDurationMs?: number | undefined;
-  /** @defaultValue 5000 */
+  /** How often BullMQ looks for jobs whose lock lapsed. @defaultValue 2000 */
   stalledIntervalMs?: number | undefined;
 }
 
@@ -53,7 +58,7 @@ export class NodeWorker {
     this.heartbeat = setInterval(() => {
       heartbeatWorker(o.db, identity).catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
       cancels.sweep().catch((err) => o.log.warn({ err }, "could not check in-flight runs for cancels; retrying"));
-    }, o.heartbeatMs ?? 2000);
+    }, o.heartbeatMs ?? 1000);
     this.heartbeat.unref();
 
     const deps: AttemptDeps = {
@@ -64,7 +69,7 @@ export class NodeWorker {
       workerId: this.id,
       log: o.log.child({ worker: this.id }),
       metrics: o.metrics,
-      leaseMs: o.leaseMs ?? 10_000,
+      leaseMs: o.leaseMs ?? 5000,
     };
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
     for (const name of o.queueNames) {
@@ -75,7 +80,7 @@ export class NodeWorker {
         prefix: o.queues.prefix,
         concurrency: perQueue,
         lockDuration: o.lockDurationMs ?? 5000,
-        stalledInterval: o.stalledIntervalMs ?? 5000,
+        stalledInterval: o.stalledIntervalMs ?? 2000,
         // A stalled job is an attempt whose worker died; the fence decides what happens to it.
         maxStalledCount: 1000,
         autorun: false,

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Job } from "bullmq";
 import {
   assertJson,
@@ -11,9 +12,11 @@ import {
   startAttempt,
   type Advanced,
   type AttemptOutcome,
+  type AttemptRef,
   type Db,
   type DagNode,
   type Json,
+  type RunningAttempt,
   type StartedAttempt,
 } from "@ax/store";
 import { enqueueNodes, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
@@ -51,6 +54,9 @@ type FailurePolicy = Pick<
   ResolvedTaskOptions,
   "retries" | "retryBackoffMs" | "backoff" | "jitter" | "maxBackoffMs" | "retryOn" | "noRetryOn" | "onFailure"
 >;
+
+/** Past the lease's end before looking again, so PostgreSQL's clock agrees it lapsed. */
+const LEASE_RECHECK_MARGIN_MS = 50;
 
 /** Used when this process lacks the task's code: fail the node once, with an error that says why. */
 const NO_RETRY: FailurePolicy = {
@@ -244,9 +250,8 @@ async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta)
  * retried or failed per the task's policy.
  */
 async function takeOverIfCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, ref: { runId: string; attempt: number }): Promise<void> {
-  const found = await withDbRetry(() => inspectAttempt(deps.db, { ...ref, nodeKey: node.key }, deps.leaseMs));
-  if (!found || found.status !== "running" || found.attempt !== ref.attempt || !found.workerLost) return;
-  if (found.worker === deps.workerId) return;
+  const found = await awaitLeaseVerdict(deps, { ...ref, nodeKey: node.key });
+  if (!found) return;
   const run: RunMeta = { runId: ref.runId, flow: found.flow, businessKey: found.businessKey };
   deps.log.warn({ runId: ref.runId, node: node.key, attempt: ref.attempt, lostWorker: found.worker }, "attempt's worker died; closing it as crashed");
   deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });
@@ -257,6 +262,23 @@ async function takeOverIfCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNod
     policy: deps.tasks.get(node.task)?.options ?? NO_RETRY,
     run,
   });
+}
+
+/**
+ * BullMQ hands a dead worker's job back once its lock lapses, which can be before that worker's
+ * PostgreSQL lease does. Dropping the job then would leave the node to the reconciler, so the job
+ * waits for the lease to decide: lapsed means crashed; the attempt closing, or its worker still
+ * heartbeating after two leases, means it is alive and this job is a duplicate.
+ */
+async function awaitLeaseVerdict(deps: AttemptDeps, ref: AttemptRef): Promise<RunningAttempt | undefined> {
+  const giveUpAt = Date.now() + 2 * deps.leaseMs;
+  for (;;) {
+    const found = await withDbRetry(() => inspectAttempt(deps.db, ref, deps.leaseMs));
+    if (!found || found.status !== "running" || found.attempt !== ref.attempt || found.worker === deps.workerId) return undefined;
+    if (found.workerLost) return found;
+    if (Date.now() + found.leaseLeftMs > giveUpAt) return undefined;
+    await sleep(found.leaseLeftMs + LEASE_RECHECK_MARGIN_MS);
+  }
 }
 
 function summarise(value: Json): string {

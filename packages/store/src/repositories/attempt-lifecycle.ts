@@ -214,15 +214,27 @@ export interface RunningAttempt {
   worker: string | null;
   /** True when the attempt's worker has not heartbeated within the lease (or is unknown). */
   workerLost: boolean;
+  /** How long until the worker's lease lapses unless it heartbeats again; 0 once lost. */
+  leaseLeftMs: number;
 }
 
 /** What a job that lost the fence finds: used to tell a duplicate from a crashed attempt. */
 export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): Promise<RunningAttempt | undefined> {
-  const [row] = await rows<{ flow: string; business_key: string | null; status: string; attempt: number; worker: string | null; worker_lost: boolean }>(
+  const lease = sql`make_interval(secs => ${leaseMs / 1000})`;
+  const [row] = await rows<{
+    flow: string;
+    business_key: string | null;
+    status: string;
+    attempt: number;
+    worker: string | null;
+    worker_lost: boolean;
+    lease_left_ms: number | null;
+  }>(
     db,
     sql`
     select r.flow, r.business_key, n.status, n.attempt, a.worker,
-      (w.id is null or w.heartbeat_at < now() - make_interval(secs => ${leaseMs / 1000})) as worker_lost
+      (w.id is null or w.heartbeat_at < now() - ${lease}) as worker_lost,
+      greatest(0, extract(epoch from (w.heartbeat_at + ${lease} - now())) * 1000)::float8 as lease_left_ms
     from node_runs n
     join runs r on r.id = n.run_id
     left join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
@@ -230,7 +242,15 @@ export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): 
     where n.run_id = ${ref.runId} and n.node_key = ${ref.nodeKey}`,
   );
   if (!row) return undefined;
-  return { flow: row.flow, businessKey: row.business_key, status: row.status, attempt: row.attempt, worker: row.worker, workerLost: row.worker_lost };
+  return {
+    flow: row.flow,
+    businessKey: row.business_key,
+    status: row.status,
+    attempt: row.attempt,
+    worker: row.worker,
+    workerLost: row.worker_lost,
+    leaseLeftMs: row.worker_lost ? 0 : Math.ceil(Number(row.lease_left_ms ?? 0)),
+  };
 }
 
 /** Stores a running attempt's reported progress on its node. */
