@@ -20,6 +20,8 @@ export {
   AxHeartbeatLostError,
   AxUnknownTaskError,
   AxWorkerCrashedError,
+  AxResourceLimitError,
+  AxExecutorError,
   type TaskContext,
   type AxEvent,
   type AxEventName,

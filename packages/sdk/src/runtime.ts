@@ -3,7 +3,7 @@ import { Registry } from "prom-client";
 import { z } from "zod";
 import { Reconciler, type ReconcilerOptions } from "@ax/coordinator";
 import { migrate, registerFlowVersion, type FlowDag } from "@ax/store";
-import { createWorkerMetrics, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
+import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
 import { loadRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
@@ -77,6 +77,11 @@ export class Runtime {
 
   /** Applies migrations, stores the flows' DAGs as versions, then starts this process's roles. */
   async start(): Promise<void> {
+    if (insideExecutorChild()) {
+      throw new AxConfigError(
+        'a Runtime was started inside a thread/process executor: it imports the module that defined the task it runs. Define tasks with executor "thread" or "process" in a module that does not start the Runtime.',
+      );
+    }
     if (this.options.config) this.applyConfig(loadRuntimeConfig(this.options.config, { tasks: this.tasks.keys(), flows: this.flows.map((f) => f.name) }));
     const connections = openConnections(this.options);
     this.connections = connections;
@@ -153,7 +158,12 @@ export class Runtime {
     if (known && known.fn !== task.fn) {
       throw new AxDefinitionError(`two different tasks are named "${task.taskName}"; task names must be unique across the runtime's flows`);
     }
-    this.tasks.set(task.taskName, { name: task.taskName, fn: task.fn as RunnableTask["fn"], options: task.options });
+    this.tasks.set(task.taskName, {
+      name: task.taskName,
+      fn: task.fn as RunnableTask["fn"],
+      options: task.options,
+      moduleUrl: task.moduleUrl,
+    });
   }
 
   private applyConfig(config: RuntimeConfig): void {

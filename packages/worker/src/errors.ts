@@ -54,3 +54,22 @@ export class AxWorkerCrashedError extends Error {
     super(`worker ${worker ?? "(unknown)"} stopped heartbeating during attempt ${attempt}; the attempt is presumed crashed.`);
   }
 }
+
+/** An attempt on the thread or process executor went past its `resources` cap. */
+export class AxResourceLimitError extends Error {
+  override name = "AxResourceLimitError";
+  readonly resource: "memory" | "cpu";
+  constructor(task: string, resource: "memory" | "cpu", limit: string) {
+    super(
+      resource === "memory"
+        ? `task "${task}" ran out of memory: its heap is capped at ${limit} by resources.memoryMb. Raise memoryMb (the executor and the task's imports take their share too) or process the data in smaller pieces.`
+        : `task "${task}" used more than ${limit} of CPU time (resources.cpuSeconds) and was stopped. Raise cpuSeconds or split the work.`,
+    );
+    this.resource = resource;
+  }
+}
+
+/** The thread or process executor could not run an attempt (module not found, child died, too slow to start). */
+export class AxExecutorError extends Error {
+  override name = "AxExecutorError";
+}

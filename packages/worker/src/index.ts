@@ -5,6 +5,8 @@ export * from "./metrics.js";
 export * from "./failure.js";
 export * from "./retry-policy.js";
 export * from "./task-definition.js";
+export * from "./defined-tasks.js";
+export { insideExecutorChild } from "./executors/child-marker.js";
 export * from "./node-worker.js";
 export * from "./cancel-listener.js";
 export * from "./once-scope.js";

@@ -7,6 +7,7 @@ import { heartbeatWorker, removeWorker, type Db } from "@ax/store";
 import type { NodeJobData, QueueRegistry } from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
 import { DagCache } from "./dag-cache.js";
+import { closeExecutors } from "./executors/index.js";
 import type { WorkerMetrics } from "./metrics.js";
 import { withAttemptStore } from "./once-scope.js";
 import { runAttempt, type AttemptDeps } from "./run-attempt.js";
@@ -97,6 +98,7 @@ export class NodeWorker {
     await Promise.all(this.workers.map((w) => w.close()));
     this.workers.length = 0;
     clearInterval(this.heartbeat);
+    await closeExecutors();
     await this.cancels?.stop();
     await removeWorker(this.options.db, this.id).catch(() => {});
   }

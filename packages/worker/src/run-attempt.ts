@@ -23,9 +23,9 @@ import { enqueueNodes, type NodeJobData, type QueueRegistry } from "@ax/coordina
 import type { Logger } from "pino";
 import type { CachedDag, DagCache } from "./dag-cache.js";
 import { withDbRetry } from "./db-retry.js";
-import { AxResultTooLargeError, AxUnknownTaskError, AxWorkerCrashedError } from "./errors.js";
+import { AxResourceLimitError, AxResultTooLargeError, AxUnknownTaskError, AxWorkerCrashedError } from "./errors.js";
 import { emitEvent, type AxEvent } from "./events.js";
-import { executeInline, type AttemptResult } from "./executors/inline.js";
+import { execute, type AttemptResult } from "./executors/index.js";
 import { toTaskFailure } from "./failure.js";
 import type { WorkerMetrics } from "./metrics.js";
 import { decideRetry } from "./retry-policy.js";
@@ -127,7 +127,7 @@ async function executeStarted(
 
   const t0 = performance.now();
   const executed: AttemptResult = task
-    ? await executeInline({
+    ? await execute({
         task,
         args,
         context: { ...run, task: node.task, nodeKey, attempt, idempotencyKey: `${runId}:${nodeKey}`, log },
@@ -177,8 +177,9 @@ function checkResult(options: ResolvedTaskOptions, value: unknown): AttemptResul
   return { ok: true, value: result };
 }
 
-function failureKind(outcome: AttemptOutcome) {
+function failureKind(outcome: AttemptOutcome, error: unknown) {
   if (outcome === "timed_out") return "timeout" as const;
+  if (error instanceof AxResourceLimitError) return "resource" as const;
   if (outcome === "heartbeat_lost" || outcome === "crashed") return outcome;
   return "error" as const;
 }
@@ -199,7 +200,7 @@ interface FailedAttempt {
 async function closeFailedAttempt(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt): Promise<void> {
   const { attempt, outcome, run } = failed;
   const ref = { runId: run.runId, nodeKey: node.key, attempt };
-  const failure = toTaskFailure(failed.error, failureKind(outcome));
+  const failure = toTaskFailure(failed.error, failureKind(outcome, failed.error));
   const decision = decideRetry(failed.policy, failed.error, attempt);
   const event = { ...nodeEvent(run, node, attempt), error: { name: failure.name, message: failure.message } };
   if (decision.retry) {

@@ -28,6 +28,8 @@ export interface RunnableTask {
   name: string;
   fn: (...args: never[]) => unknown;
   options: ResolvedTaskOptions;
+  /** The module whose `ax.task()` call defined it: the thread and process executors import it in their child. */
+  moduleUrl?: string | undefined;
 }
 
 export interface TaskSource {

@@ -1,4 +1,5 @@
-import type { ResolvedTaskOptions } from "@ax/worker";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { recordTaskDefinition, type ResolvedTaskOptions } from "@ax/worker";
 import { AxDefinitionError } from "../errors.js";
 import { formatIssues, resolveTaskOptions, taskOptionsSchema, type TaskOptions, type TaskOverrides } from "../options.js";
 import { currentBuilder } from "./flow-builder.js";
@@ -16,11 +17,34 @@ export interface Task<A extends unknown[], R> {
   /** The options as written in code, before defaults. */
   readonly codeOptions: TaskOverrides;
   readonly fn: (...args: A) => R;
+  /** The module that called `ax.task()`: thread and process executors import it to find `fn`. */
+  readonly moduleUrl: string | undefined;
   run(...args: A): Promise<Awaited<R>>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyTask = Task<any[], unknown>;
+
+const THIS_FILE = fileURLToPath(import.meta.url);
+
+/** The file URL of the module that called `ax.task()`, read from the call stack. */
+function callerModuleUrl(): string | undefined {
+  const previous = Error.prepareStackTrace;
+  try {
+    Error.prepareStackTrace = (_error, sites) => sites;
+    const sites = new Error().stack as unknown as NodeJS.CallSite[];
+    for (const site of sites) {
+      const file = site.getFileName();
+      if (!file || file.startsWith("node:")) continue;
+      // Under ESM the name is a file URL; under transpiling runners (vitest) a plain path.
+      const path = file.startsWith("file:") ? fileURLToPath(file) : file;
+      if (path !== THIS_FILE) return pathToFileURL(path).href;
+    }
+    return undefined;
+  } finally {
+    Error.prepareStackTrace = previous;
+  }
+}
 
 export function defineTask<A extends unknown[], R>(options: TaskOptions, fn: (...args: A) => R): Task<A, R> {
   const parsed = taskOptionsSchema.safeParse(options);
@@ -30,6 +54,8 @@ export function defineTask<A extends unknown[], R>(options: TaskOptions, fn: (..
   }
   if (typeof fn !== "function") throw new AxDefinitionError(`task "${options.name}" needs a function as its second argument`);
   const { name, ...code } = parsed.data;
+  const moduleUrl = callerModuleUrl();
+  recordTaskDefinition(name, fn as (...args: never[]) => unknown, moduleUrl);
   const task = ((...args: unknown[]) => {
     const builder = currentBuilder();
     if (!builder) {
@@ -44,6 +70,7 @@ export function defineTask<A extends unknown[], R>(options: TaskOptions, fn: (..
     options: { value: resolveTaskOptions(name, code) },
     codeOptions: { value: code },
     fn: { value: fn },
+    moduleUrl: { value: moduleUrl },
     run: { value: async (...args: A) => await fn(...args) },
   });
   return task;

@@ -1,0 +1,91 @@
+import { readlinkSync } from "node:fs";
+import { parentPort } from "node:worker_threads";
+import pino, { type Logger } from "pino";
+import type { Json } from "@ax/store";
+import { taskContextStorage, type TaskContext } from "../context.js";
+import { findTaskDefinition } from "../defined-tasks.js";
+import { AxExecutorError } from "../errors.js";
+import { markExecutorChild } from "./child-marker.js";
+import { serialiseError, type ChildMessage, type RunMessage } from "./protocol.js";
+
+/**
+ * Runs inside a worker thread or a child process, one attempt at a time: imports the module
+ * that defined the task (which registers it), runs it under an `ax.context()` of its own and
+ * reports heartbeats and the outcome to the parent. The parent enforces timeouts and limits by
+ * stopping this thread or process, so nothing here aborts `signal`.
+ */
+
+function send(message: ChildMessage, then?: () => void): void {
+  if (parentPort) {
+    parentPort.postMessage(message);
+    then?.();
+  } else {
+    process.send?.(message, undefined, {}, () => then?.());
+  }
+}
+
+function threadPath(): string | null {
+  try {
+    return readlinkSync("/proc/thread-self");
+  } catch {
+    return null;
+  }
+}
+
+let baseLogger: Logger | undefined;
+function loggerFor(log: RunMessage["log"]): Logger {
+  baseLogger ??= pino({ level: log.level });
+  return baseLogger.child(log.bindings);
+}
+
+function sendResult(value: unknown): void {
+  try {
+    send({ type: "result", value });
+  } catch (error) {
+    // Not structured-cloneable (a function, a class instance with methods): report it as the task's error.
+    send({ type: "error", error: serialiseError(error) });
+  }
+}
+
+async function run(message: RunMessage): Promise<void> {
+  try {
+    await import(message.moduleUrl);
+    const fn = findTaskDefinition(message.task, message.moduleUrl);
+    if (!fn) {
+      throw new AxExecutorError(
+        `task "${message.task}" was not defined when ${message.moduleUrl} was loaded in a ${parentPort ? "worker thread" : "child process"}; define it with ax.task() at the top level of that module.`,
+      );
+    }
+    const context: TaskContext = {
+      ...message.context,
+      signal: new AbortController().signal,
+      heartbeat(progress?: Json) {
+        send(progress === undefined ? { type: "heartbeat" } : { type: "heartbeat", progress });
+      },
+      log: loggerFor(message.log),
+    };
+    send({ type: "started" });
+    const value = await taskContextStorage.run(context, () => (fn as (...args: Json[]) => unknown)(...message.args));
+    sendResult(value);
+  } catch (error) {
+    send({ type: "error", error: serialiseError(error) });
+  }
+}
+
+// Work the task left behind (a timer that throws, a promise nobody awaits) fails the attempt by
+// its own error; this thread or process is then not reused.
+function fatal(error: unknown): void {
+  send({ type: "error", error: serialiseError(error), fatal: true }, () => process.exit(1));
+}
+process.on("uncaughtException", fatal);
+process.on("unhandledRejection", fatal);
+
+markExecutorChild();
+const onMessage = (message: RunMessage) => void run(message);
+if (parentPort) {
+  parentPort.on("message", onMessage);
+} else {
+  process.on("message", onMessage);
+  process.on("disconnect", () => process.exit(0));
+}
+send({ type: "ready", threadPath: threadPath() });

@@ -1,0 +1,95 @@
+import { fork } from "node:child_process";
+import type { Socket } from "node:net";
+import { fileURLToPath } from "node:url";
+import type { ChildEvent, ChildExit, ChildPool, IsolatedChild } from "./child-pool.js";
+import { procCpuMs } from "./cpu-time.js";
+import type { AttemptInput, AttemptResult } from "./inline.js";
+import type { ChildMessage } from "./protocol.js";
+import { runIsolated } from "./run-isolated.js";
+
+const BOOT = fileURLToPath(new URL("./isolated-boot.mjs", import.meta.url));
+const STDERR_TAIL = 4096;
+/** What V8 prints when a heap cap is hit, before it aborts the process. */
+const OUT_OF_MEMORY = /heap out of memory|Reached heap limit/i;
+
+/**
+ * A child process with its V8 heap capped by `--max-old-space-size`. Its stderr is passed on to
+ * ours and its tail kept, to tell an out-of-memory abort from another death.
+ */
+export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
+  const child = fork(BOOT, [], {
+    execArgv: memoryMb ? [`--max-old-space-size=${memoryMb}`] : [],
+    // Structured clone, as for threads: results keep their types until checkResult judges them.
+    serialization: "advanced",
+    stdio: ["ignore", "inherit", "pipe", "ipc"],
+  });
+  const listeners = new Set<(event: ChildEvent) => void>();
+  const emit = (event: ChildEvent) => {
+    for (const listener of listeners) listener(event);
+  };
+  let alive = true;
+  let stderrTail = "";
+  let spawnError: Error | undefined;
+  let markReady!: () => void;
+  let notReady!: (error: Error) => void;
+  const ready = new Promise<void>((resolve, reject) => ((markReady = resolve), (notReady = reject)));
+  ready.catch(() => {});
+
+  child.stderr?.on("data", (chunk: Buffer) => {
+    process.stderr.write(chunk);
+    stderrTail = (stderrTail + chunk.toString("utf8")).slice(-STDERR_TAIL);
+  });
+  child.on("message", (message: ChildMessage) => {
+    if (message.type === "ready") markReady();
+    emit(message);
+  });
+  // Spawn failures and sends to a child that just died; "close" below reports the death itself.
+  child.on("error", (error) => (spawnError ??= error));
+  const exited = new Promise<ChildExit>((resolve) => {
+    // "close" (not "exit") waits for stderr to drain, so the out-of-memory message is in the tail.
+    child.once("close", (code, signal) => {
+      alive = false;
+      const exit: ChildExit = {
+        outOfMemory: OUT_OF_MEMORY.test(stderrTail),
+        error: spawnError,
+        description: signal ? `signal ${signal}` : `exit code ${code}`,
+      };
+      emit({ type: "exit", exit });
+      notReady(new Error(`child process exited before it was ready (${exit.description})`));
+      resolve(exit);
+    });
+  });
+
+  const hold = (busy: boolean) => {
+    // A piped stdio stream is a socket, though typed as a plain Readable.
+    for (const handle of [child, child.channel, child.stderr as Socket | null]) {
+      if (handle) busy ? handle.ref() : handle.unref();
+    }
+  };
+  return {
+    kind: "process",
+    ready,
+    exited,
+    get alive() {
+      return alive;
+    },
+    send(message) {
+      if (alive && child.connected) child.send(message);
+    },
+    listen(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    cpuMs: () => (child.pid ? procCpuMs(`/proc/${child.pid}/stat`) : null),
+    async kill() {
+      if (alive) child.kill("SIGKILL");
+      await exited;
+    },
+    hold,
+  };
+}
+
+/** Runs the attempt in a child process; timeout, lost heartbeat, cancel and the CPU cap SIGKILL it. */
+export function executeProcess(input: AttemptInput, pool: ChildPool): Promise<AttemptResult> {
+  return runIsolated(input, { kind: "process", pool, spawn: spawnProcess });
+}

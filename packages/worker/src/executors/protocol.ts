@@ -1,0 +1,58 @@
+import type { Json } from "@ax/store";
+
+/** What a thread or process child is told to run: one attempt, its module and its context. */
+export interface RunMessage {
+  type: "run";
+  moduleUrl: string;
+  task: string;
+  args: Json[];
+  context: {
+    runId: string;
+    flow: string;
+    task: string;
+    nodeKey: string;
+    attempt: number;
+    idempotencyKey: string;
+    businessKey: string | null;
+  };
+  log: { level: string; bindings: Record<string, unknown> };
+}
+
+/** A thrown value as it crosses the boundary: its `name` keeps retryOn/noRetryOn working. */
+export interface SerialisedError {
+  name: string;
+  message: string;
+  stack: string | null;
+  /** RetryAfterError's delay. */
+  delayMs?: number;
+  code?: string;
+}
+
+export type ChildMessage =
+  /** The child has loaded its entry; `threadPath` is `/proc/thread-self` where Linux has it. */
+  | { type: "ready"; threadPath: string | null }
+  /** The task's module is loaded and its function called: the attempt's clocks start now. */
+  | { type: "started" }
+  | { type: "heartbeat"; progress?: Json }
+  | { type: "result"; value: unknown }
+  /** `fatal`: thrown outside the task's own call chain; the child is exiting. */
+  | { type: "error"; error: SerialisedError; fatal?: boolean };
+
+export function serialiseError(error: unknown): SerialisedError {
+  if (!(error instanceof Error)) return { name: "NonErrorThrown", message: String(error), stack: null };
+  const out: SerialisedError = { name: error.name || "Error", message: error.message, stack: error.stack ?? null };
+  const { delayMs, code } = error as { delayMs?: unknown; code?: unknown };
+  if (typeof delayMs === "number") out.delayMs = delayMs;
+  if (typeof code === "string") out.code = code;
+  return out;
+}
+
+/** An Error standing for one thrown in a child: same name, message, stack (and delay, code). */
+export function reviveError(serialised: SerialisedError): Error {
+  const error = new Error(serialised.message);
+  error.name = serialised.name;
+  error.stack = serialised.stack ?? `${serialised.name}: ${serialised.message}`;
+  if (serialised.delayMs !== undefined) Object.assign(error, { delayMs: serialised.delayMs });
+  if (serialised.code !== undefined) Object.assign(error, { code: serialised.code });
+  return error;
+}

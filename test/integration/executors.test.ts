@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AttemptInfo, Client, RunInfo, Runtime } from "ax-scheduler";
+import { executorFlows } from "../fixtures/executor-tasks.js";
+import { isolate } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const KINDS = ["thread", "process"] as const;
+
+function durationMs(attempt: AttemptInfo): number {
+  return Date.parse(attempt.finishedAt!) - Date.parse(attempt.startedAt);
+}
+
+function onlyAttempt(run: RunInfo): AttemptInfo {
+  expect(run.tasks).toHaveLength(1);
+  return run.tasks[0]!.attempts.at(-1)!;
+}
+
+describe("thread and process executors on real Redis and PostgreSQL", () => {
+  const env = isolate("exec");
+  let runtime: Runtime;
+  let client: Client;
+
+  const run = async (flow: string, payload: unknown = { n: 21 }, options: { businessKey?: string } = {}) =>
+    client.waitForRun(await client.triggerFlow(flow, payload, options), { timeout: "50s" });
+
+  /** The kind's idle child for the fixture module is warm after this, as on a worker in steady state. */
+  const warmAndCheck = async (kind: string) => expect((await run(`echo_${kind}`)).status).toBe("success");
+
+  beforeAll(async () => {
+    runtime = testRuntime(env, { flows: executorFlows, maxConcurrency: 4 });
+    await runtime.start();
+    client = runtime.client();
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await env.cleanup();
+  });
+
+  for (const kind of KINDS) {
+    describe(kind, () => {
+      it("returns the task's result, run off the main thread or process, with ax.context() values", async () => {
+        const done = await run(`echo_${kind}`, { n: 21 }, { businessKey: "order-7" });
+        expect(done.status).toBe("success");
+        const result = done.tasks[0]!.result as Record<string, unknown>;
+        expect(result).toMatchObject({
+          doubled: 42,
+          context: {
+            runId: done.id,
+            flow: `echo_${kind}`,
+            task: `echo_${kind}`,
+            nodeKey: `echo_${kind}`,
+            attempt: 1,
+            idempotencyKey: `${done.id}:echo_${kind}`,
+            businessKey: "order-7",
+            signalAborted: false,
+            hasLog: true,
+          },
+        });
+        if (kind === "thread") expect(result).toMatchObject({ pid: process.pid, isMainThread: false });
+        else expect(result.pid).not.toBe(process.pid);
+      });
+
+      it("stops a loop that ignores its signal at timeout: 1, and the same worker keeps serving", async () => {
+        await warmAndCheck(kind);
+        const done = await run(`spin_${kind}`);
+        expect(done.status).toBe("failed");
+        const attempt = onlyAttempt(done);
+        expect(attempt.outcome).toBe("timed_out");
+        expect(attempt.error?.name).toBe("AxTimeoutError");
+        expect(attempt.worker).toBe(runtime.workerId);
+        const took = durationMs(attempt);
+        console.log(`${kind} spin timed out: attempt startedAt -> finishedAt ${took} ms`);
+        expect(took).toBeGreaterThanOrEqual(1000);
+        expect(took).toBeLessThan(2000);
+
+        const spinner = done.tasks[0]!.progress as { pid: number };
+        if (kind === "process") {
+          expect(() => process.kill(spinner.pid, 0)).toThrow(/ESRCH/);
+        } else {
+          // A thread still spinning would burn ~1 s of this process's CPU per second.
+          const before = process.cpuUsage();
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          const used = process.cpuUsage(before);
+          expect((used.user + used.system) / 1000).toBeLessThan(600);
+        }
+
+        const after = await run(`echo_${kind}`);
+        expect(after.status).toBe("success");
+        expect(onlyAttempt(after).worker).toBe(runtime.workerId);
+      });
+
+      it("fails an attempt that allocates past resources.memoryMb with a resource error; the worker survives", async () => {
+        const done = await run(`hog_${kind}`);
+        expect(done.status).toBe("failed");
+        const attempt = onlyAttempt(done);
+        expect(attempt.outcome).toBe("failed");
+        expect(attempt.error?.name).toBe("AxResourceLimitError");
+        expect(attempt.error?.message).toMatch(/out of memory.*64 MB/);
+        const [stored] = await env.sql<{ kind: string }>(`select error->>'kind' as kind from attempts where run_id = $1`, [done.id]);
+        expect(stored?.kind).toBe("resource");
+        await warmAndCheck(kind);
+      });
+
+      it("stops a task past resources.cpuSeconds", async () => {
+        await warmAndCheck(kind);
+        const done = await run(`burn_${kind}`);
+        const attempt = onlyAttempt(done);
+        expect(attempt.outcome).toBe("failed");
+        expect(attempt.error?.name).toBe("AxResourceLimitError");
+        expect(attempt.error?.message).toMatch(/CPU time/);
+        const took = durationMs(attempt);
+        console.log(`${kind} burn stopped at cpuSeconds 1: attempt took ${took} ms`);
+        expect(took).toBeGreaterThanOrEqual(1000);
+        await warmAndCheck(kind);
+      });
+
+      it("retries by error class across the boundary: retryOn matches, anything else fails at once", async () => {
+        const flaky = await run(`flaky_${kind}`);
+        expect(flaky.status).toBe("success");
+        expect(flaky.tasks[0]!.result).toBe("ok on attempt 3");
+        expect(flaky.tasks[0]!.attempts.map((a) => [a.outcome, a.error?.name ?? null])).toEqual([
+          ["failed", "FlakyApiError"],
+          ["failed", "FlakyApiError"],
+          ["success", null],
+        ]);
+        expect(flaky.tasks[0]!.attempts[0]!.error?.stack).toMatch(/executor-tasks\.ts/);
+
+        const misconfigured = await run(`misconfigured_${kind}`);
+        expect(misconfigured.status).toBe("failed");
+        expect(misconfigured.tasks[0]!.attempts.map((a) => [a.outcome, a.error?.name])).toEqual([["failed", "ConfigError"]]);
+      });
+
+      it("relays heartbeat() to the parent: heartbeatTimeout 1 s survives a 2.5 s task", async () => {
+        const done = await run(`beat_${kind}`);
+        expect(done.status).toBe("success");
+        expect(done.tasks[0]!.result).toBeGreaterThanOrEqual(10);
+        expect(done.tasks[0]!.progress).toMatchObject({ beats: expect.any(Number) });
+      });
+    });
+  }
+});
