@@ -49,6 +49,8 @@ export interface Throughput {
   /** How long the triggering alone took (all runs written and their first jobs enqueued). */
   triggerMs: number;
   counts: Counts;
+  /** CPU time (user + system) of this process per task: triggering, executing and advancing. */
+  cpuMsPerTask: number;
 }
 
 /** Status counts of one flow's runs: one query, used as the completion poll. */
@@ -81,6 +83,7 @@ async function lastFinishedAt(env: Isolated, flow: string): Promise<number> {
 /** Triggers `runs` runs, `batch` triggerFlow calls in flight at a time, and waits for all to succeed. */
 async function throughput(client: Client, env: Isolated, flow: string, nodes: number, runs: number, batch: number): Promise<Throughput> {
   const before = snapshot();
+  const cpuBefore = process.cpuUsage();
   const start = Date.now();
   for (let sent = 0; sent < runs; sent += batch) {
     const n = Math.min(batch, runs - sent);
@@ -89,9 +92,11 @@ async function throughput(client: Client, env: Isolated, flow: string, nodes: nu
   const triggerMs = Date.now() - start;
   await waitForFlow(env, flow, runs, 25, 10 * 60_000);
   const counts = since(before);
+  const cpu = process.cpuUsage(cpuBefore);
   // The poll only detects the end; PostgreSQL's finished_at says when it happened.
   const ms = (await lastFinishedAt(env, flow)) - start;
-  return { runs, tasks: runs * nodes, ms, tasksPerS: ((runs * nodes) / ms) * 1000, triggerMs, counts };
+  const tasks = runs * nodes;
+  return { runs, tasks, ms, tasksPerS: (tasks / ms) * 1000, triggerMs, counts, cpuMsPerTask: (cpu.user + cpu.system) / 1000 / tasks };
 }
 
 export async function warmUp(client: Client, env: Isolated, runs: number, batch: number): Promise<void> {
@@ -176,4 +181,23 @@ export async function triggerToStart(client: Client, env: Isolated, runs: number
   );
   const samples = rows.map((r) => Number(r.ms));
   return { p50: percentile(samples, 50), p99: percentile(samples, 99), max: Math.max(...samples), runs: samples.length };
+}
+
+export interface AttemptHealth {
+  attempts: number;
+  /** Attempts that did not end `success`: none are expected for no-op tasks. */
+  notSuccess: number;
+  /** Nodes that needed more than one attempt (a lost BullMQ lock or a crash takeover). */
+  retriedNodes: number;
+}
+
+/** A sanity check over every run of the bench: no-op tasks should succeed on their first attempt. */
+export async function attemptHealth(env: Isolated): Promise<AttemptHealth> {
+  const [row] = await env.sql<{ attempts: number; not_success: number; retried: number }>(
+    `select count(*)::int as attempts,
+            count(*) filter (where outcome is distinct from 'success')::int as not_success,
+            count(distinct (run_id, node_key)) filter (where n > 1)::int as retried
+     from attempts`,
+  );
+  return { attempts: row!.attempts, notSuccess: row!.not_success, retriedNodes: row!.retried };
 }

@@ -9,6 +9,7 @@ export interface BaselineResult {
   ms: number;
   jobsPerS: number;
   counts: Counts;
+  cpuMsPerTask: number;
 }
 
 const ADD_CHUNK = 1000;
@@ -45,13 +46,15 @@ export async function bullmqBaseline(options: { redis: string; prefix: string; j
     });
     worker.on("failed", (_job, err) => fail(new Error(`baseline job failed: ${err.message}`)));
     const before = snapshot();
+    const cpuBefore = process.cpuUsage();
     const t0 = performance.now();
     void worker.run();
     await allDone;
     const ms = performance.now() - t0;
     const counts = since(before);
+    const cpu = process.cpuUsage(cpuBefore);
     await worker.close();
-    return { jobs: options.jobs, ms, jobsPerS: (options.jobs / ms) * 1000, counts };
+    return { jobs: options.jobs, ms, jobsPerS: (options.jobs / ms) * 1000, counts, cpuMsPerTask: (cpu.user + cpu.system) / 1000 / options.jobs };
   } finally {
     await queue.obliterate({ force: true }).catch(() => {});
     await queue.close();

@@ -3,6 +3,7 @@ process.env.AX_LOG_LEVEL ??= "warn";
 
 import { isolate } from "../helpers/isolated.js";
 import {
+  attemptHealth,
   benchRuntime,
   chainWallTime,
   CHAIN_LENGTH,
@@ -10,6 +11,7 @@ import {
   singleNodeThroughput,
   triggerToStart,
   warmUp,
+  type AttemptHealth,
   type ChainResult,
   type LatencyResult,
   type Throughput,
@@ -26,6 +28,7 @@ interface Results {
   diamond: Throughput;
   chain: ChainResult;
   latency: LatencyResult;
+  health: AttemptHealth;
 }
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -55,7 +58,8 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       const chain = await chainWallTime(client, env, sizes.chainRepeats);
       log(`ax trigger -> start: ${sizes.latencyRuns} runs, one at a time, ${sizes.latencyGapMs} ms apart`);
       const latency = await triggerToStart(client, env, sizes.latencyRuns, sizes.latencyGapMs);
-      return { baseline, baselineChain, baselineLatency, single, diamond, chain, latency };
+      const health = await attemptHealth(env);
+      return { baseline, baselineChain, baselineLatency, single, diamond, chain, latency, health };
     } finally {
       await runtime.stop();
     }
@@ -75,19 +79,19 @@ function report(r: Results): void {
       name: "BullMQ no-op jobs (baseline)",
       value: `${Math.round(base)} /s`,
       vsBaseline: "1.00x",
-      detail: `${r.baseline.jobs} jobs in ${Math.round(r.baseline.ms)} ms; ${perTask(r.baseline.counts, r.baseline.jobs)}`,
+      detail: `${r.baseline.jobs} jobs in ${Math.round(r.baseline.ms)} ms; ${perTask(r.baseline.counts, r.baseline.jobs)}, node CPU ${r.baseline.cpuMsPerTask.toFixed(2)} ms/task`,
     },
     {
       name: "ax single-node flow",
       value: `${Math.round(r.single.tasksPerS)} /s`,
       vsBaseline: faster(r.single.tasksPerS),
-      detail: `${r.single.runs} runs in ${Math.round(r.single.ms)} ms (triggering ${r.single.triggerMs} ms); ${perTask(r.single.counts, r.single.tasks)}`,
+      detail: `${r.single.runs} runs in ${Math.round(r.single.ms)} ms (triggering ${r.single.triggerMs} ms); ${perTask(r.single.counts, r.single.tasks)}, node CPU ${r.single.cpuMsPerTask.toFixed(2)} ms/task`,
     },
     {
       name: "ax 3-node diamond",
       value: `${Math.round(r.diamond.tasksPerS)} /s`,
       vsBaseline: faster(r.diamond.tasksPerS),
-      detail: `${r.diamond.runs} runs x 3 in ${Math.round(r.diamond.ms)} ms (triggering ${r.diamond.triggerMs} ms); ${perTask(r.diamond.counts, r.diamond.tasks)}`,
+      detail: `${r.diamond.runs} runs x 3 in ${Math.round(r.diamond.ms)} ms (triggering ${r.diamond.triggerMs} ms); ${perTask(r.diamond.counts, r.diamond.tasks)}, node CPU ${r.diamond.cpuMsPerTask.toFixed(2)} ms/task`,
     },
     {
       name: `ax chain of ${CHAIN_LENGTH}, median`,
@@ -109,6 +113,11 @@ function report(r: Results): void {
     },
   ]);
   console.log("");
+  const h = r.health;
+  console.log(
+    `attempts recorded: ${h.attempts}; not success: ${h.notSuccess}; nodes with more than one attempt: ${h.retriedNodes}` +
+      (h.notSuccess > 0 ? " (no-op tasks should all succeed first time: look at the warnings above)" : ""),
+  );
   console.log(
     JSON.stringify({
       bullmq_tasks_per_s: Math.round(base),
