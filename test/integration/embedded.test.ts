@@ -23,7 +23,8 @@ describe("embedded mode: PGlite, no storage URL", () => {
       reconciler: { intervalMs: 500, staleMs: 1000, leaseMs: 3000 },
     });
     await runtime.start();
-  });
+    // PGlite compiles its WebAssembly and migrates on start: slow on a busy machine.
+  }, 90_000);
 
   afterAll(async () => {
     await runtime?.stop();
