@@ -57,6 +57,15 @@ const cancellable = ax.flow({ name: "cancellable" }, () => {
 const short = ax.flow({ name: "short" }, (input) => {
   quick(input as never);
 });
+const add = ax.task({ name: "add" }, async (...values: number[]) => {
+  await sleep(Math.random() * 5);
+  return values.reduce((a, b) => a + b, 0);
+});
+const busy = ax.flow({ name: "busy" }, (input) => {
+  const a = quick(input as never);
+  const leaves = Array.from({ length: 5 }, (_, i) => add(a, i));
+  add(...leaves);
+});
 
 async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -88,7 +97,7 @@ describe("cancel(runId)", () => {
   }
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [cancellable, short], queues: ["default"], maxConcurrency: 4, roles: ["coordinator", "worker", "api"], port: 0 });
+    runtime = testRuntime(env, { flows: [cancellable, short, busy], queues: ["default"], maxConcurrency: 4, roles: ["coordinator", "worker", "api"], port: 0 });
     await runtime.start();
     client = runtime.client();
     redis = new Redis(env.redis, { maxRetriesPerRequest: null });
@@ -209,6 +218,37 @@ describe("cancel(runId)", () => {
     expect(printed).toMatchObject({ runId, cancelled: true, status: "cancelled" });
     expect(printed.removedJobs).toBeGreaterThanOrEqual(2);
     expect((await client.getRun(runId)).status).toBe("cancelled");
+  });
+
+  it("cancels racing completions: every run ends consistent, nothing advances after its cancel", async () => {
+    const runIds = await Promise.all(Array.from({ length: 40 }, (_, i) => client.triggerFlow("busy", i)));
+    const results = await Promise.all(
+      runIds.map(async (id) => {
+        await sleep(Math.random() * 40);
+        return client.cancel(id);
+      }),
+    );
+    expect(results.every((r) => (r.cancelled && r.status === "cancelled") || (!r.cancelled && r.status === "success"))).toBe(true);
+    await waitFor("every job of these runs to leave Redis", async () => {
+      for (const id of runIds) if ((await jobsOf(id)).length > 0) return false;
+      return true;
+    });
+    const bad = await env.sql<{ id: string; problem: string }>(
+      `select r.id::text, 'run ' || r.status || ' with node ' || n.node_key || ' ' || n.status as problem
+         from runs r join node_runs n on n.run_id = r.id
+        where r.flow = 'busy'
+          and (r.status not in ('success', 'cancelled')
+            or r.nodes_remaining <> 0
+            or (r.status = 'success' and n.status <> 'success')
+            or (r.status = 'cancelled' and n.status not in ('success', 'cancelled'))
+            or (r.status = 'cancelled' and n.status = 'success' and n.finished_at > r.finished_at))
+       union all
+       select a.run_id::text, 'open attempt ' || a.node_key from attempts a join runs r on r.id = a.run_id
+        where r.flow = 'busy' and a.finished_at is null`,
+    );
+    expect(bad).toEqual([]);
+    const cancelled = results.filter((r) => r.cancelled).length;
+    expect(cancelled).toBeGreaterThan(0);
   });
 
   it("refuses an unknown run id", async () => {

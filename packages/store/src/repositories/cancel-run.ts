@@ -52,16 +52,18 @@ export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailu
     if (TERMINAL_RUN_STATUSES.includes(run.status)) return { found: true, cancelled: false, status: run.status, nodes: [] };
 
     const failureJson = jsonParam(failure);
+    // The time of the cancel itself, after the locks: now() is when this transaction began, which
+    // can precede the finish of a node whose completion committed while we waited.
     await tx.execute(sql`
-      update node_runs set status = 'cancelled', finished_at = now(), next_retry_at = null,
+      update node_runs set status = 'cancelled', finished_at = clock_timestamp(), next_retry_at = null,
         error = case when status = 'running' then ${failureJson}::jsonb else error end
       where run_id = ${runId} and status in ${NON_TERMINAL_NODES}`);
     await tx.execute(sql`
-      update attempts set finished_at = now(), outcome = 'failed', error = ${failureJson}::jsonb
+      update attempts set finished_at = clock_timestamp(), outcome = 'failed', error = ${failureJson}::jsonb
       where run_id = ${runId} and finished_at is null`);
     // The run is terminal from here on: nothing remains for the lifecycle to count down.
     await tx.execute(sql`
-      update runs set status = 'cancelled', finished_at = now(), nodes_remaining = 0
+      update runs set status = 'cancelled', finished_at = clock_timestamp(), nodes_remaining = 0
       where id = ${runId}`);
     return {
       found: true,
