@@ -36,7 +36,7 @@ export class Client {
   private readonly connections: Connections;
   private readonly ownsConnections: boolean;
   private readonly flows: Map<string, Flow<any>>;
-  private readonly versions = new Map<string, { at: number; version: FlowVersion | undefined }>();
+  private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();
 
   constructor(private readonly options: ClientOptions = {}, shared?: Connections) {
     this.connections = shared ?? openConnections(options);
@@ -106,11 +106,17 @@ export class Client {
     if (this.ownsConnections) await this.connections.close();
   }
 
+  /** Concurrent triggers share one lookup; an unknown flow is not cached, so it is found once registered. */
   private async flowVersion(name: string): Promise<FlowVersion | undefined> {
     const cached = this.versions.get(name);
-    if (cached?.version && Date.now() - cached.at < FLOW_CACHE_MS) return cached.version;
-    const version = await latestFlowVersion(this.connections.store.db, name);
+    if (cached && Date.now() - cached.at < FLOW_CACHE_MS) return cached.version;
+    const version = latestFlowVersion(this.connections.store.db, name);
     this.versions.set(name, { at: Date.now(), version });
-    return version;
+    const found = await version.catch((error: unknown) => {
+      this.versions.delete(name);
+      throw error;
+    });
+    if (!found) this.versions.delete(name);
+    return found;
   }
 }

@@ -1,7 +1,8 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { FlowVersion } from "./flow-definitions.js";
-import { idempotencyKeys, nodeRuns, runs } from "../schema/index.js";
+import { idempotencyKeys } from "../schema/index.js";
+import { jsonParam } from "./raw.js";
 import type { Json, RunTrigger } from "../types.js";
 import type { ReadyNode } from "./ready-node.js";
 
@@ -50,44 +51,37 @@ async function runForKey(db: Db, flow: string, key: string): Promise<string | un
   return row?.runId;
 }
 
+/** Run, idempotency key and node rows in one statement: one round trip and one commit. */
 async function insertRun(db: Db, run: NewRun): Promise<CreatedRun> {
-  const now = new Date();
-  const nodes = run.flow.dag.nodes;
-  await db.transaction(async (tx) => {
-    await tx.insert(runs).values({
-      id: run.id,
-      flow: run.flow.name,
-      flowVersionId: run.flow.id,
-      status: "pending",
-      trigger: run.trigger,
-      payload: run.payload,
-      businessKey: run.businessKey ?? null,
-      idempotencyKey: run.idempotencyKey ?? null,
-      logicalDate: run.logicalDate ?? null,
-      rerunOf: run.rerunOf ?? null,
-      nodesRemaining: nodes.length,
-      createdAt: now,
-    });
-    if (run.idempotencyKey) {
-      await tx.insert(idempotencyKeys).values({ flow: run.flow.name, key: run.idempotencyKey, runId: run.id });
-    }
-    await tx.insert(nodeRuns).values(
-      nodes.map((node) => {
-        const ready = node.upstream.length === 0;
-        return {
-          runId: run.id,
-          nodeKey: node.key,
-          task: node.task,
-          queue: node.queue,
-          status: ready ? ("queued" as const) : ("pending" as const),
-          depsRemaining: node.upstream.length,
-          attempt: ready ? 1 : 0,
-          queuedAt: ready ? now : null,
-        };
-      }),
-    );
+  const nodes = run.flow.dag.nodes.map((node) => {
+    const ready = node.upstream.length === 0;
+    return {
+      node_key: node.key,
+      task: node.task,
+      queue: node.queue,
+      status: ready ? "queued" : "pending",
+      deps_remaining: node.upstream.length,
+      attempt: ready ? 1 : 0,
+    };
   });
-  const ready = nodes
+  await db.execute(sql`
+    with run as (
+      insert into runs (id, flow, flow_version_id, status, trigger, payload, business_key, idempotency_key,
+        logical_date, rerun_of, nodes_remaining)
+      values (${run.id}, ${run.flow.name}, ${run.flow.id}, 'pending', ${run.trigger}, ${jsonParam(run.payload)}::jsonb,
+        ${run.businessKey ?? null}, ${run.idempotencyKey ?? null}, ${run.logicalDate?.toISOString() ?? null}::timestamptz,
+        ${run.rerunOf ?? null}::uuid, ${nodes.length})
+      returning id, created_at
+    ), key as (
+      insert into idempotency_keys (flow, key, run_id)
+      select ${run.flow.name}, ${run.idempotencyKey ?? null}::text, id from run where ${run.idempotencyKey ?? null}::text is not null
+    )
+    insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at)
+    select run.id, n.node_key, n.task, n.queue, n.status, n.deps_remaining, n.attempt,
+      case when n.status = 'queued' then run.created_at end
+    from run, jsonb_to_recordset(${jsonParam(nodes)}::jsonb)
+      as n(node_key text, task text, queue text, status text, deps_remaining int, attempt int)`);
+  const ready = run.flow.dag.nodes
     .filter((n) => n.upstream.length === 0)
     .map((n) => ({ runId: run.id, nodeKey: n.key, task: n.task, queue: n.queue, attempt: 1, flowVersionId: run.flow.id }));
   return { created: true, runId: run.id, ready };
