@@ -75,7 +75,6 @@ describe("FLUSHALL with 100 runs in flight loses no run", () => {
     }
     const waitingJobs = await redis.llen(`${env.prefix}:default:wait`);
     expect(await redis.flushall()).toBe("OK");
-    expect(await redis.dbsize()).toBe(0);
     expect(inFlight.running).toBeGreaterThanOrEqual(5);
     expect(waitingJobs).toBeGreaterThan(0);
 

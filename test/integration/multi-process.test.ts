@@ -23,7 +23,8 @@ describe("two worker processes started with the CLI share one cluster", () => {
     coordinator = testRuntime(env, {
       flows: [diamondEffects],
       roles: ["coordinator"],
-      reconciler: { intervalMs: 1000, staleMs: 5000, leaseMs: 10_000 },
+      // A safety net only: a backlog of 800 attempts is normal here, re-adding its jobs every pass would be churn.
+      reconciler: { intervalMs: 1000, staleMs: 20_000, leaseMs: 10_000 },
     });
     await coordinator.start();
     client = coordinator.client();
@@ -60,5 +61,6 @@ describe("two worker processes started with the CLI share one cluster", () => {
     // Worker ids embed the pid: the attempts ran in the two child processes, not in this one.
     const pids = [...perWorker.keys()].map((id) => Number(/-(\d+)-[0-9a-f]+$/.exec(id)?.[1])).sort();
     expect(pids).toEqual(workers.map((w) => w.process.pid).sort());
-  }, 60_000);
+    // Generous for a machine shared with other test suites; about 15 s when it is not.
+  }, 90_000);
 });
