@@ -9,6 +9,6 @@ export default defineConfig({
     // Each file gets its own schema and Redis prefix, so files run in parallel; 2 cores here.
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
-    env: { AX_LOG_LEVEL: "warn" },
+    env: { AX_LOG_LEVEL: "error" },
   },
 });

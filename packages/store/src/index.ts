@@ -14,3 +14,5 @@ export * from "./repositories/cancel-run.js";
 export * from "./repositories/once.js";
 export * from "./json.js";
 export * from "./repositories/stats.js";
+export * from "./repositories/attempt-batches.js";
+export * from "./repositories/lock-runs.js";

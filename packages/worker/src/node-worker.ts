@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { heartbeatWorker, removeWorker, type Db } from "@ax/store";
 import type { NodeJobData, QueueRegistry } from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
+import { AttemptWrites } from "./attempt-writes.js";
 import { DagCache } from "./dag-cache.js";
 import { closeExecutors } from "./executors/index.js";
 import type { WorkerMetrics } from "./metrics.js";
@@ -71,6 +72,7 @@ export class NodeWorker {
       log: o.log.child({ worker: this.id }),
       metrics: o.metrics,
       leaseMs: o.leaseMs ?? 5000,
+      writes: new AttemptWrites(o.db, this.id),
     };
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
     for (const name of o.queueNames) {

@@ -2,14 +2,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Job } from "bullmq";
 import {
   assertJson,
-  completeAttempt,
   descendantsOf,
   failNode,
   inspectAttempt,
   jsonBytes,
   recordProgress,
   retryAttempt,
-  startAttempt,
   type Advanced,
   type AttemptOutcome,
   type AttemptRef,
@@ -21,6 +19,7 @@ import {
 } from "@ax/store";
 import { enqueueNodes, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
 import type { Logger } from "pino";
+import type { AttemptWrites } from "./attempt-writes.js";
 import type { CachedDag, DagCache } from "./dag-cache.js";
 import { withDbRetry } from "./db-retry.js";
 import { AxResourceLimitError, AxResultTooLargeError, AxUnknownTaskError, AxWorkerCrashedError } from "./errors.js";
@@ -41,6 +40,8 @@ export interface AttemptDeps {
   metrics: WorkerMetrics;
   /** A running attempt whose worker missed heartbeats this long is presumed crashed. */
   leaseMs: number;
+  /** Group-committed fence and completion writes. */
+  writes: AttemptWrites;
 }
 
 /** The run a job belongs to, as events and logs name it. */
@@ -85,7 +86,7 @@ export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>, cance
   const ref = { runId, nodeKey, attempt };
   const task = deps.tasks.get(node.task);
   const started = await withDbRetry(() =>
-    startAttempt(deps.db, { ...ref, worker: deps.workerId, upstreamKeys: node.upstream }),
+    deps.writes.start({ ...ref, upstreamKeys: node.upstream }),
   );
   if (!started) {
     await takeOverIfCrashed(deps, dag, node, { runId, attempt });
@@ -147,7 +148,7 @@ async function executeStarted(
     const result = checked.value as Json;
     deps.metrics.consecutiveFailures.set({ task: node.task }, 0);
     log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
-    const advanced = await withDbRetry(() => completeAttempt(deps.db, { ...ref, result, downstream: node.downstream }));
+    const advanced = await withDbRetry(() => deps.writes.complete({ ...ref, result, downstream: node.downstream }));
     if (!advanced.applied) {
       log.warn("attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped");
       return;

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { AttemptOutcome, Json, RunStatus, TaskFailure } from "../types.js";
+import { lockRuns } from "./lock-runs.js";
 import { jsonParam, rows } from "./raw.js";
 import type { ReadyNode } from "./ready-node.js";
 
@@ -20,58 +21,6 @@ export interface StartedAttempt {
   runStarted: boolean;
   /** Results of the upstream nodes asked for, by node key. */
   upstream: Record<string, Json>;
-}
-
-/**
- * The fence: moves the node from `queued`/`retrying` to `running` for exactly this attempt and
- * records the attempt. Undefined means the job is a duplicate or stale, and must be dropped.
- */
-export async function startAttempt(
-  db: Db,
-  ref: AttemptRef & { worker: string; upstreamKeys: string[] },
-): Promise<StartedAttempt | undefined> {
-  const [row] = await rows<{
-    flow: string;
-    payload: Json;
-    business_key: string | null;
-    queued_at: Date | null;
-    started_at: Date;
-    run_started: boolean;
-    upstream: Record<string, Json> | null;
-  }>(
-    db,
-    sql`
-    with started as (
-      update node_runs set status = 'running', started_at = coalesce(started_at, now()), next_retry_at = null
-      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt}
-        and status in ('queued', 'retrying')
-      returning run_id, queued_at
-    ), recorded as (
-      insert into attempts (run_id, node_key, n, worker, started_at)
-      select run_id, ${ref.nodeKey}, ${ref.attempt}, ${ref.worker}, now() from started
-    ), run_started as (
-      update runs set status = 'running', started_at = now()
-      where id = ${ref.runId} and status = 'pending' and exists (select 1 from started)
-      returning id
-    )
-    select r.flow, r.payload, r.business_key, s.queued_at, now() as started_at,
-      exists (select 1 from run_started) as run_started,
-      (select jsonb_object_agg(u.node_key, u.result) from node_runs u
-        where u.run_id = ${ref.runId}
-          and u.node_key in (select jsonb_array_elements_text(${jsonParam(ref.upstreamKeys)}::jsonb))) as upstream
-    from started s join runs r on r.id = s.run_id`,
-  );
-  if (!row) return undefined;
-  return {
-    flow: row.flow,
-    payload: row.payload,
-    businessKey: row.business_key,
-    // Raw statements bypass drizzle's column mapping: PGlite answers timestamps as text.
-    queuedAt: row.queued_at === null ? null : new Date(row.queued_at),
-    startedAt: new Date(row.started_at),
-    runStarted: row.run_started,
-    upstream: row.upstream ?? {},
-  };
 }
 
 export interface Advanced {
@@ -108,47 +57,6 @@ function finishRunSql(runId: string, terminalNodes: SQLChunk, blocking: boolean)
 }
 type SQLChunk = ReturnType<typeof sql>;
 
-/**
- * Records a successful attempt, and in the same statement counts down each dependant's
- * `deps_remaining` under its row lock (fan-in), queueing those that reach zero, and the run's.
- */
-export async function completeAttempt(
-  db: Db,
-  ref: AttemptRef & { result: Json; downstream: string[] },
-): Promise<Advanced> {
-  const [row] = await rows<AdvanceRow>(
-    db,
-    sql`
-    with done as (
-      update node_runs set status = 'success', result = ${jsonParam(ref.result)}::jsonb, error = null, finished_at = now()
-      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
-      returning run_id
-    ), closed as (
-      update attempts set finished_at = now(), outcome = 'success'
-      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from done)
-    ), counted as (
-      update node_runs set
-        deps_remaining = deps_remaining - 1,
-        status = case when deps_remaining = 1 then 'queued' else status end,
-        attempt = case when deps_remaining = 1 then 1 else attempt end,
-        queued_at = case when deps_remaining = 1 then now() else queued_at end
-      where run_id = ${ref.runId} and status = 'pending' and exists (select 1 from done)
-        and node_key in (select jsonb_array_elements_text(${jsonParam(ref.downstream)}::jsonb))
-      returning node_key, task, queue, status, attempt
-    ), run as (
-      ${finishRunSql(ref.runId, sql`1`, false)} and exists (select 1 from done)
-      returning status, nodes_remaining, flow_version_id
-    )
-    select (select count(*) from done)::int as applied,
-      (select jsonb_agg(jsonb_build_object('runId', ${ref.runId}::text, 'nodeKey', node_key, 'task', task,
-        'queue', queue, 'attempt', attempt)) from counted where status = 'queued') as ready,
-      (select status from run) as run_status,
-      (select nodes_remaining from run) as nodes_remaining,
-      (select flow_version_id from run) as flow_version_id`,
-  );
-  return toAdvanced(row);
-}
-
 /** Closes a failed attempt and schedules the next one; the caller enqueues it with the delay. */
 export async function retryAttempt(
   db: Db,
@@ -179,30 +87,34 @@ export async function failNode(
   db: Db,
   ref: AttemptRef & { outcome: AttemptOutcome; error: TaskFailure; descendants: string[]; blocking: boolean },
 ): Promise<Advanced> {
-  const [row] = await rows<AdvanceRow>(
-    db,
-    sql`
-    with failed as (
-      update node_runs set status = 'failed', error = ${jsonParam(ref.error)}::jsonb, finished_at = now()
-      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
-      returning run_id
-    ), closed as (
-      update attempts set finished_at = now(), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
-      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from failed)
-    ), skipped as (
-      update node_runs set status = 'skipped', finished_at = now()
-      where run_id = ${ref.runId} and status = 'pending' and exists (select 1 from failed)
-        and node_key in (select jsonb_array_elements_text(${jsonParam(ref.descendants)}::jsonb))
-      returning node_key
-    ), run as (
-      ${finishRunSql(ref.runId, sql`(1 + (select count(*) from skipped))::int`, ref.blocking)} and exists (select 1 from failed)
-      returning status, nodes_remaining, flow_version_id
-    )
-    select (select count(*) from failed)::int as applied, null::jsonb as ready,
-      (select status from run) as run_status,
-      (select nodes_remaining from run) as nodes_remaining,
-      (select flow_version_id from run) as flow_version_id`,
-  );
+  const row = await db.transaction(async (tx) => {
+    await lockRuns(tx, [ref.runId]);
+    const [row] = await rows<AdvanceRow>(
+        tx,
+      sql`
+      with failed as (
+        update node_runs set status = 'failed', error = ${jsonParam(ref.error)}::jsonb, finished_at = now()
+        where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
+        returning run_id
+      ), closed as (
+        update attempts set finished_at = now(), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
+        where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from failed)
+      ), skipped as (
+        update node_runs set status = 'skipped', finished_at = now()
+        where run_id = ${ref.runId} and status = 'pending' and exists (select 1 from failed)
+          and node_key in (select jsonb_array_elements_text(${jsonParam(ref.descendants)}::jsonb))
+        returning node_key
+      ), run as (
+        ${finishRunSql(ref.runId, sql`(1 + (select count(*) from skipped))::int`, ref.blocking)} and exists (select 1 from failed)
+        returning status, nodes_remaining, flow_version_id
+      )
+      select (select count(*) from failed)::int as applied, null::jsonb as ready,
+        (select status from run) as run_status,
+        (select nodes_remaining from run) as nodes_remaining,
+        (select flow_version_id from run) as flow_version_id`,
+    );
+    return row;
+  });
   return toAdvanced(row);
 }
 

@@ -31,13 +31,14 @@ const NON_TERMINAL_NODES = sql`('pending', 'queued', 'retrying', 'running')`;
  * attempts are closed with `failure`, and the run ends `cancelled` with nothing remaining.
  * A terminal run is left as it is.
  *
- * Locks are taken in the order the attempt lifecycle takes them (node rows, running ones first,
- * then the run row), so a completion racing the cancel waits or is waited for, never deadlocks in
- * the common case. Whichever commits first wins; the attempt fences (`status = 'running'`) drop
- * any later completion, retry or failure of a cancelled node.
+ * Locks follow the order of every multi-row write of a run (`lockRuns`: the run row, then its
+ * nodes), so a completion racing the cancel waits or is waited for, never deadlocks. Whichever
+ * commits first wins; the attempt fences (`status = 'running'`) drop any later completion, retry
+ * or failure of a cancelled node.
  */
 export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailure): Promise<RunCancellation> {
   return db.transaction(async (tx) => {
+    const [run] = await rows<{ status: RunStatus }>(tx, sql`select status from runs where id = ${runId} for update`);
     const locked = await rows<{ node_key: string; queue: string; attempt: number; status: TaskStatus }>(
       tx,
       sql`
@@ -46,7 +47,6 @@ export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailu
       order by (status = 'running') desc, node_key
       for update`,
     );
-    const [run] = await rows<{ status: RunStatus }>(tx, sql`select status from runs where id = ${runId} for update`);
     if (!run) return { found: false };
     if (run.status === "cancelled") return { found: true, cancelled: false, status: run.status, nodes: await cancelledNodes(tx, runId) };
     if (TERMINAL_RUN_STATUSES.includes(run.status)) return { found: true, cancelled: false, status: run.status, nodes: [] };
