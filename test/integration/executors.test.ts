@@ -10,6 +10,22 @@ function durationMs(attempt: AttemptInfo): number {
   return Date.parse(attempt.finishedAt!) - Date.parse(attempt.startedAt);
 }
 
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Fails if a thread of this process keeps spinning: that would burn ~1 s of CPU per second. */
+async function expectNoSpinningThread(): Promise<void> {
+  const before = process.cpuUsage();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const used = process.cpuUsage(before);
+  expect((used.user + used.system) / 1000).toBeLessThan(600);
+}
+
 function onlyAttempt(run: RunInfo): AttemptInfo {
   expect(run.tasks).toHaveLength(1);
   return run.tasks[0]!.attempts.at(-1)!;
@@ -75,19 +91,37 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
         expect(took).toBeLessThan(2000);
 
         const spinner = done.tasks[0]!.progress as { pid: number };
-        if (kind === "process") {
-          expect(() => process.kill(spinner.pid, 0)).toThrow(/ESRCH/);
-        } else {
-          // A thread still spinning would burn ~1 s of this process's CPU per second.
-          const before = process.cpuUsage();
-          await new Promise((resolve) => setTimeout(resolve, 1000));
-          const used = process.cpuUsage(before);
-          expect((used.user + used.system) / 1000).toBeLessThan(600);
-        }
+        if (kind === "process") expect(() => process.kill(spinner.pid, 0)).toThrow(/ESRCH/);
+        else await expectNoSpinningThread();
 
         const after = await run(`echo_${kind}`);
         expect(after.status).toBe("success");
         expect(onlyAttempt(after).worker).toBe(runtime.workerId);
+      });
+
+      it("cancel stops a running attempt that ignores its signal", async () => {
+        await warmAndCheck(kind);
+        const runId = await client.triggerFlow(`hang_${kind}`, null);
+        await waitFor("the task to spin", async () => (await client.getRun(runId)).tasks[0]?.progress != null);
+        const t0 = Date.now();
+        expect((await client.cancel(runId)).cancelled).toBe(true);
+        const done = await client.waitForRun(runId, { timeout: "10s" });
+        expect(done.status).toBe("cancelled");
+        expect(onlyAttempt(done).error?.name).toBe("AxCancelledError");
+        // The attempt is closed by the cancel itself; wait for the executor to have stopped the child.
+        const spinner = done.tasks[0]!.progress as { pid: number };
+        if (kind === "process") {
+          await waitFor("the child process to be killed", async () => {
+            try {
+              process.kill(spinner.pid, 0);
+              return false;
+            } catch {
+              return true;
+            }
+          }, 2000);
+        } else await expectNoSpinningThread();
+        console.log(`${kind} cancel stopped the spinning child within ${Date.now() - t0} ms`);
+        await warmAndCheck(kind);
       });
 
       it("fails an attempt that allocates past resources.memoryMb with a resource error; the worker survives", async () => {
