@@ -58,6 +58,9 @@ function openServer(rawUrl: string, poolSize: number): Store {
   });
   // An idle client that loses its server (restart) must not crash the process; the pool replaces it.
   pool.on("error", () => {});
+  // Neither may a checked-out one (a transaction in progress): pg emits "error" on it with no
+  // listener. Its query fails on its own, and the pool drops the broken client on release.
+  pool.on("connect", (client) => client.on("error", () => {}));
   const db = drizzlePg(pool, { schema }) as unknown as Db;
   return {
     db,

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { isConnectionError, withDbRetry } from "./db-retry.js";
+
+/** What drizzle throws: its own error, the driver's error as `cause`. */
+function drizzleError(cause: unknown): Error {
+  return Object.assign(new Error(`Failed query: update node_runs set result = $1\\nparams: ["x"]`), { name: "DrizzleQueryError", cause });
+}
+
+describe("isConnectionError", () => {
+  it("sees the SQLSTATE of a driver error wrapped by drizzle", () => {
+    const adminShutdown = Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" });
+    expect(isConnectionError(drizzleError(adminShutdown))).toBe(true);
+    expect(isConnectionError(drizzleError(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })))).toBe(true);
+    expect(isConnectionError(drizzleError(new Error("Connection terminated unexpectedly")))).toBe(true);
+  });
+
+  it("does not retry statement errors, even when the query's data mentions connections", () => {
+    const unique = Object.assign(new Error('duplicate key value violates unique constraint "runs_pkey"'), { code: "23505" });
+    expect(isConnectionError(drizzleError(unique))).toBe(false);
+    const quoting = Object.assign(new Error("Failed query: insert ... params: [\"Connection terminated\"]"), {
+      cause: Object.assign(new Error("syntax error"), { code: "42601" }),
+    });
+    expect(isConnectionError(quoting)).toBe(false);
+    expect(isConnectionError(new TypeError("x is undefined"))).toBe(false);
+    expect(isConnectionError(null)).toBe(false);
+  });
+});
+
+describe("withDbRetry", () => {
+  it("retries while the database is unreachable and returns the eventual result", async () => {
+    let calls = 0;
+    const result = await withDbRetry(async () => {
+      calls += 1;
+      if (calls < 3) throw drizzleError(Object.assign(new Error("the database system is starting up"), { code: "57P03" }));
+      return "written";
+    });
+    expect(result).toBe("written");
+    expect(calls).toBe(3);
+  });
+
+  it("rethrows anything else at once", async () => {
+    let calls = 0;
+    const failing = withDbRetry(async () => {
+      calls += 1;
+      throw drizzleError(Object.assign(new Error("division by zero"), { code: "22012" }));
+    });
+    await expect(failing).rejects.toThrow("Failed query");
+    expect(calls).toBe(1);
+  });
+});
