@@ -1,4 +1,4 @@
-import type { ReadyNode } from "@ax/store";
+import { GroupCommit, type ReadyNode } from "@ax/store";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
 
 /**
@@ -30,4 +30,20 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
       ),
     ),
   );
+}
+
+/** Enqueues from many callers at once go to Redis together (one pipeline per queue per batch). */
+export class BatchedEnqueue {
+  private readonly batches: GroupCommit<ReadyNode[], void>;
+
+  constructor(queues: QueueRegistry) {
+    this.batches = new GroupCommit(async (lists) => {
+      await enqueueNodes(queues, lists.flat());
+      return lists.map(() => undefined);
+    });
+  }
+
+  add(nodes: ReadyNode[]): Promise<void> {
+    return nodes.length === 0 ? Promise.resolve() : this.batches.submit(nodes);
+  }
 }

@@ -1,15 +1,18 @@
 import { randomUUID } from "node:crypto";
 import {
   assertJson,
-  createRun,
+  createRuns,
+  GroupCommit,
   jsonBytes,
   latestFlowVersion,
   listFlowNames,
+  type CreatedRun,
   type Db,
   type FlowVersion,
+  type NewRun,
   type RunTrigger,
 } from "@ax/store";
-import { enqueueNodes } from "./enqueue.js";
+import { BatchedEnqueue } from "./enqueue.js";
 import { AxPayloadTooLargeError, AxUnknownFlowError } from "./errors.js";
 import type { QueueRegistry } from "./queues.js";
 
@@ -25,10 +28,30 @@ export interface TriggerRequest {
   rerunOf?: string | null | undefined;
 }
 
+/**
+ * Where triggers write: runs are group-committed (many concurrent triggers, one statement and
+ * one commit) and their ready jobs are added to Redis together.
+ */
+export class RunWriter {
+  private readonly runs: GroupCommit<NewRun, CreatedRun>;
+  readonly jobs: BatchedEnqueue;
+
+  constructor(
+    readonly db: Db,
+    queues: QueueRegistry,
+  ) {
+    this.runs = new GroupCommit((batch) => createRuns(db, batch));
+    this.jobs = new BatchedEnqueue(queues);
+  }
+
+  create(run: NewRun): Promise<CreatedRun> {
+    return this.runs.submit(run);
+  }
+}
+
 export interface TriggerDeps {
-  db: Db;
-  queues: QueueRegistry;
-  maxPayloadBytes?: number;
+  writer: RunWriter;
+  maxPayloadBytes?: number | undefined;
   /** Looks up the flow's current version; callers may cache. */
   resolveFlow?: (name: string) => Promise<FlowVersion | undefined>;
 }
@@ -40,7 +63,7 @@ export interface Triggered {
 }
 
 /**
- * Validates the request, writes run + node rows in one transaction, then enqueues the ready
+ * Validates the request, writes run + node rows in one statement, then enqueues the ready
  * nodes. Bad input is refused before anything is written.
  */
 export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Promise<Triggered> {
@@ -49,9 +72,10 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   const limit = deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const bytes = jsonBytes(payload);
   if (bytes > limit) throw new AxPayloadTooLargeError(bytes, limit);
-  const flow = await (deps.resolveFlow ?? ((name) => latestFlowVersion(deps.db, name)))(request.flow);
-  if (!flow) throw new AxUnknownFlowError(request.flow, await listFlowNames(deps.db));
-  const created = await createRun(deps.db, {
+  const { db } = deps.writer;
+  const flow = await (deps.resolveFlow ?? ((name) => latestFlowVersion(db, name)))(request.flow);
+  if (!flow) throw new AxUnknownFlowError(request.flow, await listFlowNames(db));
+  const created = await deps.writer.create({
     id: randomUUID(),
     flow,
     trigger: request.trigger ?? "manual",
@@ -62,6 +86,6 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
     rerunOf: request.rerunOf,
   });
   if (!created.created) return { runId: created.runId, created: false };
-  await enqueueNodes(deps.queues, created.ready);
+  await deps.writer.jobs.add(created.ready);
   return { runId: created.runId, created: true };
 }

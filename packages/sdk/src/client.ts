@@ -49,8 +49,7 @@ export class Client {
     const defined = this.flows.get(flow)?.options;
     const triggered = await triggerRun(
       {
-        db: this.connections.store.db,
-        queues: this.connections.queues,
+        writer: this.connections.writer,
         maxPayloadBytes: this.options.maxPayloadBytes,
         resolveFlow: (name) => this.flowVersion(name),
       },

@@ -1,4 +1,4 @@
-import { connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
+import { connectRedis, DEFAULT_REDIS_URL, QueueRegistry, RunWriter } from "@ax/coordinator";
 import { openStore, type Store } from "@ax/store";
 import type { Redis } from "ioredis";
 
@@ -18,6 +18,8 @@ export interface Connections {
   store: Store;
   redis: Redis;
   queues: QueueRegistry;
+  /** Group-commits the runs that triggers through these connections write. */
+  writer: RunWriter;
   redisUrl: string;
   close(): Promise<void>;
 }
@@ -31,6 +33,7 @@ export function openConnections(options: ConnectionOptions): Connections {
     store,
     redis,
     queues,
+    writer: new RunWriter(store.db, queues),
     redisUrl,
     async close() {
       await queues.close();

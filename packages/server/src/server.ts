@@ -15,6 +15,7 @@ import {
   AxUnknownFlowError,
   cancelRun,
   DEFAULT_MAX_PAYLOAD_BYTES,
+  RunWriter,
   triggerRun,
   type QueueRegistry,
 } from "@ax/coordinator";
@@ -54,6 +55,7 @@ const triggerBody = z
 /** The HTTP API: runs, triggers and Prometheus metrics. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   registerClusterMetrics(options);
+  const writer = new RunWriter(options.db, options.queues);
   const app = Fastify({
     loggerInstance: options.log.child({ component: "api" }),
     disableRequestLogging: true,
@@ -101,7 +103,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.post<{ Params: { flow: string } }>("/api/flows/:flow/runs", async (request, reply) => {
     const body = triggerBody.parse(request.body ?? {});
     const triggered = await triggerRun(
-      { db: options.db, queues: options.queues },
+      { writer },
       { flow: request.params.flow, payload: body.payload ?? null, trigger: "event", idempotencyKey: body.idempotencyKey, businessKey: body.businessKey },
     );
     return reply.status(triggered.created ? 201 : 200).send(triggered);

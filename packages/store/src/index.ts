@@ -16,3 +16,4 @@ export * from "./json.js";
 export * from "./repositories/stats.js";
 export * from "./repositories/attempt-batches.js";
 export * from "./repositories/lock-runs.js";
+export * from "./group-commit.js";

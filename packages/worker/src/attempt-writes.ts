@@ -6,8 +6,8 @@ import {
   type Db,
   type StartedAttempt,
   type StartRequest,
+  GroupCommit,
 } from "@ax/store";
-import { GroupCommit } from "./group-commit.js";
 
 /** The two hot-path writes of a worker process, each group-committed. */
 export class AttemptWrites {

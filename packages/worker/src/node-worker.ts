@@ -4,7 +4,7 @@ import { Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { heartbeatWorker, removeWorker, type Db } from "@ax/store";
-import type { NodeJobData, QueueRegistry } from "@ax/coordinator";
+import { BatchedEnqueue, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
 import { AttemptWrites } from "./attempt-writes.js";
 import { DagCache } from "./dag-cache.js";
@@ -65,7 +65,6 @@ export class NodeWorker {
 
     const deps: AttemptDeps = {
       db: o.db,
-      queues: o.queues,
       dags: new DagCache(o.db),
       tasks: o.tasks,
       workerId: this.id,
@@ -73,6 +72,7 @@ export class NodeWorker {
       metrics: o.metrics,
       leaseMs: o.leaseMs ?? 5000,
       writes: new AttemptWrites(o.db, this.id),
+      jobs: new BatchedEnqueue(o.queues),
     };
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
     for (const name of o.queueNames) {

@@ -17,7 +17,7 @@ import {
   type RunningAttempt,
   type StartedAttempt,
 } from "@ax/store";
-import { enqueueNodes, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
+import type { BatchedEnqueue, NodeJobData } from "@ax/coordinator";
 import type { Logger } from "pino";
 import type { AttemptWrites } from "./attempt-writes.js";
 import type { CachedDag, DagCache } from "./dag-cache.js";
@@ -32,7 +32,6 @@ import type { ResolvedTaskOptions, TaskSource } from "./task-definition.js";
 
 export interface AttemptDeps {
   db: Db;
-  queues: QueueRegistry;
   dags: DagCache;
   tasks: TaskSource;
   workerId: string;
@@ -42,6 +41,8 @@ export interface AttemptDeps {
   leaseMs: number;
   /** Group-committed fence and completion writes. */
   writes: AttemptWrites;
+  /** Newly ready and retrying nodes' jobs, added to Redis together. */
+  jobs: BatchedEnqueue;
 }
 
 /** The run a job belongs to, as events and logs name it. */
@@ -210,7 +211,7 @@ async function closeFailedAttempt(deps: AttemptDeps, dag: CachedDag, node: DagNo
     if (!applied) return;
     deps.metrics.retries.inc({ task: node.task });
     emitEvent({ name: "task_retrying", ...event });
-    await enqueueNodes(deps.queues, [
+    await deps.jobs.add([
       {
         runId: run.runId,
         nodeKey: node.key,
@@ -238,7 +239,7 @@ async function closeFailedAttempt(deps: AttemptDeps, dag: CachedDag, node: DagNo
 }
 
 async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta): Promise<void> {
-  await enqueueNodes(deps.queues, advanced.ready);
+  await deps.jobs.add(advanced.ready);
   if (!advanced.runFinished) return;
   deps.metrics.runsFinished.inc({ flow: run.flow, status: advanced.runFinished });
   if (advanced.runFinished === "success") emitEvent({ name: "run_succeeded", ...run });

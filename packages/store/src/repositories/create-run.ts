@@ -1,8 +1,7 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { FlowVersion } from "./flow-definitions.js";
-import { idempotencyKeys } from "../schema/index.js";
-import { jsonParam } from "./raw.js";
+import { jsonParam, rows } from "./raw.js";
 import type { Json, RunTrigger } from "../types.js";
 import type { ReadyNode } from "./ready-node.js";
 
@@ -19,70 +18,97 @@ export interface NewRun {
 
 export type CreatedRun = { created: true; runId: string; ready: ReadyNode[] } | { created: false; runId: string };
 
-const UNIQUE_VIOLATION = "23505";
+/** Writes one run; see `createRuns`. */
+export async function createRun(db: Db, run: NewRun): Promise<CreatedRun> {
+  const [created] = await createRuns(db, [run]);
+  return created!;
+}
 
 /**
- * Writes the run and all its node rows in one transaction; nodes without upstream are `queued`.
- * An idempotency key already used for the flow returns that run and writes nothing.
+ * Writes runs with their idempotency keys and node rows in one statement (one round trip, one
+ * commit, however many runs); nodes without upstream are `queued`. A run whose idempotency key
+ * the flow already used — before, or earlier in the same batch — is not written: its answer is
+ * the run that holds the key.
  */
-export async function createRun(db: Db, run: NewRun): Promise<CreatedRun> {
-  const key = run.idempotencyKey ?? null;
-  if (key !== null) {
-    const existing = await runForKey(db, run.flow.name, key);
-    if (existing) return { created: false, runId: existing };
-  }
-  try {
-    return await insertRun(db, run);
-  } catch (error) {
-    // Two triggers with one key raced: the loser's transaction rolled back, the winner's run stands.
-    if (key !== null && (error as { code?: string }).code === UNIQUE_VIOLATION) {
-      const existing = await runForKey(db, run.flow.name, key);
-      if (existing) return { created: false, runId: existing };
-    }
-    throw error;
-  }
-}
-
-async function runForKey(db: Db, flow: string, key: string): Promise<string | undefined> {
-  const [row] = await db
-    .select({ runId: idempotencyKeys.runId })
-    .from(idempotencyKeys)
-    .where(and(eq(idempotencyKeys.flow, flow), eq(idempotencyKeys.key, key)));
-  return row?.runId;
-}
-
-/** Run, idempotency key and node rows in one statement: one round trip and one commit. */
-async function insertRun(db: Db, run: NewRun): Promise<CreatedRun> {
-  const nodes = run.flow.dag.nodes.map((node) => {
-    const ready = node.upstream.length === 0;
-    return {
+export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[]> {
+  const runRows = newRuns.map((run) => ({
+    id: run.id,
+    flow: run.flow.name,
+    flow_version_id: run.flow.id,
+    trigger: run.trigger,
+    payload: run.payload,
+    business_key: run.businessKey ?? null,
+    idempotency_key: run.idempotencyKey ?? null,
+    logical_date: run.logicalDate?.toISOString() ?? null,
+    rerun_of: run.rerunOf ?? null,
+    nodes_remaining: run.flow.dag.nodes.length,
+  }));
+  const nodeRows = newRuns.flatMap((run) =>
+    run.flow.dag.nodes.map((node) => ({
+      run_id: run.id,
       node_key: node.key,
       task: node.task,
       queue: node.queue,
-      status: ready ? "queued" : "pending",
+      ready: node.upstream.length === 0,
       deps_remaining: node.upstream.length,
-      attempt: ready ? 1 : 0,
-    };
-  });
-  await db.execute(sql`
-    with run as (
+    })),
+  );
+  const inserted = await rows<{ id: string }>(
+    db,
+    sql`
+    with input as (
+      select * from jsonb_to_recordset(${jsonParam(runRows)}::jsonb) as x(id uuid, flow text, flow_version_id int,
+        trigger text, payload jsonb, business_key text, idempotency_key text, logical_date timestamptz, rerun_of uuid,
+        nodes_remaining int)
+    ), claimed as (
+      insert into idempotency_keys (flow, key, run_id)
+      select flow, idempotency_key, id from input where idempotency_key is not null
+      on conflict (flow, key) do nothing
+      returning run_id
+    ), created as (
       insert into runs (id, flow, flow_version_id, status, trigger, payload, business_key, idempotency_key,
         logical_date, rerun_of, nodes_remaining)
-      values (${run.id}, ${run.flow.name}, ${run.flow.id}, 'pending', ${run.trigger}, ${jsonParam(run.payload)}::jsonb,
-        ${run.businessKey ?? null}, ${run.idempotencyKey ?? null}, ${run.logicalDate?.toISOString() ?? null}::timestamptz,
-        ${run.rerunOf ?? null}::uuid, ${nodes.length})
+      select id, flow, flow_version_id, 'pending', trigger, payload, business_key, idempotency_key,
+        logical_date, rerun_of, nodes_remaining
+      from input where idempotency_key is null or id in (select run_id from claimed)
       returning id, created_at
-    ), key as (
-      insert into idempotency_keys (flow, key, run_id)
-      select ${run.flow.name}, ${run.idempotencyKey ?? null}::text, id from run where ${run.idempotencyKey ?? null}::text is not null
+    ), nodes as (
+      insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at)
+      select n.run_id, n.node_key, n.task, n.queue, case when n.ready then 'queued' else 'pending' end,
+        n.deps_remaining, case when n.ready then 1 else 0 end, case when n.ready then c.created_at end
+      from jsonb_to_recordset(${jsonParam(nodeRows)}::jsonb)
+        as n(run_id uuid, node_key text, task text, queue text, ready boolean, deps_remaining int)
+      join created c on c.id = n.run_id
     )
-    insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at)
-    select run.id, n.node_key, n.task, n.queue, n.status, n.deps_remaining, n.attempt,
-      case when n.status = 'queued' then run.created_at end
-    from run, jsonb_to_recordset(${jsonParam(nodes)}::jsonb)
-      as n(node_key text, task text, queue text, status text, deps_remaining int, attempt int)`);
-  const ready = run.flow.dag.nodes
-    .filter((n) => n.upstream.length === 0)
-    .map((n) => ({ runId: run.id, nodeKey: n.key, task: n.task, queue: n.queue, attempt: 1, flowVersionId: run.flow.id }));
-  return { created: true, runId: run.id, ready };
+    select id from created`,
+  );
+  const created = new Set(inserted.map((r) => r.id));
+  const holders = await keyHolders(
+    db,
+    newRuns.filter((r) => !created.has(r.id)),
+  );
+  return newRuns.map((run) => {
+    if (created.has(run.id)) {
+      const ready = run.flow.dag.nodes
+        .filter((n) => n.upstream.length === 0)
+        .map((n) => ({ runId: run.id, nodeKey: n.key, task: n.task, queue: n.queue, attempt: 1, flowVersionId: run.flow.id }));
+      return { created: true, runId: run.id, ready };
+    }
+    const holder = holders.get(`${run.flow.name}\u0000${run.idempotencyKey}`);
+    if (!holder) throw new Error(`run ${run.id} was neither written nor found by its idempotency key`);
+    return { created: false, runId: holder };
+  });
+}
+
+/** Which runs hold these runs' idempotency keys, by flow and key. */
+async function keyHolders(db: Db, runs: NewRun[]): Promise<Map<string, string>> {
+  if (runs.length === 0) return new Map();
+  const keys = runs.map((r) => ({ flow: r.flow.name, key: r.idempotencyKey }));
+  const found = await rows<{ flow: string; key: string; run_id: string }>(
+    db,
+    sql`
+    select k.flow, k.key, k.run_id from idempotency_keys k
+    join jsonb_to_recordset(${jsonParam(keys)}::jsonb) as x(flow text, key text) on x.flow = k.flow and x.key = k.key`,
+  );
+  return new Map(found.map((r) => [`${r.flow}\u0000${r.key}`, r.run_id]));
 }
