@@ -50,11 +50,15 @@ describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => 
 
   afterAll(async () => {
     if (LOG_DIR) for (const w of workers) writeFileSync(join(LOG_DIR, `pg-restart-worker-${w.pid}.log`), w.output.join("\n"));
-    await Promise.all(workers.map((w) => w.stop()));
-    await runtime?.stop();
-    await pool?.end();
-    await server?.destroy();
-    await env.cleanup();
+    try {
+      await Promise.all(workers.map((w) => w.stop()));
+      await runtime?.stop();
+      await pool?.end();
+    } finally {
+      // Whatever failed above, the private cluster must not outlive the test.
+      await server?.destroy();
+      await env.cleanup();
+    }
   });
 
   it("finishes every run once PostgreSQL is back; workers keep retrying their writes and stay up", { timeout: 150_000 }, async () => {
