@@ -23,17 +23,47 @@ export interface StartRequest extends AttemptRef {
  */
 export async function startAttempts(db: Db, worker: string, requests: StartRequest[]): Promise<(StartedAttempt | undefined)[]> {
   const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
-  const found = await rows<{
-    run_id: string;
-    node_key: string;
-    flow: string;
-    payload: Json;
-    business_key: string | null;
-    queued_at: Date | string | null;
-    started_at: Date | string;
-    run_started: boolean;
-    upstream: Record<string, Json> | null;
-  }>(
+  const found = await db.transaction(async (tx) => {
+    // Safe not to wait for the disk here: if a crash loses this commit, the node is `queued`
+    // again with no attempt, the worker's completion fails its fence, and the reconciler
+    // requeues the node (at-least-once holds). WAL is flushed in order, so any later durable
+    // commit, such as this attempt's completion, makes this one durable too.
+    await tx.execute(sql`set local synchronous_commit = off`);
+    return startStatement(tx, worker, input);
+  });
+  const byKey = new Map(found.map((row) => [`${row.run_id}/${row.node_key}`, row]));
+  return requests.map((request) => {
+    const row = byKey.get(`${request.runId}/${request.nodeKey}`);
+    if (!row) return undefined;
+    return {
+      flow: row.flow,
+      payload: row.payload,
+      businessKey: row.business_key,
+      // Raw statements bypass drizzle's column mapping: PGlite answers timestamps as text.
+      queuedAt: row.queued_at === null ? null : new Date(row.queued_at),
+      startedAt: new Date(row.started_at),
+      runStarted: row.run_started,
+      upstream: row.upstream ?? {},
+    };
+  });
+}
+
+interface StartRow {
+  run_id: string;
+  node_key: string;
+  flow: string;
+  payload: Json;
+  business_key: string | null;
+  queued_at: Date | string | null;
+  started_at: Date | string;
+  run_started: boolean;
+  upstream: Record<string, Json> | null;
+}
+
+type StartInput = { run_id: string; node_key: string; attempt: number; upstream: string[] }[];
+
+function startStatement(db: Db, worker: string, input: StartInput): Promise<StartRow[]> {
+  return rows<StartRow>(
     db,
     sql`
     with input as (
@@ -60,21 +90,6 @@ export async function startAttempts(db: Db, worker: string, requests: StartReque
           and u.node_key in (select jsonb_array_elements_text(i.upstream))) as upstream
     from started s join runs r on r.id = s.run_id`,
   );
-  const byKey = new Map(found.map((row) => [`${row.run_id}/${row.node_key}`, row]));
-  return requests.map((request) => {
-    const row = byKey.get(`${request.runId}/${request.nodeKey}`);
-    if (!row) return undefined;
-    return {
-      flow: row.flow,
-      payload: row.payload,
-      businessKey: row.business_key,
-      // Raw statements bypass drizzle's column mapping: PGlite answers timestamps as text.
-      queuedAt: row.queued_at === null ? null : new Date(row.queued_at),
-      startedAt: new Date(row.started_at),
-      runStarted: row.run_started,
-      upstream: row.upstream ?? {},
-    };
-  });
 }
 
 export interface CompleteRequest extends AttemptRef {
