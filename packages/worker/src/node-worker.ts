@@ -71,6 +71,7 @@ export class NodeWorker {
       log: o.log.child({ worker: this.id }),
       metrics: o.metrics,
       leaseMs: o.leaseMs ?? 5000,
+      executing: new Set(),
       writes: new AttemptWrites(o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
     };

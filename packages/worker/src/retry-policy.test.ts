@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { NonRetryableError, RetryAfterError } from "./errors.js";
+import { AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "./errors.js";
 import { backoffDelay, decideRetry } from "./retry-policy.js";
 
 type Policy = Parameters<typeof decideRetry>[0];
@@ -139,5 +139,12 @@ describe("decideRetry", () => {
 
   it("does not retry a result that is too large: the same code returns the same data", () => {
     expect(decideRetry(policy(), { name: "AxResultTooLargeError", message: "big" }, 1).retry).toBe(false);
+  });
+
+  it("retries a crashed attempt while retries remain, whatever retryOn and noRetryOn say", () => {
+    const crash = new AxWorkerCrashedError("w1", 1);
+    const narrow = policy({ retries: 1, retryOn: [InvoiceApiError], noRetryOn: [Error] });
+    expect(decideRetry(narrow, crash, 1)).toEqual({ retry: true, delayMs: 1000 });
+    expect(decideRetry(narrow, crash, 2).retry).toBe(false);
   });
 });

@@ -27,6 +27,8 @@ export function decideRetry(policy: Policy, error: unknown, attempt: number, ran
   if (matches(error, "NonRetryableError")) return { retry: false, reason: "NonRetryableError" };
   if (matches(error, "AxResultTooLargeError")) return { retry: false, reason: "result too large" };
   if (attempt > policy.retries) return { retry: false, reason: `no retries left (${policy.retries})` };
+  // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing.
+  if (matches(error, "AxWorkerCrashedError")) return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
   if (policy.noRetryOn.some((m) => matches(error, m))) return { retry: false, reason: "error is in noRetryOn" };
   if (policy.retryOn && !policy.retryOn.some((m) => matches(error, m))) {
     return { retry: false, reason: "error is not in retryOn" };

@@ -39,6 +39,8 @@ export interface AttemptDeps {
   metrics: WorkerMetrics;
   /** A running attempt whose worker missed heartbeats this long is presumed crashed. */
   leaseMs: number;
+  /** Attempts this process is executing now (`run/node/attempt`). */
+  executing: Set<string>;
   /** Group-committed fence and completion writes. */
   writes: AttemptWrites;
   /** Newly ready and retrying nodes' jobs, added to Redis together. */
@@ -94,14 +96,20 @@ export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>, cance
     return;
   }
   const run: RunMeta = { runId, flow: started.flow, businessKey: started.businessKey };
+  const executing = attemptKey(ref);
+  deps.executing.add(executing);
   try {
     await executeStarted(deps, dag, node, attempt, started, run, cancel);
   } catch (error) {
     // Our own failure after the fence (not the task's): close the attempt rather than leave it running.
     deps.log.error({ err: error, runId, node: nodeKey, attempt }, "attempt processing failed; closing the attempt as failed");
     await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task?.options ?? NO_RETRY, run });
+  } finally {
+    deps.executing.delete(executing);
   }
 }
+
+const attemptKey = (ref: AttemptRef) => `${ref.runId}/${ref.nodeKey}/${ref.attempt}`;
 
 async function executeStarted(
   deps: AttemptDeps,
@@ -277,7 +285,10 @@ async function awaitLeaseVerdict(deps: AttemptDeps, ref: AttemptRef): Promise<Ru
   const giveUpAt = Date.now() + 2 * deps.leaseMs;
   for (;;) {
     const found = await withDbRetry(() => inspectAttempt(deps.db, ref, deps.leaseMs));
-    if (!found || found.status !== "running" || found.attempt !== ref.attempt || found.worker === deps.workerId) return undefined;
+    if (!found || found.status !== "running" || found.attempt !== ref.attempt) return undefined;
+    // Running under this very process but not executing here: our own start committed and its
+    // reply was lost (the write was retried), so nobody runs it. Close it like a crash.
+    if (found.worker === deps.workerId) return deps.executing.has(attemptKey(ref)) ? undefined : found;
     if (found.workerLost) return found;
     if (Date.now() + found.leaseLeftMs > giveUpAt) return undefined;
     await sleep(found.leaseLeftMs + LEASE_RECHECK_MARGIN_MS);
