@@ -32,6 +32,20 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
   );
 }
 
+/**
+ * The nodes whose job is not in Redis at all (one pipelined EXISTS per node), so that a long but
+ * healthy backlog is not re-added on every reconcile pass.
+ */
+export async function jobsMissingFromRedis(queues: QueueRegistry, nodes: ReadyNode[]): Promise<ReadyNode[]> {
+  const pipeline = queues.connection.pipeline();
+  for (const n of nodes) pipeline.exists(queues.get(n.queue).toKey(nodeJobId(n.runId, n.nodeKey, n.attempt)));
+  const answers = (await pipeline.exec()) ?? [];
+  return nodes.filter((_, i) => {
+    const [error, exists] = answers[i] ?? [null, 0];
+    return error !== null || exists === 0;
+  });
+}
+
 /** Enqueues from many callers at once go to Redis together (one pipeline per queue per batch). */
 export class BatchedEnqueue {
   private readonly batches: GroupCommit<ReadyNode[], void>;

@@ -1,6 +1,6 @@
 import { nodesToRequeue, type Db } from "@ax/store";
 import type { Logger } from "pino";
-import { enqueueNodes } from "./enqueue.js";
+import { enqueueNodes, jobsMissingFromRedis } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
 
 export interface ReconcilerOptions {
@@ -51,9 +51,11 @@ export class Reconciler {
       limit: this.options.batch ?? 5000,
     });
     if (!nodes?.length) return 0;
-    await enqueueNodes(this.queues, nodes);
-    this.log.info({ requeued: nodes.length }, "reconciler re-added jobs missing from Redis");
-    return nodes.length;
+    const missing = await jobsMissingFromRedis(this.queues, nodes);
+    if (missing.length === 0) return 0;
+    await enqueueNodes(this.queues, missing);
+    this.log.info({ requeued: missing.length }, "reconciler re-added jobs missing from Redis");
+    return missing.length;
   }
 
   async stop(): Promise<void> {

@@ -19,4 +19,7 @@ export interface TaskContext {
   log: Logger;
 }
 
+/** The plain-data part of the context: what crosses into a thread or process child. */
+export type AttemptIdentity = Omit<TaskContext, "signal" | "heartbeat" | "log">;
+
 export const taskContextStorage = new AsyncLocalStorage<TaskContext>();

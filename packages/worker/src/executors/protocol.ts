@@ -1,4 +1,5 @@
 import type { Json } from "@ax/store";
+import type { AttemptIdentity } from "../context.js";
 
 /** What a thread or process child is told to run: one attempt, its module and its context. */
 export interface RunMessage {
@@ -6,15 +7,7 @@ export interface RunMessage {
   moduleUrl: string;
   task: string;
   args: Json[];
-  context: {
-    runId: string;
-    flow: string;
-    task: string;
-    nodeKey: string;
-    attempt: number;
-    idempotencyKey: string;
-    businessKey: string | null;
-  };
+  context: AttemptIdentity;
   log: { level: string; bindings: Record<string, unknown> };
 }
 
