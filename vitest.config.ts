@@ -2,6 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
+    reporters: ["default", "./test/helpers/pass-fail-reporter.ts"],
     include: ["packages/*/src/**/*.test.ts", "test/integration/**/*.test.ts", "examples/*/**/*.test.ts"],
     exclude: ["**/node_modules/**", "test/bench/**"],
     testTimeout: 60_000,
