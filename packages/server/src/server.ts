@@ -1,4 +1,4 @@
-import Fastify from "fastify";
+import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
@@ -58,7 +58,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const writer = new RunWriter(options.db, options.queues);
   const app = Fastify({
     loggerInstance: options.log.child({ component: "api" }),
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Room above the payload cap (escapes, the envelope) so an oversized payload gets the trigger's own 413, which says what to do.
     bodyLimit: 4 * DEFAULT_MAX_PAYLOAD_BYTES,
   });
