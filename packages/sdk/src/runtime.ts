@@ -93,6 +93,7 @@ export class Runtime {
       const source: TaskSource = { get: (name) => this.tasks.get(name) };
       this.worker = new NodeWorker({
         db: store.db,
+        relaxedDb: store.relaxed,
         connection: connections.redis,
         queues,
         queueNames: this.options.queues ?? [...new Set([...this.tasks.values()].map((t) => t.options.queue))],

@@ -27,6 +27,11 @@ export interface Store {
   kind: "pg" | "pglite";
   /** PostgreSQL schema holding the tables; `public` unless `?schema=` was given. */
   schema: string;
+  /**
+   * Connections whose commits do not wait for the disk (`synchronous_commit = off`), for writes
+   * whose loss in a database crash is recovered elsewhere. Opened on first use.
+   */
+  readonly relaxed: Db;
   /** Runs `fn` with one connection held for its whole duration (session advisory locks). */
   withSession<T>(fn: (db: Db) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -49,23 +54,32 @@ export function openStore(options: StoreOptions = {}): Store {
   return openEmbedded(resolve(options.dataDir ?? ".ax/data"));
 }
 
-function openServer(rawUrl: string, poolSize: number): Store {
-  const { url, schema: schemaName } = splitSchema(rawUrl);
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: poolSize,
-    options: `-c search_path=${schemaName}`,
-  });
+function serverPool(url: string, max: number, options: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, options });
   // An idle client that loses its server (restart) must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   // Neither may a checked-out one (a transaction in progress): pg emits "error" on it with no
   // listener. Its query fails on its own, and the pool drops the broken client on release.
   pool.on("connect", (client) => client.on("error", () => {}));
+  return pool;
+}
+
+function openServer(rawUrl: string, poolSize: number): Store {
+  const { url, schema: schemaName } = splitSchema(rawUrl);
+  const searchPath = `-c search_path=${schemaName}`;
+  const pool = serverPool(url, poolSize, searchPath);
   const db = drizzlePg(pool, { schema }) as unknown as Db;
+  let relaxedPool: pg.Pool | undefined;
+  let relaxed: Db | undefined;
   return {
     db,
     kind: "pg",
     schema: schemaName,
+    get relaxed() {
+      relaxedPool ??= serverPool(url, Math.max(2, Math.ceil(poolSize / 4)), `${searchPath} -c synchronous_commit=off`);
+      relaxed ??= drizzlePg(relaxedPool, { schema }) as unknown as Db;
+      return relaxed;
+    },
     async withSession(fn) {
       const client = await pool.connect();
       try {
@@ -74,7 +88,9 @@ function openServer(rawUrl: string, poolSize: number): Store {
         client.release();
       }
     },
-    close: () => pool.end(),
+    async close() {
+      await Promise.all([pool.end(), relaxedPool?.end()]);
+    },
   };
 }
 
@@ -96,6 +112,8 @@ function openEmbedded(dataDir: string): Store {
     db: shared.db,
     kind: "pglite",
     schema: "public",
+    // One embedded process has no other clients to wait for; its commits are local anyway.
+    relaxed: shared.db,
     // PGlite is a single connection already.
     withSession: (fn) => fn(shared.db),
     async close() {

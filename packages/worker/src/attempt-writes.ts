@@ -14,8 +14,9 @@ export class AttemptWrites {
   private readonly starts: GroupCommit<StartRequest, StartedAttempt | undefined>;
   private readonly completions: GroupCommit<CompleteRequest, Completed>;
 
-  constructor(db: Db, worker: string) {
-    this.starts = new GroupCommit((requests) => startAttempts(db, worker, requests));
+  /** `relaxedDb`: connections that do not wait for the disk, where the fence may safely run. */
+  constructor(db: Db, relaxedDb: Db, worker: string) {
+    this.starts = new GroupCommit((requests) => startAttempts(relaxedDb, worker, requests));
     this.completions = new GroupCommit((requests) => completeAttempts(db, requests));
   }
 

@@ -16,6 +16,8 @@ import type { TaskSource } from "./task-definition.js";
 
 export interface NodeWorkerOptions {
   db: Db;
+  /** Connections whose commits do not wait for the disk (`Store.relaxed`), for the attempt fence. @defaultValue db */
+  relaxedDb?: Db | undefined;
   connection: Redis;
   queues: QueueRegistry;
   /** Worker groups (BullMQ queues) this process serves. @defaultValue ["default"] */
@@ -72,7 +74,7 @@ export class NodeWorker {
       metrics: o.metrics,
       leaseMs: o.leaseMs ?? 5000,
       executing: new Set(),
-      writes: new AttemptWrites(o.db, this.id),
+      writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
     };
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));

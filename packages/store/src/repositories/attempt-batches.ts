@@ -2,7 +2,6 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { Json, RunStatus } from "../types.js";
 import type { AttemptRef, StartedAttempt } from "./attempt-lifecycle.js";
-import { lockRuns } from "./lock-runs.js";
 import { jsonParam, rows } from "./raw.js";
 import type { ReadyNode } from "./ready-node.js";
 
@@ -20,17 +19,15 @@ export interface StartRequest extends AttemptRef {
  * exactly its attempt, and the attempt is recorded. Undefined in the answer means that job is a
  * duplicate or stale. A run moves `pending` -> `running` with its first start; that step skips
  * a run row another transaction holds, so concurrent starters never wait on each other.
+ *
+ * Pass `store.relaxed`: it is safe not to wait for the disk here. If a crash loses this commit,
+ * the node is `queued` again with no attempt, the worker's completion fails its fence, and the
+ * reconciler requeues the node (at-least-once holds). WAL is flushed in order, so any later
+ * durable commit, such as this attempt's completion, makes this one durable too.
  */
 export async function startAttempts(db: Db, worker: string, requests: StartRequest[]): Promise<(StartedAttempt | undefined)[]> {
   const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
-  const found = await db.transaction(async (tx) => {
-    // Safe not to wait for the disk here: if a crash loses this commit, the node is `queued`
-    // again with no attempt, the worker's completion fails its fence, and the reconciler
-    // requeues the node (at-least-once holds). WAL is flushed in order, so any later durable
-    // commit, such as this attempt's completion, makes this one durable too.
-    await tx.execute(sql`set local synchronous_commit = off`);
-    return startStatement(tx, worker, input);
-  });
+  const found = await startStatement(db, worker, input);
   const byKey = new Map(found.map((row) => [`${row.run_id}/${row.node_key}`, row]));
   return requests.map((request) => {
     const row = byKey.get(`${request.runId}/${request.nodeKey}`);
@@ -107,10 +104,12 @@ export interface Completed {
 }
 
 /**
- * Records many successful attempts in one transaction: results stored, each dependant's
+ * Records many successful attempts in one statement: results stored, each dependant's
  * `deps_remaining` counted down by the number of its upstreams finishing here (fan-in decided
  * under the row lock), dependants reaching zero queued, runs counted down and finished at zero.
- * Run rows are locked first, in id order, so concurrent batches never deadlock.
+ * The run rows are locked first, in id order (`locked`, which every row change below waits on:
+ * its uncorrelated EXISTS runs once before the first node row is touched), the order `lockRuns`
+ * gives every multi-row write of a run, so concurrent batches queue instead of deadlocking.
  */
 export async function completeAttempts(db: Db, requests: CompleteRequest[]): Promise<Completed[]> {
   const input = requests.map((r) => ({
@@ -120,58 +119,59 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
     result: r.result,
     downstream: r.downstream,
   }));
-  const answer = await db.transaction(async (tx) => {
-    await lockRuns(tx, requests.map((r) => r.runId));
-    const [row] = await rows<{ done: { run_id: string; node_key: string }[] | null; ready: (ReadyNode & { from: string[] })[] | null; runs: { id: string; status: RunStatus; remaining: number }[] | null }>(
-      tx,
-      sql`
-      with input as (
-        select * from jsonb_to_recordset(${jsonParam(input)}::jsonb)
-          as x(run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb)
-      ), done as (
-        update node_runs n set status = 'success', result = i.result, error = null, finished_at = now()
-        from input i
-        where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and n.status = 'running'
-        returning n.run_id, n.node_key, n.attempt
-      ), closed as (
-        update attempts a set finished_at = now(), outcome = 'success'
-        from done d
-        where a.run_id = d.run_id and a.node_key = d.node_key and a.n = d.attempt
-      ), edges as (
-        select i.run_id, jsonb_array_elements_text(i.downstream) as key, i.node_key as from_key
-        from input i join done d on d.run_id = i.run_id and d.node_key = i.node_key
-      ), decrements as (
-        select run_id, key, count(*)::int as n, jsonb_agg(from_key) as from_keys from edges group by run_id, key
-      ), counted as (
-        update node_runs n set
-          deps_remaining = n.deps_remaining - c.n,
-          status = case when n.deps_remaining = c.n then 'queued' else n.status end,
-          attempt = case when n.deps_remaining = c.n then 1 else n.attempt end,
-          queued_at = case when n.deps_remaining = c.n then now() else n.queued_at end
-        from decrements c
-        where n.run_id = c.run_id and n.node_key = c.key and n.status = 'pending'
-        returning n.run_id, n.node_key, n.task, n.queue, n.status, n.attempt, c.from_keys
-      ), per_run as (
-        select run_id, count(*)::int as n from done group by run_id
-      ), run as (
-        update runs r set
-          nodes_remaining = r.nodes_remaining - p.n,
-          status = case when r.nodes_remaining - p.n = 0 and r.status in ('pending', 'running')
-            then (case when r.blocking_failures > 0 then 'failed' else 'success' end) else r.status end,
-          finished_at = case when r.nodes_remaining - p.n = 0 then now() else r.finished_at end
-        from per_run p
-        where r.id = p.run_id
-        returning r.id, r.status, r.nodes_remaining, r.flow_version_id
-      )
-      select
-        (select jsonb_agg(jsonb_build_object('run_id', run_id, 'node_key', node_key)) from done) as done,
-        (select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'task', c.task, 'queue', c.queue,
-            'attempt', c.attempt, 'flowVersionId', r.flow_version_id, 'from', c.from_keys))
-          from counted c join run r on r.id = c.run_id where c.status = 'queued') as ready,
-        (select jsonb_agg(jsonb_build_object('id', id, 'status', status, 'remaining', nodes_remaining)) from run) as runs`,
-    );
-    return row;
-  });
+  const runIds = [...new Set(requests.map((r) => r.runId))].sort();
+  const [answer] = await rows<{ done: { run_id: string; node_key: string }[] | null; ready: (ReadyNode & { from: string[] })[] | null; runs: { id: string; status: RunStatus; remaining: number }[] | null }>(
+    db,
+    sql`
+    with locked as materialized (
+      select id from runs where id in (select (jsonb_array_elements_text(${jsonParam(runIds)}::jsonb))::uuid)
+      order by id for update
+    ), input as (
+      select * from jsonb_to_recordset(${jsonParam(input)}::jsonb)
+        as x(run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb)
+    ), done as (
+      update node_runs n set status = 'success', result = i.result, error = null, finished_at = now()
+      from input i
+      where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and n.status = 'running'
+        and exists (select 1 from locked)
+      returning n.run_id, n.node_key, n.attempt
+    ), closed as (
+      update attempts a set finished_at = now(), outcome = 'success'
+      from done d
+      where a.run_id = d.run_id and a.node_key = d.node_key and a.n = d.attempt
+    ), edges as (
+      select i.run_id, jsonb_array_elements_text(i.downstream) as key, i.node_key as from_key
+      from input i join done d on d.run_id = i.run_id and d.node_key = i.node_key
+    ), decrements as (
+      select run_id, key, count(*)::int as n, jsonb_agg(from_key) as from_keys from edges group by run_id, key
+    ), counted as (
+      update node_runs n set
+        deps_remaining = n.deps_remaining - c.n,
+        status = case when n.deps_remaining = c.n then 'queued' else n.status end,
+        attempt = case when n.deps_remaining = c.n then 1 else n.attempt end,
+        queued_at = case when n.deps_remaining = c.n then now() else n.queued_at end
+      from decrements c
+      where n.run_id = c.run_id and n.node_key = c.key and n.status = 'pending'
+      returning n.run_id, n.node_key, n.task, n.queue, n.status, n.attempt, c.from_keys
+    ), per_run as (
+      select run_id, count(*)::int as n from done group by run_id
+    ), run as (
+      update runs r set
+        nodes_remaining = r.nodes_remaining - p.n,
+        status = case when r.nodes_remaining - p.n = 0 and r.status in ('pending', 'running')
+          then (case when r.blocking_failures > 0 then 'failed' else 'success' end) else r.status end,
+        finished_at = case when r.nodes_remaining - p.n = 0 then now() else r.finished_at end
+      from per_run p
+      where r.id = p.run_id
+      returning r.id, r.status, r.nodes_remaining, r.flow_version_id
+    )
+    select
+      (select jsonb_agg(jsonb_build_object('run_id', run_id, 'node_key', node_key)) from done) as done,
+      (select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'task', c.task, 'queue', c.queue,
+          'attempt', c.attempt, 'flowVersionId', r.flow_version_id, 'from', c.from_keys))
+        from counted c join run r on r.id = c.run_id where c.status = 'queued') as ready,
+      (select jsonb_agg(jsonb_build_object('id', id, 'status', status, 'remaining', nodes_remaining)) from run) as runs`,
+  );
   const done = new Set((answer?.done ?? []).map((d) => `${d.run_id}/${d.node_key}`));
   const finished = new Map((answer?.runs ?? []).filter((r) => Number(r.remaining) === 0).map((r) => [r.id, r.status]));
   const readyBy = new Map<string, ReadyNode[]>();
