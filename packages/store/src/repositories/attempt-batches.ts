@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { Json, RunStatus } from "../types.js";
 import type { AttemptRef, StartedAttempt } from "./attempt-lifecycle.js";
-import { jsonParam, rows } from "./raw.js";
+import { recordset, rows, uuidList } from "./raw.js";
 import type { ReadyNode } from "./ready-node.js";
 
 /**
@@ -64,7 +64,7 @@ function startStatement(db: Db, worker: string, input: StartInput): Promise<Star
     db,
     sql`
     with input as (
-      select * from jsonb_to_recordset(${jsonParam(input)}::jsonb) as x(run_id uuid, node_key text, attempt int, upstream jsonb)
+      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, upstream jsonb")} as x
     ), started as (
       update node_runs n set status = 'running', started_at = coalesce(n.started_at, now()), next_retry_at = null
       from input i
@@ -124,11 +124,10 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
     db,
     sql`
     with locked as materialized (
-      select id from runs where id in (select (jsonb_array_elements_text(${jsonParam(runIds)}::jsonb))::uuid)
+      select id from runs where id in ${uuidList(runIds)}
       order by id for update
     ), input as (
-      select * from jsonb_to_recordset(${jsonParam(input)}::jsonb)
-        as x(run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb)
+      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb")} as x
     ), done as (
       update node_runs n set status = 'success', result = i.result, error = null, finished_at = now()
       from input i

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { AttemptOutcome, Json, RunStatus, TaskFailure } from "../types.js";
 import { lockRuns } from "./lock-runs.js";
-import { jsonParam, rows } from "./raw.js";
+import { jsonParam, rows, textList } from "./raw.js";
 import type { ReadyNode } from "./ready-node.js";
 
 export interface AttemptRef {
@@ -102,7 +102,7 @@ export async function failNode(
       ), skipped as (
         update node_runs set status = 'skipped', finished_at = now()
         where run_id = ${ref.runId} and status = 'pending' and exists (select 1 from failed)
-          and node_key in (select jsonb_array_elements_text(${jsonParam(ref.descendants)}::jsonb))
+          and node_key in ${textList(ref.descendants)}
         returning node_key
       ), run as (
         ${finishRunSql(ref.runId, sql`(1 + (select count(*) from skipped))::int`, ref.blocking)} and exists (select 1 from failed)

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { TERMINAL_RUN_STATUSES, type RunStatus, type TaskFailure, type TaskStatus } from "../types.js";
-import { jsonParam, rows } from "./raw.js";
+import { jsonParam, rows, uuidList } from "./raw.js";
 
 /** A node of a cancelled run whose BullMQ job (if any) should leave Redis. */
 export interface CancelledNode {
@@ -88,7 +88,7 @@ export async function cancelledRunIds(db: Db, runIds: string[]): Promise<string[
   const found = await rows<{ id: string }>(
     db,
     sql`select id from runs where status = 'cancelled'
-      and id in (select (jsonb_array_elements_text(${jsonParam(runIds)}::jsonb))::uuid)`,
+      and id in ${uuidList(runIds)}`,
   );
   return found.map((r) => r.id);
 }

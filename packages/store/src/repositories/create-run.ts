@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { FlowVersion } from "./flow-definitions.js";
-import { jsonParam, rows } from "./raw.js";
+import { recordset, rows } from "./raw.js";
 import type { Json, RunTrigger } from "../types.js";
 import type { ReadyNode } from "./ready-node.js";
 
@@ -57,9 +57,11 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     db,
     sql`
     with input as (
-      select * from jsonb_to_recordset(${jsonParam(runRows)}::jsonb) as x(id uuid, flow text, flow_version_id int,
-        trigger text, payload jsonb, business_key text, idempotency_key text, logical_date timestamptz, rerun_of uuid,
-        nodes_remaining int)
+      select * from ${recordset(
+        runRows,
+        "id uuid, flow text, flow_version_id int, trigger text, payload jsonb, business_key text, idempotency_key text, " +
+          "logical_date timestamptz, rerun_of uuid, nodes_remaining int",
+      )} as x
     ), claimed as (
       insert into idempotency_keys (flow, key, run_id)
       select flow, idempotency_key, id from input where idempotency_key is not null
@@ -76,8 +78,7 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
       insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at)
       select n.run_id, n.node_key, n.task, n.queue, case when n.ready then 'queued' else 'pending' end,
         n.deps_remaining, case when n.ready then 1 else 0 end, case when n.ready then c.created_at end
-      from jsonb_to_recordset(${jsonParam(nodeRows)}::jsonb)
-        as n(run_id uuid, node_key text, task text, queue text, ready boolean, deps_remaining int)
+      from ${recordset(nodeRows, "run_id uuid, node_key text, task text, queue text, ready boolean, deps_remaining int")} as n
       join created c on c.id = n.run_id
     )
     select id from created`,
@@ -108,7 +109,7 @@ async function keyHolders(db: Db, runs: NewRun[]): Promise<Map<string, string>> 
     db,
     sql`
     select k.flow, k.key, k.run_id from idempotency_keys k
-    join jsonb_to_recordset(${jsonParam(keys)}::jsonb) as x(flow text, key text) on x.flow = k.flow and x.key = k.key`,
+    join ${recordset(keys, "flow text, key text")} as x on x.flow = k.flow and x.key = k.key`,
   );
   return new Map(found.map((r) => [`${r.flow}\u0000${r.key}`, r.run_id]));
 }

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { jsonParam } from "./raw.js";
+import { uuidList } from "./raw.js";
 
 /**
  * The lock order every multi-row write of a run follows: the run rows first, in id order, then
@@ -9,6 +9,6 @@ import { jsonParam } from "./raw.js";
 export async function lockRuns(tx: Db, runIds: string[]): Promise<void> {
   const ids = [...new Set(runIds)].sort();
   await tx.execute(sql`
-    select 1 from runs where id in (select (jsonb_array_elements_text(${jsonParam(ids)}::jsonb))::uuid)
+    select 1 from runs where id in ${uuidList(ids)}
     order by id for update`);
 }
