@@ -65,15 +65,25 @@ export async function runStatus(db: Db, id: string): Promise<RunStatus | undefin
   return row?.status;
 }
 
-/** One run with every node and attempt, in DAG order; three queries whatever the run's size. */
+/**
+ * One run with every node and attempt, in DAG order; four queries whatever the run's size, read
+ * from one snapshot so that nodes and attempts agree (a node `retrying` never shows the attempt
+ * that started after it was read).
+ */
 export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefined> {
-  const [run] = await db.select().from(runs).where(eq(runs.id, id));
-  if (!run) return undefined;
-  const [version, nodes, tries] = await Promise.all([
-    flowVersionById(db, run.flowVersionId),
-    db.select().from(nodeRuns).where(eq(nodeRuns.runId, id)),
-    db.select().from(attempts).where(eq(attempts.runId, id)).orderBy(asc(attempts.n)),
-  ]);
+  const read = await db.transaction(
+    async (tx) => {
+      const [run] = await tx.select().from(runs).where(eq(runs.id, id));
+      if (!run) return undefined;
+      const version = await flowVersionById(tx, run.flowVersionId);
+      const nodes = await tx.select().from(nodeRuns).where(eq(nodeRuns.runId, id));
+      const tries = await tx.select().from(attempts).where(eq(attempts.runId, id)).orderBy(asc(attempts.n));
+      return { run, version, nodes, tries };
+    },
+    { isolationLevel: "repeatable read", accessMode: "read only" },
+  );
+  if (!read) return undefined;
+  const { run, version, nodes, tries } = read;
   const dagNodes = version?.dag.nodes ?? [];
   const order = new Map(dagNodes.map((n, i) => [n.key, i]));
   const upstream = new Map(dagNodes.map((n) => [n.key, n.upstream]));
