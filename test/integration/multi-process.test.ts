@@ -45,7 +45,9 @@ describe("two worker processes started with the CLI share one cluster", () => {
     // Sequential waits: the first absorbs the wall time, the rest are mostly already done.
     for (const id of runIds) finished.push(await client.waitForRun(id, { timeout: "45s" }));
 
-    const notSuccess = finished.filter((r) => r.status !== "success").map((r) => `${r.id} ${r.status}`);
+    const notSuccess = finished
+      .filter((r) => r.status !== "success")
+      .map((r) => `${r.id} ${r.status}: ${r.tasks.filter((t) => t.error).map((t) => `${t.key} ${t.error!.name}: ${t.error!.message}`).join("; ")}`);
     expect(notSuccess).toEqual([]);
     for (const run of finished) {
       expect(run.tasks.map((t) => t.result)).toEqual([run.payload, (run.payload as number) + 1, (run.payload as number) + 2, 2 * (run.payload as number) + 3]);

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { pgErrorCode } from "./pg-error.js";
 
 /** Serialisation failures and deadlocks: the whole batch rolled back and may simply run again. */
 const RETRYABLE_CODES = new Set(["40001", "40P01"]);
@@ -48,8 +49,8 @@ export class GroupCommit<I, O> {
         batch.forEach((w, i) => w.resolve(outputs[i]!));
         return;
       } catch (error) {
-        const code = (error as { code?: unknown } | null)?.code;
-        if (typeof code === "string" && RETRYABLE_CODES.has(code) && tries < 5) {
+        const code = pgErrorCode(error);
+        if (code !== undefined && RETRYABLE_CODES.has(code) && tries < 5) {
           await sleep(5 * tries);
           continue;
         }

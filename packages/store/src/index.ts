@@ -17,3 +17,4 @@ export * from "./repositories/stats.js";
 export * from "./repositories/attempt-batches.js";
 export * from "./repositories/lock-runs.js";
 export * from "./group-commit.js";
+export * from "./pg-error.js";

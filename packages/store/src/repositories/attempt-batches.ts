@@ -107,9 +107,11 @@ export interface Completed {
  * Records many successful attempts in one statement: results stored, each dependant's
  * `deps_remaining` counted down by the number of its upstreams finishing here (fan-in decided
  * under the row lock), dependants reaching zero queued, runs counted down and finished at zero.
- * The run rows are locked first, in id order (`locked`, which every row change below waits on:
- * its uncorrelated EXISTS runs once before the first node row is touched), the order `lockRuns`
- * gives every multi-row write of a run, so concurrent batches queue instead of deadlocking.
+ * The run rows are locked first, in id order (`locked`: every row change below waits on its
+ * count, an uncorrelated subquery run once before the first node row is touched; a count, not
+ * EXISTS, because a CTE is read lazily and EXISTS would lock only the first run), the order
+ * `lockRuns` gives every multi-row write of a run, so concurrent batches queue instead of
+ * deadlocking.
  */
 export async function completeAttempts(db: Db, requests: CompleteRequest[]): Promise<Completed[]> {
   const input = requests.map((r) => ({
@@ -132,7 +134,7 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
       update node_runs n set status = 'success', result = i.result, error = null, finished_at = now()
       from input i
       where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and n.status = 'running'
-        and exists (select 1 from locked)
+        and (select count(*) from locked) > 0
       returning n.run_id, n.node_key, n.attempt
     ), closed as (
       update attempts a set finished_at = now(), outcome = 'success'
