@@ -12,6 +12,7 @@ import { notifier } from "./services/notifier.js";
 
 const runtime = new Runtime({
   storage: process.env.DATABASE_URL,
+  dataDir: fileURLToPath(new URL(".ax/data", import.meta.url)),
   redis: process.env.REDIS_URL,
   flows,
   config: fileURLToPath(new URL("config/runtime.yaml", import.meta.url)),
@@ -33,7 +34,8 @@ try {
   const run = await client.waitForRun(runId, { timeout: "60s" });
   console.log(renderRun(run));
   console.log(`\nnotifications sent: ${JSON.stringify(notifier.sent)}`);
-  console.log(`inspect it again with: pnpm ax run ${runId}`);
+  const where = process.env.DATABASE_URL ? "" : ` --data-dir ${fileURLToPath(new URL(".ax/data", import.meta.url))}`;
+  console.log(`inspect it again (after this process exits) with: npx -y pnpm@9.15.9 ax run ${runId}${where}`);
   process.exitCode = run.status === "success" ? 0 : 1;
 } finally {
   await client.close();
