@@ -3,7 +3,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate, type Isolated } from "../helpers/isolated.js";
-import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { AX_BIN, freePort, REPO_ROOT, startAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const greet = ax.task({ name: "greet" }, (input: { name: string }) => `hello ${input.name}`);
@@ -41,6 +41,7 @@ async function runAx(args: string[]): Promise<Exited> {
 describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
   const env = isolate("cli");
   const fresh: Isolated = isolate("climigrate");
+  const devEnv: Isolated = isolate("clidev");
   let runtime: Runtime;
   let client: Client;
   const connection = () => ["--storage", env.storage, "--prefix", env.prefix];
@@ -55,6 +56,37 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
     await runtime?.stop();
     await env.cleanup();
     await fresh.cleanup();
+    await devEnv.cleanup();
+  });
+
+  it("ax dev runs every role in one process: HTTP trigger, the run succeeds, /metrics counts its attempts", async ({ expect }) => {
+    const port = await freePort();
+    const dev = startAx(["dev", "test/fixtures/hello-flow.ts", "--port", String(port), "--storage", devEnv.storage, "--prefix", devEnv.prefix], { AX_LOG_LEVEL: "info" });
+    try {
+      await dev.waitFor(/ax dev started/, 80_000);
+      const base = `http://127.0.0.1:${port}`;
+      const created = await fetch(`${base}/api/flows/hello_flow/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ payload: "ax" }),
+      });
+      expect(created.status).toBe(201);
+      const { runId } = (await created.json()) as { runId: string };
+      let run: { status: string; tasks: { key: string; result: unknown }[] } | undefined;
+      for (let i = 0; i < 200 && run?.status !== "success"; i++) {
+        run = (await (await fetch(`${base}/api/runs/${runId}`)).json()) as typeof run;
+        if (run?.status !== "success") await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(run?.tasks.map((t) => [t.key, t.result])).toEqual([
+        ["hello_greet", "hello ax"],
+        ["hello_measure", 8],
+      ]);
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      expect(metrics).toMatch(/ax_attempts_total\{task="hello_measure",outcome="success"\} 1/);
+    } finally {
+      await dev.stop();
+    }
+    expect(dev.process.exitCode).toBe(0);
   });
 
   it("ax trigger --wait prints the DAG with states and exits 0; ax runs --flow lists the run", async ({ expect }) => {
