@@ -87,3 +87,35 @@ export async function startPrivateRedis(): Promise<{ url: string; port: number; 
   await child.waitFor(/Ready to accept connections/, 10_000);
   return { url: `redis://127.0.0.1:${port}`, port, child };
 }
+
+/** A worker fixture (`node --import tsx <fixture>`) in its own OS process, so it can really be killed. */
+export interface WorkerProcess extends Child {
+  /** The worker id it records on its attempts (from the `{"ready": id}` line it prints). */
+  id: string;
+  pid: number;
+  /** The output kept so far, a line each. */
+  lines(): string[];
+  /** SIGKILL: no cleanup, no graceful shutdown; its jobs stay locked until the lock lapses. */
+  kill9(): Promise<void>;
+}
+
+export async function spawnWorker(fixture: string, env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<WorkerProcess> {
+  const child = startChild(process.execPath, ["--import", "tsx", fixture], env);
+  const ready = /\{"ready":"([^"]+)"\}/;
+  try {
+    await child.waitFor(ready, timeoutMs);
+  } catch (error) {
+    await child.stop(0);
+    throw error;
+  }
+  return {
+    ...child,
+    id: ready.exec(child.output())![1]!,
+    pid: child.process.pid!,
+    lines: () => child.output().split("\n"),
+    async kill9() {
+      child.process.kill("SIGKILL");
+      await child.stop(0);
+    },
+  };
+}

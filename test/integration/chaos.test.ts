@@ -7,7 +7,7 @@ import type { Client, Runtime } from "ax-scheduler";
 import { CHAOS_NODES, chaosFlow, connectEffects, createEffectTables } from "../fixtures/chaos-flow.js";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
-import { spawnWorker, type WorkerProcess } from "../helpers/worker-process.js";
+import { spawnWorker, type WorkerProcess } from "../helpers/processes.js";
 
 const RUNS = 500;
 const FIXTURE = "test/fixtures/chaos-worker.ts";
@@ -59,7 +59,7 @@ describe("chaos: kill -9 a worker process twice while 500 runs are in flight", (
 
   afterAll(async () => {
     await triggering?.catch(() => {});
-    if (LOG_DIR) for (const w of workers) writeFileSync(join(LOG_DIR, `chaos-worker-${w.pid}.log`), w.output.join("\n"));
+    if (LOG_DIR) for (const w of workers) writeFileSync(join(LOG_DIR, `chaos-worker-${w.pid}.log`), w.lines().join("\n"));
     await Promise.all(workers.map((w) => w.stop()));
     await effects?.end();
     await runtime?.stop();
@@ -96,7 +96,7 @@ describe("chaos: kill -9 a worker process twice while 500 runs are in flight", (
       victim = await start();
     }
     await triggering;
-    expect(survivor.child.exitCode).toBeNull();
+    expect(survivor.process.exitCode).toBeNull();
 
     const deadline = Date.now() + 90_000;
     let open = RUNS;

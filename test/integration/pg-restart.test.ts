@@ -8,7 +8,7 @@ import { restartFlow } from "../fixtures/pg-restart-worker.js";
 import { isolate } from "../helpers/isolated.js";
 import { startPrivatePostgres, type PrivatePostgres } from "../helpers/private-postgres.js";
 import { testRuntime } from "../helpers/runtime.js";
-import { spawnWorker, type WorkerProcess } from "../helpers/worker-process.js";
+import { spawnWorker, type WorkerProcess } from "../helpers/processes.js";
 
 const RUNS = 200;
 const FIXTURE = "test/fixtures/pg-restart-worker.ts";
@@ -49,7 +49,7 @@ describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => 
   });
 
   afterAll(async () => {
-    if (LOG_DIR) for (const w of workers) writeFileSync(join(LOG_DIR, `pg-restart-worker-${w.pid}.log`), w.output.join("\n"));
+    if (LOG_DIR) for (const w of workers) writeFileSync(join(LOG_DIR, `pg-restart-worker-${w.pid}.log`), w.lines().join("\n"));
     try {
       await Promise.all(workers.map((w) => w.stop()));
       await runtime?.stop();
@@ -100,7 +100,7 @@ describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => 
     }
     expect(open).toBe(0);
 
-    for (const worker of workers) expect(worker.child.exitCode, `worker ${worker.id} exited`).toBeNull();
+    for (const worker of workers) expect(worker.process.exitCode, `worker ${worker.id} exited`).toBeNull();
     const statuses = (await pool.query(`select status, count(*)::int as n from runs group by status`)).rows;
     expect(statuses).toEqual([{ status: "success", n: RUNS }]);
     expect((await pool.query(`select count(*)::int as n from node_runs where status <> 'success'`)).rows[0].n).toBe(0);
@@ -111,7 +111,7 @@ describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => 
     expect(sample.tasks.map((t) => t.result)).toEqual(["order-0>fetched", "order-0>fetched>priced", "order-0>fetched>priced>confirmed"]);
 
     const outcomes = (await pool.query(`select outcome, count(*)::int as n from attempts group by outcome order by outcome`)).rows;
-    const warnings = workers.flatMap((w) => w.output).filter((line) => line.includes('"level":40') || line.includes('"level":50'));
+    const warnings = workers.flatMap((w) => w.lines()).filter((line) => line.includes('"level":40') || line.includes('"level":50'));
     console.log(
       [
         `pg-restart: ${RUNS} runs (${inFlight} in flight at the stop) finished ${((doneAt - upAt) / 1000).toFixed(1)} s after PostgreSQL was back; ` +

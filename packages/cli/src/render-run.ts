@@ -30,6 +30,7 @@ function taskLine(task: TaskRunInfo, upstream: string[]): string {
   if (upstream.length) parts.push(pc.dim(`<- ${upstream.join(", ")}`));
   let line = parts.join(" ");
   if (task.nextRetryAt && task.status === "retrying") line += `\n      next retry at ${task.nextRetryAt}`;
+  if (task.progress !== null && task.status === "running") line += `\n      progress ${JSON.stringify(task.progress)}`;
   if (task.error) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;
   return line;
 }
