@@ -38,5 +38,6 @@ export function onEvent(listener: (event: AxEvent) => void | Promise<void>): () 
 }
 
 export function emitEvent(event: Omit<AxEvent, "at">): void {
+  if (bus.listenerCount("event") === 0) return;
   bus.emit("event", { ...event, at: new Date().toISOString() });
 }

@@ -133,7 +133,9 @@ async function executeStarted(
   const args = node.args.map((arg): Json =>
     arg.kind === "input" ? started.payload : arg.kind === "const" ? arg.value : (started.upstream[arg.key] ?? null),
   );
-  log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");
+  // Sizes and summaries cost a serialisation each: only when someone reads info lines.
+  const logInfo = log.isLevelEnabled("info");
+  if (logInfo) log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");
 
   const t0 = performance.now();
   const executed: AttemptResult = task
@@ -156,7 +158,7 @@ async function executeStarted(
   if (checked.ok) {
     const result = checked.value as Json;
     deps.metrics.consecutiveFailures.set({ task: node.task }, 0);
-    log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
+    if (logInfo) log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
     const advanced = await withDbRetry(() => deps.writes.complete({ ...ref, result, downstream: node.downstream }));
     if (!advanced.applied) {
       log.warn("attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped");
