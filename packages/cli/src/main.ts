@@ -24,6 +24,16 @@ function connection(program: Command): ConnectionFlags {
   );
 }
 
+/** A Client on the global connection flags, closed after `fn` whatever happens. */
+async function withClient(program: Command, fn: (client: Client) => Promise<void>): Promise<void> {
+  const client = new Client(connection(program));
+  try {
+    await fn(client);
+  } finally {
+    await client.close();
+  }
+}
+
 /** Runs until SIGINT/SIGTERM, then stops gracefully (in-flight attempts finish). */
 async function serve(runtime: Runtime, what: string): Promise<void> {
   await runtime.start();
@@ -135,8 +145,7 @@ export async function main(argv: string[]): Promise<void> {
         raw,
         "trigger",
       );
-      const client = new Client(connection(program));
-      try {
+      await withClient(program, async (client) => {
         const runId = await client.triggerFlow(flow, flags.payload, {
           idempotencyKey: flags.idempotencyKey,
           businessKey: flags.businessKey,
@@ -148,9 +157,7 @@ export async function main(argv: string[]): Promise<void> {
         const run = await client.waitForRun(runId, { timeout: flags.timeout });
         console.log(renderRun(run));
         if (run.status !== "success") process.exitCode = 1;
-      } finally {
-        await client.close();
-      }
+      });
     });
 
   program
@@ -158,13 +165,10 @@ export async function main(argv: string[]): Promise<void> {
     .description("show a run: each node of its DAG with state, attempts and errors")
     .option("--json", "print RunInfo as JSON")
     .action(async (id: string, raw: { json?: boolean }) => {
-      const client = new Client(connection(program));
-      try {
+      await withClient(program, async (client) => {
         const run = await client.getRun(id);
         console.log(raw.json ? JSON.stringify(run, null, 2) : renderRun(run));
-      } finally {
-        await client.close();
-      }
+      });
     });
 
   program
@@ -172,15 +176,12 @@ export async function main(argv: string[]): Promise<void> {
     .description("cancel a run: queued nodes are removed, running attempts are aborted, the run ends cancelled")
     .option("--json", "print the result as JSON")
     .action(async (id: string, raw: { json?: boolean }) => {
-      const client = new Client(connection(program));
-      try {
+      await withClient(program, async (client) => {
         const result = await client.cancel(id);
         if (raw.json) console.log(JSON.stringify(result));
         else if (result.cancelled) console.log(`run ${id} cancelled (${result.removedJobs} queued job(s) removed)`);
         else console.log(`run ${id} is already ${result.status}; nothing changed`);
-      } finally {
-        await client.close();
-      }
+      });
     });
 
   program
@@ -201,14 +202,11 @@ export async function main(argv: string[]): Promise<void> {
         raw,
         "runs",
       );
-      const client = new Client(connection(program));
-      try {
+      await withClient(program, async (client) => {
         for (const run of await client.listRuns(filter)) {
           console.log([run.id, run.flow, run.status.padEnd(9), run.trigger.padEnd(8), run.createdAt, run.businessKey ?? ""].join("  "));
         }
-      } finally {
-        await client.close();
-      }
+      });
     });
 
   program
