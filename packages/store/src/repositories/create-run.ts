@@ -18,12 +18,6 @@ export interface NewRun {
 
 export type CreatedRun = { created: true; runId: string; ready: ReadyNode[] } | { created: false; runId: string };
 
-/** Writes one run; see `createRuns`. */
-export async function createRun(db: Db, run: NewRun): Promise<CreatedRun> {
-  const [created] = await createRuns(db, [run]);
-  return created!;
-}
-
 /**
  * Writes runs with their idempotency keys and node rows in one statement (one round trip, one
  * commit, however many runs); nodes without upstream are `queued`. A run whose idempotency key
