@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import { AxConfigError } from "../errors.js";
+import { parseRuntimeConfig } from "./runtime-config.js";
+
+const known = { tasks: ["create_invoice", "send_notification"], flows: ["order_payment_flow"] };
+
+function refusal(text: string): AxConfigError {
+  try {
+    parseRuntimeConfig(text, "config/runtime.yaml", known);
+  } catch (error) {
+    expect(error).toBeInstanceOf(AxConfigError);
+    return error as AxConfigError;
+  }
+  throw new Error("the config was accepted");
+}
+
+describe("runtime.yaml", () => {
+  it("maps snake_case options onto task and flow overrides, durations in ms", () => {
+    const config = parseRuntimeConfig(
+      [
+        "max_concurrency: 10",
+        "pools: { core_db: 25 }",
+        "tasks:",
+        "  create_invoice: { retries: 5, retry_backoff: 10s, timeout: 60s, concurrency: 1, pool: core_db }",
+        "  send_notification: { on_failure: notify_only, alert_group: ops }",
+        "flows:",
+        '  order_payment_flow: { schedule: { cron: "0 2 * * *", timezone: Asia/Shanghai }, overlap: skip }',
+      ].join("\n"),
+      "config/runtime.yaml",
+      known,
+    );
+    expect(config.maxConcurrency).toBe(10);
+    expect(config.pools).toEqual({ core_db: 25 });
+    expect(config.tasks.create_invoice).toEqual({ retries: 5, retryBackoff: 10_000, timeout: 60_000, concurrency: 1, pool: "core_db" });
+    expect(config.tasks.send_notification).toEqual({ onFailure: "notify_only", alertGroup: "ops" });
+    expect(config.flows.order_payment_flow).toEqual({ schedule: { cron: "0 2 * * *", timezone: "Asia/Shanghai" }, overlap: "skip" });
+  });
+
+  it("names file, line and key of a misspelt option", () => {
+    const error = refusal(["tasks:", "  create_invoice:", "    retries: 3", "    retry_bakoff: 10s"].join("\n"));
+    expect(error.message).toBe('config/runtime.yaml:4: tasks.create_invoice.retry_bakoff: unknown key "retry_bakoff"');
+    expect(error).toMatchObject({ file: "config/runtime.yaml", line: 4, key: "tasks.create_invoice.retry_bakoff" });
+  });
+
+  it("refuses a value of the wrong type, at its line", () => {
+    const error = refusal(["tasks:", "  create_invoice: { retries: many }"].join("\n"));
+    expect(error.line).toBe(2);
+    expect(error.key).toBe("tasks.create_invoice.retries");
+  });
+
+  it("refuses a task or flow the code does not define, listing the ones it does", () => {
+    expect(refusal(["tasks:", "  create_invoce: { retries: 1 }"].join("\n")).message).toMatch(
+      /runtime\.yaml:2: tasks\.create_invoce: unknown task "create_invoce" \(defined: create_invoice, send_notification\)/,
+    );
+    expect(refusal(["flows:", "  nightly: { overlap: skip }"].join("\n")).message).toMatch(/unknown flow "nightly"/);
+  });
+
+  it("refuses a pool that is not declared under pools:", () => {
+    expect(refusal(["tasks:", "  create_invoice: { pool: core_db }"].join("\n")).message).toMatch(
+      /tasks\.create_invoice\.pool: pool "core_db" is not defined under pools:/,
+    );
+  });
+
+  it("refuses a bad duration and broken YAML with the line", () => {
+    expect(refusal(["tasks:", "  create_invoice: { timeout: soon }"].join("\n")).message).toMatch(/"soon" is not a duration/);
+    expect(refusal(["tasks:", "  create_invoice: { retries: 1", "flows: {}"].join("\n")).message).toMatch(/YAML syntax/);
+  });
+});
