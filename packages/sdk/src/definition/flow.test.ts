@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import { AxDefinitionError } from "../errors.js";
+import { dagHash, defineFlow } from "./flow.js";
+import type { Ref } from "./ref.js";
+import { defineTask } from "./task.js";
+
+interface Event {
+  id: string;
+}
+
+const parse = defineTask({ name: "parse_payment" }, (event: { id: string }) => ({ id: event.id }));
+const invoice = defineTask({ name: "create_invoice", queue: "billing" }, (payment: { id: string }) => ({ invoice: payment.id }));
+const notify = defineTask({ name: "send_notification" }, (_payment: unknown, _invoice: unknown, _template: string) => undefined);
+
+describe("tracing a flow body into a DAG", () => {
+  it("records nodes, edges, constants and queues; the fan-in waits on both upstreams", () => {
+    const flow = defineFlow<Event>({ name: "order" }, (event) => {
+      const payment = parse(event);
+      notify(payment, invoice(payment), "invoice_issued");
+    });
+    expect(flow.dag.nodes).toEqual([
+      { key: "parse_payment", task: "parse_payment", queue: "default", args: [{ kind: "input" }], upstream: [], downstream: ["create_invoice", "send_notification"] },
+      { key: "create_invoice", task: "create_invoice", queue: "billing", args: [{ kind: "node", key: "parse_payment" }], upstream: ["parse_payment"], downstream: ["send_notification"] },
+      {
+        key: "send_notification",
+        task: "send_notification",
+        queue: "default",
+        args: [{ kind: "node", key: "parse_payment" }, { kind: "node", key: "create_invoice" }, { kind: "const", value: "invoice_issued" }],
+        upstream: ["parse_payment", "create_invoice"],
+        downstream: [],
+      },
+    ]);
+    expect([...flow.tasks.keys()]).toEqual(["parse_payment", "create_invoice", "send_notification"]);
+  });
+
+  it("keys a task used twice name, name#2, and counts one upstream once however often it is passed", () => {
+    const flow = defineFlow<Event>({ name: "twice" }, (event) => {
+      const a = parse(event);
+      const b = parse(event);
+      notify(a, a, "x");
+      notify(b, a, "y");
+    });
+    expect(flow.dag.nodes.map((n) => [n.key, n.upstream])).toEqual([
+      ["parse_payment", []],
+      ["parse_payment#2", []],
+      ["send_notification", ["parse_payment"]],
+      ["send_notification#2", ["parse_payment#2", "parse_payment"]],
+    ]);
+  });
+
+  it("gives a changed DAG a new hash and the same DAG the same one", () => {
+    const body = (event: Ref<Event>) => void invoice(parse(event));
+    const one = defineFlow<Event>({ name: "h" }, body);
+    const same = defineFlow<Event>({ name: "h" }, body);
+    const other = defineFlow<Event>({ name: "h" }, (event) => void parse(event));
+    expect(dagHash(one.dag)).toBe(dagHash(same.dag));
+    expect(dagHash(one.dag)).not.toBe(dagHash(other.dag));
+  });
+
+  it("refuses a Ref from another flow and an empty body", () => {
+    let leaked: unknown;
+    defineFlow<Event>({ name: "first" }, (event) => {
+      leaked = parse(event);
+    });
+    expect(() => defineFlow({ name: "second" }, () => void invoice(leaked as never))).toThrow(AxDefinitionError);
+    expect(() => defineFlow({ name: "empty" }, () => undefined)).toThrow(/has no tasks/);
+  });
+
+  it("calls the function directly with task.run, outside any flow", async () => {
+    await expect(parse.run({ id: "p1" })).resolves.toEqual({ id: "p1" });
+    expect(() => parse({ id: "p1" })).toThrow(/called outside a flow body/);
+  });
+});
