@@ -56,7 +56,8 @@ export class NodeWorker {
     const o = this.options;
     const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: o.queueNames };
     await heartbeatWorker(o.db, identity);
-    const cancels = new CancelListener(o.connection, o.queues.prefix, o.db, this.inFlight, o.log.child({ worker: this.id }));
+    const log = o.log.child({ worker: this.id });
+    const cancels = new CancelListener(o.connection, o.queues.prefix, o.db, this.inFlight, log);
     this.cancels = cancels;
     await cancels.start();
     this.heartbeat = setInterval(() => {
@@ -70,7 +71,7 @@ export class NodeWorker {
       dags: new DagCache(o.db),
       tasks: o.tasks,
       workerId: this.id,
-      log: o.log.child({ worker: this.id }),
+      log,
       metrics: o.metrics,
       leaseMs: o.leaseMs ?? 5000,
       executing: new Set(),
@@ -89,12 +90,10 @@ export class NodeWorker {
         stalledInterval: o.stalledIntervalMs ?? 2000,
         // A stalled job is an attempt whose worker died; the fence decides what happens to it.
         maxStalledCount: 1000,
-        autorun: false,
       });
       worker.on("error", (err) => o.log.warn({ err, queue: name }, "BullMQ worker error"));
       worker.on("failed", (job, err) => o.log.error({ err, jobId: job?.id }, "job processor threw; the reconciler will requeue the node"));
       this.workers.push(worker);
-      void worker.run();
     }
   }
 
