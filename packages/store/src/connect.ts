@@ -1,10 +1,8 @@
-import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import pg from "pg";
+import { openEmbedded } from "./embedded.js";
 import * as schema from "./schema/index.js";
 
 export type Schema = typeof schema;
@@ -90,40 +88,6 @@ function openServer(rawUrl: string, poolSize: number): Store {
     },
     async close() {
       await Promise.all([pool.end(), relaxedPool?.end()]);
-    },
-  };
-}
-
-/** One PGlite per data directory per process: two instances on one directory would corrupt it. */
-const embedded = new Map<string, { client: PGlite; db: Db; users: number }>();
-
-function openEmbedded(dataDir: string): Store {
-  let entry = embedded.get(dataDir);
-  if (!entry) {
-    mkdirSync(dataDir, { recursive: true });
-    const client = new PGlite(dataDir);
-    entry = { client, db: drizzlePglite(client, { schema }) as unknown as Db, users: 0 };
-    embedded.set(dataDir, entry);
-  }
-  entry.users += 1;
-  const shared = entry;
-  let closed = false;
-  return {
-    db: shared.db,
-    kind: "pglite",
-    schema: "public",
-    // One embedded process has no other clients to wait for; its commits are local anyway.
-    relaxed: shared.db,
-    // PGlite is a single connection already.
-    withSession: (fn) => fn(shared.db),
-    async close() {
-      if (closed) return;
-      closed = true;
-      shared.users -= 1;
-      if (shared.users === 0) {
-        embedded.delete(dataDir);
-        await shared.client.close();
-      }
     },
   };
 }

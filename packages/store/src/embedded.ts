@@ -1,0 +1,39 @@
+import { mkdirSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import type { Db, Store } from "./connect.js";
+import * as schema from "./schema/index.js";
+
+/** One PGlite per data directory per process: two instances on one directory would corrupt it. */
+const embedded = new Map<string, { client: PGlite; db: Db; users: number }>();
+
+export function openEmbedded(dataDir: string): Store {
+  let entry = embedded.get(dataDir);
+  if (!entry) {
+    mkdirSync(dataDir, { recursive: true });
+    const client = new PGlite(dataDir);
+    entry = { client, db: drizzlePglite(client, { schema }) as unknown as Db, users: 0 };
+    embedded.set(dataDir, entry);
+  }
+  entry.users += 1;
+  const shared = entry;
+  let closed = false;
+  return {
+    db: shared.db,
+    kind: "pglite",
+    schema: "public",
+    // One embedded process has no other clients to wait for; its commits are local anyway.
+    relaxed: shared.db,
+    // PGlite is a single connection already.
+    withSession: (fn) => fn(shared.db),
+    async close() {
+      if (closed) return;
+      closed = true;
+      shared.users -= 1;
+      if (shared.users === 0) {
+        embedded.delete(dataDir);
+        await shared.client.close();
+      }
+    },
+  };
+}
