@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { pgErrorCode } from "./pg-error.js";
+import { isConnectionError, pgErrorCode } from "./pg-error.js";
+import { toStoreError } from "./store-error.js";
 
 /** Serialisation failures and deadlocks: the whole batch rolled back and may simply run again. */
 const RETRYABLE_CODES = new Set(["40001", "40P01"]);
@@ -13,7 +14,10 @@ interface Waiting<I, O> {
 /**
  * Group commit: requests that arrive while a batch is being written go together into the next
  * one, so under load many attempts share one statement and one commit, and a lone request is
- * written at once. Callers see their own result as if they had written alone.
+ * written at once. Callers see their own result, or their own error, as if they had written alone.
+ *
+ * `write` must be atomic (one statement or one transaction) or idempotent, since a failed batch
+ * is written again in parts.
  */
 export class GroupCommit<I, O> {
   private waiting: Waiting<I, O>[] = [];
@@ -42,21 +46,38 @@ export class GroupCommit<I, O> {
     }
   }
 
+  /**
+   * A batch refused for its content (one item PostgreSQL cannot store, a constraint) is split in
+   * halves until the guilty items stand alone, so only they fail. An unreachable database fails
+   * the whole batch at once: every part would fail alike, and callers retry connection errors.
+   */
   private async flush(batch: Waiting<I, O>[]): Promise<void> {
+    const failed = await this.writeRetryingConflicts(batch);
+    if (!failed) return;
+    if (batch.length === 1 || isConnectionError(failed.error) || isRetryable(failed.error)) {
+      const error = toStoreError(failed.error);
+      for (const waiting of batch) waiting.reject(error);
+      return;
+    }
+    const half = Math.ceil(batch.length / 2);
+    await Promise.all([this.flush(batch.slice(0, half)), this.flush(batch.slice(half))]);
+  }
+
+  private async writeRetryingConflicts(batch: Waiting<I, O>[]): Promise<{ error: unknown } | undefined> {
     for (let tries = 1; ; tries++) {
       try {
         const outputs = await this.write(batch.map((w) => w.input));
         batch.forEach((w, i) => w.resolve(outputs[i]!));
-        return;
+        return undefined;
       } catch (error) {
-        const code = pgErrorCode(error);
-        if (code !== undefined && RETRYABLE_CODES.has(code) && tries < 5) {
-          await sleep(5 * tries);
-          continue;
-        }
-        batch.forEach((w) => w.reject(error));
-        return;
+        if (!isRetryable(error) || tries >= 5) return { error };
+        await sleep(5 * tries);
       }
     }
   }
+}
+
+function isRetryable(error: unknown): boolean {
+  const code = pgErrorCode(error);
+  return code !== undefined && RETRYABLE_CODES.has(code);
 }
