@@ -1,3 +1,5 @@
+import { AxNotJsonError } from "@ax/store";
+
 /** A trigger named a flow that no runtime has registered. */
 export class AxUnknownFlowError extends Error {
   override name = "AxUnknownFlowError";
@@ -25,5 +27,16 @@ export class AxCancelledError extends Error {
   override name = "AxCancelledError";
   constructor(readonly runId: string) {
     super(`run ${runId} was cancelled; this attempt was stopped and its result, if any, is discarded`);
+  }
+}
+
+/**
+ * A trigger payload ax cannot store: not plain JSON, or a string PostgreSQL refuses (NUL, a lone
+ * surrogate). Names the JSON path; an AxNotJsonError, so callers catching that still see it.
+ */
+export class AxPayloadError extends AxNotJsonError {
+  override name = "AxPayloadError";
+  constructor(refused: AxNotJsonError) {
+    super(refused.what, refused.path, refused.problem, refused.advice);
   }
 }

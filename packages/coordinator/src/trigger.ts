@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import {
   assertJson,
+  AxNotJsonError,
   createRuns,
   GroupCommit,
   jsonBytes,
@@ -9,11 +10,12 @@ import {
   type CreatedRun,
   type Db,
   type FlowVersion,
+  type Json,
   type NewRun,
   type RunTrigger,
 } from "@ax/store";
 import { BatchedEnqueue } from "./enqueue.js";
-import { AxPayloadTooLargeError, AxUnknownFlowError } from "./errors.js";
+import { AxPayloadError, AxPayloadTooLargeError, AxUnknownFlowError } from "./errors.js";
 import type { QueueRegistry } from "./queues.js";
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
@@ -68,7 +70,7 @@ export interface Triggered {
  */
 export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Promise<Triggered> {
   const payload = request.payload === undefined ? null : request.payload;
-  assertJson(payload, "payload");
+  assertStorable(payload);
   const limit = deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const bytes = jsonBytes(payload);
   if (bytes > limit) throw new AxPayloadTooLargeError(bytes, limit);
@@ -88,4 +90,12 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   if (!created.created) return { runId: created.runId, created: false };
   await deps.writer.jobs.add(created.ready);
   return { runId: created.runId, created: true };
+}
+
+function assertStorable(payload: unknown): asserts payload is Json {
+  try {
+    assertJson(payload, "payload");
+  } catch (error) {
+    throw error instanceof AxNotJsonError ? new AxPayloadError(error) : error;
+  }
 }

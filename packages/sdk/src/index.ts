@@ -9,8 +9,8 @@ export { resolveTaskOptions } from "./options.js";
 export { parseDuration, type Duration } from "./duration.js";
 export { loadRuntimeConfig, parseRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
 export { AxDefinitionError, AxConfigError, AxRunNotFoundError, AxWaitTimeoutError } from "./errors.js";
-export { AxUnknownFlowError, AxPayloadTooLargeError, AxCancelledError, type CancelResult } from "@ax/coordinator";
-export { AxNotJsonError } from "@ax/store";
+export { AxUnknownFlowError, AxPayloadError, AxPayloadTooLargeError, AxCancelledError, type CancelResult } from "@ax/coordinator";
+export { AxNotJsonError, AxStoreError } from "@ax/store";
 export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
 export {
   NonRetryableError,

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
@@ -59,20 +60,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const app = Fastify({
     loggerInstance: options.log.child({ component: "api" }),
     logController: new LogController({ disableRequestLogging: true }),
+    // Unique across processes and restarts, so the id in a 500 answer finds its log line.
+    genReqId: () => randomUUID(),
     // Room above the payload cap (escapes, the envelope) so an oversized payload gets the trigger's own 413, which says what to do.
     bodyLimit: 4 * DEFAULT_MAX_PAYLOAD_BYTES,
   });
 
-  app.setErrorHandler((error: Error & { statusCode?: number }, _request, reply) => {
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     if (error instanceof z.ZodError) {
       return reply.status(400).send({ error: "BadRequest", message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") });
     }
     if (error instanceof AxUnknownFlowError) return reply.status(404).send({ error: error.name, message: error.message });
     if (error instanceof AxPayloadTooLargeError) return reply.status(413).send({ error: error.name, message: error.message });
+    // AxPayloadError is an AxNotJsonError: both name the JSON path the caller must fix.
     if (error instanceof AxNotJsonError) return reply.status(400).send({ error: error.name, message: error.message });
-    const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
-    if (status === 500) options.log.error({ err: error }, "API request failed");
-    return reply.status(status).send({ error: error.name, message: error.message });
+    if (error.statusCode && error.statusCode < 500) return reply.status(error.statusCode).send({ error: error.name, message: error.message });
+    // Our own failure: its text may quote queries and other runs' data, so it goes to the log only.
+    request.log.error({ err: error, requestId: request.id }, "API request failed");
+    return reply.status(500).send({
+      error: "InternalError",
+      message: `the server could not complete the request; its log has the details under request id ${request.id}`,
+      requestId: request.id,
+    });
   });
 
   app.get("/healthz", async () => ({ ok: true }));

@@ -1,25 +1,60 @@
 import type { Json } from "./types.js";
 
-/** Why a value cannot travel as JSON: names the path of the first bad part. */
+const JSON_ONLY = "Pass only objects, arrays, strings, finite numbers, booleans and null.";
+
+/** Why a value cannot travel as JSON or be stored as jsonb: names the path of the first bad part. */
 export class AxNotJsonError extends Error {
   override name = "AxNotJsonError";
   constructor(
     readonly what: string,
     readonly path: string,
     readonly problem: string,
+    readonly advice = JSON_ONLY,
   ) {
-    super(`${what} is not plain JSON: ${path} ${problem}. Pass only objects, arrays, strings, finite numbers, booleans and null.`);
+    super(`${what} is not plain JSON: ${path} ${problem}. ${advice}`);
   }
 }
 
-/** Checks that `value` is plain JSON (no functions, BigInt, cycles, class instances …). */
+/**
+ * What PostgreSQL cannot hold in text or jsonb although JavaScript strings can: NUL, and a UTF-16
+ * surrogate without its pair (not a Unicode character at all; a string cut in the middle of an emoji).
+ */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `text` with every character PostgreSQL cannot store replaced by U+FFFD, for text we must keep (error messages). */
+export function toStorableText(text: string): string {
+  return text.replace(UNSTORABLE, "\uFFFD");
+}
+
+/** Why PostgreSQL would refuse `text`, or undefined when it can store it. */
+function unstorable(text: string): string | undefined {
+  UNSTORABLE.lastIndex = 0;
+  const found = UNSTORABLE.exec(text);
+  if (!found) return undefined;
+  const unit = found[0].charCodeAt(0);
+  return unit === 0
+    ? `contains a NUL character (\\u0000) at index ${found.index}`
+    : `contains a lone UTF-16 surrogate (\\u${unit.toString(16)}) at index ${found.index}, half of a character (a string cut inside an emoji?)`;
+}
+
+const STORABLE_ADVICE =
+  "PostgreSQL cannot store it: remove the character, cut strings at code-point boundaries (Array.from(text).slice(...)), or encode binary data (e.g. base64).";
+
+/**
+ * Checks that `value` is plain JSON (no functions, BigInt, cycles, class instances …) that
+ * PostgreSQL can store (no NUL or lone surrogate in any string or key).
+ */
 export function assertJson(value: unknown, what: string): asserts value is Json {
   visit(value, "$", new Set(), what);
 }
 
 function visit(value: unknown, path: string, ancestors: Set<object>, what: string): void {
   switch (typeof value) {
-    case "string":
+    case "string": {
+      const problem = unstorable(value);
+      if (problem) throw new AxNotJsonError(what, path, problem, STORABLE_ADVICE);
+      return;
+    }
     case "boolean":
       return;
     case "number":
@@ -45,9 +80,19 @@ function visit(value: unknown, path: string, ancestors: Set<object>, what: strin
     if (proto !== Object.prototype && proto !== null) {
       throw new AxNotJsonError(what, path, `is a ${object.constructor?.name ?? "class instance"} (convert it to plain data)`);
     }
-    for (const [key, item] of Object.entries(object)) visit(item, `${path}.${key}`, ancestors, what);
+    for (const [key, item] of Object.entries(object)) {
+      const itemPath = `${path}${member(key)}`;
+      const problem = unstorable(key);
+      if (problem) throw new AxNotJsonError(what, itemPath, `is a key that ${problem}`, STORABLE_ADVICE);
+      visit(item, itemPath, ancestors, what);
+    }
   }
   ancestors.delete(object);
+}
+
+/** `.key`, or `["key"]` escaped as JSON when the key is not a plain name (so a path never holds raw NULs or halves of characters). */
+function member(key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
 /** Size in bytes of the value's JSON text, as stored. */

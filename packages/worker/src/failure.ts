@@ -1,19 +1,39 @@
-import type { TaskFailure } from "@ax/store";
+import { toStorableText, toStoreError, type TaskFailure } from "@ax/store";
 
 const MAX_STACK = 4000;
 const MAX_MESSAGE = 2000;
 
 /** The one place any thrown value becomes the failure record stored in history. */
-export function toTaskFailure(error: unknown, kind: TaskFailure["kind"] = "error"): TaskFailure {
+export function toTaskFailure(thrown: unknown, kind: TaskFailure["kind"] = "error"): TaskFailure {
+  // A query error's own text quotes the statement and its parameters (other runs' data in a batch).
+  const error = toStoreError(thrown);
   if (error instanceof Error) {
-    // A wrapped error (drizzle's "Failed query: …", a task's own `cause`) keeps its cause's words.
-    const cause = error.cause instanceof Error ? ` [cause: ${error.cause.name}: ${error.cause.message}]` : "";
+    const cause = causeText(error);
+    const message = storable(error.message, MAX_MESSAGE - Math.min(cause.length, MAX_MESSAGE / 2));
     return {
-      name: error.name || "Error",
-      message: error.message.slice(0, MAX_MESSAGE - Math.min(cause.length, MAX_MESSAGE / 2)) + cause.slice(0, MAX_MESSAGE / 2),
-      stack: error.stack ? error.stack.slice(0, MAX_STACK) : null,
+      name: storable(error.name || "Error", MAX_MESSAGE),
+      message: message + storable(cause, MAX_MESSAGE - message.length),
+      stack: error.stack ? storable(error.stack, MAX_STACK) : null,
       kind,
     };
   }
-  return { name: "NonErrorThrown", message: String(error).slice(0, MAX_MESSAGE), stack: null, kind };
+  return { name: "NonErrorThrown", message: storable(String(error), MAX_MESSAGE), stack: null, kind };
+}
+
+/** A wrapped error (a task's own `cause`, a driver error) keeps its cause's words, unless the message already says them. */
+function causeText(error: Error): string {
+  const cause = toStoreError(error.cause);
+  if (!(cause instanceof Error) || error.message.includes(cause.message)) return "";
+  return ` [cause: ${cause.name}: ${cause.message}]`;
+}
+
+/**
+ * `text` as PostgreSQL can store it, at most `max` UTF-16 units, cut at a code-point boundary:
+ * cutting inside a surrogate pair would leave half an emoji, which jsonb refuses.
+ */
+function storable(text: string, max: number): string {
+  const clean = toStorableText(text);
+  if (clean.length <= max) return clean;
+  const last = clean.charCodeAt(max - 1);
+  return clean.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }
