@@ -1,0 +1,27 @@
+import { DrizzleQueryError } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { isConnectionError } from "./pg-error.js";
+import { AxStoreError, toStoreError } from "./store-error.js";
+
+describe("toStoreError", () => {
+  it("keeps PostgreSQL's message and SQLSTATE, not the query or its parameters", () => {
+    const driverError = Object.assign(new Error("unsupported Unicode escape sequence"), { code: "22P05" });
+    const error = toStoreError(new DrizzleQueryError("insert into runs select ...", ["another run's secret"], driverError));
+    expect(error).toBeInstanceOf(AxStoreError);
+    expect(error).toMatchObject({ code: "22P05", message: "PostgreSQL refused the statement: unsupported Unicode escape sequence (SQLSTATE 22P05)" });
+    expect(String((error as Error).stack)).not.toMatch(/secret|insert into/);
+  });
+
+  it("still reads as a connection error, so callers retry it", () => {
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+    const error = toStoreError(new DrizzleQueryError("select 1", [], refused));
+    expect((error as Error).message).toBe("PostgreSQL refused the statement: connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)");
+    expect(isConnectionError(error)).toBe(true);
+    expect(isConnectionError(toStoreError(new DrizzleQueryError("select 1", [], new Error("Connection terminated unexpectedly"))))).toBe(true);
+  });
+
+  it("leaves other errors alone", () => {
+    const other = new TypeError("x is undefined");
+    expect(toStoreError(other)).toBe(other);
+  });
+});

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { AxStoreError, toStorableText } from "@ax/store";
+import { toTaskFailure } from "./failure.js";
+
+const storable = (text: string) => toStorableText(text) === text;
+
+describe("toTaskFailure", () => {
+  it("cuts long messages and stacks at code-point boundaries, never leaving half an emoji", () => {
+    // An odd prefix puts every cut of a UTF-16 unit count between the two halves of an emoji.
+    const error = new Error(`x${"😀".repeat(3000)}`);
+    error.stack = `Error: y${"😀".repeat(3000)}`;
+    const failure = toTaskFailure(error);
+    expect(failure.message.length).toBeLessThanOrEqual(2000);
+    expect(failure.message.length).toBeGreaterThan(1990);
+    expect(storable(failure.message)).toBe(true);
+    expect(storable(failure.stack!)).toBe(true);
+    expect(failure.stack!.length).toBeLessThanOrEqual(4000);
+  });
+
+  it("replaces NUL and lone surrogates in names, messages, causes and non-errors", () => {
+    const error = Object.assign(new Error("bad\u0000 \ud83d", { cause: new Error("inner\u0000") }), { name: "My\u0000Error" });
+    const failure = toTaskFailure(error);
+    expect(failure.name).toBe("My\uFFFDError");
+    expect(failure.message).toBe("bad\uFFFD \uFFFD [cause: Error: inner\uFFFD]");
+    expect(toTaskFailure("thrown\u0000").message).toBe("thrown\uFFFD");
+  });
+
+  it("keeps a store error's words once, without repeating its driver error as the cause", () => {
+    const stored = new AxStoreError(Object.assign(new Error("unsupported Unicode escape sequence"), { code: "22P05" }));
+    expect(toTaskFailure(stored)).toMatchObject({
+      name: "AxStoreError",
+      message: "PostgreSQL refused the statement: unsupported Unicode escape sequence (SQLSTATE 22P05)",
+    });
+  });
+});
