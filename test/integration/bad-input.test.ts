@@ -4,6 +4,7 @@ import {
   ax,
   AxDefinitionError,
   AxNotJsonError,
+  AxPayloadError,
   AxPayloadTooLargeError,
   AxResultTooLargeError,
   AxUnknownFlowError,
@@ -106,17 +107,29 @@ describe("bad input is refused with a clear error and writes nothing", () => {
     });
 
     it("refuses a payload holding a function", async () => {
-      await refused(() => client.triggerFlow("echo_flow", { id: "f", callback: () => 1 }), AxNotJsonError, /payload is not plain JSON: \$\.callback is a function/);
+      await refused(() => client.triggerFlow("echo_flow", { id: "f", callback: () => 1 }), AxPayloadError, /payload is not plain JSON: \$\.callback is a function/);
     });
 
     it("refuses a payload holding a BigInt", async () => {
-      await refused(() => client.triggerFlow("echo_flow", { id: "b", amount: 10n }), AxNotJsonError, /\$\.amount is a BigInt/);
+      await refused(() => client.triggerFlow("echo_flow", { id: "b", amount: 10n }), AxPayloadError, /\$\.amount is a BigInt/);
     });
 
     it("refuses a circular payload", async () => {
       const payload: Record<string, unknown> = { id: "c" };
       payload.self = payload;
-      await refused(() => client.triggerFlow("echo_flow", payload), AxNotJsonError, /\$\.self refers back to itself \(circular\)/);
+      await refused(() => client.triggerFlow("echo_flow", payload), AxPayloadError, /\$\.self refers back to itself \(circular\)/);
+    });
+
+    it("refuses a string PostgreSQL cannot store (NUL, lone surrogate), naming its JSON path", async () => {
+      await refused(
+        () => client.triggerFlow("echo_flow", { id: "n", lines: [{ note: "ok" }, { note: "a\u0000b" }] }),
+        AxPayloadError,
+        /payload is not plain JSON: \$\.lines\[1\]\.note contains a NUL character .*PostgreSQL cannot store it/,
+      );
+      await refused(() => client.triggerFlow("echo_flow", { id: "s", text: "😀".slice(0, 1) }), AxPayloadError, /\$\.text contains a lone UTF-16 surrogate/);
+      await refused(() => client.triggerFlow("echo_flow", { id: "k", "key\u0000": 1 }), AxPayloadError, /\$\["key\\u0000"\] is a key that contains a NUL/);
+      // Callers that catch the older, broader class still see it.
+      await expect(client.triggerFlow("echo_flow", { id: "o", text: "\u0000" })).rejects.toBeInstanceOf(AxNotJsonError);
     });
 
     it("refuses a payload over the client's maxPayloadBytes", async () => {
@@ -216,6 +229,11 @@ describe("bad input is refused with a clear error and writes nothing", () => {
 
     it("answers 400 for unknown fields in the body", async () => {
       await refusedOverHttp("echo_flow", JSON.stringify({ payload: 1, idempotency_key: "k" }), 400, /^BadRequest$/, /idempotency_key/);
+    });
+
+    it("answers 400 for a payload PostgreSQL cannot store, naming its JSON path", async () => {
+      await refusedOverHttp("echo_flow", JSON.stringify({ payload: { id: "h", text: "x\u0000" } }), 400, /^AxPayloadError$/, /\$\.text contains a NUL character/);
+      await refusedOverHttp("echo_flow", '{"payload":{"id":"h","text":"\\ud83d"}}', 400, /^AxPayloadError$/, /\$\.text contains a lone UTF-16 surrogate/);
     });
 
     it("answers 413 for a payload over the 1 MiB cap, saying what to do", async () => {
