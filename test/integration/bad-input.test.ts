@@ -124,7 +124,7 @@ describe("bad input is refused with a clear error and writes nothing", () => {
       await refused(
         () => client.triggerFlow("echo_flow", { id: "n", lines: [{ note: "ok" }, { note: "a\u0000b" }] }),
         AxPayloadError,
-        /payload is not plain JSON: \$\.lines\[1\]\.note contains a NUL character .*PostgreSQL cannot store it/,
+        /payload cannot be stored in PostgreSQL: \$\.lines\[1\]\.note contains a NUL character .*Remove the character/,
       );
       await refused(() => client.triggerFlow("echo_flow", { id: "s", text: "😀".slice(0, 1) }), AxPayloadError, /\$\.text contains a lone UTF-16 surrogate/);
       await refused(() => client.triggerFlow("echo_flow", { id: "k", "key\u0000": 1 }), AxPayloadError, /\$\["key\\u0000"\] is a key that contains a NUL/);

@@ -87,7 +87,7 @@ describe("bad writes: only the bad ones fail, with their own errors only", () =>
     for (const i of refused) {
       const error = (triggered[i] as { error: Error }).error;
       expect(error).toBeInstanceOf(AxPayloadError);
-      expect(error.message).toMatch(/payload is not plain JSON: \$\S+ (is a key that )?contains a (NUL character|lone UTF-16 surrogate).*PostgreSQL cannot store it/);
+      expect(error.message).toMatch(/payload cannot be stored in PostgreSQL: \$\S+ (is a key that )?contains a (NUL character|lone UTF-16 surrogate).*Remove the character/);
       expect(error.message.match(MARKER) ?? []).toEqual([]);
     }
 
@@ -109,7 +109,7 @@ describe("bad writes: only the bad ones fail, with their own errors only", () =>
       expect(node.status).toBe("failed");
       const message = node.error!.message;
       if (badModes.get(i)!.endsWith("_result")) {
-        expect(message).toMatch(/^result of task "bw_work" is not plain JSON: \$\.text contains a (NUL character|lone UTF-16 surrogate).*PostgreSQL cannot store it/);
+        expect(message).toMatch(/^result of task "bw_work" cannot be stored in PostgreSQL: \$\.text contains a (NUL character|lone UTF-16 surrogate).*Remove the character/);
       } else {
         expect(message.startsWith(markers[i]!)).toBe(true);
       }

@@ -37,6 +37,6 @@ export class AxCancelledError extends Error {
 export class AxPayloadError extends AxNotJsonError {
   override name = "AxPayloadError";
   constructor(refused: AxNotJsonError) {
-    super(refused.what, refused.path, refused.problem, refused.advice);
+    super(refused.what, refused.path, refused.problem, refused.advice, refused.verdict);
   }
 }

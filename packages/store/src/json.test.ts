@@ -15,7 +15,7 @@ describe("assertJson refuses strings PostgreSQL cannot store", () => {
     const error = refusal({ order: { lines: [{ sku: "a" }, { sku: "b\u0000" }] } });
     expect(error).toBeInstanceOf(AxNotJsonError);
     expect(error.path).toBe("$.order.lines[1].sku");
-    expect(error.message).toMatch(/^payload is not plain JSON: \$\.order\.lines\[1\]\.sku contains a NUL character \(\\u0000\) at index 1\. PostgreSQL cannot store it: remove/);
+    expect(error.message).toMatch(/^payload cannot be stored in PostgreSQL: \$\.order\.lines\[1\]\.sku contains a NUL character \(\\u0000\) at index 1\. Remove the character/);
   });
 
   it("refuses a lone high or low surrogate, and accepts the pair", () => {

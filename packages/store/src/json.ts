@@ -10,8 +10,9 @@ export class AxNotJsonError extends Error {
     readonly path: string,
     readonly problem: string,
     readonly advice = JSON_ONLY,
+    readonly verdict = "is not plain JSON",
   ) {
-    super(`${what} is not plain JSON: ${path} ${problem}. ${advice}`);
+    super(`${what} ${verdict}: ${path} ${problem}. ${advice}`);
   }
 }
 
@@ -37,8 +38,9 @@ function unstorable(text: string): string | undefined {
     : `contains a lone UTF-16 surrogate (\\u${unit.toString(16)}) at index ${found.index}, half of a character (a string cut inside an emoji?)`;
 }
 
+const UNSTORABLE_VERDICT = "cannot be stored in PostgreSQL";
 const STORABLE_ADVICE =
-  "PostgreSQL cannot store it: remove the character, cut strings at code-point boundaries (Array.from(text).slice(...)), or encode binary data (e.g. base64).";
+  "Remove the character, cut strings at code-point boundaries (Array.from(text).slice(...)), or encode binary data (e.g. base64).";
 
 /**
  * Checks that `value` is plain JSON (no functions, BigInt, cycles, class instances …) that
@@ -52,7 +54,7 @@ function visit(value: unknown, path: string, ancestors: Set<object>, what: strin
   switch (typeof value) {
     case "string": {
       const problem = unstorable(value);
-      if (problem) throw new AxNotJsonError(what, path, problem, STORABLE_ADVICE);
+      if (problem) throw new AxNotJsonError(what, path, problem, STORABLE_ADVICE, UNSTORABLE_VERDICT);
       return;
     }
     case "boolean":
@@ -83,7 +85,7 @@ function visit(value: unknown, path: string, ancestors: Set<object>, what: strin
     for (const [key, item] of Object.entries(object)) {
       const itemPath = `${path}${member(key)}`;
       const problem = unstorable(key);
-      if (problem) throw new AxNotJsonError(what, itemPath, `is a key that ${problem}`, STORABLE_ADVICE);
+      if (problem) throw new AxNotJsonError(what, itemPath, `is a key that ${problem}`, STORABLE_ADVICE, UNSTORABLE_VERDICT);
       visit(item, itemPath, ancestors, what);
     }
   }
