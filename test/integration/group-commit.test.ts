@@ -1,7 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ax, AxStoreError, type Client, type Runtime } from "ax-scheduler";
-import { createRuns, GroupCommit, isConnectionError, latestFlowVersion, openStore, type CreatedRun, type NewRun, type Store } from "@ax/store";
+import {
+  createRuns,
+  GroupCommit,
+  isConnectionError,
+  latestFlowVersion,
+  migrate,
+  openStore,
+  registerFlowVersion,
+  type CreatedRun,
+  type FlowVersion,
+  type NewRun,
+  type Store,
+} from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 
@@ -33,10 +48,9 @@ describe("group commit: one bad item fails only itself", () => {
     await env.cleanup();
   });
 
-  it("bisects a refused batch so that only the guilty items fail, each with PostgreSQL's words and nobody else's data", async () => {
-    const flow = (await latestFlowVersion(store.db, "gc_echo_flow"))!;
-    // The hot-path write itself: one statement for the whole batch, refused whole for one bad row.
-    const batches = new GroupCommit<NewRun, CreatedRun>((runs) => createRuns(store.db, runs));
+  /** Writes 60 runs through the hot-path write (one statement per batch, refused whole for one bad row); 4 are unstorable. */
+  async function bisects(target: Store, flow: FlowVersion, count: (sql: string) => Promise<unknown[]>): Promise<void> {
+    const batches = new GroupCommit<NewRun, CreatedRun>((runs) => createRuns(target.db, runs));
     const guilty = new Set([3, 17, 18, 41]);
     const runs: NewRun[] = Array.from({ length: 60 }, (_, i) => ({
       id: randomUUID(),
@@ -54,9 +68,29 @@ describe("group commit: one bad item fails only itself", () => {
       expect((error as AxStoreError).message).toMatch(/^PostgreSQL refused the statement: .*\(SQLSTATE 22P0\d\)$/);
       expect((error as Error).message).not.toMatch(/marker-|insert into|params/);
     });
-    const stored = await env.sql<{ marker: string }>("select payload->>'marker' as marker from runs where payload ? 'marker'");
+    const stored = (await count("select payload->>'marker' as marker from runs where payload ? 'marker'")) as { marker: string }[];
     expect(stored.map((row) => row.marker).sort()).toEqual(runs.filter((_, i) => !guilty.has(i)).map((run) => (run.payload as { marker: string }).marker).sort());
+  }
+
+  it("bisects a refused batch so that only the guilty items fail, each with PostgreSQL's words and nobody else's data", async () => {
+    const flow = (await latestFlowVersion(store.db, "gc_echo_flow"))!;
+    await bisects(store, flow, (text) => env.sql(text));
   });
+
+  it("does the same on embedded PGlite", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ax-groupcommit-"));
+    const embedded = openStore({ dataDir });
+    try {
+      await migrate(embedded);
+      const dag = (await latestFlowVersion(store.db, "gc_echo_flow"))!.dag;
+      const flow = await registerFlowVersion(embedded.db, dag, "groupcommit-test");
+      await bisects(embedded, flow, async (text) => ((await embedded.db.execute(text)) as unknown as { rows: unknown[] }).rows);
+    } finally {
+      await embedded.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+    // PGlite's first start (WASM, initdb, migrations) takes a while on a busy machine.
+  }, 180_000);
 
   it("fails the whole batch at once with a connection error, which callers retry", async () => {
     let writes = 0;
