@@ -59,8 +59,11 @@ export class GroupCommit<I, O> {
       for (const waiting of batch) waiting.reject(error);
       return;
     }
+    // One half after the other: halves of one batch may touch the same rows (a run's row, a
+    // fan-in node) and would otherwise wait on, or deadlock with, each other.
     const half = Math.ceil(batch.length / 2);
-    await Promise.all([this.flush(batch.slice(0, half)), this.flush(batch.slice(half))]);
+    await this.flush(batch.slice(0, half));
+    await this.flush(batch.slice(half));
   }
 
   private async writeRetryingConflicts(batch: Waiting<I, O>[]): Promise<{ error: unknown } | undefined> {
