@@ -160,7 +160,7 @@ describe("bad input is refused with a clear error and writes nothing", () => {
 
     it("refuses a flow argument that is a function", async () => {
       await refused(
-        async () => ax.flow({ name: "fn_arg" }, () => void echo((() => 1) as never)),
+        async () => ax.flow({ name: "fn_arg" }, () => void echo(() => 1)),
         AxDefinitionError,
         /flow "fn_arg": argument 1 of "echo" is not plain JSON: \$ is a function.*or a Ref/,
       );
@@ -168,7 +168,7 @@ describe("bad input is refused with a clear error and writes nothing", () => {
 
     it("refuses a flow argument that is a Date", async () => {
       await refused(
-        async () => ax.flow({ name: "date_arg" }, () => void echo(new Date() as never)),
+        async () => ax.flow({ name: "date_arg" }, () => void echo(new Date())),
         AxDefinitionError,
         /flow "date_arg": argument 1 of "echo" is not plain JSON: \$ is a Date/,
       );
@@ -199,7 +199,7 @@ describe("bad input is refused with a clear error and writes nothing", () => {
 
     it("refuses bad task options", async () => {
       await refused(async () => ax.task({ name: "neg", retries: -1 }, () => 1), AxDefinitionError, /task "neg" has invalid options: .*retries/);
-      await refused(async () => ax.task({ name: "bad", timeout: "soon" as never }, () => 1), AxDefinitionError, /task "bad" has invalid options: .*timeout/);
+      await refused(async () => ax.task({ name: "bad", timeout: "soon" }, () => 1), AxDefinitionError, /task "bad" has invalid options: .*timeout/);
       await refused(async () => ax.task({ name: "has space" }, () => 1), AxDefinitionError, /task "has space" has invalid options/);
     });
   });

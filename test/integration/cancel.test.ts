@@ -55,14 +55,14 @@ const cancellable = ax.flow({ name: "cancellable" }, () => {
   after(s);
 });
 const short = ax.flow({ name: "short" }, (input) => {
-  quick(input as never);
+  quick(input);
 });
 const add = ax.task({ name: "add" }, async (...values: number[]) => {
   await sleep(Math.random() * 5);
   return values.reduce((a, b) => a + b, 0);
 });
 const busy = ax.flow({ name: "busy" }, (input) => {
-  const a = quick(input as never);
+  const a = quick(input);
   const leaves = Array.from({ length: 5 }, (_, i) => add(a, i));
   add(...leaves);
 });

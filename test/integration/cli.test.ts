@@ -11,7 +11,7 @@ const shout = ax.task({ name: "shout" }, (text: string) => text.toUpperCase());
 const count = ax.task({ name: "count" }, (text: string) => text.length);
 const report = ax.task({ name: "report" }, (loud: string, length: number) => ({ loud, length }));
 const cliFlow = ax.flow({ name: "cli_flow" }, (input) => {
-  const text = greet(input as never);
+  const text = greet(input);
   report(shout(text), count(text));
 });
 

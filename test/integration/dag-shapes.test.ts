@@ -19,14 +19,14 @@ const never = ax.task({ name: "never" }, (n: number) => {
 });
 
 const diamond = ax.flow({ name: "diamond" }, (input) => {
-  const a = source(input as never);
+  const a = source(input);
   const b = addOne(a);
   const c = addOne(a);
   sum(b, c);
 });
 
 const fanOut = ax.flow({ name: "fan_out_50" }, (input) => {
-  const a = source(input as never);
+  const a = source(input);
   for (let i = 0; i < 50; i++) scale(a, i, `leaf-${i}`);
 });
 
@@ -36,7 +36,7 @@ const fanIn = ax.flow({ name: "fan_in_50" }, () => {
 });
 
 const failing = ax.flow({ name: "failing" }, (input) => {
-  const a = source(input as never);
+  const a = source(input);
   const b = boom();
   never(b);
   addOne(a);

@@ -31,7 +31,7 @@ describe("FLUSHALL with 100 runs in flight loses no run", () => {
   const right = ax.task({ name: "right" }, (n: number) => work(n * 3));
   const last = ax.task({ name: "last" }, (a: number, b: number) => work(a + b));
   const slowDiamond = ax.flow({ name: "slow_diamond" }, (input) => {
-    const n = first(input as never);
+    const n = first(input);
     last(left(n), right(n));
   });
 

@@ -20,8 +20,8 @@ const flaky = ax.task({ name: "flaky_report", retries: 1, retryBackoff: "50ms" }
 });
 
 const reportFlow = ax.flow(
-  { name: "report_flow", businessKey: (order: { id: string }) => `order-${order.id}` },
-  (order) => flaky(parse(order as never)),
+  { name: "report_flow", businessKey: (order: { id: string; items: number[] }) => `order-${order.id}` },
+  (order) => flaky(parse(order)),
 );
 
 describe("logs, metrics and the HTTP API of a running cluster", () => {

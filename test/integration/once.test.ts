@@ -58,13 +58,13 @@ const flakyOnce = ax.task({ name: "flaky_once", retries: 1, retryBackoff: "50ms"
 });
 
 const chargeFlow = ax.flow({ name: "charge_flow" }, (order) => {
-  charge(order as never);
+  charge(order);
 });
 const reserveFlow = ax.flow({ name: "reserve_flow" }, (input) => {
-  reserve(input as never);
+  reserve(input);
 });
 const flakyFlow = ax.flow({ name: "flaky_once_flow" }, (input) => {
-  flakyOnce(input as never);
+  flakyOnce(input);
 });
 
 describe("ax.once(key, fn)", () => {

@@ -72,7 +72,7 @@ const goesSilent = ax.task({ name: "goes_silent", heartbeatTimeout: 1, retries: 
 });
 
 const invoiceFlow = ax.flow({ name: "invoice" }, (input) => {
-  createInvoice(input as never);
+  createInvoice(input);
 });
 const notifyFlow = ax.flow({ name: "notify" }, () => {
   const paid = charge();
@@ -84,7 +84,7 @@ const retryAfterFlow = ax.flow({ name: "retry_after" }, () => {
   rateLimited();
 });
 const reportFlow = ax.flow({ name: "report" }, (input) => {
-  heartbeating(input as never);
+  heartbeating(input);
 });
 const silentFlow = ax.flow({ name: "silent" }, () => {
   goesSilent();

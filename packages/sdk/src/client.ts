@@ -57,8 +57,8 @@ export class Client {
         flow,
         payload,
         trigger: "manual",
-        idempotencyKey: options.idempotencyKey ?? defined?.idempotencyKey?.(payload as never),
-        businessKey: options.businessKey ?? defined?.businessKey?.(payload as never),
+        idempotencyKey: options.idempotencyKey ?? defined?.idempotencyKey?.(payload),
+        businessKey: options.businessKey ?? defined?.businessKey?.(payload),
       },
     );
     return triggered.runId;

@@ -4,12 +4,22 @@ import { z } from "zod";
 /** Seconds when a number; otherwise a string such as "500ms", "10s", "5m", "1h", "90d". */
 export type Duration = number | string;
 
+/** Node fires a timer set longer than this after 1 ms, so a timeout beyond it would end attempts at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export function parseDuration(value: Duration): number {
   if (typeof value === "number") {
-    if (!Number.isFinite(value) || value < 0) throw new Error(`duration ${value} must be a non-negative number of seconds`);
-    return Math.round(value * 1000);
+    const millis = Math.round(value * 1000);
+    if (!Number.isFinite(millis) || millis < 0) throw new Error(`duration ${value} must be a finite, non-negative number of seconds`);
+    return millis;
   }
-  const parsed = ms(value as ms.StringValue);
+  let parsed: number | undefined;
+  try {
+    parsed = ms(value as ms.StringValue);
+  } catch {
+    // ms throws for an empty string; it gets the same explanation as any other unreadable text.
+    parsed = undefined;
+  }
   if (typeof parsed !== "number" || !Number.isFinite(parsed) || parsed < 0) {
     throw new Error(`"${value}" is not a duration; write seconds as a number or a string like "500ms", "10s", "5m", "1h"`);
   }
@@ -24,4 +34,9 @@ export const durationMs = z.union([z.number(), z.string()]).transform((value, ct
     ctx.addIssue({ code: "custom", message: (error as Error).message });
     return z.NEVER;
   }
+});
+
+/** zod: a duration that a timer can hold (timeouts), in milliseconds. */
+export const timerMs = durationMs.refine((millis) => millis <= MAX_TIMER_MS, {
+  message: `must be at most ${MAX_TIMER_MS} ms (about 24.8 days): a longer timer would fire at once`,
 });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ErrorMatcher, ResolvedTaskOptions } from "@ax/worker";
-import { durationMs, type Duration } from "./duration.js";
+import { durationMs, timerMs, type Duration } from "./duration.js";
 
 export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
 
@@ -24,8 +24,8 @@ export const taskOverridesSchema = z
     maxBackoff: durationMs,
     retryOn: z.array(errorMatcher),
     noRetryOn: z.array(errorMatcher),
-    timeout: durationMs,
-    heartbeatTimeout: durationMs,
+    timeout: timerMs,
+    heartbeatTimeout: timerMs,
     onFailure: z.enum(["fail", "notify_only"]),
     concurrency: z.number().int().positive(),
     rateLimit: z.object({ max: z.number().int().positive(), per: durationMs }).strict(),

@@ -92,7 +92,13 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     const first = doc.errors[0]!;
     throw new AxConfigError(`${file}:${first.linePos?.[0]?.line ?? "?"}: YAML syntax: ${first.message}`, file, first.linePos?.[0]?.line);
   }
-  const raw = doc.toJS() ?? {};
+  let raw: unknown;
+  try {
+    raw = doc.toJS() ?? {};
+  } catch (error) {
+    // Aliases are resolved only here: one used before its anchor, or expanding past yaml's cap.
+    throw new AxConfigError(`${file}: YAML: ${(error as Error).message}. Write the value out instead of using that alias.`, file);
+  }
   const parsed = configSchema.safeParse(normalise(raw));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

@@ -58,12 +58,21 @@ describe("tracing a flow body into a DAG", () => {
   });
 
   it("refuses a Ref from another flow and an empty body", () => {
-    let leaked: unknown;
+    let leaked: Ref<{ id: string }> | undefined;
     defineFlow<Event>({ name: "first" }, (event) => {
       leaked = parse(event);
     });
-    expect(() => defineFlow({ name: "second" }, () => void invoice(leaked as never))).toThrow(AxDefinitionError);
+    expect(() => defineFlow({ name: "second" }, () => void invoice(leaked!))).toThrow(AxDefinitionError);
     expect(() => defineFlow({ name: "empty" }, () => undefined)).toThrow(/has no tasks/);
+  });
+
+  it("types the flow input: untyped it passes to any task, typed it is checked against the task's parameters", () => {
+    expect(defineFlow({ name: "untyped" }, (event) => void invoice(parse(event))).dag.nodes).toHaveLength(2);
+    const typed = defineFlow<{ amount: number }>({ name: "typed" }, (event) => {
+      // @ts-expect-error parse_payment needs { id: string }, the flow's input is { amount: number }
+      parse(event);
+    });
+    expect(typed.dag.nodes).toHaveLength(1);
   });
 
   it("calls the function directly with task.run, outside any flow", async () => {

@@ -15,7 +15,13 @@ export interface Flow<Input = unknown> {
   readonly tasks: ReadonlyMap<string, AnyTask>;
 }
 
-export function defineFlow<Input>(options: FlowOptions<Input>, body: (input: Ref<Input>) => unknown): Flow<Input> {
+/**
+ * `Input` is the payload type a trigger passes. It is inferred from a typed `idempotencyKey` or
+ * `businessKey`, or given as `ax.flow<PaymentEvent>(...)`; otherwise it is `any`, so an untyped
+ * body parameter can be passed to any task: the payload is only checked as JSON at trigger time.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function defineFlow<Input = any>(options: FlowOptions<Input>, body: (input: Ref<Input>) => unknown): Flow<Input> {
   const parsed = flowOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const name = typeof options?.name === "string" ? `"${options.name}"` : "(unnamed)";
