@@ -70,7 +70,10 @@ export interface Triggered {
  */
 export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Promise<Triggered> {
   const payload = request.payload === undefined ? null : request.payload;
-  assertStorable(payload);
+  assertStorable(payload, "payload");
+  // Keys go to text columns, which refuse NUL just as jsonb does.
+  assertStorable(request.businessKey ?? null, "businessKey");
+  assertStorable(request.idempotencyKey ?? null, "idempotencyKey");
   const limit = deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const bytes = jsonBytes(payload);
   if (bytes > limit) throw new AxPayloadTooLargeError(bytes, limit);
@@ -92,9 +95,9 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   return { runId: created.runId, created: true };
 }
 
-function assertStorable(payload: unknown): asserts payload is Json {
+function assertStorable(value: unknown, what: string): asserts value is Json {
   try {
-    assertJson(payload, "payload");
+    assertJson(value, what);
   } catch (error) {
     throw error instanceof AxNotJsonError ? new AxPayloadError(error) : error;
   }

@@ -9,22 +9,34 @@ export function toTaskFailure(thrown: unknown, kind: TaskFailure["kind"] = "erro
   const error = toStoreError(thrown);
   if (error instanceof Error) {
     const cause = causeText(error);
-    const message = storable(error.message, MAX_MESSAGE - Math.min(cause.length, MAX_MESSAGE / 2));
+    const message = storable(textOf(error.message), MAX_MESSAGE - Math.min(cause.length, MAX_MESSAGE / 2));
     return {
-      name: storable(error.name || "Error", MAX_MESSAGE),
+      name: storable(textOf(error.name) || "Error", MAX_MESSAGE),
       message: message + storable(cause, MAX_MESSAGE - message.length),
-      stack: error.stack ? storable(error.stack, MAX_STACK) : null,
+      stack: error.stack ? storable(textOf(error.stack), MAX_STACK) : null,
       kind,
     };
   }
-  return { name: "NonErrorThrown", message: storable(String(error), MAX_MESSAGE), stack: null, kind };
+  return { name: "NonErrorThrown", message: storable(textOf(error), MAX_MESSAGE), stack: null, kind };
+}
+
+/** Anything a task threw, as text; a value whose own conversion throws (a hostile toString) still gets one. */
+function textOf(value: unknown): string {
+  if (typeof value === "string") return value;
+  try {
+    return String(value);
+  } catch {
+    return `[unprintable ${typeof value}]`;
+  }
 }
 
 /** A wrapped error (a task's own `cause`, a driver error) keeps its cause's words, unless the message already says them. */
 function causeText(error: Error): string {
   const cause = toStoreError(error.cause);
-  if (!(cause instanceof Error) || error.message.includes(cause.message)) return "";
-  return ` [cause: ${cause.name}: ${cause.message}]`;
+  if (!(cause instanceof Error)) return "";
+  const said = textOf(cause.message);
+  if (textOf(error.message).includes(said)) return "";
+  return ` [cause: ${textOf(cause.name)}: ${said}]`;
 }
 
 /**

@@ -63,9 +63,9 @@ describe("toTaskFailure, property-based", () => {
     );
   });
 
-  // Pending h1's failure.ts fix: cuts by UTF-16 unit can split an emoji into a lone surrogate,
-  // and NUL is kept; PostgreSQL's jsonb refuses both, so the failure write itself fails.
-  it.fails("keeps only strings PostgreSQL can store (no NUL, no lone surrogate), whatever was thrown", () => {
+  // A cut by UTF-16 unit could split an emoji into a lone surrogate, and jsonb refuses that and
+  // NUL: the failure write itself would fail.
+  it("keeps only strings PostgreSQL can store (no NUL, no lone surrogate), whatever was thrown", () => {
     fc.assert(
       fc.property(ordinaryThrown, (thrown) => {
         const failure = toTaskFailure(thrown);
@@ -75,9 +75,9 @@ describe("toTaskFailure, property-based", () => {
     );
   });
 
-  // Pending the same fix: String(value) throws for a null-prototype object or a throwing
-  // toString, and a non-string `message` has no slice(); the worker then fails its own write.
-  it.fails("never throws itself, and gives text fields even for values that refuse to become text", () => {
+  // String(value) throws for a null-prototype object or a throwing toString, and a non-string
+  // `message` has no slice(): the worker would then fail its own write.
+  it("never throws itself, and gives text fields even for values that refuse to become text", () => {
     fc.assert(
       fc.property(hostileThrown, (thrown) => checkShape(toTaskFailure(thrown))),
       { numRuns: 200 },
