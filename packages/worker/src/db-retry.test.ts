@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isConnectionError, withDbRetry } from "./db-retry.js";
+import { AxDbDeadlineError, isConnectionError, isTransientDbError, withDbRetry } from "./db-retry.js";
 
 /** What drizzle throws: its own error, the driver's error as `cause`. */
 function drizzleError(cause: unknown): Error {
@@ -46,5 +46,47 @@ describe("withDbRetry", () => {
     });
     await expect(failing).rejects.toThrow("Failed query");
     expect(calls).toBe(1);
+  });
+});
+
+describe("withDbRetry with a deadline", () => {
+  const unreachable = () => drizzleError(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }));
+
+  it("stops retrying at the deadline with AxDbDeadlineError carrying the last error", async () => {
+    let calls = 0;
+    const began = Date.now();
+    const failing = withDbRetry(
+      async () => {
+        calls += 1;
+        throw unreachable();
+      },
+      { until: began + 400 },
+    );
+    const error = await failing.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AxDbDeadlineError);
+    expect((error as AxDbDeadlineError).cause).toBeInstanceOf(Error);
+    expect(Date.now() - began).toBeLessThan(1500);
+    expect(calls).toBeGreaterThan(1);
+  });
+
+  it("abandons a write that hangs past the deadline", async () => {
+    const began = Date.now();
+    const hanging = withDbRetry(() => new Promise<never>(() => {}), { until: began + 200 });
+    await expect(hanging).rejects.toBeInstanceOf(AxDbDeadlineError);
+    expect(Date.now() - began).toBeLessThan(1500);
+  });
+
+  it("retries what retryIf accepts, such as a serialisation failure", async () => {
+    let calls = 0;
+    const result = await withDbRetry(
+      async () => {
+        calls += 1;
+        if (calls === 1) throw drizzleError(Object.assign(new Error("could not serialize access"), { code: "40001" }));
+        return "written";
+      },
+      { until: Date.now() + 5000, retryIf: isTransientDbError },
+    );
+    expect(result).toBe("written");
+    expect(isTransientDbError(drizzleError(Object.assign(new Error("bad"), { code: "22P05" })))).toBe(false);
   });
 });

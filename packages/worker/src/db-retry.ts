@@ -1,23 +1,77 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { isConnectionError } from "@ax/store";
+import { isConnectionError, pgErrorCode } from "@ax/store";
 
 export { isConnectionError };
+
+/** Serialisation failure, deadlock, lock or statement timeout: the same statement may pass next time. */
+const TRANSIENT_CODES = new Set(["40001", "40P01", "55P03", "57014"]);
+
+/** Connection errors, and refusals that say "not now" rather than "never" (conflicts, timeouts, a full disk). */
+export function isTransientDbError(error: unknown): boolean {
+  if (isConnectionError(error)) return true;
+  const code = pgErrorCode(error);
+  return code !== undefined && (TRANSIENT_CODES.has(code) || code.startsWith("53"));
+}
+
+/** A retried write did not succeed before its deadline; `cause` is its last error, if it answered at all. */
+export class AxDbDeadlineError extends Error {
+  override name = "AxDbDeadlineError";
+  constructor(
+    readonly waitedMs: number,
+    cause: unknown,
+  ) {
+    super(
+      cause === undefined
+        ? `PostgreSQL did not answer the write within ${waitedMs} ms; check the database's load and locks.`
+        : `PostgreSQL did not accept the write within ${waitedMs} ms (retried with backoff); check that it is reachable.`,
+      { cause },
+    );
+  }
+}
+
+export interface DbRetryOptions {
+  /** Epoch ms after which no try starts and a try still waiting is abandoned: `AxDbDeadlineError`. @defaultValue none */
+  until?: number | undefined;
+  /** Which errors are worth another try. @defaultValue isConnectionError */
+  retryIf?: ((error: unknown) => boolean) | undefined;
+  onRetry?: ((error: unknown, waitMs: number) => void) | undefined;
+}
 
 /**
  * Retries a write while PostgreSQL is unreachable, so a worker outlives a database restart
  * instead of losing the result. The writes it wraps are fenced, so a retry of one that did
- * commit changes nothing.
+ * commit changes nothing, and so does a try abandoned at the deadline that commits later.
  */
-export async function withDbRetry<T>(fn: () => Promise<T>, onRetry?: (error: unknown, waitMs: number) => void): Promise<T> {
+export async function withDbRetry<T>(fn: () => Promise<T>, options: DbRetryOptions = {}): Promise<T> {
+  const { until, retryIf = isConnectionError, onRetry } = options;
+  const began = Date.now();
   let waitMs = 100;
+  let lastError: unknown;
   for (;;) {
+    if (until !== undefined && Date.now() >= until) throw new AxDbDeadlineError(Date.now() - began, lastError);
     try {
-      return await fn();
+      return await (until === undefined ? fn() : beforeDeadline(fn(), until, began));
     } catch (error) {
-      if (!isConnectionError(error)) throw error;
-      onRetry?.(error, waitMs);
-      await sleep(waitMs);
+      if (error instanceof AxDbDeadlineError || !retryIf(error)) throw error;
+      lastError = error;
+      const wait = until === undefined ? waitMs : Math.min(waitMs, Math.max(0, until - Date.now()));
+      onRetry?.(error, wait);
+      await sleep(wait);
       waitMs = Math.min(waitMs * 2, 5000);
     }
+  }
+}
+
+/** A write that hangs (a lock, a half-open connection) must not hold its caller past the deadline. */
+async function beforeDeadline<T>(write: Promise<T>, until: number, began: number): Promise<T> {
+  const timer = new AbortController();
+  const late = sleep(Math.max(0, until - Date.now()), undefined, { signal: timer.signal }).then(() => {
+    throw new AxDbDeadlineError(Date.now() - began, undefined);
+  });
+  late.catch(() => {});
+  try {
+    return await Promise.race([write, late]);
+  } finally {
+    timer.abort();
   }
 }

@@ -73,3 +73,26 @@ export class AxResourceLimitError extends Error {
 export class AxExecutorError extends Error {
   override name = "AxExecutorError";
 }
+
+/**
+ * The outcome of an attempt could not be written to PostgreSQL, so this short failure was
+ * recorded instead. It holds no data of the task's; the worker's log has the refused write.
+ */
+export class AxOutcomeNotRecordedError extends Error {
+  override name = "AxOutcomeNotRecordedError";
+  constructor(task: string, attempt: number, why: string) {
+    super(
+      `the outcome of attempt ${attempt} of task "${task}" could not be recorded: ${why}. The task's result or error was dropped; see the worker's log for the refused write.`,
+    );
+  }
+}
+
+/** The worker that ran an attempt could not record its outcome in time and gave the attempt up. */
+export class AxAttemptAbandonedError extends Error {
+  override name = "AxAttemptAbandonedError";
+  constructor(worker: string | null, attempt: number) {
+    super(
+      `worker ${worker ?? "(unknown)"} could not record the outcome of attempt ${attempt} within 30 s and gave it up; the attempt is presumed crashed. Its log says why PostgreSQL refused the write.`,
+    );
+  }
+}

@@ -40,6 +40,13 @@ export interface NodeWorkerOptions {
   lockDurationMs?: number | undefined;
   /** How often BullMQ looks for jobs whose lock lapsed. @defaultValue 2000 */
   stalledIntervalMs?: number | undefined;
+  /**
+   * A job whose task this process does not define (a rolling deploy) is handed back to its queue
+   * for a worker that defines it, consuming no attempt; its node fails with `AxUnknownTaskError`
+   * only once it has waited this long (measured in PostgreSQL from when it became due).
+   * @defaultValue 600000
+   */
+  unknownTaskGraceMs?: number | undefined;
 }
 
 /** The worker role: one BullMQ Worker per queue, executing attempts and advancing the DAG. */
@@ -77,11 +84,12 @@ export class NodeWorker {
       executing: new Set(),
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
+      unknownTaskGraceMs: o.unknownTaskGraceMs ?? 600_000,
     };
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
     for (const name of o.queueNames) {
-      const processJob = (job: Job<NodeJobData>) =>
-        this.inFlight.track(job.data.runId, (cancel) => withAttemptStore(o.db, () => runAttempt(deps, job, cancel)));
+      const processJob = (job: Job<NodeJobData>, token?: string) =>
+        this.inFlight.track(job.data.runId, (cancel) => withAttemptStore(o.db, () => runAttempt(deps, job, cancel, token)));
       const worker = new Worker<NodeJobData>(name, processJob, {
         connection: o.connection,
         prefix: o.queues.prefix,

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Job } from "bullmq";
 import {
+  abandonAttempt,
   assertJson,
   descendantsOf,
   failNode,
@@ -16,19 +17,29 @@ import {
   type Json,
   type RunningAttempt,
   type StartedAttempt,
+  type TaskFailure,
 } from "@ax/store";
 import type { BatchedEnqueue, NodeJobData } from "@ax/coordinator";
 import type { Logger } from "pino";
 import type { AttemptWrites } from "./attempt-writes.js";
 import type { CachedDag, DagCache } from "./dag-cache.js";
 import { withDbRetry } from "./db-retry.js";
-import { AxResourceLimitError, AxResultTooLargeError, AxUnknownTaskError, AxWorkerCrashedError } from "./errors.js";
+import {
+  AxAttemptAbandonedError,
+  AxOutcomeNotRecordedError,
+  AxResourceLimitError,
+  AxResultTooLargeError,
+  AxUnknownTaskError,
+  AxWorkerCrashedError,
+} from "./errors.js";
 import { emitEvent, type AxEvent } from "./events.js";
 import { execute, type AttemptResult } from "./executors/index.js";
 import { toTaskFailure } from "./failure.js";
 import type { WorkerMetrics } from "./metrics.js";
+import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
 import type { ResolvedTaskOptions, TaskSource } from "./task-definition.js";
+import { handBackUnknownTask } from "./unknown-task.js";
 
 export interface AttemptDeps {
   db: Db;
@@ -45,6 +56,8 @@ export interface AttemptDeps {
   writes: AttemptWrites;
   /** Newly ready and retrying nodes' jobs, added to Redis together. */
   jobs: BatchedEnqueue;
+  /** A job for a task this process does not define is handed back this long before its node fails. */
+  unknownTaskGraceMs: number;
 }
 
 /** The run a job belongs to, as events and logs name it. */
@@ -62,7 +75,7 @@ type FailurePolicy = Pick<
 /** Past the lease's end before looking again, so PostgreSQL's clock agrees it lapsed. */
 const LEASE_RECHECK_MARGIN_MS = 50;
 
-/** Used when this process lacks the task's code: fail the node once, with an error that says why. */
+/** Used when this process lacks the task's code past the grace period: fail the node once, with an error that says why. */
 const NO_RETRY: FailurePolicy = {
   retries: 0,
   retryBackoffMs: 0,
@@ -76,9 +89,10 @@ const NO_RETRY: FailurePolicy = {
 
 /**
  * One BullMQ job = one attempt of one node: fence, execute, record, advance the DAG.
- * `cancel` aborts the attempt's task when its run is cancelled.
+ * `cancel` aborts the attempt's task when its run is cancelled; `token` is the job's lock, for
+ * handing back a job whose task this process does not define.
  */
-export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>, cancel?: AbortSignal): Promise<void> {
+export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>, cancel?: AbortSignal, token?: string): Promise<void> {
   const { runId, nodeKey, attempt, flowVersionId } = job.data;
   const dag = await withDbRetry(() => deps.dags.get(flowVersionId));
   const node = dag.nodes.get(nodeKey);
@@ -88,25 +102,41 @@ export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>, cance
   }
   const ref = { runId, nodeKey, attempt };
   const task = deps.tasks.get(node.task);
-  const started = await withDbRetry(() =>
-    deps.writes.start({ ...ref, upstreamKeys: node.upstream }),
-  );
-  if (!started) {
-    await takeOverIfCrashed(deps, dag, node, { runId, attempt });
-    return;
-  }
-  const run: RunMeta = { runId, flow: started.flow, businessKey: started.businessKey };
+  if (!task) await handBackUnknownTask(deps, job, token, node.task, ref);
   const executing = attemptKey(ref);
+  // The fence answers an attempt running under this worker as started (a start whose reply was
+  // lost is retried), so a second job for an attempt this process runs must stop here.
+  if (deps.executing.has(executing)) return;
   deps.executing.add(executing);
   try {
-    await executeStarted(deps, dag, node, attempt, started, run, cancel);
-  } catch (error) {
-    // Our own failure after the fence (not the task's): close the attempt rather than leave it running.
-    deps.log.error({ err: error, runId, node: nodeKey, attempt }, "attempt processing failed; closing the attempt as failed");
-    await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task?.options ?? NO_RETRY, run });
+    const started = await fence(deps, dag, node, ref);
+    if (!started) return;
+    const run: RunMeta = { runId, flow: started.flow, businessKey: started.businessKey };
+    try {
+      await executeStarted(deps, dag, node, attempt, started, run, cancel);
+    } catch (error) {
+      // Our own failure after the fence (not the task's): close the attempt rather than leave it running.
+      deps.log.error({ err: error, runId, node: nodeKey, attempt }, "attempt processing failed; closing the attempt as failed");
+      await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task?.options ?? NO_RETRY, run });
+    }
   } finally {
     deps.executing.delete(executing);
   }
+}
+
+/**
+ * Starts the attempt, or finds why not: a duplicate (undefined), or an attempt whose worker died
+ * or gave it up, which is closed as `crashed` here (undefined too).
+ */
+async function fence(deps: AttemptDeps, dag: CachedDag, node: DagNode, ref: AttemptRef): Promise<StartedAttempt | undefined> {
+  const request = { ...ref, upstreamKeys: node.upstream };
+  const started = await withDbRetry(() => deps.writes.start(request));
+  if (started) return started;
+  const verdict = await awaitLeaseVerdict(deps, ref);
+  // Our own start committed only after the retried start's snapshot: now the fence sees it.
+  if (verdict === "ours") return withDbRetry(() => deps.writes.start(request));
+  if (verdict) await closeCrashed(deps, dag, node, ref, verdict);
+  return undefined;
 }
 
 const attemptKey = (ref: AttemptRef) => `${ref.runId}/${ref.nodeKey}/${ref.attempt}`;
@@ -138,6 +168,7 @@ async function executeStarted(
   if (logInfo) log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");
 
   const t0 = performance.now();
+  // From here the attempt's function runs; once it ends, its outcome is recorded within a bound.
   const executed: AttemptResult = task
     ? await execute({
         task,
@@ -151,6 +182,7 @@ async function executeStarted(
     : { ok: false, error: new AxUnknownTaskError(node.task, deps.workerId), outcome: "failed" };
   const checked = executed.ok && task ? checkResult(task.options, executed.value) : executed;
   const durationMs = Math.round(performance.now() - t0);
+  const ended = Date.now();
   const outcome: AttemptOutcome = checked.ok ? "success" : checked.outcome;
   deps.metrics.attemptDuration.observe({ task: node.task, outcome }, durationMs / 1000);
   deps.metrics.attempts.inc({ task: node.task, outcome });
@@ -159,20 +191,24 @@ async function executeStarted(
     const result = checked.value as Json;
     deps.metrics.consecutiveFailures.set({ task: node.task }, 0);
     if (logInfo) log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
-    const advanced = await withDbRetry(() => deps.writes.complete({ ...ref, result, downstream: node.downstream }));
-    if (!advanced.applied) {
-      log.warn("attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped");
-      return;
-    }
-    emitEvent({ name: "task_succeeded", ...nodeEvent(run, node, attempt) });
-    await afterAdvance(deps, advanced, run);
+    const failed = { attempt, outcome: "failed" as const, policy: task?.options ?? NO_RETRY, run };
+    const recorded = await recordOutcome<Recorded>(
+      {
+        full: async () => ({ kind: "succeeded", advanced: await deps.writes.complete({ ...ref, result, downstream: node.downstream }) }),
+        short: (why) => writeFailure(deps, dag, node, { ...failed, error: new AxOutcomeNotRecordedError(node.task, attempt, why) }),
+        giveUp: () => abandonAttempt(deps.db, { ...ref, worker: deps.workerId }),
+      },
+      log,
+      ended,
+    );
+    if (recorded) await afterRecorded(deps, dag, node, run, attempt, recorded);
     return;
   }
   deps.metrics.consecutiveFailures.inc({ task: node.task });
   const failure = toTaskFailure(checked.error);
   log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
   if (outcome === "timed_out") emitEvent({ name: "task_timed_out", ...nodeEvent(run, node, attempt), error: failure });
-  await closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task?.options ?? NO_RETRY, run });
+  await closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task?.options ?? NO_RETRY, run }, ended);
 }
 
 function checkResult(options: ResolvedTaskOptions, value: unknown): AttemptResult {
@@ -208,17 +244,62 @@ interface FailedAttempt {
   run: RunMeta;
 }
 
-/** Retry per policy (a delayed job for the next attempt) or fail the node and skip its descendants. */
-async function closeFailedAttempt(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt): Promise<void> {
+/** What the write that closed an attempt changed, for the events and jobs that follow it. */
+type Recorded =
+  | { kind: "succeeded"; advanced: Advanced }
+  | { kind: "retrying"; applied: boolean; delayMs: number; failure: TaskFailure }
+  | { kind: "failed"; advanced: Advanced; failure: TaskFailure };
+
+/**
+ * Retry per policy (a delayed job for the next attempt) or fail the node and skip its
+ * descendants; recorded within a bound of `ended`, when the attempt's function ended.
+ */
+async function closeFailedAttempt(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt, ended = Date.now()): Promise<void> {
+  const { attempt, run } = failed;
+  const recorded = await recordOutcome(
+    {
+      full: () => writeFailure(deps, dag, node, failed),
+      short: (why) => writeFailure(deps, dag, node, { ...failed, error: new AxOutcomeNotRecordedError(node.task, attempt, why) }),
+      giveUp: () => abandonAttempt(deps.db, { runId: run.runId, nodeKey: node.key, attempt, worker: deps.workerId }),
+    },
+    deps.log.child({ runId: run.runId, node: node.key, attempt }),
+    ended,
+  );
+  if (recorded) await afterRecorded(deps, dag, node, run, attempt, recorded);
+}
+
+async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt): Promise<Recorded> {
   const { attempt, outcome, run } = failed;
   const ref = { runId: run.runId, nodeKey: node.key, attempt };
   const failure = toTaskFailure(failed.error, failureKind(outcome, failed.error));
   const decision = decideRetry(failed.policy, failed.error, attempt);
-  const event = { ...nodeEvent(run, node, attempt), error: { name: failure.name, message: failure.message } };
   if (decision.retry) {
-    const nextRetryAt = new Date(Date.now() + decision.delayMs);
-    const applied = await withDbRetry(() => retryAttempt(deps.db, { ...ref, outcome, error: failure, nextRetryAt }));
-    if (!applied) return;
+    const applied = await retryAttempt(deps.db, { ...ref, outcome, error: failure, delayMs: decision.delayMs });
+    return { kind: "retrying", applied, delayMs: decision.delayMs, failure };
+  }
+  const advanced = await failNode(deps.db, {
+    ...ref,
+    outcome,
+    error: failure,
+    descendants: descendantsOf(dag.dag, [node.key]),
+    blocking: failed.policy.onFailure === "fail",
+  });
+  return { kind: "failed", advanced, failure };
+}
+
+async function afterRecorded(deps: AttemptDeps, dag: CachedDag, node: DagNode, run: RunMeta, attempt: number, recorded: Recorded): Promise<void> {
+  if (recorded.kind === "succeeded") {
+    if (!recorded.advanced.applied) {
+      deps.log.warn({ runId: run.runId, node: node.key, attempt }, "attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped");
+      return;
+    }
+    emitEvent({ name: "task_succeeded", ...nodeEvent(run, node, attempt) });
+    await afterAdvance(deps, recorded.advanced, run);
+    return;
+  }
+  const event = { ...nodeEvent(run, node, attempt), error: { name: recorded.failure.name, message: recorded.failure.message } };
+  if (recorded.kind === "retrying") {
+    if (!recorded.applied) return;
     deps.metrics.retries.inc({ task: node.task });
     emitEvent({ name: "task_retrying", ...event });
     await deps.jobs.add([
@@ -229,23 +310,14 @@ async function closeFailedAttempt(deps: AttemptDeps, dag: CachedDag, node: DagNo
         queue: node.queue,
         attempt: attempt + 1,
         flowVersionId: dag.versionId,
-        delayMs: decision.delayMs,
+        delayMs: recorded.delayMs,
       },
     ]);
     return;
   }
-  const advanced = await withDbRetry(() =>
-    failNode(deps.db, {
-      ...ref,
-      outcome,
-      error: failure,
-      descendants: descendantsOf(dag.dag, [node.key]),
-      blocking: failed.policy.onFailure === "fail",
-    }),
-  );
-  if (!advanced.applied) return;
+  if (!recorded.advanced.applied) return;
   emitEvent({ name: "task_failed", ...event });
-  await afterAdvance(deps, advanced, run);
+  await afterAdvance(deps, recorded.advanced, run);
 }
 
 async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta): Promise<void> {
@@ -258,19 +330,21 @@ async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta)
 
 /**
  * A job that lost the fence is a duplicate, unless its node is still `running` this attempt
- * under a worker whose lease lapsed: then that worker died mid-attempt (BullMQ's stalled-job
- * recovery or the reconciler brought the job back), so the attempt is closed as `crashed` and
- * retried or failed per the task's policy.
+ * under a worker whose lease lapsed, or that gave the attempt up: then that worker died
+ * mid-attempt (BullMQ's stalled-job recovery or the reconciler brought the job back) or could
+ * not record its outcome, so the attempt is closed as `crashed` and retried or failed per the
+ * task's policy.
  */
-async function takeOverIfCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, ref: { runId: string; attempt: number }): Promise<void> {
-  const found = await awaitLeaseVerdict(deps, { ...ref, nodeKey: node.key });
-  if (!found) return;
+async function closeCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, ref: AttemptRef, found: RunningAttempt): Promise<void> {
   const run: RunMeta = { runId: ref.runId, flow: found.flow, businessKey: found.businessKey };
-  deps.log.warn({ runId: ref.runId, node: node.key, attempt: ref.attempt, lostWorker: found.worker }, "attempt's worker died; closing it as crashed");
+  deps.log.warn(
+    { runId: ref.runId, node: node.key, attempt: ref.attempt, lostWorker: found.worker, abandoned: found.abandoned },
+    found.abandoned ? "attempt's worker gave it up; closing it as crashed" : "attempt's worker died; closing it as crashed",
+  );
   deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });
   await closeFailedAttempt(deps, dag, node, {
     attempt: ref.attempt,
-    error: new AxWorkerCrashedError(found.worker, ref.attempt),
+    error: found.abandoned ? new AxAttemptAbandonedError(found.worker, ref.attempt) : new AxWorkerCrashedError(found.worker, ref.attempt),
     outcome: "crashed",
     policy: deps.tasks.get(node.task)?.options ?? NO_RETRY,
     run,
@@ -280,18 +354,18 @@ async function takeOverIfCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNod
 /**
  * BullMQ hands a dead worker's job back once its lock lapses, which can be before that worker's
  * PostgreSQL lease does. Dropping the job then would leave the node to the reconciler, so the job
- * waits for the lease to decide: lapsed means crashed; the attempt closing, or its worker still
- * heartbeating after two leases, means it is alive and this job is a duplicate.
+ * waits for the lease to decide: lapsed (or given up) means crashed; the attempt closing, or its
+ * worker still heartbeating after two leases, means it is alive and this job is a duplicate.
+ * "ours": the attempt runs under this very worker, which no job of this process executes.
  */
-async function awaitLeaseVerdict(deps: AttemptDeps, ref: AttemptRef): Promise<RunningAttempt | undefined> {
+async function awaitLeaseVerdict(deps: AttemptDeps, ref: AttemptRef): Promise<RunningAttempt | "ours" | undefined> {
   const giveUpAt = Date.now() + 2 * deps.leaseMs;
   for (;;) {
     const found = await withDbRetry(() => inspectAttempt(deps.db, ref, deps.leaseMs));
     if (!found || found.status !== "running" || found.attempt !== ref.attempt) return undefined;
-    // Running under this very process but not executing here: our own start committed and its
-    // reply was lost (the write was retried), so nobody runs it. Close it like a crash.
-    if (found.worker === deps.workerId) return deps.executing.has(attemptKey(ref)) ? undefined : found;
     if (found.workerLost) return found;
+    // runAttempt let only this job through for the attempt, so nothing here executes it.
+    if (found.worker === deps.workerId) return "ours";
     if (Date.now() + found.leaseLeftMs > giveUpAt) return undefined;
     await sleep(found.leaseLeftMs + LEASE_RECHECK_MARGIN_MS);
   }

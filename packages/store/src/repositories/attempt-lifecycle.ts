@@ -57,17 +57,20 @@ function finishRunSql(runId: string, terminalNodes: SQLChunk, blocking: boolean)
 }
 type SQLChunk = ReturnType<typeof sql>;
 
-/** Closes a failed attempt and schedules the next one; the caller enqueues it with the delay. */
+/**
+ * Closes a failed attempt and schedules the next one `delayMs` from now by PostgreSQL's clock,
+ * the one the reconciler compares it with; the caller enqueues the job with the same delay.
+ */
 export async function retryAttempt(
   db: Db,
-  ref: AttemptRef & { outcome: AttemptOutcome; error: TaskFailure; nextRetryAt: Date },
+  ref: AttemptRef & { outcome: AttemptOutcome; error: TaskFailure; delayMs: number },
 ): Promise<boolean> {
   const [row] = await rows<{ applied: number }>(
     db,
     sql`
     with waiting as (
       update node_runs set status = 'retrying', attempt = attempt + 1, error = ${jsonParam(ref.error)}::jsonb,
-        next_retry_at = ${ref.nextRetryAt.toISOString()}::timestamptz, queued_at = now()
+        next_retry_at = now() + make_interval(secs => ${ref.delayMs / 1000}), queued_at = now()
       where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
       returning run_id
     ), closed as (
@@ -124,8 +127,10 @@ export interface RunningAttempt {
   status: string;
   attempt: number;
   worker: string | null;
-  /** True when the attempt's worker has not heartbeated within the lease (or is unknown). */
+  /** True when the attempt's worker has not heartbeated within the lease (or is unknown), or gave the attempt up. */
   workerLost: boolean;
+  /** True when its worker could not record the outcome and gave the attempt up. */
+  abandoned: boolean;
   /** How long until the worker's lease lapses unless it heartbeats again; 0 once lost. */
   leaseLeftMs: number;
 }
@@ -140,12 +145,14 @@ export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): 
     attempt: number;
     worker: string | null;
     worker_lost: boolean;
+    abandoned: boolean;
     lease_left_ms: number | null;
   }>(
     db,
     sql`
     select r.flow, r.business_key, n.status, n.attempt, a.worker,
-      (w.id is null or w.heartbeat_at < now() - ${lease}) as worker_lost,
+      (w.id is null or w.heartbeat_at < now() - ${lease} or a.abandoned_at is not null) as worker_lost,
+      a.abandoned_at is not null as abandoned,
       greatest(0, extract(epoch from (w.heartbeat_at + ${lease} - now())) * 1000)::float8 as lease_left_ms
     from node_runs n
     join runs r on r.id = n.run_id
@@ -161,6 +168,7 @@ export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): 
     attempt: row.attempt,
     worker: row.worker,
     workerLost: row.worker_lost,
+    abandoned: row.abandoned,
     leaseLeftMs: row.worker_lost ? 0 : Math.ceil(Number(row.lease_left_ms ?? 0)),
   };
 }
@@ -170,4 +178,46 @@ export async function recordProgress(db: Db, ref: AttemptRef & { progress: Json 
   await db.execute(sql`
     update node_runs set progress = ${jsonParam(ref.progress)}::jsonb
     where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'`);
+}
+
+/**
+ * Gives a running attempt up to the reconciler: its worker is alive but could not record the
+ * attempt's outcome, so the attempt is handled like one whose worker died. True when it applied.
+ */
+export async function abandonAttempt(db: Db, ref: AttemptRef & { worker: string }): Promise<boolean> {
+  const [row] = await rows<{ applied: number }>(
+    db,
+    sql`
+    with abandoned as (
+      update attempts a set abandoned_at = now()
+      from node_runs n
+      where a.run_id = ${ref.runId} and a.node_key = ${ref.nodeKey} and a.n = ${ref.attempt} and a.worker = ${ref.worker}
+        and a.finished_at is null and a.abandoned_at is null
+        and n.run_id = a.run_id and n.node_key = a.node_key and n.attempt = a.n and n.status = 'running'
+      returning 1
+    )
+    select count(*)::int as applied from abandoned`,
+  );
+  return Number(row?.applied ?? 0) > 0;
+}
+
+export interface WaitingNode {
+  /** True when the node waits for exactly this attempt to start (`queued`, or `retrying` for it). */
+  waiting: boolean;
+  /** How long it has been due to start, by PostgreSQL's clock: since queued, or since its retry fell due. */
+  dueForMs: number;
+}
+
+/** How long a node has been waiting for a worker to start this attempt. */
+export async function nodeWaiting(db: Db, ref: AttemptRef): Promise<WaitingNode | undefined> {
+  const [row] = await rows<{ waiting: boolean; due_for_ms: number | null }>(
+    db,
+    sql`
+    select n.status in ('queued', 'retrying') and n.attempt = ${ref.attempt} as waiting,
+      extract(epoch from now() - greatest(n.queued_at, n.next_retry_at)) * 1000 as due_for_ms
+    from node_runs n
+    where n.run_id = ${ref.runId} and n.node_key = ${ref.nodeKey}`,
+  );
+  if (!row) return undefined;
+  return { waiting: row.waiting, dueForMs: Math.max(0, Number(row.due_for_ms ?? 0)) };
 }

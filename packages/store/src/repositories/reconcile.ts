@@ -16,7 +16,7 @@ export interface ReconcileWindow {
 
 /**
  * Nodes PostgreSQL says belong in the hot queue: queued or due for retry for a while, or running
- * under a lost worker. Re-adding their deterministic job ids is harmless when Redis still has them.
+ * under a lost worker or given up by its worker. Re-adding their deterministic job ids is harmless when Redis still has them.
  * Returns undefined when another coordinator holds the reconcile lock.
  */
 export async function nodesToRequeue(db: Db, window: ReconcileWindow): Promise<ReadyNode[] | undefined> {
@@ -34,7 +34,7 @@ export async function nodesToRequeue(db: Db, window: ReconcileWindow): Promise<R
       left join workers w on w.id = a.worker
       where (n.status = 'queued' and n.queued_at < ${stale})
          or (n.status = 'retrying' and n.next_retry_at < ${stale})
-         or (n.status = 'running' and (w.id is null or w.heartbeat_at < ${lease}))
+         or (n.status = 'running' and (w.id is null or w.heartbeat_at < ${lease} or a.abandoned_at is not null))
       limit ${window.limit}`,
     );
     return found.map((r) => ({

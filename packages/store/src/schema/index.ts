@@ -114,6 +114,8 @@ export const attempts = pgTable(
     finishedAt: at("finished_at"),
     outcome: text("outcome").$type<AttemptOutcome>(),
     error: jsonb("error").$type<TaskFailure>(),
+    /** Set when its worker could not record the outcome in time and gave it up to the reconciler. */
+    abandonedAt: at("abandoned_at"),
   },
   (t) => [
     primaryKey({ columns: [t.runId, t.nodeKey, t.n] }),

@@ -1,0 +1,89 @@
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { ax, type Runtime } from "ax-scheduler";
+import { isolate, type Isolated } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+/** The new release's flow: its task is unknown to workers of the old release. */
+const newTask = ax.task({ name: "new_task" }, () => `ran on attempt ${ax.context().attempt}`);
+const newFlow = ax.flow({ name: "release_2" }, () => {
+  newTask();
+});
+/** The old release's workers serve the same queue but only know this task. */
+const oldTask = ax.task({ name: "old_task" }, () => "old");
+const oldFlow = ax.flow({ name: "release_1" }, () => {
+  oldTask();
+});
+
+/** NodeWorker's `unknownTaskGraceMs`, passed through the Runtime's `worker` options. */
+function oldWorker(env: Isolated, unknownTaskGraceMs: number): Runtime {
+  const worker = { heartbeatMs: 500, leaseMs: 3000, lockDurationMs: 3000, stalledIntervalMs: 1000, unknownTaskGraceMs };
+  return testRuntime(env, { flows: [oldFlow], roles: ["worker"], worker });
+}
+
+async function handbacks(runtime: Runtime, task: string): Promise<number> {
+  const metric = await runtime.registry.getSingleMetric("ax_unknown_task_handbacks_total")?.get();
+  return metric?.values.find((v) => v.labels.task === task)?.value ?? 0;
+}
+
+async function until(condition: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("a job whose task this worker does not define (rolling deploy)", () => {
+  const envs: Isolated[] = [];
+  const runtimes: Runtime[] = [];
+  const started = async (runtime: Runtime) => {
+    runtimes.push(runtime);
+    await runtime.start();
+    return runtime;
+  };
+
+  afterEach(async () => {
+    for (const runtime of runtimes.splice(0).reverse()) await runtime.stop();
+  });
+  afterAll(async () => {
+    for (const env of envs) await env.cleanup();
+  });
+
+  it("is handed back, consuming no attempt, until a worker that defines the task runs it as attempt 1", async () => {
+    const env = isolate("unknown");
+    envs.push(env);
+    const coordinator = await started(testRuntime(env, { flows: [newFlow], roles: ["coordinator"] }));
+    const old = await started(oldWorker(env, 60_000));
+    const client = coordinator.client();
+    const runId = await client.triggerFlow("release_2", null);
+
+    await until(async () => (await handbacks(old, "new_task")) >= 2, 30_000, "the old worker to hand the job back twice");
+    const waiting = await client.getRun(runId);
+    expect(waiting.tasks[0]).toMatchObject({ status: "queued", attempts: [] });
+
+    await started(testRuntime(env, { flows: [newFlow], roles: ["worker"] }));
+    const run = await client.waitForRun(runId, { timeout: "60s" });
+    expect(run.status).toBe("success");
+    expect(run.tasks[0]!.result).toBe("ran on attempt 1");
+    expect(run.tasks[0]!.attempts.map((a) => [a.n, a.outcome])).toEqual([[1, "success"]]);
+  });
+
+  it("fails the node with AxUnknownTaskError once the grace period has passed with no such worker", async () => {
+    const env = isolate("unknowngrace");
+    envs.push(env);
+    const graceMs = 3000;
+    const coordinator = await started(testRuntime(env, { flows: [newFlow], roles: ["coordinator"] }));
+    const old = await started(oldWorker(env, graceMs));
+    const client = coordinator.client();
+    const triggeredAt = Date.now();
+    const run = await client.waitForRun(await client.triggerFlow("release_2", null), { timeout: "30s" });
+    const tookMs = Date.now() - triggeredAt;
+    console.log(`node failed ${tookMs} ms after its trigger (grace ${graceMs} ms)`);
+    expect(run.status).toBe("failed");
+    const node = run.tasks[0]!;
+    expect(node.error).toMatchObject({ name: "AxUnknownTaskError" });
+    expect(node.attempts.map((a) => [a.n, a.outcome])).toEqual([[1, "failed"]]);
+    expect(tookMs).toBeGreaterThanOrEqual(graceMs);
+    expect(await handbacks(old, "new_task")).toBeGreaterThanOrEqual(1);
+  });
+});
