@@ -81,7 +81,7 @@ export class NodeWorker {
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
     for (const name of o.queueNames) {
       const processJob = (job: Job<NodeJobData>) =>
-        this.inFlight.track(job.data.runId, (cancel) => withAttemptStore(o.db, () => runAttempt(deps, job, cancel)));
+        this.inFlight.track(job.data.runId, (cancel) => withAttemptStore({ db: o.db, workerId: this.id }, () => runAttempt(deps, job, cancel)));
       const worker = new Worker<NodeJobData>(name, processJob, {
         connection: o.connection,
         prefix: o.queues.prefix,
