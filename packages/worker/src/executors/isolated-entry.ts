@@ -89,12 +89,8 @@ process.on("unhandledRejection", fatal);
 
 markExecutorChild();
 const onMessage = (message: ParentMessage) => {
-  if (message.type === "once-reply") {
-    const { type, id, ...answer } = message;
-    onceGate.answered(id, answer);
-  } else {
-    void run(message);
-  }
+  if (message.type === "once-reply") onceGate.answered(message.id, message);
+  else void run(message);
 };
 if (parentPort) {
   parentPort.on("message", onMessage);
