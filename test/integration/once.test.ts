@@ -23,13 +23,24 @@ const recordEffect = async (key: string) => {
 const effectCount = async (key: string) =>
   (await effects.query<{ n: number }>("select count(*)::int as n from once_effects where key = $1", [key])).rows[0]!.n;
 
-/** Sessions of our runtime that hold a transaction open between statements or wait on a row lock. */
-const pinnedSessions = () =>
-  env.sql<{ state: string; wait_event_type: string | null; query: string }>(
-    `select state, wait_event_type, left(query, 100) as query from pg_stat_activity
-     where application_name = $1 and (state like 'idle in transaction%' or wait_event_type = 'Lock')`,
-    [appName],
-  );
+/**
+ * Sessions of our runtime pinned on `once_keys`: holding a transaction open between statements, or
+ * waiting on a row lock, in two samples 300 ms apart (a transaction between two of its statements
+ * looks the same for an instant; the pinning this guards against lasts as long as `fn`).
+ */
+async function pinnedSessions(): Promise<{ pid: number; state: string; query: string }[]> {
+  const sample = () =>
+    env.sql<{ pid: number; state: string; query: string }>(
+      `select pid, state, left(query, 100) as query from pg_stat_activity
+       where application_name = $1 and query ilike '%once_keys%'
+         and (state like 'idle in transaction%' or wait_event_type = 'Lock')`,
+      [appName],
+    );
+  const first = await sample();
+  await sleep(300);
+  const second = new Set((await sample()).map((s) => s.pid));
+  return first.filter((s) => second.has(s.pid));
+}
 
 interface Deferred {
   promise: Promise<void>;
@@ -284,7 +295,7 @@ describe("ax.once(key, fn)", () => {
       if (kind === "thread") expect(stored.isMainThread).toBe(false);
       else expect(stored.pid).not.toBe(process.pid);
       expect(await env.sql("select result, claimed_by from once_keys where key = $1", [key])).toEqual([{ result: stored, claimed_by: null }]);
-    });
+    }, 120_000);
   }
 
   it("throws AxDefinitionError outside a running task", async () => {
