@@ -22,11 +22,11 @@ function context(): TaskContext {
  * The first call claims the key in PostgreSQL with a lease the worker renews while `fn` runs; no
  * transaction or connection is held meanwhile, so `fn` may itself use the database (trigger a
  * run, read one). A concurrent call with the same key waits (polling, until its attempt ends)
- * and returns the stored result. If `fn` throws, or the attempt times out, is cancelled or its
- * thread/process child dies, the claim is released and the next attempt runs `fn` again; if the
- * worker dies, another attempt takes the claim over once its lease lapses (10 s). So `fn` may run
- * more than once: make its effects outside PostgreSQL idempotent (pass the key on to the API you
- * call). The result must be JSON. Works on every executor: a thread or process child asks its
+ * and returns the stored result. If `fn` throws, or its thread/process child is stopped (timeout,
+ * cancel), the claim is released and the next attempt runs `fn` again. An inline attempt that
+ * ended while `fn` still runs stops renewing, and its claim is taken over once the lease lapses
+ * (10 s), as is a dead worker's. So `fn` may run more than once: make its effects outside
+ * PostgreSQL idempotent (pass the key on to the API you call). The result must be JSON. Works on every executor: a thread or process child asks its
  * parent worker to claim and store the key.
  */
 async function once<T>(key: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {
