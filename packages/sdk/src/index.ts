@@ -22,6 +22,7 @@ export {
   AxWorkerCrashedError,
   AxResourceLimitError,
   AxExecutorError,
+  AxOnceClaimLostError,
   type TaskContext,
   type AxEvent,
   type AxEventName,

@@ -96,3 +96,13 @@ export class AxAttemptAbandonedError extends Error {
     );
   }
 }
+
+/** An `ax.once` call lost its claim on the key before it could store `fn`'s result. */
+export class AxOnceClaimLostError extends Error {
+  override name = "AxOnceClaimLostError";
+  constructor(key: string) {
+    super(
+      `ax.once("${key}") lost its claim before storing the result: the lease lapsed (the attempt ended, or PostgreSQL was unreachable while fn ran) and another attempt may have run fn. The attempt is retried; keep fn's effects idempotent.`,
+    );
+  }
+}

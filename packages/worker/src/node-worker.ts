@@ -89,7 +89,9 @@ export class NodeWorker {
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
     for (const name of o.queueNames) {
       const processJob = (job: Job<NodeJobData>, token?: string) =>
-        this.inFlight.track(job.data.runId, (cancel) => withAttemptStore(o.db, () => runAttempt(deps, job, cancel, token)));
+        this.inFlight.track(job.data.runId, (cancel) =>
+          withAttemptStore({ db: o.db, workerId: this.id }, () => runAttempt(deps, job, cancel, token)),
+        );
       const worker = new Worker<NodeJobData>(name, processJob, {
         connection: o.connection,
         prefix: o.queues.prefix,

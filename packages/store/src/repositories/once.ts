@@ -1,44 +1,67 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { assertJson } from "../json.js";
 import type { Json } from "../types.js";
 import { jsonParam, rows } from "./raw.js";
 
-export interface OnceOutcome {
-  result: Json;
-  /** True when `fn` ran in this call; false when a stored result was returned. */
-  ran: boolean;
+/**
+ * What a claim attempt on an `ax.once` key found: the claim is now ours, the key is done (its
+ * stored result), another live call holds it, or the row vanished between the two statements
+ * (its holder released it) and the caller should simply try again.
+ */
+export type OnceClaimState =
+  | { state: "claimed" }
+  | { state: "done"; result: Json }
+  | { state: "held"; claimedBy: string }
+  | { state: "free" };
+
+const leaseInterval = (leaseMs: number) => sql`${`${Math.ceil(leaseMs)} milliseconds`}::interval`;
+
+/**
+ * Claims `key` for `claimant` until `leaseMs` from now (PostgreSQL's clock): inserts the claim,
+ * or takes over a claim whose lease lapsed (its holder died or stopped renewing). Each statement
+ * commits on its own, so no transaction or connection is held between calls.
+ */
+export async function claimOnceKey(db: Db, key: string, claimant: string, leaseMs: number): Promise<OnceClaimState> {
+  const claimed = await rows<{ key: string }>(
+    db,
+    sql`insert into once_keys (key, claimed_by, lease_until) values (${key}, ${claimant}, now() + ${leaseInterval(leaseMs)})
+        on conflict (key) do update set claimed_by = excluded.claimed_by, lease_until = excluded.lease_until
+        where once_keys.claimed_by is not null and once_keys.lease_until < now()
+        returning key`,
+  );
+  if (claimed.length > 0) return { state: "claimed" };
+  const [row] = await rows<{ result: Json | null; claimed_by: string | null }>(
+    db,
+    sql`select result, claimed_by from once_keys where key = ${key}`,
+  );
+  if (!row) return { state: "free" };
+  return row.claimed_by === null ? { state: "done", result: row.result } : { state: "held", claimedBy: row.claimed_by };
+}
+
+/** Extends the claimant's lease; false when the claim is no longer its own (lapsed and taken over). */
+export async function renewOnceClaim(db: Db, key: string, claimant: string, leaseMs: number): Promise<boolean> {
+  const renewed = await rows<{ key: string }>(
+    db,
+    sql`update once_keys set lease_until = now() + ${leaseInterval(leaseMs)}
+        where key = ${key} and claimed_by = ${claimant} returning key`,
+  );
+  return renewed.length > 0;
 }
 
 /**
- * Runs `fn` at most once per key with a committed result: the claim (the `once_keys` row) and
- * the result are written in one transaction that stays open while `fn` runs.
- *
- * - A concurrent caller's insert of the same key waits on the uncommitted row, then finds the
- *   committed result and returns it without running `fn`.
- * - If `fn` throws or the process dies, the transaction rolls back and leaves no claim behind, so
- *   the next caller (a retry, another worker) runs `fn` again. Nothing can be stuck "claimed but
- *   without result".
- *
- * The price: an effect `fn` had outside this transaction before the rollback is not undone, so
- * `fn` should itself be idempotent (pass the key on to the API it calls) or write only to this
- * database; and one connection is held for as long as `fn` runs.
+ * Stores the result and ends the claim, fenced by the claimant: returns the stored value (as
+ * later callers will read it), or undefined when the claim was lost and nothing was written.
  */
-export async function runOnce(db: Db, key: string, fn: () => unknown): Promise<OnceOutcome> {
-  return db.transaction(async (tx) => {
-    const claimed = await rows<{ key: string }>(
-      tx,
-      sql`insert into once_keys (key) values (${key}) on conflict (key) do nothing returning key`,
-    );
-    if (claimed.length === 0) {
-      const [stored] = await rows<{ result: Json | null }>(tx, sql`select result from once_keys where key = ${key}`);
-      return { result: stored?.result ?? null, ran: false };
-    }
-    const value = await fn();
-    const result = value === undefined ? null : value;
-    assertJson(result, `result of ax.once("${key}")`);
-    await tx.execute(sql`update once_keys set result = ${jsonParam(result)}::jsonb where key = ${key}`);
-    // Hand back what later callers will read, so the first call sees the same value they do.
-    return { result: JSON.parse(jsonParam(result)) as Json, ran: true };
-  });
+export async function completeOnceClaim(db: Db, key: string, claimant: string, result: Json): Promise<Json | undefined> {
+  const [stored] = await rows<{ result: Json }>(
+    db,
+    sql`update once_keys set result = ${jsonParam(result)}::jsonb, claimed_by = null, lease_until = null, completed_at = now()
+        where key = ${key} and claimed_by = ${claimant} returning result`,
+  );
+  return stored ? stored.result : undefined;
+}
+
+/** Gives the claim up so the next caller runs `fn` again; a no-op if the claim is no longer its own. */
+export async function releaseOnceClaim(db: Db, key: string, claimant: string): Promise<void> {
+  await db.execute(sql`delete from once_keys where key = ${key} and claimed_by = ${claimant}`);
 }

@@ -133,9 +133,18 @@ export const workers = pgTable("workers", {
   heartbeatAt: at("heartbeat_at").defaultNow().notNull(),
 });
 
-/** `ax.once(key, fn)`: the first result stored under a key is the only one. */
+/**
+ * `ax.once(key, fn)`: the first result stored under a key is the only one. While `fn` runs the
+ * row is a claim (`claimed_by` set, renewed until `lease_until`); completing stores `result` and
+ * clears `claimed_by`, so a row without a claimant is done (rows from before claims included).
+ */
 export const onceKeys = pgTable("once_keys", {
   key: text("key").primaryKey(),
   result: jsonb("result").$type<Json>(),
   createdAt: at("created_at").defaultNow().notNull(),
+  /** `run/node/attempt@worker#call` of the call running `fn`; null once the result is stored. */
+  claimedBy: text("claimed_by"),
+  /** PostgreSQL time after which another attempt may take the claim over. */
+  leaseUntil: at("lease_until"),
+  completedAt: at("completed_at"),
 });

@@ -1,4 +1,4 @@
-import type { ChildMessage, RunMessage } from "./protocol.js";
+import type { ChildMessage, ParentMessage } from "./protocol.js";
 
 /** What an executor hears from its child: its messages, then its exit. */
 export type ChildEvent = ChildMessage | { type: "exit"; exit: ChildExit };
@@ -21,7 +21,7 @@ export interface IsolatedChild {
   /** Resolves once, when the child is gone for whatever reason. */
   readonly exited: Promise<ChildExit>;
   readonly alive: boolean;
-  send(message: RunMessage): void;
+  send(message: ParentMessage): void;
   /** Returns a function that stops listening (a pooled child outlives many attempts). */
   listen(listener: (event: ChildEvent) => void): () => void;
   /** CPU time the child has used, ms; null where it cannot be measured (no /proc). */

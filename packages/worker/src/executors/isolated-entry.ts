@@ -5,14 +5,17 @@ import type { Json } from "@ax/store";
 import { taskContextStorage, type TaskContext } from "../context.js";
 import { findTaskDefinition } from "../defined-tasks.js";
 import { AxExecutorError } from "../errors.js";
+import { withOnceGate } from "../once-scope.js";
 import { markExecutorChild } from "./child-marker.js";
-import { serialiseError, type ChildMessage, type RunMessage } from "./protocol.js";
+import { ParentOnceGate } from "./once-channel.js";
+import { serialiseError, type ChildMessage, type ParentMessage, type RunMessage } from "./protocol.js";
 
 /**
  * Runs inside a worker thread or a child process, one attempt at a time: imports the module
  * that defined the task (which registers it), runs it under an `ax.context()` of its own and
  * reports heartbeats and the outcome to the parent. The parent enforces timeouts and limits by
- * stopping this thread or process, so nothing here aborts `signal`.
+ * stopping this thread or process, so nothing here aborts `signal`; it also holds the database,
+ * so `ax.once` asks it to claim and store keys.
  */
 
 function send(message: ChildMessage, then?: () => void): void {
@@ -31,6 +34,8 @@ function threadPath(): string | null {
     return null;
   }
 }
+
+const onceGate = new ParentOnceGate(send);
 
 let baseLogger: Logger | undefined;
 function loggerFor(log: RunMessage["log"]): Logger {
@@ -65,7 +70,9 @@ async function run(message: RunMessage): Promise<void> {
       log: loggerFor(message.log),
     };
     send({ type: "started" });
-    const value = await taskContextStorage.run(context, () => (fn as (...args: Json[]) => unknown)(...message.args));
+    const value = await withOnceGate(onceGate, () =>
+      taskContextStorage.run(context, async () => (fn as (...args: Json[]) => unknown)(...message.args)),
+    );
     sendResult(value);
   } catch (error) {
     send({ type: "error", error: serialiseError(error) });
@@ -81,7 +88,10 @@ process.on("uncaughtException", fatal);
 process.on("unhandledRejection", fatal);
 
 markExecutorChild();
-const onMessage = (message: RunMessage) => void run(message);
+const onMessage = (message: ParentMessage) => {
+  if (message.type === "once-reply") onceGate.answered(message.id, message);
+  else void run(message);
+};
 if (parentPort) {
   parentPort.on("message", onMessage);
 } else {

@@ -11,6 +11,21 @@ export interface RunMessage {
   log: { level: string; bindings: Record<string, unknown> };
 }
 
+/**
+ * `ax.once` in a child: the parent claims, completes and releases keys for it, so the child needs
+ * no database connection. `claim` numbers a claim the parent holds (and renews) for the child.
+ */
+export type OnceRequest = { op: "claim"; key: string } | { op: "complete"; claim: number; result: Json } | { op: "release"; claim: number };
+
+export type OnceAnswer =
+  | { outcome: "claimed"; claim: number }
+  | { outcome: "done"; result: Json }
+  | { outcome: "released" }
+  | { outcome: "error"; error: SerialisedError };
+
+/** What the parent sends its child: an attempt to run, or the answer to one of its once requests. */
+export type ParentMessage = RunMessage | ({ type: "once-reply"; id: number } & OnceAnswer);
+
 /** A thrown value as it crosses the boundary: its `name` keeps retryOn/noRetryOn working. */
 export interface SerialisedError {
   name: string;
@@ -28,6 +43,7 @@ export type ChildMessage =
   | { type: "started" }
   | { type: "heartbeat"; progress?: Json }
   | { type: "result"; value: unknown }
+  | { type: "once"; id: number; request: OnceRequest }
   /** `fatal`: thrown outside the task's own call chain; the child is exiting. */
   | { type: "error"; error: SerialisedError; fatal?: boolean };
 

@@ -1,7 +1,9 @@
 import type { AttemptOutcome } from "@ax/store";
 import { AxExecutorError, AxHeartbeatLostError, AxResourceLimitError, AxTimeoutError } from "../errors.js";
+import { currentAttemptStore } from "../once-scope.js";
 import type { ChildEvent, ChildExit, ChildPool, IsolatedChild } from "./child-pool.js";
 import type { AttemptInput, AttemptResult } from "./inline.js";
+import { OnceHost } from "./once-host.js";
 import { reviveError } from "./protocol.js";
 
 /**
@@ -69,6 +71,8 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
     ),
   );
 
+  const { log, ...identity } = input.context;
+  const once = new OnceHost(currentAttemptStore(), identity);
   const key = `${executor.kind}|${task.moduleUrl}|${memoryMb ?? ""}`;
   const child = first ? undefined : (executor.pool.take(key) ?? executor.spawn(memoryMb));
   const started = (c: IsolatedChild) => {
@@ -82,6 +86,11 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
     else if (event.type === "heartbeat") {
       armHeartbeat();
       if (event.progress !== undefined) input.onProgress(event.progress);
+    } else if (event.type === "once") {
+      void once.answer(event.request).then((answer) => {
+        // After the attempt ended the child is stopped or idle: nothing there awaits the answer.
+        if (!first) child!.send({ type: "once-reply", id: event.id, ...answer });
+      });
     } else if (event.type === "result") end({ ok: true, value: event.value }, true);
     else if (event.type === "error") end({ ok: false, error: reviveError(event.error), outcome: "failed" }, !event.fatal);
     else if (event.type === "exit") fail(exitError(task.name, executor.kind, memoryMb, event.exit));
@@ -90,13 +99,12 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
   const stopListening = child?.listen(onEvent);
   if (child) await Promise.race([child.ready.catch(() => {}), settled]);
   if (child && !first) {
-    const { log, ...context } = input.context;
     child.send({
       type: "run",
       moduleUrl: task.moduleUrl,
       task: task.name,
       args: input.args,
-      context,
+      context: identity,
       log: { level: log.level, bindings: log.bindings() },
     });
   }
@@ -110,6 +118,8 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
     if (first!.keepChild) executor.pool.give(key, child);
     else await child.kill();
   }
+  // Only once the child's code can no longer run may its keys go to the next attempt.
+  await once.close();
   return first!.result;
 }
 
