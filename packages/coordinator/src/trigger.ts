@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import {
   assertJson,
+  toStorableText,
   AxNotJsonError,
   createRuns,
   GroupCommit,
@@ -78,7 +79,9 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   const bytes = jsonBytes(payload);
   if (bytes > limit) throw new AxPayloadTooLargeError(bytes, limit);
   const { db } = deps.writer;
-  const flow = await (deps.resolveFlow ?? ((name) => latestFlowVersion(db, name)))(request.flow);
+  // A name PostgreSQL cannot hold names no registered flow; asking would only make it refuse the query.
+  const nameStorable = toStorableText(request.flow) === request.flow;
+  const flow = nameStorable ? await (deps.resolveFlow ?? ((name) => latestFlowVersion(db, name)))(request.flow) : undefined;
   if (!flow) throw new AxUnknownFlowError(request.flow, await listFlowNames(db));
   const created = await deps.writer.create({
     id: randomUUID(),

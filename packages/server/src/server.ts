@@ -9,6 +9,7 @@ import {
   listFlowNames,
   listRunSummaries,
   RUN_STATUSES,
+  toStorableText,
   type Db,
 } from "@ax/store";
 import {
@@ -38,10 +39,13 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
+const storableText = z.string().refine((text) => toStorableText(text) === text, "contains a NUL or a lone UTF-16 surrogate");
+
 const listQuery = z.object({
-  flow: z.string().optional(),
+  flow: storableText.optional(),
   status: z.enum(RUN_STATUSES).optional(),
-  businessKey: z.string().optional(),
+  businessKey: storableText.optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
 
