@@ -18,3 +18,5 @@ export * from "./repositories/attempt-batches.js";
 export * from "./repositories/lock-runs.js";
 export * from "./group-commit.js";
 export * from "./pg-error.js";
+export * from "./deadline.js";
+export * from "./repositories/hand-back.js";
