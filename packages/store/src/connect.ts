@@ -108,7 +108,7 @@ function serverPool(url: string, max: number, options: string, queryTimeoutMs?: 
       // transaction never does: past the deadline its connection is cut and its next query fails.
       const ended = await within(pool.end(), timeoutMs);
       if (ended.done) return;
-      for (const client of clients) void (client as pg.PoolClient & { end(): Promise<void> }).end().catch(() => {});
+      for (const client of clients) void client.end().catch(() => {});
     },
   };
 }
