@@ -2,9 +2,9 @@ import { Command } from "commander";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Client, Runtime, type Role } from "ax-scheduler";
+import { Client, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
 import { migrate, openStore, RUN_STATUSES } from "@ax/store";
-import { connectRedis, QueueRegistry } from "@ax/coordinator";
+import { closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { startServer } from "@ax/server";
 import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
@@ -34,17 +34,49 @@ async function withClient(program: Command, fn: (client: Client) => Promise<void
   }
 }
 
-/** Runs until SIGINT/SIGTERM, then stops gracefully (in-flight attempts finish). */
-async function serve(runtime: Runtime, what: string): Promise<void> {
+/** A duration flag: seconds as a number, or a string like "30s" or "2m". */
+const durationFlag = z.string().transform((text, ctx): Duration => {
+  const value = /^\d+(\.\d+)?$/.test(text) ? Number(text) : text;
+  try {
+    parseDuration(value);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+    return z.NEVER;
+  }
+  return value;
+});
+
+/** Past the stop timeout, how long the process may take to close before it exits anyway. */
+const EXIT_GRACE_MS = 4000;
+
+/**
+ * Runs until SIGINT/SIGTERM, then stops gracefully: in-flight attempts get `stopTimeout`, then are
+ * handed back. The process exits within `stopTimeout` plus a few seconds whatever Redis and
+ * PostgreSQL do; a second signal exits at once.
+ */
+async function serve(runtime: Runtime, what: string, stopTimeout: Duration): Promise<void> {
   await runtime.start();
   runtime.log.info({ worker: runtime.workerId, api: runtime.url }, `ax ${what} started`);
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
   });
-  runtime.log.info(`ax ${what} stopping`);
-  await runtime.stop();
+  const force = (again: NodeJS.Signals) => {
+    runtime.log.warn({ signal: again }, `ax ${what}: second signal, exiting without waiting`);
+    process.exit(130);
+  };
+  process.once("SIGINT", force);
+  process.once("SIGTERM", force);
+  const hardExit = setTimeout(() => {
+    runtime.log.error(`ax ${what} did not stop within its stop timeout; exiting anyway`);
+    process.exit(1);
+  }, parseDuration(stopTimeout) + EXIT_GRACE_MS);
+  hardExit.unref();
+  runtime.log.info({ signal, stopTimeout }, `ax ${what} stopping`);
+  await runtime.stop({ timeout: stopTimeout });
+  runtime.log.info(`ax ${what} stopped`);
+  // A task that ignored its abort may still hold timers or sockets: they must not keep the process.
+  process.exit(process.exitCode ?? 0);
 }
 
 const roleCommand = (program: Command, name: string, roles: Role[], description: string) =>
@@ -56,6 +88,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
     .option("--queues <names>", "comma-separated worker groups to serve")
     .option("--port <port>", "API port (dev)", "8080")
     .option("--metrics-port <port>", "serve /metrics on this port (worker, coordinator)")
+    .option("--stop-timeout <duration>", "on SIGTERM, how long in-flight attempts may finish before they are handed back", "30s")
     .action(async (entry: string, raw: Record<string, string | undefined>) => {
       const flags = parseFlags(
         z.object({
@@ -64,6 +97,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
           queues: z.string().optional(),
           port: z.coerce.number().int().min(0).max(65535),
           metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+          stopTimeout: durationFlag,
         }),
         raw,
         name,
@@ -78,7 +112,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         port: flags.port,
         metricsPort: flags.metricsPort,
       });
-      await serve(runtime, name);
+      await serve(runtime, name, flags.stopTimeout);
     });
 
 export async function main(argv: string[]): Promise<void> {
@@ -103,9 +137,9 @@ export async function main(argv: string[]): Promise<void> {
       const c = connection(program);
       const store = openStore({ url: c.storage, dataDir: c.dataDir });
       await migrate(store);
-      const redis = connectRedis(c.redis);
-      const queues = new QueueRegistry(redis, c.prefix ?? "ax");
       const log = pino({ level: process.env.AX_LOG_LEVEL ?? "info" });
+      const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
+      const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
       const server = await startServer({ db: store.db, queues, registry: new Registry(), log, ...flags });
       log.info({ url: server.url }, "ax server started");
       await new Promise<void>((resolve) => {
@@ -114,7 +148,7 @@ export async function main(argv: string[]): Promise<void> {
       });
       await server.close();
       await queues.close();
-      redis.disconnect();
+      closeRedis(redis);
       await store.close();
     });
 

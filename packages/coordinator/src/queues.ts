@@ -1,5 +1,7 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { within } from "@ax/store";
 
 /** What a node's BullMQ job carries: enough to find everything else in PostgreSQL. */
 export interface NodeJobData {
@@ -22,19 +24,25 @@ export class QueueRegistry {
     /** Also carries cluster messages such as cancels (a publish needs no dedicated connection). */
     readonly connection: Redis,
     readonly prefix: string,
+    /** Where the queues' connection errors go. */
+    readonly log: Logger,
   ) {}
 
   get(name: string): Queue<NodeJobData> {
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue<NodeJobData>(name, { connection: this.connection, prefix: this.prefix });
+      // The shared connection's errors are logged once where it was opened (connectRedis).
+      queue.on("error", (err) => this.log.debug({ err, queue: name }, "BullMQ queue error"));
       this.queues.set(name, queue);
     }
     return queue;
   }
 
-  async close(): Promise<void> {
-    await Promise.all([...this.queues.values()].map((q) => q.close()));
+  /** Closes every queue, giving up on those still busy after `timeoutMs` (Redis unreachable). */
+  async close(timeoutMs = 5000): Promise<void> {
+    const queues = [...this.queues.values()];
     this.queues.clear();
+    await within(Promise.all(queues.map((q) => q.close())), timeoutMs);
   }
 }

@@ -1,6 +1,7 @@
-import { connectRedis, DEFAULT_REDIS_URL, QueueRegistry, RunWriter } from "@ax/coordinator";
+import { connectRedis, DEFAULT_REDIS_URL, QueueRegistry, RunWriter, closeRedis } from "@ax/coordinator";
 import { openStore, type Store } from "@ax/store";
 import type { Redis } from "ioredis";
+import pino, { type Logger } from "pino";
 
 export interface ConnectionOptions {
   /** `postgres://…` (optionally `?schema=name`); unset: embedded PGlite in `dataDir`. */
@@ -21,24 +22,34 @@ export interface Connections {
   /** Group-commits the runs that triggers through these connections write. */
   writer: RunWriter;
   redisUrl: string;
-  close(): Promise<void>;
+  /**
+   * Closes everything, waiting at most `timeoutMs` for each side (Redis, PostgreSQL) to answer:
+   * an unreachable server is dropped, not waited for. @defaultValue 5000
+   */
+  close(timeoutMs?: number): Promise<void>;
 }
 
-export function openConnections(options: ConnectionOptions): Connections {
+/**
+ * Where connection errors go when the caller gives no logger: stderr, warnings only, so a command
+ * printing results on stdout stays readable.
+ */
+function defaultLogger(): Logger {
+  return pino({ level: process.env.AX_LOG_LEVEL ?? "warn" }, pino.destination(2));
+}
+
+export function openConnections(options: ConnectionOptions, log: Logger = defaultLogger()): Connections {
   const store = openStore({ url: options.storage, dataDir: options.dataDir });
   const redisUrl = options.redis ?? DEFAULT_REDIS_URL;
-  const redis = connectRedis(redisUrl);
-  const queues = new QueueRegistry(redis, options.prefix ?? "ax");
+  const redis = connectRedis(redisUrl, log);
+  const queues = new QueueRegistry(redis, options.prefix ?? "ax", log);
   return {
     store,
     redis,
     queues,
     writer: new RunWriter(store.db, queues),
     redisUrl,
-    async close() {
-      await queues.close();
-      redis.disconnect();
-      await store.close();
+    async close(timeoutMs = 5000) {
+      await Promise.all([queues.close(timeoutMs).then(() => closeRedis(redis)), store.close(timeoutMs)]);
     },
   };
 }

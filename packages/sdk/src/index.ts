@@ -1,5 +1,5 @@
 export { ax } from "./ax.js";
-export { Runtime, type Role, type RuntimeOptions } from "./runtime.js";
+export { Runtime, type Role, type RuntimeOptions, type StopOptions } from "./runtime.js";
 export { Client, type ClientOptions, type TriggerOptions } from "./client.js";
 export type { Flow } from "./definition/flow.js";
 export type { Task } from "./definition/task.js";

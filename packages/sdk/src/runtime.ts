@@ -2,13 +2,14 @@ import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
 import { Reconciler, type ReconcilerOptions } from "@ax/coordinator";
-import { migrate, registerFlowVersion, type FlowDag } from "@ax/store";
+import { migrate, msUntil, registerFlowVersion, within, type FlowDag } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
 import { loadRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { dagHash, type Flow } from "./definition/flow.js";
+import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
 import { AxConfigError, AxDefinitionError } from "./errors.js";
 import { formatIssues, resolveTaskOptions } from "./options.js";
@@ -35,9 +36,30 @@ export interface RuntimeOptions extends ConnectionOptions {
   logger?: Logger | undefined;
   reconciler?: ReconcilerOptions | undefined;
   worker?:
-    | { heartbeatMs?: number; leaseMs?: number; lockDurationMs?: number; stalledIntervalMs?: number }
+    | {
+        heartbeatMs?: number;
+        leaseMs?: number;
+        lockDurationMs?: number;
+        stalledIntervalMs?: number;
+        /** Rows of workers whose lease lapsed longer ago than this are deleted. @defaultValue 3600000 (1 h) */
+        deadWorkerRetentionMs?: number;
+        /** How long a job whose task no worker here defines may wait for one that does. @defaultValue 600000 (10 min) */
+        unknownTaskGraceMs?: number;
+      }
     | undefined;
 }
+
+export interface StopOptions {
+  /**
+   * How long in-flight attempts may take to finish; then they are aborted and handed back for
+   * another attempt (on any worker, without waiting for a lease). Connections then close within
+   * a short grace whether or not Redis and PostgreSQL answer. @defaultValue "30s"
+   */
+  timeout?: Duration | undefined;
+}
+
+/** After the stop deadline, how long the connections may take to close before they are dropped. */
+const CLOSE_GRACE_MS = 500;
 
 const rolesSchema = z.array(z.enum(["coordinator", "worker", "api"])).min(1);
 
@@ -83,7 +105,7 @@ export class Runtime {
       );
     }
     if (this.options.config) this.applyConfig(loadRuntimeConfig(this.options.config, { tasks: this.tasks.keys(), flows: this.flows.map((f) => f.name) }));
-    const connections = openConnections(this.options);
+    const connections = openConnections(this.options, this.log);
     this.connections = connections;
     const { store, queues } = connections;
     await migrate(store);
@@ -94,6 +116,7 @@ export class Runtime {
       this.worker = new NodeWorker({
         db: store.db,
         relaxedDb: store.relaxed,
+        leasesDb: store.leases,
         connection: connections.redis,
         queues,
         queueNames: this.options.queues ?? [...new Set([...this.tasks.values()].map((t) => t.options.queue))],
@@ -135,14 +158,22 @@ export class Runtime {
     return this.reconciler.runOnce();
   }
 
-  /** Graceful: stops taking work, lets in-flight attempts finish, closes connections. */
-  async stop(): Promise<void> {
-    await this.server?.close();
-    await this.metricsServer?.close();
-    await this.reconciler?.stop();
-    await this.worker?.stop();
-    await this.connections?.close();
+  /**
+   * Graceful, within a bound: stops taking work, lets in-flight attempts finish for `timeout`,
+   * hands back those that did not, and closes every connection. Returns within about `timeout`
+   * plus 2 s even while Redis or PostgreSQL is unreachable.
+   */
+  async stop(options: StopOptions = {}): Promise<void> {
+    const parsed = durationMs.safeParse(options.timeout ?? "30s");
+    if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
+    const timeoutMs = parsed.data;
+    const deadline = Date.now() + timeoutMs;
+    const { server, metricsServer, reconciler, worker, connections } = this;
     this.server = this.metricsServer = this.reconciler = this.worker = this.connections = undefined;
+    await within(Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop()]), msUntil(deadline));
+    await worker?.stop(msUntil(deadline));
+    // Attempts are finished or handed back: a client still checked out now is one to cut, not wait for.
+    await connections?.close(CLOSE_GRACE_MS);
   }
 
   private collectTasks(): void {

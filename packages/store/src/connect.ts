@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import pg from "pg";
+import { within } from "./deadline.js";
 import { openEmbedded } from "./embedded.js";
 import * as schema from "./schema/index.js";
 
@@ -30,9 +31,18 @@ export interface Store {
    * whose loss in a database crash is recovered elsewhere. Opened on first use.
    */
   readonly relaxed: Db;
-  /** Runs `fn` with one connection held for its whole duration (session advisory locks). */
+  /**
+   * A small pool of its own for worker leases (heartbeats): a main pool busy with long
+   * transactions must not make a live worker look dead. Short statements only.
+   */
+  readonly leases: Db;
+  /** Runs `fn` with one connection held for its whole duration (session advisory locks, migrations). */
   withSession<T>(fn: (db: Db) => Promise<T>): Promise<T>;
-  close(): Promise<void>;
+  /**
+   * Closes every connection. Clients still checked out after `timeoutMs` (a transaction held by
+   * code that does not return) are cut rather than waited for. @defaultValue 5000
+   */
+  close(timeoutMs?: number): Promise<void>;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -52,42 +62,85 @@ export function openStore(options: StoreOptions = {}): Store {
   return openEmbedded(resolve(options.dataDir ?? ".ax/data"));
 }
 
-function serverPool(url: string, max: number, options: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, options });
+/** Waiting longer than this for a connection means PostgreSQL is unreachable: the caller's retry decides. */
+const CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * Server-side bounds per pool (`-c` startup options). The main pool also runs migrations and
+ * history reads, so its statement bound is generous (`withSession` lifts it); the hot-path pools
+ * run short statements only, so anything slow there is a stuck server, not work.
+ */
+const POOL_SETTINGS = {
+  main: "-c statement_timeout=300s",
+  relaxed: "-c synchronous_commit=off -c statement_timeout=30s -c idle_in_transaction_session_timeout=60s",
+  leases: "-c statement_timeout=5s -c idle_in_transaction_session_timeout=5s",
+} as const;
+
+interface ServerPool {
+  pool: pg.Pool;
+  db: Db;
+  close(timeoutMs: number): Promise<void>;
+}
+
+function serverPool(url: string, max: number, options: string, queryTimeoutMs?: number): ServerPool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    options,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    ...(queryTimeoutMs ? { query_timeout: queryTimeoutMs } : {}),
+  });
+  const clients = new Set<pg.PoolClient>();
   // An idle client that loses its server (restart) must not crash the process; the pool replaces it.
   pool.on("error", () => {});
-  // Neither may a checked-out one (a transaction in progress): pg emits "error" on it with no
-  // listener. Its query fails on its own, and the pool drops the broken client on release.
-  pool.on("connect", (client) => client.on("error", () => {}));
-  return pool;
+  pool.on("connect", (client) => {
+    clients.add(client);
+    // Neither may a checked-out one (a transaction in progress): pg emits "error" on it with no
+    // listener. Its query fails on its own, and the pool drops the broken client on release.
+    client.on("error", () => {});
+  });
+  pool.on("remove", (client) => clients.delete(client));
+  return {
+    pool,
+    db: drizzlePg(pool, { schema }) as unknown as Db,
+    async close(timeoutMs) {
+      // end() waits for every checked-out client to be released, which code stuck in a
+      // transaction never does: past the deadline its connection is cut and its next query fails.
+      const ended = await within(pool.end(), timeoutMs);
+      if (ended.done) return;
+      for (const client of clients) void client.end().catch(() => {});
+    },
+  };
 }
 
 function openServer(rawUrl: string, poolSize: number): Store {
   const { url, schema: schemaName } = splitSchema(rawUrl);
   const searchPath = `-c search_path=${schemaName}`;
-  const pool = serverPool(url, poolSize, searchPath);
-  const db = drizzlePg(pool, { schema }) as unknown as Db;
-  let relaxedPool: pg.Pool | undefined;
-  let relaxed: Db | undefined;
+  const main = serverPool(url, poolSize, `${searchPath} ${POOL_SETTINGS.main}`);
+  const leases = serverPool(url, 2, `${searchPath} ${POOL_SETTINGS.leases}`, 10_000);
+  let relaxed: ServerPool | undefined;
   return {
-    db,
+    db: main.db,
     kind: "pg",
     schema: schemaName,
     get relaxed() {
-      relaxedPool ??= serverPool(url, Math.max(2, Math.ceil(poolSize / 4)), `${searchPath} -c synchronous_commit=off`);
-      relaxed ??= drizzlePg(relaxedPool, { schema }) as unknown as Db;
-      return relaxed;
+      relaxed ??= serverPool(url, Math.max(2, Math.ceil(poolSize / 4)), `${searchPath} ${POOL_SETTINGS.relaxed}`);
+      return relaxed.db;
     },
+    leases: leases.db,
     async withSession(fn) {
-      const client = await pool.connect();
+      const client = await main.pool.connect();
       try {
+        // Migrations may take long on a large history; the session's own default comes back on reset.
+        await client.query("set statement_timeout = 0");
         return await fn(drizzlePg(client, { schema }) as unknown as Db);
       } finally {
+        await client.query("reset statement_timeout").catch(() => {});
         client.release();
       }
     },
-    async close() {
-      await Promise.all([pool.end(), relaxedPool?.end()]);
+    async close(timeoutMs = 5000) {
+      await Promise.all([main.close(timeoutMs), leases.close(timeoutMs), relaxed?.close(timeoutMs)]);
     },
   };
 }

@@ -24,6 +24,7 @@ export function openEmbedded(dataDir: string): Store {
     schema: "public",
     // One embedded process has no other clients to wait for; its commits are local anyway.
     relaxed: shared.db,
+    leases: shared.db,
     // PGlite is a single connection already.
     withSession: (fn) => fn(shared.db),
     async close() {

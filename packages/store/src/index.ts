@@ -19,3 +19,5 @@ export * from "./repositories/lock-runs.js";
 export * from "./group-commit.js";
 export * from "./pg-error.js";
 export * from "./store-error.js";
+export * from "./deadline.js";
+export * from "./repositories/hand-back.js";

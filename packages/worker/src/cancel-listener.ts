@@ -1,27 +1,49 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { cancelledRunIds, type Db } from "@ax/store";
-import { AxCancelledError, cancelChannel, type CancelMessage } from "@ax/coordinator";
+import { cancelledRunIds, type AttemptRef, type Db } from "@ax/store";
+import { AxCancelledError, cancelChannel, closeRedis, duplicateRedis, type CancelMessage } from "@ax/coordinator";
 
 /** This process's attempts in flight, by run, each with the controller that aborts it. */
 export class InFlightAttempts {
   private readonly byRun = new Map<string, Set<AbortController>>();
+  private readonly refs = new Map<AbortController, AttemptRef>();
+  private idleWaiters: (() => void)[] = [];
 
   /**
    * Runs one attempt with a `cancel` signal. Registered before the attempt's fence, so a cancel
    * committed after the fence always finds it here.
    */
-  async track<T>(runId: string, attempt: (cancel: AbortSignal) => Promise<T>): Promise<T> {
+  async track<T>(ref: AttemptRef, attempt: (cancel: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
+    const { runId } = ref;
     let set = this.byRun.get(runId);
     if (!set) this.byRun.set(runId, (set = new Set()));
     set.add(controller);
+    this.refs.set(controller, { runId, nodeKey: ref.nodeKey, attempt: ref.attempt });
     try {
       return await attempt(controller.signal);
     } finally {
       set.delete(controller);
+      this.refs.delete(controller);
       if (set.size === 0 && this.byRun.get(runId) === set) this.byRun.delete(runId);
+      if (this.refs.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
+  }
+
+  /** Resolves once no attempt is in flight. */
+  idle(): Promise<void> {
+    if (this.refs.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** The attempts in flight now. */
+  attempts(): AttemptRef[] {
+    return [...this.refs.values()];
+  }
+
+  /** Aborts every attempt in flight with `reason` (shutdown). */
+  abortAll(reason: Error): void {
+    for (const controller of this.refs.keys()) if (!controller.signal.aborted) controller.abort(reason);
   }
 
   /** Aborts every in-flight attempt of the run; returns how many were aborted now. */
@@ -58,9 +80,8 @@ export class CancelListener {
   ) {}
 
   async start(): Promise<void> {
-    const subscriber = this.connection.duplicate();
+    const subscriber = duplicateRedis(this.connection, this.log, "cancel subscriber");
     this.subscriber = subscriber;
-    subscriber.on("error", (err) => this.log.warn({ err }, "cancel subscriber error; reconnecting"));
     subscriber.on("message", (_channel: string, text: string) => this.onMessage(text));
     await subscriber.subscribe(cancelChannel(this.prefix));
   }
@@ -71,11 +92,10 @@ export class CancelListener {
     for (const runId of await cancelledRunIds(this.db, runIds)) this.abort(runId, "sweep");
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     const subscriber = this.subscriber;
     this.subscriber = undefined;
-    if (!subscriber) return;
-    await subscriber.quit().catch(() => subscriber.disconnect());
+    if (subscriber) closeRedis(subscriber);
   }
 
   private onMessage(text: string): void {

@@ -11,3 +11,4 @@ export * from "./node-worker.js";
 export * from "./cancel-listener.js";
 export * from "./once-scope.js";
 export * from "./db-retry.js";
+export * from "./shutdown.js";

@@ -1,6 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { workers } from "../schema/index.js";
+import { rows } from "./raw.js";
 
 export interface WorkerIdentity {
   id: string;
@@ -9,7 +10,10 @@ export interface WorkerIdentity {
   queues: string[];
 }
 
-/** Registers the worker or renews its lease; attempts of a worker whose lease lapses are presumed crashed. */
+/**
+ * Registers the worker or renews its lease; attempts of a worker whose lease lapses are presumed
+ * crashed. Pass `Store.leases`, so a main pool busy with long transactions cannot delay it.
+ */
 export async function heartbeatWorker(db: Db, worker: WorkerIdentity): Promise<void> {
   await db
     .insert(workers)
@@ -19,4 +23,25 @@ export async function heartbeatWorker(db: Db, worker: WorkerIdentity): Promise<v
 
 export async function removeWorker(db: Db, id: string): Promise<void> {
   await db.delete(workers).where(eq(workers.id, id));
+}
+
+/**
+ * Deletes workers whose lease lapsed more than `olderThanMs` ago, except those a running attempt
+ * still names: that attempt is yet to be taken over, and the row says when its lease lapsed.
+ * Returns how many rows went.
+ */
+export async function removeDeadWorkers(db: Db, olderThanMs: number): Promise<number> {
+  const removed = await rows<{ id: string }>(
+    db,
+    sql`
+    delete from workers w
+    where w.heartbeat_at < now() - make_interval(secs => ${olderThanMs / 1000})
+      and not exists (
+        select 1 from node_runs n
+        join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
+        where n.status = 'running' and a.worker = w.id
+      )
+    returning w.id`,
+  );
+  return removed.length;
 }

@@ -1,0 +1,153 @@
+import { Writable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import pino from "pino";
+import { afterAll, describe, expect, it } from "vitest";
+import { ax, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { startAx, startPrivateRedis } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+/** Polls `check` until it returns something truthy; fails after `timeoutMs`. */
+async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const giveUpAt = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > giveUpAt) throw new Error(`still waiting for ${what} after ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+/** A pino logger whose lines are kept, to wait for what a Runtime reported. */
+function capturedLogger() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+      done();
+    },
+  });
+  return { log: pino({ level: "info" }, stream), lines };
+}
+
+describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
+  const env = isolate("shutdown");
+  const runtimes: Runtime[] = [];
+
+  afterAll(async () => {
+    await Promise.all(runtimes.map((r) => r.stop({ timeout: 1 }).catch(() => {})));
+    await env.cleanup();
+  });
+
+  // Attempt 1 ignores its signal for 60 s while holding an `ax.once` (a pool client in the
+  // current design); later attempts return at once. No retries: only a hand-back can save it.
+  const stubborn = ax.task({ name: "stubborn", retries: 0 }, async (label: string) => {
+    const { attempt, runId } = ax.context();
+    if (attempt === 1) {
+      await ax.once(`hold-${runId}`, () => new Promise((resolve) => setTimeout(resolve, 60_000).unref()));
+    }
+    return `${label} on attempt ${attempt}`;
+  });
+  const stubbornFlow = ax.flow({ name: "stubborn_flow" }, (label) => {
+    stubborn(label as never);
+  });
+
+  it("returns within 4 s while an inline task ignores its signal, and hands the attempt back for another worker at once", async () => {
+    // Leases of a minute: a takeover that waited for one would not finish within this test's bound.
+    const longLease = { heartbeatMs: 500, leaseMs: 60_000, lockDurationMs: 60_000, stalledIntervalMs: 30_000 };
+    const first = testRuntime(env, { flows: [stubbornFlow], roles: ["worker"], worker: longLease });
+    runtimes.push(first);
+    await first.start();
+    const runId = await first.client().triggerFlow("stubborn_flow", "order-1");
+    await until("attempt 1 running", async () => {
+      const [row] = await env.sql<{ status: string }>(`select status from node_runs where run_id = $1`, [runId]);
+      return row?.status === "running";
+    });
+
+    const second = testRuntime(env, {
+      flows: [stubbornFlow],
+      worker: longLease,
+      reconciler: { intervalMs: 500, staleMs: 60_000, leaseMs: 60_000 },
+    });
+    runtimes.push(second);
+    await second.start();
+
+    const firstWorker = first.workerId;
+    const t0 = performance.now();
+    await first.stop({ timeout: 2 });
+    const stopMs = performance.now() - t0;
+    console.log(`stop({ timeout: 2 }) with a task ignoring its signal returned in ${Math.round(stopMs)} ms`);
+    expect(stopMs).toBeLessThan(4000);
+
+    const run = await second.client().waitForRun(runId, { timeout: "20s" });
+    expect(run.status).toBe("success");
+    const [node] = run.tasks;
+    expect(node?.result).toBe("order-1 on attempt 2");
+    expect(node?.attempts.map((a) => [a.outcome, a.worker])).toEqual([
+      ["crashed", firstWorker],
+      ["success", second.workerId],
+    ]);
+    expect(node?.attempts[0]?.error?.name).toBe("AxWorkerStoppedError");
+  });
+
+  it("returns within 4 s with Redis stopped", async () => {
+    const redis = await startPrivateRedis();
+    const { log, lines } = capturedLogger();
+    const runtime = testRuntime({ ...env, redis: redis.url }, { flows: [stubbornFlow], logger: log });
+    runtimes.push(runtime);
+    try {
+      await runtime.start();
+      redis.child.process.kill("SIGKILL");
+      await redis.child.stop(0);
+      await until("the Redis outage in the log", async () => lines.some((l) => l.includes("Redis connection failed")));
+      const t0 = performance.now();
+      await runtime.stop({ timeout: 2 });
+      const stopMs = performance.now() - t0;
+      console.log(`stop({ timeout: 2 }) with Redis down returned in ${Math.round(stopMs)} ms`);
+      expect(stopMs).toBeLessThan(4000);
+    } finally {
+      await redis.child.stop(0);
+    }
+  });
+
+  it("the CLI exits within the stop timeout + 5 s of SIGTERM while its Redis is gone, and logs Redis errors instead of ioredis's stderr dump", async () => {
+    const redis = await startPrivateRedis();
+    const worker = startAx(
+      ["worker", "test/fixtures/hello-flow.ts", "--storage", env.storage, "--redis", redis.url, "--prefix", env.prefix, "--stop-timeout", "2"],
+      { AX_LOG_LEVEL: "info" },
+    );
+    try {
+      await worker.waitFor(/ax worker started/, 80_000);
+      redis.child.process.kill("SIGKILL");
+      await redis.child.stop(0);
+      await worker.waitFor(/Redis connection failed/, 20_000);
+      const exited = new Promise<number>((resolve) => worker.process.once("exit", () => resolve(performance.now())));
+      const t0 = performance.now();
+      worker.process.kill("SIGTERM");
+      const exitMs = (await Promise.race([exited, sleep(20_000, Number.POSITIVE_INFINITY)])) - t0;
+      console.log(`ax worker exited ${Math.round(exitMs)} ms after SIGTERM with Redis down (--stop-timeout 2)`);
+      expect(exitMs).toBeLessThan(7000);
+      expect(worker.output()).not.toContain("Unhandled error event");
+    } finally {
+      await worker.stop(0);
+      await redis.child.stop(0);
+    }
+  });
+
+  it("a CLI started against a dead Redis port reports the failure through its logger, not ioredis's stderr dump", async () => {
+    const redis = await startPrivateRedis();
+    redis.child.process.kill("SIGKILL");
+    await redis.child.stop(0);
+    const worker = startAx(["worker", "test/fixtures/hello-flow.ts", "--storage", env.storage, "--redis", redis.url, "--prefix", env.prefix], {
+      AX_LOG_LEVEL: "warn",
+    });
+    try {
+      await worker.waitFor(/Redis connection failed/, 80_000);
+      // Several reconnects later, still nothing on stderr from ioredis itself.
+      await sleep(1500);
+      expect(worker.output()).not.toContain("Unhandled error event");
+    } finally {
+      await worker.stop(0);
+    }
+  });
+});
