@@ -1,9 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { nodesToRequeue, type Db, type ReconcileCursor, type RequeueCandidate } from "@ax/store";
+import { setTimeout as sleep } from "node:timers/promises";
+import { nodesToRequeue, type Db, type ReconcileCursor, type RequeueCandidate, type RequeuePage } from "@ax/store";
 import type { Logger } from "pino";
 import { enqueueNodes, jobsMissingFromRedis } from "./enqueue.js";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
 import { SeenJobs } from "./seen-jobs.js";
+
+const PAGE_LOCK_TRIES = 50;
+const PAGE_LOCK_PAUSE_MS = 20;
 
 export interface ReconcilerOptions {
   /** @defaultValue 5000 */
@@ -74,12 +78,7 @@ export class Reconciler {
     const limit = this.options.batch ?? 5000;
     let after: ReconcileCursor | undefined;
     do {
-      const page = await nodesToRequeue(this.db, {
-        staleMs: this.options.staleMs ?? 10_000,
-        leaseMs: this.options.leaseMs ?? 15_000,
-        limit,
-        after,
-      });
+      const page = await this.readPage(limit, after);
       if (!page) break;
       stats.pages += 1;
       stats.candidates += page.nodes.length;
@@ -96,12 +95,34 @@ export class Reconciler {
     return stats;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops the timer and waits for a pass in progress, at most `timeoutMs`: a pass only re-adds
+   * jobs with deterministic ids, so one left behind (Redis or PostgreSQL unreachable) is harmless
+   * and ends when the connections close.
+   */
+  async stop(timeoutMs = 5000): Promise<void> {
     this.running = false;
     this.queues.connection.off("ready", this.onRedisReady);
     clearTimeout(this.timer);
     this.timer = undefined;
-    await this.pass;
+    if (!this.pass) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.pass, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * The page after `after`. Undefined when another coordinator is reconciling: at the start of a
+   * pass that means "skip this one"; between pages it is only reading its own page, so wait a
+   * moment rather than leave the rest of the candidates unread.
+   */
+  private async readPage(limit: number, after: ReconcileCursor | undefined): Promise<RequeuePage | undefined> {
+    const window = { staleMs: this.options.staleMs ?? 10_000, leaseMs: this.options.leaseMs ?? 15_000, limit, after };
+    for (let tries = 0; ; tries++) {
+      const page = await nodesToRequeue(this.db, window);
+      if (page || !after || tries >= PAGE_LOCK_TRIES) return page;
+      await sleep(PAGE_LOCK_PAUSE_MS);
+    }
   }
 
   private schedule(delayMs: number): void {
