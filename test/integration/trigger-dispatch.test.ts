@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { ax, type Client, type Runtime } from "ax-scheduler";
+import { ax, Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { startPrivateRedis, type Child } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
@@ -65,6 +65,10 @@ describe("a trigger whose rows are committed succeeds whatever Redis does", () =
     const started = Date.now();
     const answer = await within(client.triggerFlow("dispatch_flow", 42), 2000);
     const elapsed = Date.now() - started;
+    // A short-lived producer (the CLI) closes right after: its job never reaches Redis, only the reconciler adds it.
+    const producer = new Client({ storage: env.storage, redis: server.url, prefix: env.prefix });
+    const fromProducer = await within(producer.triggerFlow("dispatch_flow", 43), 2000);
+    await producer.close();
     // Bring Redis back before asserting, so a failure leaves no test hanging on it.
     server = await startPrivateRedis(server.port);
     expect(answer).not.toBe("no answer");
@@ -75,5 +79,8 @@ describe("a trigger whose rows are committed succeeds whatever Redis does", () =
     const run = await client.waitForRun(runId, { timeout: "60s" });
     expect(run.status).toBe("success");
     expect(run.tasks[0]?.result).toBe(42);
+    expect(fromProducer).toHaveProperty("value");
+    const produced = await client.waitForRun((fromProducer as { value: string }).value, { timeout: "60s" });
+    expect(produced.tasks[0]?.result).toBe(43);
   });
 });
