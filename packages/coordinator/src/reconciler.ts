@@ -82,12 +82,12 @@ export class Reconciler {
       if (!page) break;
       stats.pages += 1;
       stats.candidates += page.nodes.length;
-      const unchecked = page.nodes.filter((n) => !this.seen.has(seenKey(n)));
+      const unchecked = page.nodes.filter((n) => !rememberable(n) || !this.seen.has(seenKey(n)));
       stats.checked += unchecked.length;
       const missing = new Set(await jobsMissingFromRedis(this.queues, unchecked));
       if (missing.size > 0) await enqueueNodes(this.queues, [...missing]);
       stats.requeued += missing.size;
-      for (const n of unchecked) this.seen.add(seenKey(n));
+      for (const n of unchecked) if (rememberable(n)) this.seen.add(seenKey(n));
       after = page.next;
     } while (after);
     if (stats.requeued > 0) this.log.info({ requeued: stats.requeued }, "reconciler re-added jobs missing from Redis");
@@ -159,6 +159,15 @@ export class Reconciler {
       this.epoch = epoch ?? undefined;
     }
   }
+}
+
+/**
+ * A running node under a lost worker is always looked up: its job is locked by the dead worker,
+ * and BullMQ may fail and remove it (stalled too often) at any moment, which must be noticed on
+ * the next pass. Such nodes are few.
+ */
+function rememberable(node: RequeueCandidate): boolean {
+  return node.status !== "running";
 }
 
 function seenKey(node: RequeueCandidate): string {
