@@ -15,7 +15,7 @@ async function exec(file: string, args: string[]): Promise<{ code: number; stdou
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0", AX_LOG_LEVEL: "error" };
   delete env.DATABASE_URL;
   try {
-    const { stdout, stderr } = await run(file, args, { cwd: REPO_ROOT, env, timeout: 100_000 });
+    const { stdout, stderr } = await run(file, args, { cwd: REPO_ROOT, env, timeout: 240_000 });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: number | string; stdout?: string; stderr?: string };
@@ -35,7 +35,8 @@ async function openEmbedded(dataDir: string): Promise<{ opened: boolean; runs?: 
   }
 }
 
-describe("an embedded data directory held by ax dev", { timeout: 120_000 }, () => {
+// Each `ax` process loads TypeScript through tsx: tens of seconds on a busy machine, hence the timeouts.
+describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () => {
   // Only the Redis prefix of `isolate()` is used; the history lives in the PGlite directory below.
   const env = isolate("pglock");
   const root = mkdtempSync(join(tmpdir(), "ax-lock-"));
@@ -49,8 +50,8 @@ describe("an embedded data directory held by ax dev", { timeout: 120_000 }, () =
     api = `http://127.0.0.1:${port}`;
     dev = startAx(["dev", "test/fixtures/hello-flow.ts", "--port", String(port), ...connection], { AX_LOG_LEVEL: "info", DATABASE_URL: undefined });
     // PGlite compiles its WebAssembly and migrates on start: slow on a busy machine.
-    await dev.waitFor(/ax dev started/, 110_000);
-  }, 120_000);
+    await dev.waitFor(/ax dev started/, 230_000);
+  }, 240_000);
 
   afterAll(async () => {
     await dev?.stop();
@@ -59,18 +60,21 @@ describe("an embedded data directory held by ax dev", { timeout: 120_000 }, () =
   });
 
   it("ax trigger --wait, ax runs and ax run from another process go through its HTTP API", async () => {
-    const triggered = await ax(["trigger", "hello_flow", "--payload", '"lock"', "--wait", "--timeout", "60s", ...connection]);
+    const triggered = await ax(["trigger", "hello_flow", "--payload", '"lock"', "--wait", "--timeout", "120s", ...connection]);
     expect(triggered.stderr).toBe("");
     expect(triggered.code).toBe(0);
     expect(triggered.stdout).toMatch(/hello_flow v1\s+success/);
     const runId = /^run ([0-9a-f-]{36}) /.exec(triggered.stdout)?.[1];
     expect(runId, triggered.stdout).toBeDefined();
 
-    const listed = await ax(["runs", "--flow", "hello_flow", ...connection]);
+    const [listed, shown, unknown] = await Promise.all([
+      ax(["runs", "--flow", "hello_flow", ...connection]),
+      ax(["run", runId!, "--json", ...connection]),
+      ax(["run", "00000000-0000-4000-8000-000000000000", ...connection]),
+    ]);
     expect(listed.stderr).toBe("");
     expect(listed.stdout).toMatch(new RegExp(`^${runId}\\s+hello_flow\\s+success`));
 
-    const shown = await ax(["run", runId!, "--json", ...connection]);
     expect(shown.code).toBe(0);
     const info = JSON.parse(shown.stdout) as { status: string; tasks: { key: string; result: unknown }[] };
     expect(info.status).toBe("success");
@@ -79,7 +83,6 @@ describe("an embedded data directory held by ax dev", { timeout: 120_000 }, () =
       ["hello_measure", 10],
     ]);
 
-    const unknown = await ax(["run", "00000000-0000-4000-8000-000000000000", ...connection]);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/^AxRunNotFoundError: no run with id 00000000-0000-4000-8000-000000000000/);
   });
