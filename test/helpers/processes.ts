@@ -80,9 +80,12 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** A throwaway redis-server for tests that must FLUSHALL or kill Redis without touching the shared one. */
-export async function startPrivateRedis(): Promise<{ url: string; port: number; child: Child }> {
-  const port = await freePort();
+/**
+ * A throwaway redis-server for tests that must FLUSHALL or kill Redis without touching the shared one.
+ * Pass the `port` of one that was stopped to bring it back (empty) where its clients reconnect.
+ */
+export async function startPrivateRedis(port?: number): Promise<{ url: string; port: number; child: Child }> {
+  port ??= await freePort();
   const child = startChild("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"]);
   await child.waitFor(/Ready to accept connections/, 10_000);
   return { url: `redis://127.0.0.1:${port}`, port, child };

@@ -1,14 +1,17 @@
+import { resolve } from "node:path";
 import { Command } from "commander";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
 import { Client, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
-import { migrate, openStore, RUN_STATUSES } from "@ax/store";
+import { advertiseApi, dataDirHolder, migrate, openStore, RUN_STATUSES } from "@ax/store";
 import { closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { startServer } from "@ax/server";
+import { HttpRunsApi } from "./http-client.js";
 import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
 import { renderRun } from "./render-run.js";
+import type { RunsApi } from "./runs-api.js";
 
 function connection(program: Command): ConnectionFlags {
   const o = program.opts();
@@ -24,9 +27,18 @@ function connection(program: Command): ConnectionFlags {
   );
 }
 
-/** A Client on the global connection flags, closed after `fn` whatever happens. */
-async function withClient(program: Command, fn: (client: Client) => Promise<void>): Promise<void> {
-  const client = new Client(connection(program));
+/** Where `ax dev` keeps its embedded history when no --data-dir is given (as `openStore` does). */
+const DEFAULT_DATA_DIR = ".ax/data";
+
+/**
+ * A Client on the global connection flags, closed after `fn` whatever happens. An embedded data
+ * directory held by an `ax dev` is reached through that process's HTTP API: PGlite serves one
+ * process only.
+ */
+async function withClient(program: Command, fn: (client: RunsApi) => Promise<void>): Promise<void> {
+  const flags = connection(program);
+  const holder = flags.storage ? undefined : dataDirHolder(resolve(flags.dataDir ?? DEFAULT_DATA_DIR));
+  const client: RunsApi = holder?.api ? new HttpRunsApi({ ...holder, api: holder.api }) : new Client(flags);
   try {
     await fn(client);
   } finally {
@@ -102,8 +114,11 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         raw,
         name,
       );
+      const c = connection(program);
+      // Other processes (the CLI) reach an embedded history through this API while this one holds it.
+      if (!c.storage && roles.includes("api") && flags.port !== 0) advertiseApi(`http://127.0.0.1:${flags.port}`);
       const runtime = new Runtime({
-        ...connection(program),
+        ...c,
         flows: await loadFlows(entry),
         config: flags.config,
         maxConcurrency: flags.concurrency,

@@ -1,5 +1,13 @@
 import { GroupCommit, type ReadyNode } from "@ax/store";
+import pino, { type Logger } from "pino";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
+
+/**
+ * How long a committed write waits for its jobs to reach Redis before answering anyway. ioredis
+ * (with `maxRetriesPerRequest: null`, as BullMQ needs) queues commands for as long as Redis is
+ * away, so without a bound a trigger would hang for the whole outage.
+ */
+export const DISPATCH_WAIT_MS = 1000;
 
 /**
  * Puts ready nodes in their BullMQ queues. Job ids are deterministic, so a node enqueued twice
@@ -37,6 +45,7 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
  * healthy backlog is not re-added on every reconcile pass.
  */
 export async function jobsMissingFromRedis(queues: QueueRegistry, nodes: ReadyNode[]): Promise<ReadyNode[]> {
+  if (nodes.length === 0) return [];
   const pipeline = queues.connection.pipeline();
   for (const n of nodes) pipeline.exists(queues.get(n.queue).toKey(nodeJobId(n.runId, n.nodeKey, n.attempt)));
   const answers = (await pipeline.exec()) ?? [];
@@ -50,7 +59,10 @@ export async function jobsMissingFromRedis(queues: QueueRegistry, nodes: ReadyNo
 export class BatchedEnqueue {
   private readonly batches: GroupCommit<ReadyNode[], void>;
 
-  constructor(queues: QueueRegistry) {
+  constructor(
+    queues: QueueRegistry,
+    private readonly log: Logger = pino({ level: process.env.AX_LOG_LEVEL ?? "info" }),
+  ) {
     this.batches = new GroupCommit(async (lists) => {
       await enqueueNodes(queues, lists.flat());
       return lists.map(() => undefined);
@@ -59,5 +71,31 @@ export class BatchedEnqueue {
 
   add(nodes: ReadyNode[]): Promise<void> {
     return nodes.length === 0 ? Promise.resolve() : this.batches.submit(nodes);
+  }
+
+  /**
+   * Best effort, for nodes whose rows PostgreSQL has already committed as `queued`: waits at
+   * most `waitMs` and never throws. A job that does not reach Redis (it is down, full, or the
+   * command fails) is re-added by the reconciler once its node has been queued past `staleMs`.
+   */
+  async dispatch(nodes: ReadyNode[], waitMs = DISPATCH_WAIT_MS): Promise<void> {
+    if (nodes.length === 0) return;
+    const runs = [...new Set(nodes.map((n) => n.runId))];
+    const added = this.add(nodes).then(
+      () => true,
+      (error: unknown) => {
+        this.log.warn({ err: error, runs }, "jobs of committed runs did not reach Redis; the reconciler will add them");
+        return true;
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), waitMs);
+    });
+    const answered = await Promise.race([added, late]);
+    clearTimeout(timer);
+    if (!answered) {
+      this.log.warn({ runs, waitMs }, "Redis did not answer in time; the jobs are added when it is back, or by the reconciler");
+    }
   }
 }

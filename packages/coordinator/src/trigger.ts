@@ -15,6 +15,7 @@ import {
   type NewRun,
   type RunTrigger,
 } from "@ax/store";
+import type { Logger } from "pino";
 import { BatchedEnqueue } from "./enqueue.js";
 import { AxPayloadError, AxPayloadTooLargeError, AxUnknownFlowError } from "./errors.js";
 import type { QueueRegistry } from "./queues.js";
@@ -33,7 +34,7 @@ export interface TriggerRequest {
 
 /**
  * Where triggers write: runs are group-committed (many concurrent triggers, one statement and
- * one commit) and their ready jobs are added to Redis together.
+ * one commit) and their ready jobs are added to Redis together, best effort (see `dispatch`).
  */
 export class RunWriter {
   private readonly runs: GroupCommit<NewRun, CreatedRun>;
@@ -42,9 +43,10 @@ export class RunWriter {
   constructor(
     readonly db: Db,
     queues: QueueRegistry,
+    log?: Logger,
   ) {
     this.runs = new GroupCommit((batch) => createRuns(db, batch));
-    this.jobs = new BatchedEnqueue(queues);
+    this.jobs = new BatchedEnqueue(queues, log);
   }
 
   create(run: NewRun): Promise<CreatedRun> {
@@ -67,7 +69,8 @@ export interface Triggered {
 
 /**
  * Validates the request, writes run + node rows in one statement, then enqueues the ready
- * nodes. Bad input is refused before anything is written.
+ * nodes. Bad input is refused before anything is written. Once the rows are committed the
+ * trigger succeeds: a Redis that is down or refuses writes only delays the run.
  */
 export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Promise<Triggered> {
   const payload = request.payload === undefined ? null : request.payload;
@@ -94,7 +97,7 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
     rerunOf: request.rerunOf,
   });
   if (!created.created) return { runId: created.runId, created: false };
-  await deps.writer.jobs.add(created.ready);
+  await deps.writer.jobs.dispatch(created.ready);
   return { runId: created.runId, created: true };
 }
 

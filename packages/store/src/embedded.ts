@@ -2,17 +2,32 @@ import { mkdirSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import type { Db, Store } from "./connect.js";
+import { DataDirLock } from "./data-dir-lock.js";
 import * as schema from "./schema/index.js";
 
-/** One PGlite per data directory per process: two instances on one directory would corrupt it. */
-const embedded = new Map<string, { client: PGlite; db: Db; users: number }>();
+/**
+ * One PGlite per data directory per process: two instances on one directory would corrupt it.
+ * Across processes the lock file next to the directory refuses the second one with
+ * AxDataDirLockedError instead of letting PGlite crash.
+ */
+const embedded = new Map<string, { client: PGlite; db: Db; lock: DataDirLock; users: number }>();
+
+function openClient(dataDir: string, lock: DataDirLock): PGlite {
+  try {
+    return new PGlite(dataDir);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
 
 export function openEmbedded(dataDir: string): Store {
   let entry = embedded.get(dataDir);
   if (!entry) {
     mkdirSync(dataDir, { recursive: true });
-    const client = new PGlite(dataDir);
-    entry = { client, db: drizzlePglite(client, { schema }) as unknown as Db, users: 0 };
+    const lock = DataDirLock.acquire(dataDir);
+    const client = openClient(dataDir, lock);
+    entry = { client, db: drizzlePglite(client, { schema }) as unknown as Db, lock, users: 0 };
     embedded.set(dataDir, entry);
   }
   entry.users += 1;
@@ -33,7 +48,11 @@ export function openEmbedded(dataDir: string): Store {
       shared.users -= 1;
       if (shared.users === 0) {
         embedded.delete(dataDir);
-        await shared.client.close();
+        try {
+          await shared.client.close();
+        } finally {
+          shared.lock.release();
+        }
       }
     },
   };

@@ -2,6 +2,7 @@ export * from "./types.js";
 export * from "./dag.js";
 export { openStore, splitSchema, type Db, type Store, type StoreOptions } from "./connect.js";
 export { migrate } from "./migrate.js";
+export { advertiseApi, AxDataDirLockedError, dataDirHolder, lockFileOf, type DataDirHolder } from "./data-dir-lock.js";
 export * as tables from "./schema/index.js";
 export * from "./repositories/flow-definitions.js";
 export * from "./repositories/create-run.js";

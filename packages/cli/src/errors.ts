@@ -1,0 +1,27 @@
+/** The HTTP API of the `ax dev` that holds the data directory refused a request. */
+export class AxApiError extends Error {
+  override name = "AxApiError";
+  constructor(
+    readonly api: string,
+    readonly status: number,
+    readonly remoteName: string,
+    remoteMessage: string,
+  ) {
+    super(`${remoteName}: ${remoteMessage} (answered by ${api}, HTTP ${status})`);
+  }
+}
+
+/** The process holding the embedded data directory advertises an API that does not answer. */
+export class AxApiUnreachableError extends Error {
+  override name = "AxApiUnreachableError";
+  constructor(
+    readonly api: string,
+    readonly pid: number,
+    reason: string,
+  ) {
+    super(
+      `process ${pid} holds the embedded data directory and serves it at ${api}, but that API does not answer (${reason}). ` +
+        "Wait until `ax dev` has started, or stop it to use the directory directly.",
+    );
+  }
+}
