@@ -1,6 +1,6 @@
 import { cancelRunRecords, type Db, type RunStatus } from "@ax/store";
-import { AxCancelledError } from "./errors.js";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
+import { AxCancelledError } from "@ax/common";
 
 /** The pub/sub channel every worker of a cluster (one queue prefix) listens on for cancels. */
 export function cancelChannel(prefix: string): string {

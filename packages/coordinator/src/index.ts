@@ -1,4 +1,3 @@
-export * from "./errors.js";
 export * from "./redis.js";
 export * from "./queues.js";
 export * from "./enqueue.js";

@@ -1,24 +1,9 @@
 import { randomUUID } from "node:crypto";
-import {
-  assertJson,
-  toStorableText,
-  AxNotJsonError,
-  createRuns,
-  GroupCommit,
-  jsonBytes,
-  latestFlowVersion,
-  listFlowNames,
-  type CreatedRun,
-  type Db,
-  type FlowVersion,
-  type Json,
-  type NewRun,
-  type RunTrigger,
-} from "@ax/store";
+import { assertJson, toStorableText, createRuns, GroupCommit, jsonBytes, latestFlowVersion, listFlowNames, type CreatedRun, type Db, type FlowVersion, type Json, type NewRun, type RunTrigger } from "@ax/store";
 import type { Logger } from "pino";
 import { BatchedEnqueue } from "./enqueue.js";
-import { AxPayloadError, AxPayloadTooLargeError, AxUnknownFlowError } from "./errors.js";
 import type { QueueRegistry } from "./queues.js";
+import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxUnknownFlowError } from "@ax/common";
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 

@@ -2,7 +2,7 @@ import { assertJson } from "@ax/store";
 import { currentOnceGate, onEvent, taskContextStorage, type TaskContext } from "@ax/worker";
 import { defineFlow } from "./definition/flow.js";
 import { defineTask } from "./definition/task.js";
-import { AxDefinitionError } from "./errors.js";
+import { AxDefinitionError } from "@ax/common";
 
 /** The running task's context; throws outside a task attempt. */
 function context(): TaskContext {

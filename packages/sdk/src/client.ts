@@ -13,8 +13,8 @@ import {
 } from "@ax/store";
 import type { Flow } from "./definition/flow.js";
 import { parseDuration, type Duration } from "./duration.js";
-import { AxRunNotFoundError, AxWaitTimeoutError } from "./errors.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
+import { AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
 
 export interface ClientOptions extends ConnectionOptions {
   /** Flows whose `idempotencyKey`/`businessKey` functions should apply to triggers from here. */

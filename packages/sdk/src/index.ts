@@ -8,23 +8,8 @@ export type { TaskOptions, FlowOptions } from "./options.js";
 export { resolveTaskOptions } from "./options.js";
 export { parseDuration, type Duration } from "./duration.js";
 export { loadRuntimeConfig, parseRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
-export { AxDefinitionError, AxConfigError, AxRunNotFoundError, AxWaitTimeoutError } from "./errors.js";
-export { AxUnknownFlowError, AxPayloadError, AxPayloadTooLargeError, AxCancelledError, type CancelResult } from "@ax/coordinator";
-export { AxNotJsonError, AxStoreError } from "@ax/store";
+export { type CancelResult } from "@ax/coordinator";
 export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
-export {
-  NonRetryableError,
-  RetryAfterError,
-  AxResultTooLargeError,
-  AxTimeoutError,
-  AxHeartbeatLostError,
-  AxUnknownTaskError,
-  AxWorkerCrashedError,
-  AxResourceLimitError,
-  AxExecutorError,
-  AxOnceClaimLostError,
-  type TaskContext,
-  type AxEvent,
-  type AxEventName,
-  type ResolvedTaskOptions,
-} from "@ax/worker";
+export { type TaskContext, type AxEvent, type AxEventName, type ResolvedTaskOptions } from "@ax/worker";
+// Every error ax throws or stores, one family per module of @ax/common.
+export * from "@ax/common";

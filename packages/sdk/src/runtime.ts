@@ -11,8 +11,8 @@ import { openConnections, type ConnectionOptions, type Connections } from "./con
 import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
-import { AxConfigError, AxDefinitionError } from "./errors.js";
 import { formatIssues, resolveTaskOptions } from "./options.js";
+import { AxConfigError, AxDefinitionError } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
 

@@ -3,25 +3,10 @@ import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
-import {
-  AxNotJsonError,
-  getRunInfo,
-  listFlowNames,
-  listRunSummaries,
-  RUN_STATUSES,
-  toStorableText,
-  type Db,
-} from "@ax/store";
-import {
-  AxPayloadTooLargeError,
-  AxUnknownFlowError,
-  cancelRun,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  RunWriter,
-  triggerRun,
-  type QueueRegistry,
-} from "@ax/coordinator";
+import { getRunInfo, listFlowNames, listRunSummaries, RUN_STATUSES, toStorableText, type Db } from "@ax/store";
+import { cancelRun, DEFAULT_MAX_PAYLOAD_BYTES, RunWriter, triggerRun, type QueueRegistry } from "@ax/coordinator";
 import { registerClusterMetrics } from "./cluster-metrics.js";
+import { AxNotJsonError, AxPayloadTooLargeError, AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
 
 export interface ServerOptions {
   db: Db;
@@ -74,7 +59,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (error instanceof z.ZodError) {
       return reply.status(400).send({ error: "BadRequest", message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") });
     }
-    if (error instanceof AxUnknownFlowError) return reply.status(404).send({ error: error.name, message: error.message });
+    if (error instanceof AxUnknownFlowError || error instanceof AxRunNotFoundError) return reply.status(404).send({ error: error.name, message: error.message });
     if (error instanceof AxPayloadTooLargeError) return reply.status(413).send({ error: error.name, message: error.message });
     // AxPayloadError is an AxNotJsonError: both name the JSON path the caller must fix.
     if (error instanceof AxNotJsonError) return reply.status(400).send({ error: error.name, message: error.message });
@@ -99,17 +84,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.get("/api/runs", async (request) => ({ runs: await listRunSummaries(options.db, listQuery.parse(request.query)) }));
 
-  app.get<{ Params: { id: string } }>("/api/runs/:id", async (request, reply) => {
+  app.get<{ Params: { id: string } }>("/api/runs/:id", async (request) => {
     const id = z.uuid().safeParse(request.params.id);
     const run = id.success ? await getRunInfo(options.db, id.data) : undefined;
-    if (!run) return reply.status(404).send({ error: "AxRunNotFoundError", message: `no run with id ${request.params.id}` });
+    if (!run) throw new AxRunNotFoundError(request.params.id);
     return run;
   });
 
-  app.post<{ Params: { id: string } }>("/api/runs/:id/cancel", async (request, reply) => {
+  app.post<{ Params: { id: string } }>("/api/runs/:id/cancel", async (request) => {
     const id = z.uuid().safeParse(request.params.id);
     const result = id.success ? await cancelRun({ db: options.db, queues: options.queues }, id.data) : undefined;
-    if (!result) return reply.status(404).send({ error: "AxRunNotFoundError", message: `no run with id ${request.params.id}` });
+    if (!result) throw new AxRunNotFoundError(request.params.id);
     return result;
   });
 

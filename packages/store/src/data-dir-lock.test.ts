@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { advertiseApi, AxDataDirLockedError, DataDirLock, dataDirHolder, lockFileOf } from "./data-dir-lock.js";
+import { advertiseApi, DataDirLock, dataDirHolder, lockFileOf } from "./data-dir-lock.js";
+import { AxDataDirLockedError } from "@ax/common";
 
 describe("the embedded data directory lock", () => {
   let root: string;

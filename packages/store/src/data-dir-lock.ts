@@ -1,35 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-
-/**
- * Who holds an embedded data directory, as its lock file says. PGlite is one process per data
- * directory: a second one opening it crashes inside WebAssembly.
- */
-export interface DataDirHolder {
-  pid: number;
-  hostname: string;
-  startedAt: string;
-  /** The holder's HTTP API (`ax dev`), through which other processes can reach the same history. */
-  api?: string | undefined;
-}
-
-export class AxDataDirLockedError extends Error {
-  override name = "AxDataDirLockedError";
-  constructor(
-    readonly dataDir: string,
-    readonly holder: DataDirHolder,
-    readonly lockFile: string,
-  ) {
-    super(
-      `the embedded database in ${dataDir} is in use by process ${holder.pid} on ${holder.hostname} (since ${holder.startedAt})` +
-        (holder.api ? `, which serves it at ${holder.api}` : "") +
-        `. Embedded PGlite allows one process per data directory: stop that process, reach it through its HTTP API` +
-        ` (the ax CLI does so by itself when \`ax dev\` holds the directory), or set DATABASE_URL / --storage to a PostgreSQL server` +
-        ` so that several processes share the history. If that process is gone, delete ${lockFile}.`,
-    );
-  }
-}
+import { AxDataDirLockedError, type DataDirHolder } from "@ax/common";
 
 /** The lock sits next to the data directory: PGlite refuses to create a database in a directory that is not empty. */
 export function lockFileOf(dataDir: string): string {

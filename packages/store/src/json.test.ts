@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AxNotJsonError, assertJson, toStorableText } from "./json.js";
+import { assertJson, toStorableText } from "./json.js";
+import { AxNotJsonError } from "@ax/common";
 
 const refusal = (value: unknown): AxNotJsonError => {
   try {

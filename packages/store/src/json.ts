@@ -1,20 +1,5 @@
+import { AxNotJsonError } from "@ax/common";
 import type { Json } from "./types.js";
-
-const JSON_ONLY = "Pass only objects, arrays, strings, finite numbers, booleans and null.";
-
-/** Why a value cannot travel as JSON or be stored as jsonb: names the path of the first bad part. */
-export class AxNotJsonError extends Error {
-  override name = "AxNotJsonError";
-  constructor(
-    readonly what: string,
-    readonly path: string,
-    readonly problem: string,
-    readonly advice = JSON_ONLY,
-    readonly verdict = "is not plain JSON",
-  ) {
-    super(`${what} ${verdict}: ${path} ${problem}. ${advice}`);
-  }
-}
 
 /**
  * What PostgreSQL cannot hold in text or jsonb although JavaScript strings can: NUL, and a UTF-16

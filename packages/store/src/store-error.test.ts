@@ -1,7 +1,8 @@
 import { DrizzleQueryError } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { isConnectionError } from "./pg-error.js";
-import { AxStoreError, toStoreError } from "./store-error.js";
+import { toStoreError } from "./store-error.js";
+import { AxStoreError } from "@ax/common";
 
 describe("toStoreError", () => {
   it("keeps PostgreSQL's message and SQLSTATE, not the query or its parameters", () => {

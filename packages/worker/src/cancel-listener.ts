@@ -1,7 +1,8 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { cancelledRunIds, type AttemptRef, type Db } from "@ax/store";
-import { AxCancelledError, cancelChannel, closeRedis, duplicateRedis, type CancelMessage } from "@ax/coordinator";
+import { cancelChannel, closeRedis, duplicateRedis, type CancelMessage } from "@ax/coordinator";
+import { AxCancelledError } from "@ax/common";
 
 /** This process's attempts in flight, by run, each with the controller that aborts it. */
 export class InFlightAttempts {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AxDbDeadlineError, isConnectionError, isTransientDbError, withDbRetry } from "./db-retry.js";
+import { isConnectionError, isTransientDbError, withDbRetry } from "./db-retry.js";
+import { AxDbDeadlineError } from "@ax/common";
 
 /** What drizzle throws: its own error, the driver's error as `cause`. */
 function drizzleError(cause: unknown): Error {

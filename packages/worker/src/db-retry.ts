@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { isConnectionError, pgErrorCode } from "@ax/store";
+import { AxDbDeadlineError } from "@ax/common";
 
 export { isConnectionError };
 
@@ -11,22 +12,6 @@ export function isTransientDbError(error: unknown): boolean {
   if (isConnectionError(error)) return true;
   const code = pgErrorCode(error);
   return code !== undefined && (TRANSIENT_CODES.has(code) || code.startsWith("53"));
-}
-
-/** A retried write did not succeed before its deadline; `cause` is its last error, if it answered at all. */
-export class AxDbDeadlineError extends Error {
-  override name = "AxDbDeadlineError";
-  constructor(
-    readonly waitedMs: number,
-    cause: unknown,
-  ) {
-    super(
-      cause === undefined
-        ? `PostgreSQL did not answer the write within ${waitedMs} ms; check the database's load and locks.`
-        : `PostgreSQL did not accept the write within ${waitedMs} ms (retried with backoff); check that it is reachable.`,
-      { cause },
-    );
-  }
 }
 
 export interface DbRetryOptions {

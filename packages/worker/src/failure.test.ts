@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { AxStoreError, toStorableText } from "@ax/store";
+import { toStorableText } from "@ax/store";
 import { toTaskFailure } from "./failure.js";
+import { AxStoreError } from "@ax/common";
 
 const storable = (text: string) => toStorableText(text) === text;
 

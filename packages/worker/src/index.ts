@@ -1,4 +1,3 @@
-export * from "./errors.js";
 export * from "./context.js";
 export * from "./events.js";
 export * from "./metrics.js";

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimOnceKey, migrate, openStore, type Store } from "@ax/store";
-import { AxOnceClaimLostError } from "./errors.js";
 import { OnceHost } from "./executors/once-host.js";
 import { claimOnce, OnceLease } from "./once-claim.js";
+import { AxOnceClaimLostError } from "@ax/common";
 
 const PG_URL = process.env.AX_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const LEASE_MS = 600;

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { claimOnceKey, completeOnceClaim, releaseOnceClaim, renewOnceClaim, type Db, type Json } from "@ax/store";
 import type { AttemptIdentity } from "./context.js";
 import { isConnectionError } from "./db-retry.js";
-import { AxOnceClaimLostError } from "./errors.js";
+import { AxOnceClaimLostError } from "@ax/common";
 
 /**
  * How long a claim outlives its last renewal. A dead worker's key is taken over after at most

@@ -1,6 +1,7 @@
 import { pgErrorCode } from "@ax/store";
 import type { Logger } from "pino";
-import { AxDbDeadlineError, isConnectionError, isTransientDbError, withDbRetry } from "./db-retry.js";
+import { isConnectionError, isTransientDbError, withDbRetry } from "./db-retry.js";
+import { AxDbDeadlineError } from "@ax/common";
 
 /** An attempt whose function returned or threw has a recorded outcome (or is given up) within this. */
 export const OUTCOME_DEADLINE_MS = 30_000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "./errors.js";
 import { backoffDelay, decideRetry } from "./retry-policy.js";
+import { AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
 
 type Policy = Parameters<typeof decideRetry>[0];
 

@@ -24,14 +24,6 @@ import type { Logger } from "pino";
 import type { AttemptWrites } from "./attempt-writes.js";
 import type { CachedDag, DagCache } from "./dag-cache.js";
 import { withDbRetry } from "./db-retry.js";
-import {
-  AxAttemptAbandonedError,
-  AxOutcomeNotRecordedError,
-  AxResourceLimitError,
-  AxResultTooLargeError,
-  AxUnknownTaskError,
-  AxWorkerCrashedError,
-} from "./errors.js";
 import { emitEvent, type AxEvent } from "./events.js";
 import { execute, type AttemptResult } from "./executors/index.js";
 import { toTaskFailure } from "./failure.js";
@@ -40,6 +32,7 @@ import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
 import type { ResolvedTaskOptions, TaskSource } from "./task-definition.js";
 import { handBackUnknownTask } from "./unknown-task.js";
+import { AxAttemptAbandonedError, AxOutcomeNotRecordedError, AxResourceLimitError, AxResultTooLargeError, AxUnknownTaskError, AxWorkerCrashedError } from "@ax/common";
 
 export interface AttemptDeps {
   db: Db;

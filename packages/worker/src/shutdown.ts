@@ -1,17 +1,8 @@
 import { enqueueNodes, type QueueRegistry } from "@ax/coordinator";
 import { handBackAttempts, msUntil, within, type Db, type TaskFailure } from "@ax/store";
+import { AxWorkerStoppedError } from "@ax/common";
 import type { Logger } from "pino";
 import type { InFlightAttempts } from "./cancel-listener.js";
-
-/** The worker running an attempt stopped before it finished; the attempt was handed back. */
-export class AxWorkerStoppedError extends Error {
-  override name = "AxWorkerStoppedError";
-  constructor(worker: string, timeoutMs: number) {
-    super(
-      `worker ${worker} was stopped and its attempt did not finish within the stop timeout (${timeoutMs} ms); the node was handed back for another attempt. Give stop() a longer timeout, or make the task honour ax.context().signal.`,
-    );
-  }
-}
 
 export interface HandBack {
   db: Db;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AxConfigError } from "../errors.js";
 import { parseRuntimeConfig } from "./runtime-config.js";
+import { AxConfigError } from "@ax/common";
 
 const known = { tasks: ["create_invoice", "send_notification"], flows: ["order_payment_flow"] };
 

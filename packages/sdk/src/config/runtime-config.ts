@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { LineCounter, parseDocument, isNode } from "yaml";
 import { z } from "zod";
-import { AxConfigError } from "../errors.js";
 import { flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
+import { AxConfigError } from "@ax/common";
 
 /** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
 const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());

@@ -1,7 +1,7 @@
-import { AxNotJsonError, assertJson, type DagArg, type DagNode, type FlowDag } from "@ax/store";
-import { AxDefinitionError } from "../errors.js";
+import { assertJson, type DagArg, type DagNode, type FlowDag } from "@ax/store";
 import type { AnyTask } from "./task.js";
 import { Ref } from "./ref.js";
+import { AxNotJsonError, AxDefinitionError } from "@ax/common";
 
 /** Records the nodes a flow body creates; one per `ax.flow()` call, alive only while its body runs. */
 export class FlowBuilder {

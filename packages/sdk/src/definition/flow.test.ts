@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { AxDefinitionError } from "../errors.js";
 import { dagHash, defineFlow } from "./flow.js";
 import type { Ref } from "./ref.js";
 import { defineTask } from "./task.js";
+import { AxDefinitionError } from "@ax/common";
 
 interface Event {
   id: string;

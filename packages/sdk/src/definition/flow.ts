@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import type { FlowDag } from "@ax/store";
-import { AxDefinitionError } from "../errors.js";
 import { flowOptionsSchema, formatIssues, type FlowOptions } from "../options.js";
 import { FlowBuilder, trace } from "./flow-builder.js";
 import { Ref } from "./ref.js";
 import type { AnyTask } from "./task.js";
+import { AxDefinitionError } from "@ax/common";
 
 /** A flow: its options and the DAG traced from its body once, at definition. */
 export interface Flow<Input = unknown> {

@@ -1,9 +1,9 @@
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { recordTaskDefinition, type ResolvedTaskOptions } from "@ax/worker";
-import { AxDefinitionError } from "../errors.js";
 import { formatIssues, resolveTaskOptions, taskOptionsSchema, type TaskOptions, type TaskOverrides } from "../options.js";
 import { currentBuilder } from "./flow-builder.js";
 import type { Ref, RefArgs } from "./ref.js";
+import { AxDefinitionError } from "@ax/common";
 
 /**
  * A task: call it inside a flow body to add a node (it returns a Ref to the result);

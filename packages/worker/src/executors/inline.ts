@@ -1,7 +1,7 @@
 import type { AttemptOutcome, Json } from "@ax/store";
 import { taskContextStorage, type TaskContext } from "../context.js";
-import { AxHeartbeatLostError, AxTimeoutError } from "../errors.js";
 import type { RunnableTask } from "../task-definition.js";
+import { AxHeartbeatLostError, AxTimeoutError } from "@ax/common";
 
 export type AttemptResult = { ok: true; value: unknown } | { ok: false; error: unknown; outcome: AttemptOutcome };
 

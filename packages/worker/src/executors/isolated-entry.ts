@@ -4,11 +4,11 @@ import pino, { type Logger } from "pino";
 import type { Json } from "@ax/store";
 import { taskContextStorage, type TaskContext } from "../context.js";
 import { findTaskDefinition } from "../defined-tasks.js";
-import { AxExecutorError } from "../errors.js";
 import { withOnceGate } from "../once-scope.js";
 import { markExecutorChild } from "./child-marker.js";
 import { ParentOnceGate } from "./once-channel.js";
 import { serialiseError, type ChildMessage, type ParentMessage, type RunMessage } from "./protocol.js";
+import { AxExecutorError } from "@ax/common";
 
 /**
  * Runs inside a worker thread or a child process, one attempt at a time: imports the module

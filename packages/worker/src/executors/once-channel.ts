@@ -1,7 +1,7 @@
 import type { Json } from "@ax/store";
-import { AxExecutorError } from "../errors.js";
 import type { OnceGate, OnceTicket } from "../once-scope.js";
 import { reviveError, type ChildMessage, type OnceAnswer, type OnceRequest } from "./protocol.js";
+import { AxExecutorError } from "@ax/common";
 
 /** `ax.once` in a thread or process child: each claim, completion and release is a request to the parent. */
 export class ParentOnceGate implements OnceGate {

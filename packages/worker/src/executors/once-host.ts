@@ -1,8 +1,8 @@
 import type { AttemptIdentity } from "../context.js";
-import { AxExecutorError } from "../errors.js";
 import { claimOnce, onceClaimant, type OnceLease } from "../once-claim.js";
 import type { AttemptStore } from "../once-scope.js";
 import { serialiseError, type OnceAnswer, type OnceRequest } from "./protocol.js";
+import { AxExecutorError } from "@ax/common";
 
 /**
  * The parent's side of `ax.once` for one attempt in a thread or process child: claims keys in

@@ -1,10 +1,10 @@
 import type { AttemptOutcome } from "@ax/store";
-import { AxExecutorError, AxHeartbeatLostError, AxResourceLimitError, AxTimeoutError } from "../errors.js";
 import { currentAttemptStore } from "../once-scope.js";
 import type { ChildEvent, ChildExit, ChildPool, IsolatedChild } from "./child-pool.js";
 import type { AttemptInput, AttemptResult } from "./inline.js";
 import { OnceHost } from "./once-host.js";
 import { reviveError } from "./protocol.js";
+import { AxExecutorError, AxHeartbeatLostError, AxResourceLimitError, AxTimeoutError } from "@ax/common";
 
 /**
  * A cold child must load tsx, the task's module and the SDK it imports before the attempt's

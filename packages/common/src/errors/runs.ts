@@ -1,4 +1,24 @@
-import { AxNotJsonError } from "@ax/store";
+/** Errors of triggering, reading and waiting for runs. */
+
+/** No run has that id. */
+export class AxRunNotFoundError extends Error {
+  override name = "AxRunNotFoundError";
+  constructor(readonly runId: string) {
+    super(`no run with id ${runId}; list runs with \`ax runs\` or client.listRuns()`);
+  }
+}
+
+/** `waitForRun` gave up before the run finished. */
+export class AxWaitTimeoutError extends Error {
+  override name = "AxWaitTimeoutError";
+  constructor(
+    readonly runId: string,
+    readonly status: string,
+    timeoutMs: number,
+  ) {
+    super(`run ${runId} is still ${status} after ${timeoutMs} ms; wait longer or inspect it with \`ax run ${runId}\``);
+  }
+}
 
 /** A trigger named a flow that no runtime has registered. */
 export class AxUnknownFlowError extends Error {
@@ -27,16 +47,5 @@ export class AxCancelledError extends Error {
   override name = "AxCancelledError";
   constructor(readonly runId: string) {
     super(`run ${runId} was cancelled; this attempt was stopped and its result, if any, is discarded`);
-  }
-}
-
-/**
- * A trigger payload ax cannot store: not plain JSON, or a string PostgreSQL refuses (NUL, a lone
- * surrogate). Names the JSON path; an AxNotJsonError, so callers catching that still see it.
- */
-export class AxPayloadError extends AxNotJsonError {
-  override name = "AxPayloadError";
-  constructor(refused: AxNotJsonError) {
-    super(refused.what, refused.path, refused.problem, refused.advice, refused.verdict);
   }
 }

@@ -1,3 +1,5 @@
+/** Errors a task throws to steer its retries, and those that end an attempt. */
+
 /** Throw from a task to fail the node at once, whatever its `retries`. */
 export class NonRetryableError extends Error {
   override name = "NonRetryableError";
@@ -103,6 +105,32 @@ export class AxOnceClaimLostError extends Error {
   constructor(key: string) {
     super(
       `ax.once("${key}") lost its claim before storing the result: the lease lapsed (the attempt ended, or PostgreSQL was unreachable while fn ran) and another attempt may have run fn. The attempt is retried; keep fn's effects idempotent.`,
+    );
+  }
+}
+
+/** The worker running an attempt stopped before it finished; the attempt was handed back. */
+export class AxWorkerStoppedError extends Error {
+  override name = "AxWorkerStoppedError";
+  constructor(worker: string, timeoutMs: number) {
+    super(
+      `worker ${worker} was stopped and its attempt did not finish within the stop timeout (${timeoutMs} ms); the node was handed back for another attempt. Give stop() a longer timeout, or make the task honour ax.context().signal.`,
+    );
+  }
+}
+
+/** A retried write did not succeed before its deadline; `cause` is its last error, if it answered at all. */
+export class AxDbDeadlineError extends Error {
+  override name = "AxDbDeadlineError";
+  constructor(
+    readonly waitedMs: number,
+    cause: unknown,
+  ) {
+    super(
+      cause === undefined
+        ? `PostgreSQL did not answer the write within ${waitedMs} ms; check the database's load and locks.`
+        : `PostgreSQL did not accept the write within ${waitedMs} ms (retried with backoff); check that it is reachable.`,
+      { cause },
     );
   }
 }

@@ -1,0 +1,78 @@
+/** Errors of data crossing into PostgreSQL: payloads, results, refused statements, the embedded directory. */
+
+const JSON_ONLY = "Pass only objects, arrays, strings, finite numbers, booleans and null.";
+
+/**
+ * Who holds an embedded data directory, as its lock file says. PGlite is one process per data
+ * directory: a second one opening it crashes inside WebAssembly.
+ */
+export interface DataDirHolder {
+  pid: number;
+  hostname: string;
+  startedAt: string;
+  /** The holder's HTTP API (`ax dev`), through which other processes can reach the same history. */
+  api?: string | undefined;
+}
+
+/** Why a value cannot travel as JSON or be stored as jsonb: names the path of the first bad part. */
+export class AxNotJsonError extends Error {
+  override name = "AxNotJsonError";
+  constructor(
+    readonly what: string,
+    readonly path: string,
+    readonly problem: string,
+    readonly advice = JSON_ONLY,
+    readonly verdict = "is not plain JSON",
+  ) {
+    super(`${what} ${verdict}: ${path} ${problem}. ${advice}`);
+  }
+}
+
+/**
+ * A trigger payload ax cannot store: not plain JSON, or a string PostgreSQL refuses (NUL, a lone
+ * surrogate). Names the JSON path; an AxNotJsonError, so callers catching that still see it.
+ */
+export class AxPayloadError extends AxNotJsonError {
+  override name = "AxPayloadError";
+  constructor(refused: AxNotJsonError) {
+    super(refused.what, refused.path, refused.problem, refused.advice, refused.verdict);
+  }
+}
+
+/**
+ * A statement PostgreSQL refused or could not run, carrying only PostgreSQL's own words. Drizzle's
+ * error quotes the whole query and its parameters, which for a group-committed batch are every
+ * caller's data; that text must never reach another caller, a stored error or an HTTP answer.
+ */
+export class AxStoreError extends Error {
+  override name = "AxStoreError";
+  /** SQLSTATE (e.g. `22P05`) or the driver's error code (e.g. `ECONNREFUSED`). */
+  readonly code: string | undefined;
+
+  constructor(driverError: unknown) {
+    const code = (driverError as { code?: unknown } | undefined)?.code;
+    const reason = driverError instanceof Error ? driverError.message : "the statement failed";
+    const shownCode = typeof code === "string" ? code : undefined;
+    super(`PostgreSQL refused the statement: ${reason}${shownCode ? ` (${/^[0-9A-Z]{5}$/.test(shownCode) ? "SQLSTATE " : ""}${shownCode})` : ""}`, {
+      cause: driverError,
+    });
+    this.code = shownCode;
+  }
+}
+
+export class AxDataDirLockedError extends Error {
+  override name = "AxDataDirLockedError";
+  constructor(
+    readonly dataDir: string,
+    readonly holder: DataDirHolder,
+    readonly lockFile: string,
+  ) {
+    super(
+      `the embedded database in ${dataDir} is in use by process ${holder.pid} on ${holder.hostname} (since ${holder.startedAt})` +
+        (holder.api ? `, which serves it at ${holder.api}` : "") +
+        `. Embedded PGlite allows one process per data directory: stop that process, reach it through its HTTP API` +
+        ` (the ax CLI does so by itself when \`ax dev\` holds the directory), or set DATABASE_URL / --storage to a PostgreSQL server` +
+        ` so that several processes share the history. If that process is gone, delete ${lockFile}.`,
+    );
+  }
+}
