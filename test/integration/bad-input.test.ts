@@ -128,6 +128,7 @@ describe("bad input is refused with a clear error and writes nothing", () => {
       );
       await refused(() => client.triggerFlow("echo_flow", { id: "s", text: "😀".slice(0, 1) }), AxPayloadError, /\$\.text contains a lone UTF-16 surrogate/);
       await refused(() => client.triggerFlow("echo_flow", { id: "k", "key\u0000": 1 }), AxPayloadError, /\$\["key\\u0000"\] is a key that contains a NUL/);
+      await refused(() => client.triggerFlow("echo_flow", { id: "b" }, { businessKey: "order\u0000" }), AxPayloadError, /businessKey cannot be stored in PostgreSQL/);
       // Callers that catch the older, broader class still see it.
       await expect(client.triggerFlow("echo_flow", { id: "o", text: "\u0000" })).rejects.toBeInstanceOf(AxNotJsonError);
     });
