@@ -21,3 +21,4 @@ export * from "./pg-error.js";
 export * from "./store-error.js";
 export * from "./deadline.js";
 export * from "./repositories/hand-back.js";
+export * from "./repositories/schedules.js";

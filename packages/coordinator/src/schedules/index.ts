@@ -1,0 +1,6 @@
+export * from "./fire-times.js";
+export * from "./overlap.js";
+export * from "./catch-up.js";
+export * from "./tick-claim.js";
+export * from "./lag-metric.js";
+export * from "./loop.js";
