@@ -10,6 +10,7 @@ export { parseDuration, type Duration } from "./duration.js";
 export { loadRuntimeConfig, parseRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
 export { AxDefinitionError, AxConfigError, AxRunNotFoundError, AxWaitTimeoutError } from "./errors.js";
 export { AxUnknownFlowError, AxPayloadError, AxPayloadTooLargeError, AxCancelledError, type CancelResult } from "@ax/coordinator";
+export { AxScheduleNotFoundError, type ScheduleInfo } from "@ax/coordinator";
 export { AxNotJsonError, AxStoreError } from "@ax/store";
 export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
 export {

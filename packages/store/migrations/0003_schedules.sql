@@ -16,6 +16,7 @@ CREATE TABLE "schedules" (
 	"catch_up" text NOT NULL,
 	"max_catch_up" integer NOT NULL,
 	"paused" boolean DEFAULT false NOT NULL,
+	"resumed_at" timestamp with time zone,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint

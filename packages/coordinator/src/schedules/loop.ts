@@ -42,7 +42,7 @@ export class ScheduleLoop {
     this.schedules = await getSchedules(this.options.db, this.options.flows);
     const now = new Date();
     for (const schedule of this.schedules) {
-      const missed = catchUpTicks(schedule, await lastTickDate(this.options.db, schedule.flow), now);
+      const missed = catchUpTicks(schedule, latest(await lastTickDate(this.options.db, schedule.flow), schedule.resumedAt), now);
       for (const tick of missed) await this.claim(schedule, tick, false);
       this.cursor.set(schedule.flow, now);
     }
@@ -125,4 +125,10 @@ export class ScheduleLoop {
     const cap = this.hasQueued ? (this.options.queuedPollMs ?? 250) : (this.options.maxSleepMs ?? 60_000);
     return Math.max(0, Math.min(nextFire - now, cap));
   }
+}
+
+/** The later of two instants; a resume bounds catch-up only once the flow has ticked. */
+function latest(lastTick: Date | null, resumedAt: Date | null): Date | null {
+  if (!lastTick || !resumedAt) return lastTick;
+  return lastTick > resumedAt ? lastTick : resumedAt;
 }

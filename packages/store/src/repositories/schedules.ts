@@ -14,6 +14,7 @@ export interface ScheduleDefinition {
 
 export interface StoredSchedule extends ScheduleDefinition {
   paused: boolean;
+  resumedAt: Date | null;
   updatedAt: Date;
 }
 
@@ -38,6 +39,7 @@ interface ScheduleRow {
   catch_up: CatchUp;
   max_catch_up: number;
   paused: boolean;
+  resumed_at: Date | string | null;
   updated_at: Date | string;
 }
 
@@ -59,6 +61,7 @@ const toSchedule = (r: ScheduleRow): StoredSchedule => ({
   catchUp: r.catch_up,
   maxCatchUp: Number(r.max_catch_up),
   paused: r.paused,
+  resumedAt: r.resumed_at === null ? null : new Date(r.resumed_at),
   updatedAt: new Date(r.updated_at),
 });
 
@@ -96,7 +99,9 @@ export async function registerSchedules(db: Db, flows: string[], schedules: Sche
 
 /** Sets `paused`; false when the flow has no stored schedule. */
 export async function setSchedulePaused(db: Db, flow: string, paused: boolean): Promise<boolean> {
-  const found = await rows<{ flow: string }>(db, sql`update schedules set paused = ${paused}, updated_at = now() where flow = ${flow} returning flow`);
+  const found = await rows<{ flow: string }>(db, sql`update schedules set paused = ${paused}, updated_at = now(),
+      resumed_at = case when ${paused} then resumed_at when paused then now() else resumed_at end
+    where flow = ${flow} returning flow`);
   return found.length > 0;
 }
 

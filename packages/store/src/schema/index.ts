@@ -162,6 +162,8 @@ export const schedules = pgTable("schedules", {
   catchUp: text("catch_up").$type<CatchUp>().notNull(),
   maxCatchUp: integer("max_catch_up").notNull(),
   paused: boolean("paused").notNull().default(false),
+  /** When it was last resumed: catch-up never reaches back past it into the paused time. */
+  resumedAt: at("resumed_at"),
   updatedAt: at("updated_at").defaultNow().notNull(),
 });
 
