@@ -8,6 +8,18 @@ export class AxScheduleNotFoundError extends Error {
   }
 }
 
+/** A tick could not make its run: the flow has no stored version (no coordinator defining it has started). */
+export class AxScheduledRunError extends Error {
+  override name = "AxScheduledRunError";
+  constructor(
+    readonly flow: string,
+    readonly logicalDate: Date,
+    why: string,
+  ) {
+    super(`the tick ${logicalDate.toISOString()} of flow "${flow}" made no run: ${why}`);
+  }
+}
+
 /** Pauses or resumes a flow's schedule in PostgreSQL: every coordinator sees it at its next tick, and it outlives restarts. */
 export async function setPaused(db: Db, flow: string, paused: boolean): Promise<{ flow: string; paused: boolean }> {
   // A name PostgreSQL cannot hold names no schedule; asking would only make it refuse the query.

@@ -5,6 +5,7 @@ import { cancelRun } from "../cancel.js";
 import type { BatchedEnqueue } from "../enqueue.js";
 import type { QueueRegistry } from "../queues.js";
 import { decideOverlap } from "./overlap.js";
+import { AxScheduledRunError } from "./pause.js";
 
 export interface TickDeps {
   db: Db;
@@ -25,9 +26,9 @@ interface ScheduledRun {
 
 async function createScheduledRun(tx: Db, flow: string, logicalDate: Date): Promise<ScheduledRun> {
   const version = await latestFlowVersion(tx, flow);
-  if (!version) throw new Error(`schedule of flow "${flow}" fired but the flow has no stored version; start a coordinator that defines it`);
+  if (!version) throw new AxScheduledRunError(flow, logicalDate, "the flow has no stored version; start a coordinator that defines it");
   const [created] = await createRuns(tx, [{ id: randomUUID(), flow: version, trigger: "schedule", payload: null, logicalDate }]);
-  if (!created?.created) throw new Error(`the run of ${flow}'s tick ${logicalDate.toISOString()} was not written`);
+  if (!created?.created) throw new AxScheduledRunError(flow, logicalDate, "the run was not written; the tick is retried");
   return { runId: created.runId, ready: created.ready };
 }
 
