@@ -1,3 +1,4 @@
+export * from "./errors.js";
 export * from "./fire-times.js";
 export * from "./overlap.js";
 export * from "./catch-up.js";

@@ -5,7 +5,7 @@ import { cancelRun } from "../cancel.js";
 import type { BatchedEnqueue } from "../enqueue.js";
 import type { QueueRegistry } from "../queues.js";
 import { decideOverlap } from "./overlap.js";
-import { AxScheduledRunError } from "./pause.js";
+import { AxScheduledRunError } from "./errors.js";
 
 export interface TickDeps {
   db: Db;
