@@ -12,6 +12,7 @@ import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
 import { renderRun } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
+import { addScheduleCommands } from "./schedule-commands.js";
 
 function connection(program: Command): ConnectionFlags {
   const o = program.opts();
@@ -39,6 +40,19 @@ async function withClient(program: Command, fn: (client: RunsApi) => Promise<voi
   const flags = connection(program);
   const holder = flags.storage ? undefined : dataDirHolder(resolve(flags.dataDir ?? DEFAULT_DATA_DIR));
   const client: RunsApi = holder?.api ? new HttpRunsApi({ ...holder, api: holder.api }) : new Client(flags);
+  try {
+    await fn(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * A Client straight on the storage, for commands the HTTP API of `ax dev` does not serve (an
+ * embedded directory held by another process is refused with AxDataDirLockedError, which says so).
+ */
+async function withDirectClient(program: Command, fn: (client: Client) => Promise<void>): Promise<void> {
+  const client = new Client(connection(program));
   try {
     await fn(client);
   } finally {
@@ -257,6 +271,8 @@ export async function main(argv: string[]): Promise<void> {
         }
       });
     });
+
+  addScheduleCommands(program, (fn) => withDirectClient(program, fn));
 
   program
     .command("migrate")

@@ -2,3 +2,4 @@ export * from "./errors/definition.js";
 export * from "./errors/runs.js";
 export * from "./errors/data.js";
 export * from "./errors/attempts.js";
+export * from "./errors/schedules.js";

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { cancelRun, triggerRun, type CancelResult } from "@ax/coordinator";
+import { cancelRun, describeSchedules, setPaused, triggerRun, type CancelResult, type ScheduleInfo } from "@ax/coordinator";
 import {
   getRunInfo,
   latestFlowVersion,
@@ -99,6 +99,21 @@ export class Client {
   /** Newest first. */
   listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     return listRunSummaries(this.connections.store.db, filter);
+  }
+
+  /** Stops a flow's schedule from ticking, cluster-wide and across restarts. Throws AxScheduleNotFoundError for a flow without one. */
+  async pauseSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
+    return setPaused(this.connections.store.db, flow, true);
+  }
+
+  /** Lets a paused schedule tick again from its next fire time (ticks missed while paused are not run). */
+  async resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
+    return setPaused(this.connections.store.db, flow, false);
+  }
+
+  /** Every stored schedule with its next three fire times and its newest tick. */
+  listSchedules(): Promise<ScheduleInfo[]> {
+    return describeSchedules(this.connections.store.db);
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { DEFAULT_TIMEZONE, scheduleProblem } from "@ax/coordinator";
+import { CATCH_UP_POLICIES, OVERLAP_POLICIES, type ScheduleDefinition } from "@ax/store";
 import type { ErrorMatcher, ResolvedTaskOptions } from "@ax/worker";
 import { durationMs, timerMs, type Duration } from "./duration.js";
 
@@ -113,15 +115,22 @@ export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: Task
   };
 }
 
-export const scheduleSchema = z.union([
-  z.string().min(1),
-  z.object({ cron: z.string().min(1), timezone: z.string().min(1).optional() }).strict(),
-]);
+/** Cron (5 or 6 fields) and IANA zone are checked here, at definition, not at the first tick. */
+export const scheduleSchema = z
+  .union([z.string().min(1), z.object({ cron: z.string().min(1), timezone: z.string().min(1).optional() }).strict()])
+  .superRefine((value, ctx) => {
+    const problem = typeof value === "string" ? scheduleProblem(value) : scheduleProblem(value.cron, value.timezone);
+    if (problem) ctx.addIssue({ code: "custom", message: problem.message, path: typeof value === "string" ? [] : [problem.field] });
+  });
+
+export const DEFAULT_MAX_CATCH_UP = 100;
 
 export const flowOverridesSchema = z
   .object({
     schedule: scheduleSchema,
-    overlap: z.enum(["skip", "queue", "allow"]),
+    overlap: z.enum(OVERLAP_POLICIES),
+    catchUp: z.enum(CATCH_UP_POLICIES),
+    maxCatchUp: z.number().int().positive(),
     maxConcurrentRuns: z.number().int().positive(),
   })
   .partial()
@@ -135,15 +144,39 @@ export const flowOptionsSchema = flowOverridesSchema.extend({
 
 export interface FlowOptions<Input> {
   name: string;
-  /** Cron string or `{ cron, timezone }`; each tick is a run with a `logicalDate`. */
+  /**
+   * Cron string (5 fields, or 6 with seconds first) or `{ cron, timezone }` (IANA zone,
+   * default UTC); each tick is a run with `trigger: "schedule"` and a `logicalDate`.
+   */
   schedule?: string | { cron: string; timezone?: string };
-  /** When a tick finds the previous run unfinished. */
-  overlap?: "skip" | "queue" | "allow";
+  /** When a tick finds an earlier run of the flow unfinished. @defaultValue "skip" */
+  overlap?: "skip" | "queue" | "allow" | "cancel_previous";
+  /** Ticks missed while no coordinator ran: run none, the newest, or all of them. @defaultValue "none" */
+  catchUp?: "none" | "latest" | "all";
+  /** Most missed ticks `catchUp: "all"` runs (the newest ones). @defaultValue 100 */
+  maxCatchUp?: number;
   maxConcurrentRuns?: number;
   /** A trigger whose key exists returns the existing run. */
   idempotencyKey?: (input: Input) => string;
   /** Shown and searchable everywhere (order id, batch id). */
   businessKey?: (input: Input) => string;
+}
+
+export type FlowOverrides = z.output<typeof flowOverridesSchema>;
+
+/** The flow's schedule as stored: code options, then YAML overrides (YAML wins); undefined without a schedule. */
+export function resolveSchedule(flow: string, code: FlowOverrides, yaml: FlowOverrides = {}): ScheduleDefinition | undefined {
+  const o = { ...code, ...yaml };
+  if (o.schedule === undefined) return undefined;
+  const { cron, timezone } = typeof o.schedule === "string" ? { cron: o.schedule, timezone: undefined } : o.schedule;
+  return {
+    flow,
+    cron,
+    timezone: timezone ?? DEFAULT_TIMEZONE,
+    overlap: o.overlap ?? "skip",
+    catchUp: o.catchUp ?? "none",
+    maxCatchUp: o.maxCatchUp ?? DEFAULT_MAX_CATCH_UP,
+  };
 }
 
 /** zod's issues as one readable line each. */

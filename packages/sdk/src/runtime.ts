@@ -1,8 +1,8 @@
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Reconciler, type ReconcilerOptions } from "@ax/coordinator";
-import { migrate, msUntil, registerFlowVersion, within, type FlowDag } from "@ax/store";
+import { Reconciler, ScheduleLoop, scheduleLagMetric, type ReconcilerOptions } from "@ax/coordinator";
+import { migrate, msUntil, registerFlowVersion, registerSchedules, within, type FlowDag, type ScheduleDefinition } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
@@ -11,7 +11,7 @@ import { openConnections, type ConnectionOptions, type Connections } from "./con
 import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
-import { formatIssues, resolveTaskOptions } from "./options.js";
+import { formatIssues, resolveSchedule, resolveTaskOptions } from "./options.js";
 import { AxConfigError, AxDefinitionError } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
@@ -70,6 +70,7 @@ export class Runtime {
   private connections: Connections | undefined;
   private worker: NodeWorker | undefined;
   private reconciler: Reconciler | undefined;
+  private schedules: ScheduleLoop | undefined;
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
@@ -131,6 +132,16 @@ export class Runtime {
     if (this.roles.includes("coordinator")) {
       this.reconciler = new Reconciler(store.db, queues, this.log.child({ component: "reconciler" }), this.options.reconciler);
       this.reconciler.start();
+      await registerSchedules(store.db, this.flows.map((f) => f.name), this.scheduleDefinitions());
+      this.schedules = new ScheduleLoop({
+        db: store.db,
+        queues,
+        jobs: connections.writer.jobs,
+        log: this.log.child({ component: "schedules" }),
+        flows: this.flows.map((f) => f.name),
+        observeLag: scheduleLagMetric(this.registry),
+      });
+      await this.schedules.start();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -168,9 +179,9 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, worker, connections } = this;
-    this.server = this.metricsServer = this.reconciler = this.worker = this.connections = undefined;
-    await within(Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop()]), msUntil(deadline));
+    const { server, metricsServer, reconciler, schedules, worker, connections } = this;
+    this.server = this.metricsServer = this.reconciler = this.schedules = this.worker = this.connections = undefined;
+    await within(Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop(), schedules?.stop()]), msUntil(deadline));
     await worker?.stop(msUntil(deadline));
     // Attempts are finished or handed back: a client still checked out now is one to cut, not wait for.
     await connections?.close(CLOSE_GRACE_MS);
@@ -206,6 +217,11 @@ export class Runtime {
         runnable.options = resolveTaskOptions(task.taskName, task.codeOptions, config.tasks[task.taskName]);
       }
     }
+  }
+
+  /** Each scheduled flow's schedule after YAML overrides. */
+  private scheduleDefinitions(): ScheduleDefinition[] {
+    return this.flows.flatMap((flow) => resolveSchedule(flow.name, flow.options, this.config.flows[flow.name]) ?? []);
   }
 
   /** The DAG as stored: each node's queue after YAML overrides. */

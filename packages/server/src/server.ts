@@ -7,6 +7,7 @@ import { getRunInfo, listFlowNames, listRunSummaries, RUN_STATUSES, toStorableTe
 import { cancelRun, DEFAULT_MAX_PAYLOAD_BYTES, RunWriter, triggerRun, type QueueRegistry } from "@ax/coordinator";
 import { registerClusterMetrics } from "./cluster-metrics.js";
 import { AxNotJsonError, AxPayloadTooLargeError, AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
+import { scheduleRoutes } from "./schedule-routes.js";
 
 export interface ServerOptions {
   db: Db;
@@ -106,6 +107,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
     return reply.status(triggered.created ? 201 : 200).send(triggered);
   });
+
+  await app.register(scheduleRoutes(options.db));
 
   const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
   return { url, close: () => app.close() };

@@ -23,3 +23,4 @@ export * from "./store-error.js";
 export * from "./deadline.js";
 export * from "./repositories/hand-back.js";
 export { AxDataDirLockedError, type DataDirHolder } from "@ax/common";
+export * from "./repositories/schedules.js";

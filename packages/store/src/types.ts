@@ -31,3 +31,14 @@ export interface TaskFailure {
 
 export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ["success", "failed", "skipped", "cancelled"];
 export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ["success", "failed", "cancelled"];
+
+export const OVERLAP_POLICIES = ["skip", "queue", "allow", "cancel_previous"] as const;
+/** What a schedule tick does when an earlier run of its flow is unfinished. */
+export type Overlap = (typeof OVERLAP_POLICIES)[number];
+
+export const CATCH_UP_POLICIES = ["none", "latest", "all"] as const;
+/** Which ticks missed while no coordinator ran are run when one starts. */
+export type CatchUp = (typeof CATCH_UP_POLICIES)[number];
+
+export const TICK_STATUSES = ["created", "skipped", "queued"] as const;
+export type TickStatus = (typeof TICK_STATUSES)[number];

@@ -12,6 +12,8 @@ export interface TaskContext {
   /** Stable across retries of this node in this run: use it to make side effects exactly-once. */
   idempotencyKey: string;
   businessKey: string | null;
+  /** The schedule tick this run is for (ISO 8601); null for runs not started by a schedule. */
+  logicalDate: string | null;
   /** Aborts on timeout, lost heartbeat or cancel. */
   signal: AbortSignal;
   /** Keeps a task with `heartbeatTimeout` alive; `progress` is stored on the node. */

@@ -58,7 +58,7 @@ describe("ax.once claims", () => {
   });
 
   it("releases what a thread or process child still holds when its attempt ends", async () => {
-    const identity = { runId: "r", flow: "f", task: "t", nodeKey: "n", attempt: 1, idempotencyKey: "r:n", businessKey: null };
+    const identity = { runId: "r", flow: "f", task: "t", nodeKey: "n", attempt: 1, idempotencyKey: "r:n", businessKey: null, logicalDate: null };
     const host = new OnceHost({ db: store.db, workerId: "w" }, identity);
     expect(await host.answer({ op: "claim", key: "child" })).toEqual({ outcome: "claimed", claim: 1 });
     expect(await holder("child")).toMatch(/^r\/n\/1@w#/);

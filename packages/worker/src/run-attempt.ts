@@ -166,7 +166,7 @@ async function executeStarted(
     ? await execute({
         task,
         args,
-        context: { ...run, task: node.task, nodeKey, attempt, idempotencyKey: `${runId}:${nodeKey}`, log },
+        context: { ...run, task: node.task, nodeKey, attempt, idempotencyKey: `${runId}:${nodeKey}`, logicalDate: started.logicalDate, log },
         onProgress: (progress) => {
           recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
         },

@@ -41,6 +41,7 @@ export async function startAttempts(db: Db, worker: string, requests: StartReque
       flow: row.flow,
       payload: row.payload,
       businessKey: row.business_key,
+      logicalDate: row.logical_date === null ? null : new Date(row.logical_date).toISOString(),
       // Raw statements bypass drizzle's column mapping: PGlite answers timestamps as text.
       queuedAt: row.queued_at === null ? null : new Date(row.queued_at),
       startedAt: new Date(row.started_at),
@@ -57,6 +58,7 @@ interface StartRow {
   flow: string;
   payload: Json;
   business_key: string | null;
+  logical_date: Date | string | null;
   queued_at: Date | string | null;
   started_at: Date | string;
   run_started: boolean;
@@ -94,7 +96,7 @@ function startStatement(db: Db, worker: string, input: StartInput): Promise<Star
         for update skip locked)
       returning id
     )
-    select s.run_id, s.node_key, s.attempt, r.flow, r.payload, r.business_key, s.queued_at, s.started_at,
+    select s.run_id, s.node_key, s.attempt, r.flow, r.payload, r.business_key, r.logical_date, s.queued_at, s.started_at,
       exists (select 1 from run_started rs where rs.id = s.run_id) as run_started,
       (select jsonb_object_agg(u.node_key, u.result) from input i, node_runs u
         where i.run_id = s.run_id and i.node_key = s.node_key and i.attempt = s.attempt and u.run_id = s.run_id

@@ -15,6 +15,8 @@ export interface StartedAttempt {
   flow: string;
   payload: Json;
   businessKey: string | null;
+  /** The run's schedule tick (ISO), null for runs not triggered by a schedule. */
+  logicalDate: string | null;
   queuedAt: Date | null;
   startedAt: Date;
   /** True when this attempt moved the run from `pending` to `running`. */

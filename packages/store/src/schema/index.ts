@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import {
+  boolean,
   foreignKey,
   index,
   integer,
@@ -13,7 +14,7 @@ import {
   uuid,
 } from "drizzle-orm/pg-core";
 import type { FlowDag } from "../dag.js";
-import type { AttemptOutcome, Json, RunStatus, RunTrigger, TaskFailure, TaskStatus } from "../types.js";
+import type { AttemptOutcome, CatchUp, Json, Overlap, RunStatus, RunTrigger, TaskFailure, TaskStatus, TickStatus } from "../types.js";
 
 const at = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
 
@@ -148,3 +149,42 @@ export const onceKeys = pgTable("once_keys", {
   leaseUntil: at("lease_until"),
   completedAt: at("completed_at"),
 });
+
+/**
+ * A flow's cron schedule, registered by coordinators from code and YAML at start. `paused` is
+ * set only by pause/resume, so it survives restarts and re-registration.
+ */
+export const schedules = pgTable("schedules", {
+  flow: text("flow").primaryKey(),
+  cron: text("cron").notNull(),
+  timezone: text("timezone").notNull(),
+  overlap: text("overlap").$type<Overlap>().notNull(),
+  catchUp: text("catch_up").$type<CatchUp>().notNull(),
+  maxCatchUp: integer("max_catch_up").notNull(),
+  paused: boolean("paused").notNull().default(false),
+  /** When it was last resumed: catch-up never reaches back past it into the paused time. */
+  resumedAt: at("resumed_at"),
+  updatedAt: at("updated_at").defaultNow().notNull(),
+});
+
+/**
+ * One row per schedule tick: the unique (flow, logical date) is what makes a tick run once
+ * however many coordinators see it. `queued` with no run yet waits for the earlier run to end.
+ */
+export const scheduleTicks = pgTable(
+  "schedule_ticks",
+  {
+    flow: text("flow").notNull(),
+    logicalDate: at("logical_date").notNull(),
+    status: text("status").$type<TickStatus>().notNull(),
+    reason: text("reason"),
+    runId: uuid("run_id"),
+    createdAt: at("created_at").defaultNow().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.flow, t.logicalDate] }),
+    index("schedule_ticks_waiting")
+      .on(t.flow)
+      .where(sql`${t.status} = 'queued' and ${t.runId} is null`),
+  ],
+);

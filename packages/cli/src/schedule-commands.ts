@@ -1,0 +1,43 @@
+import type { Command } from "commander";
+import type { Client, ScheduleInfo } from "ax-scheduler";
+
+type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+
+function describe(s: ScheduleInfo): string {
+  const tick = s.lastTick
+    ? `${s.lastTick.logicalDate.toISOString()} ${s.lastTick.status}${s.lastTick.runId ? ` run ${s.lastTick.runId} ${s.lastTick.runStatus ?? "?"}` : ""}${s.lastTick.reason ? ` (${s.lastTick.reason})` : ""}`
+    : "never";
+  return [
+    `${s.flow}  cron "${s.cron}"  zone ${s.timezone}  ${s.paused ? "PAUSED" : "active"}  overlap ${s.overlap}  catch-up ${s.catchUp}`,
+    `  next: ${s.nextFireTimes.map((d) => d.toISOString()).join(", ")}`,
+    `  last tick: ${tick}`,
+  ].join("\n");
+}
+
+/** `ax schedules` and `ax schedule pause|resume <flow>`. */
+export function addScheduleCommands(program: Command, withClient: WithClient): void {
+  program
+    .command("schedules")
+    .description("list schedules: cron, zone, paused, next 3 fire times, last tick and its run's status")
+    .option("--json", "print them as JSON")
+    .action(async (raw: { json?: boolean }) => {
+      await withClient(async (client) => {
+        const schedules = await client.listSchedules();
+        if (raw.json) console.log(JSON.stringify(schedules, null, 2));
+        else console.log(schedules.length ? schedules.map(describe).join("\n") : "no schedules (a schedule is registered when a coordinator defining it starts)");
+      });
+    });
+
+  const schedule = program.command("schedule").description("pause or resume a flow's schedule (stored, cluster-wide, survives restarts)");
+  for (const action of ["pause", "resume"] as const) {
+    schedule
+      .command(`${action} <flow>`)
+      .description(action === "pause" ? "stop the flow's ticks until resumed" : "tick again from the next fire time")
+      .action(async (flow: string) => {
+        await withClient(async (client) => {
+          const result = action === "pause" ? await client.pauseSchedule(flow) : await client.resumeSchedule(flow);
+          console.log(`schedule of ${result.flow} ${result.paused ? "paused" : "resumed"}`);
+        });
+      });
+  }
+}

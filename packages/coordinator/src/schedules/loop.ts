@@ -1,0 +1,134 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { getSchedules, lastTickDate, scheduleTx, type StoredSchedule } from "@ax/store";
+import { catchUpTicks } from "./catch-up.js";
+import { fireTimesBetween, nextFireTimes } from "./fire-times.js";
+import type { LagObserver } from "./lag-metric.js";
+import { claimTick, releaseQueuedTick, type TickDeps } from "./tick-claim.js";
+
+export interface ScheduleLoopOptions extends TickDeps {
+  /** The flows this coordinator defines; their stored schedules are the ones it ticks. */
+  flows: string[];
+  observeLag?: LagObserver | undefined;
+  /** Longest sleep between wakes, whatever the next fire time. @defaultValue 60000 */
+  maxSleepMs?: number | undefined;
+  /** While a tick buffered by `overlap: queue` waits, how often to look whether it may start. @defaultValue 250 */
+  queuedPollMs?: number | undefined;
+  /** After a failed claim (database unreachable), how long before trying that tick again. @defaultValue 1000 */
+  retryMs?: number | undefined;
+}
+
+/** Live ticks later than this are still observed but logged, so a stalled loop is visible. */
+const LATE_TICK_MS = 1000;
+/** Ticks that fell due in one wake beyond this many are dropped (a frozen process must not replay hours). */
+const MAX_DUE_PER_WAKE = 100;
+
+/**
+ * The schedule loop of a coordinator: it sleeps until the next fire time of its flows' schedules
+ * (with a cap), then claims every tick that fell due. Any number of coordinators may run it:
+ * each tick is claimed once in PostgreSQL. On start it first runs the flows' catch-up ticks.
+ */
+export class ScheduleLoop {
+  private readonly wake = new AbortController();
+  private running: Promise<void> | undefined;
+  private schedules: StoredSchedule[] = [];
+  /** Per flow, the instant up to which fire times have been handled. */
+  private readonly cursor = new Map<string, Date>();
+  /** A tick buffered by `overlap: queue` waits: wake often to start it when the earlier run ends. */
+  private hasQueued = false;
+
+  constructor(private readonly options: ScheduleLoopOptions) {}
+
+  async start(): Promise<void> {
+    this.schedules = await getSchedules(this.options.db, this.options.flows);
+    const now = new Date();
+    for (const schedule of this.schedules) {
+      const missed = catchUpTicks(schedule, latest(await lastTickDate(this.options.db, schedule.flow), schedule.resumedAt), now);
+      for (const tick of missed) await this.claim(schedule, tick, false);
+      this.cursor.set(schedule.flow, now);
+    }
+    if (this.schedules.length === 0) return;
+    this.options.log.info({ flows: this.schedules.map((s) => s.flow) }, "schedule loop started");
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.wake.abort();
+    await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.wake.signal.aborted) {
+      let delay: number;
+      try {
+        await this.releaseQueued();
+        delay = (await this.tickDue()) ? this.sleepMs() : (this.options.retryMs ?? 1000);
+      } catch (error) {
+        this.options.log.warn({ err: error }, "schedule loop pass failed; will retry");
+        delay = this.options.retryMs ?? 1000;
+      }
+      await sleep(delay, undefined, { signal: this.wake.signal }).catch(() => undefined);
+    }
+  }
+
+  /** Claims every tick due by now; false when one failed (its cursor stays before it, so it is retried). */
+  private async tickDue(): Promise<boolean> {
+    const now = new Date();
+    let allClaimed = true;
+    for (const schedule of this.schedules) {
+      const from = this.cursor.get(schedule.flow) ?? now;
+      const due = fireTimesBetween(schedule, from, now, MAX_DUE_PER_WAKE);
+      let handled = now;
+      for (const tick of due) {
+        const claimed = await this.claim(schedule, tick, true).then(
+          () => true,
+          (error: unknown) => {
+            this.options.log.warn({ err: error, flow: schedule.flow, tick }, "could not claim a schedule tick; will retry");
+            return false;
+          },
+        );
+        if (!claimed) {
+          handled = new Date(tick.getTime() - 1);
+          allClaimed = false;
+          break;
+        }
+      }
+      this.cursor.set(schedule.flow, handled);
+    }
+    return allClaimed;
+  }
+
+  private async claim(schedule: StoredSchedule, tick: Date, live: boolean): Promise<void> {
+    const outcome = await claimTick(this.options, schedule.flow, schedule.overlap, tick);
+    if (!("createdAt" in outcome)) return;
+    if (outcome.status !== "created") this.hasQueued ||= outcome.status === "queued";
+    else if (live) {
+      const lagMs = outcome.createdAt.getTime() - tick.getTime();
+      this.options.observeLag?.(schedule.flow, lagMs / 1000);
+      if (lagMs > LATE_TICK_MS) this.options.log.warn({ flow: schedule.flow, tick, lagMs }, "schedule tick started late");
+    }
+    this.options.log.debug({ flow: schedule.flow, tick, ...outcome, live }, "schedule tick");
+  }
+
+  /** Buffered ticks (this coordinator's or another's) whose earlier run has ended get their run. */
+  private async releaseQueued(): Promise<void> {
+    const queueFlows = this.schedules.filter((s) => s.overlap === "queue").map((s) => s.flow);
+    const waiting = await scheduleTx.flowsWithWaitingTicks(this.options.db, queueFlows);
+    this.hasQueued = waiting.length > 0;
+    for (const flow of waiting) await releaseQueuedTick(this.options, flow);
+  }
+
+  private sleepMs(): number {
+    const now = Date.now();
+    const nextFire = Math.min(
+      ...this.schedules.map((s) => nextFireTimes(s, this.cursor.get(s.flow) ?? new Date(now), 1)[0]?.getTime() ?? Infinity),
+    );
+    const cap = this.hasQueued ? (this.options.queuedPollMs ?? 250) : (this.options.maxSleepMs ?? 60_000);
+    return Math.max(0, Math.min(nextFire - now, cap));
+  }
+}
+
+/** The later of two instants; a resume bounds catch-up only once the flow has ticked. */
+function latest(lastTick: Date | null, resumedAt: Date | null): Date | null {
+  if (!lastTick || !resumedAt) return lastTick;
+  return lastTick > resumedAt ? lastTick : resumedAt;
+}

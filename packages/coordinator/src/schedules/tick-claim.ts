@@ -1,0 +1,94 @@
+import { randomUUID } from "node:crypto";
+import { createRuns, latestFlowVersion, scheduleTx, type Db, type Overlap, type ReadyNode, type TickStatus } from "@ax/store";
+import type { Logger } from "pino";
+import { cancelRun } from "../cancel.js";
+import type { BatchedEnqueue } from "../enqueue.js";
+import type { QueueRegistry } from "../queues.js";
+import { decideOverlap } from "./overlap.js";
+import { AxScheduledRunError } from "@ax/common";
+
+export interface TickDeps {
+  db: Db;
+  queues: QueueRegistry;
+  jobs: BatchedEnqueue;
+  log: Logger;
+}
+
+export type TickOutcome =
+  /** Another coordinator recorded this tick, or the schedule is paused or gone: nothing done here. */
+  | { status: "taken" | "paused" | "unscheduled" }
+  | { status: TickStatus; runId: string | null; reason: string | null; createdAt: Date };
+
+interface ScheduledRun {
+  runId: string;
+  ready: ReadyNode[];
+}
+
+async function createScheduledRun(tx: Db, flow: string, logicalDate: Date): Promise<ScheduledRun> {
+  const version = await latestFlowVersion(tx, flow);
+  if (!version) throw new AxScheduledRunError(flow, logicalDate, "the flow has no stored version; start a coordinator that defines it");
+  const [created] = await createRuns(tx, [{ id: randomUUID(), flow: version, trigger: "schedule", payload: null, logicalDate }]);
+  if (!created?.created) throw new AxScheduledRunError(flow, logicalDate, "the run was not written; the tick is retried");
+  return { runId: created.runId, ready: created.ready };
+}
+
+/** The tick `overlap: queue` buffered, now that no earlier run is unfinished; in the caller's transaction. */
+async function releaseWaiting(tx: Db, flow: string): Promise<ScheduledRun | undefined> {
+  const waiting = await scheduleTx.waitingTick(tx, flow);
+  if (!waiting || (await scheduleTx.unfinishedRuns(tx, flow)).length > 0) return undefined;
+  const run = await createScheduledRun(tx, flow, waiting);
+  await scheduleTx.attachRun(tx, flow, waiting, run.runId);
+  return run;
+}
+
+interface Decided {
+  status: TickStatus;
+  reason: string | null;
+  run: ScheduledRun | undefined;
+  /** A buffered tick this tick found free to start. */
+  released: ScheduledRun | undefined;
+  cancel: string[];
+}
+
+/**
+ * Records one tick of a flow's schedule and acts on it, exactly once cluster-wide: the tick row
+ * is unique per (flow, logical date) and written in the same transaction as its run, under a
+ * per-flow lock so overlap decisions about one flow never interleave. The run's jobs are added
+ * after the commit; earlier runs `cancel_previous` ends are cancelled before that.
+ */
+export async function claimTick(deps: TickDeps, flow: string, overlap: Overlap, logicalDate: Date): Promise<TickOutcome> {
+  const decided = await deps.db.transaction(async (tx): Promise<Decided | { status: "taken" | "paused" | "unscheduled" }> => {
+    await scheduleTx.lockFlow(tx, flow);
+    const paused = await scheduleTx.paused(tx, flow);
+    if (paused !== false) return { status: paused ? "paused" : "unscheduled" };
+    if (await scheduleTx.tickExists(tx, flow, logicalDate)) return { status: "taken" };
+    const released = overlap === "queue" ? await releaseWaiting(tx, flow) : undefined;
+    const unfinished = await scheduleTx.unfinishedRuns(tx, flow);
+    const waiting = overlap === "queue" ? await scheduleTx.waitingTick(tx, flow) : undefined;
+    const decision = decideOverlap(overlap, unfinished, waiting);
+    if (decision.status !== "created") {
+      await scheduleTx.insertTick(tx, { flow, logicalDate, status: decision.status, reason: decision.reason, runId: null });
+      return { status: decision.status, reason: decision.reason, released, cancel: [], run: undefined };
+    }
+    const run = await createScheduledRun(tx, flow, logicalDate);
+    await scheduleTx.insertTick(tx, { flow, logicalDate, status: "created", reason: null, runId: run.runId });
+    return { status: "created", reason: null, released, cancel: decision.cancel, run };
+  });
+  if (!("run" in decided)) return decided;
+  const createdAt = new Date();
+  for (const runId of decided.cancel) await cancelRun(deps, runId);
+  await deps.jobs.add([...(decided.released?.ready ?? []), ...(decided.run?.ready ?? [])]);
+  if (decided.cancel.length > 0) deps.log.info({ flow, cancelled: decided.cancel }, "schedule tick cancelled the earlier run(s) (overlap: cancel_previous)");
+  return { status: decided.status, runId: decided.run?.runId ?? null, reason: decided.reason, createdAt };
+}
+
+/** Starts the run of the tick buffered by `overlap: queue` once the earlier run has ended; its run id, if started. */
+export async function releaseQueuedTick(deps: TickDeps, flow: string): Promise<string | undefined> {
+  const run = await deps.db.transaction(async (tx) => {
+    await scheduleTx.lockFlow(tx, flow);
+    return releaseWaiting(tx, flow);
+  });
+  if (!run) return undefined;
+  await deps.jobs.add(run.ready);
+  return run.runId;
+}

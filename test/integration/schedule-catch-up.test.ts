@@ -1,0 +1,71 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, describe, expect, it } from "vitest";
+import { ax, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
+import { steps, ticksOf, type TickRow } from "../helpers/schedule-ticks.js";
+
+const note = ax.task({ name: "catch_up_note" }, () => ax.context().logicalDate);
+const latestFlow = ax.flow({ name: "catch_latest", schedule: "* * * * * *", catchUp: "latest", overlap: "allow" }, () => note());
+const allFlow = ax.flow({ name: "catch_all", schedule: "* * * * * *", catchUp: "all", overlap: "allow" }, () => note());
+const noneFlow = ax.flow({ name: "catch_none", schedule: "* * * * * *", overlap: "allow" }, () => note());
+// overlap "allow": caught-up ticks come at once and must not skip each other (the default "skip" would).
+const flows = [latestFlow, allFlow, noneFlow];
+
+async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await sleep(100);
+  }
+}
+
+describe("catch-up after the coordinator was down for 3 ticks", () => {
+  const env = isolate("catchup");
+  let runtime: Runtime | undefined;
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await env.cleanup();
+  });
+
+  it("none runs no missed tick, latest runs the newest, all runs every one", async () => {
+    runtime = testRuntime(env, { flows });
+    await runtime.start();
+    await until(async () => (await Promise.all(flows.map((f) => ticksOf(env, f.name)))).every((t) => t.length >= 2));
+    await runtime.stop();
+    runtime = undefined;
+    const before = new Map<string, TickRow[]>();
+    for (const f of flows) before.set(f.name, await ticksOf(env, f.name));
+    const lastBefore = Math.max(...[...before.values()].map((t) => t.at(-1)!.at));
+    // Down for 3 ticks after the last one recorded: waiting for the wall clock is the point here.
+    await sleep(Math.max(0, lastBefore + 3300 - Date.now()));
+
+    const restartedAt = Date.now();
+    runtime = testRuntime(env, { flows });
+    await runtime.start();
+    await until(async () => (await Promise.all(flows.map((f) => ticksOf(env, f.name)))).every((t) => t.at(-1)!.at > restartedAt + 1000));
+    await runtime.stop();
+    runtime = undefined;
+
+    const missedBy = (name: string, ticks: TickRow[]) => {
+      const last = before.get(name)!.at(-1)!.at;
+      return ticks.filter((t) => t.at > last && t.at <= restartedAt).map((t) => t.at);
+    };
+    const all = await ticksOf(env, "catch_all");
+    expect(missedBy("catch_all", all).length).toBeGreaterThanOrEqual(3);
+    expect(steps(all).every((s) => s === 1)).toBe(true);
+
+    const latest = await ticksOf(env, "catch_latest");
+    const latestMissed = missedBy("catch_latest", latest);
+    expect(latestMissed).toEqual([Math.floor(restartedAt / 1000) * 1000]);
+    expect(steps(latest).filter((s) => s !== 1)).toHaveLength(1);
+
+    const none = await ticksOf(env, "catch_none");
+    expect(missedBy("catch_none", none)).toEqual([]);
+
+    for (const tick of [...all, ...latest, ...none]) {
+      expect(tick).toMatchObject({ status: "created", run_trigger: "schedule", run_logical: tick.at });
+    }
+  }, 60_000);
+});
