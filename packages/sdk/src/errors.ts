@@ -35,3 +35,8 @@ export class AxWaitTimeoutError extends Error {
     super(`run ${runId} is still ${status} after ${timeoutMs} ms; wait longer or inspect it with \`ax run ${runId}\``);
   }
 }
+
+/** A trigger option (`delay`, `runAt`, `priority`) is invalid; nothing was written. */
+export class AxTriggerOptionError extends Error {
+  override name = "AxTriggerOptionError";
+}

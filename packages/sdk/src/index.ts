@@ -1,6 +1,7 @@
 export { ax } from "./ax.js";
 export { Runtime, type Role, type RuntimeOptions, type StopOptions } from "./runtime.js";
-export { Client, type ClientOptions, type TriggerOptions } from "./client.js";
+export { Client, type ClientOptions, type TriggerOptions, type TriggerManyOptions } from "./client.js";
+export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow } from "./definition/flow.js";
 export type { Task } from "./definition/task.js";
 export { Ref, type RefArgs, type RefOr } from "./definition/ref.js";
@@ -8,9 +9,9 @@ export type { TaskOptions, FlowOptions } from "./options.js";
 export { resolveTaskOptions } from "./options.js";
 export { parseDuration, type Duration } from "./duration.js";
 export { loadRuntimeConfig, parseRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
-export { AxDefinitionError, AxConfigError, AxRunNotFoundError, AxWaitTimeoutError } from "./errors.js";
+export { AxDefinitionError, AxConfigError, AxRunNotFoundError, AxWaitTimeoutError, AxTriggerOptionError } from "./errors.js";
 export { AxUnknownFlowError, AxPayloadError, AxPayloadTooLargeError, AxCancelledError, type CancelResult } from "@ax/coordinator";
-export { AxNotJsonError, AxStoreError } from "@ax/store";
+export { AxNotJsonError, AxStoreError, AxNotInTransactionError, AxTransactionHandleError, type CallerTransactionHandle } from "@ax/store";
 export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
 export {
   NonRetryableError,

@@ -1,7 +1,7 @@
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Reconciler, type ReconcilerOptions } from "@ax/coordinator";
+import { Reconciler, TriggerListener, type ReconcilerOptions } from "@ax/coordinator";
 import { migrate, msUntil, registerFlowVersion, within, type FlowDag } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
@@ -70,6 +70,7 @@ export class Runtime {
   private connections: Connections | undefined;
   private worker: NodeWorker | undefined;
   private reconciler: Reconciler | undefined;
+  private triggerListener: TriggerListener | undefined;
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
@@ -131,6 +132,8 @@ export class Runtime {
     if (this.roles.includes("coordinator")) {
       this.reconciler = new Reconciler(store.db, queues, this.log.child({ component: "reconciler" }), this.options.reconciler);
       this.reconciler.start();
+      this.triggerListener = new TriggerListener(store, queues, this.log.child({ component: "trigger-listener" }));
+      await this.triggerListener.start();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -168,9 +171,9 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, worker, connections } = this;
-    this.server = this.metricsServer = this.reconciler = this.worker = this.connections = undefined;
-    await within(Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop()]), msUntil(deadline));
+    const { server, metricsServer, reconciler, triggerListener, worker, connections } = this;
+    this.server = this.metricsServer = this.reconciler = this.triggerListener = this.worker = this.connections = undefined;
+    await within(Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop(), triggerListener?.stop()]), msUntil(deadline));
     await worker?.stop(msUntil(deadline));
     // Attempts are finished or handed back: a client still checked out now is one to cut, not wait for.
     await connections?.close(CLOSE_GRACE_MS);

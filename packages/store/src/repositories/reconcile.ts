@@ -25,10 +25,10 @@ export async function nodesToRequeue(db: Db, window: ReconcileWindow): Promise<R
     if (!lock?.locked) return undefined;
     const stale = sql`now() - make_interval(secs => ${window.staleMs / 1000})`;
     const lease = sql`now() - make_interval(secs => ${window.leaseMs / 1000})`;
-    const found = await rows<{ run_id: string; node_key: string; task: string; queue: string; attempt: number; flow_version_id: number }>(
+    const found = await rows<{ run_id: string; node_key: string; task: string; queue: string; attempt: number; flow_version_id: number; priority: number | null }>(
       tx,
       sql`
-      select n.run_id, n.node_key, n.task, n.queue, n.attempt, r.flow_version_id
+      select n.run_id, n.node_key, n.task, n.queue, n.attempt, r.flow_version_id, r.priority
       from node_runs n join runs r on r.id = n.run_id
       left join attempts a on n.status = 'running' and a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
       left join workers w on w.id = a.worker
@@ -44,6 +44,7 @@ export async function nodesToRequeue(db: Db, window: ReconcileWindow): Promise<R
       queue: r.queue,
       attempt: r.attempt,
       flowVersionId: r.flow_version_id,
+      ...(r.priority ? { priority: r.priority } : {}),
     }));
   });
 }
