@@ -6,6 +6,7 @@ import { migrate, msUntil, registerFlowVersion, within, type FlowDag } from "@ax
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
+import { servedFlows } from "./served-flows.js";
 import { loadRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { dagHash, type Flow } from "./definition/flow.js";
@@ -143,6 +144,7 @@ export class Runtime {
         log: this.log,
         port: this.options.port,
         host: this.options.host,
+        flows: servedFlows(this.flows, this.config.flows),
       });
     } else if (this.options.metricsPort !== undefined) {
       this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
