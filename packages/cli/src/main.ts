@@ -2,7 +2,7 @@ import { Command } from "commander";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Client, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
+import { Client, parseDuration, Runtime, type Duration, type Flow, type Role } from "ax-scheduler";
 import { migrate, openStore, RUN_STATUSES } from "@ax/store";
 import { closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { startServer } from "@ax/server";
@@ -24,9 +24,9 @@ function connection(program: Command): ConnectionFlags {
   );
 }
 
-/** A Client on the global connection flags, closed after `fn` whatever happens. */
-async function withClient(program: Command, fn: (client: Client) => Promise<void>): Promise<void> {
-  const client = new Client(connection(program));
+/** A Client on the global connection flags (applying `flows`' key functions), closed after `fn` whatever happens. */
+async function withClient(program: Command, fn: (client: Client) => Promise<void>, flows?: Flow<any>[]): Promise<void> {
+  const client = new Client({ ...connection(program), flows });
   try {
     await fn(client);
   } finally {
@@ -128,20 +128,30 @@ export async function main(argv: string[]): Promise<void> {
   roleCommand(program, "coordinator", ["coordinator"], "reconcile PostgreSQL and Redis");
 
   program
-    .command("server")
-    .description("the HTTP API and /metrics")
+    .command("server [entry]")
+    .description("the HTTP API and /metrics; with <entry>, triggers apply its flows' idempotencyKey/businessKey functions")
     .option("--port <port>", "API port", "8080")
     .option("--host <host>", "listen address", "127.0.0.1")
-    .action(async (raw: Record<string, string>) => {
-      const flags = parseFlags(z.object({ port: z.coerce.number().int().min(0).max(65535), host: z.string() }), raw, "server");
+    .option("--config <file>", "runtime.yaml overriding flow options (with <entry>)")
+    .action(async (entry: string | undefined, raw: Record<string, string>) => {
+      const flags = parseFlags(
+        z.object({ port: z.coerce.number().int().min(0).max(65535), host: z.string(), config: z.string().optional() }),
+        raw,
+        "server",
+      );
+      if (entry) {
+        const runtime = new Runtime({ ...connection(program), flows: await loadFlows(entry), config: flags.config, roles: ["api"], port: flags.port, host: flags.host });
+        await serve(runtime, "server", "5s");
+        return;
+      }
       const c = connection(program);
       const store = openStore({ url: c.storage, dataDir: c.dataDir });
       await migrate(store);
       const log = pino({ level: process.env.AX_LOG_LEVEL ?? "info" });
       const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
       const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
-      const server = await startServer({ db: store.db, queues, registry: new Registry(), log, ...flags });
-      log.info({ url: server.url }, "ax server started");
+      const server = await startServer({ db: store.db, queues, registry: new Registry(), log, port: flags.port, host: flags.host });
+      log.info({ url: server.url }, "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)");
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
@@ -158,6 +168,7 @@ export async function main(argv: string[]): Promise<void> {
     .option("--payload <json>", "the run's input, as JSON", "null")
     .option("--idempotency-key <key>", "a second trigger with this key returns the first run")
     .option("--business-key <key>", "searchable business id (order id, batch id)")
+    .option("--entry <file>", "the flows' code, so that the flow's own idempotencyKey/businessKey functions apply")
     .option("--wait", "wait for the run to finish and print it")
     .option("--timeout <duration>", "how long --wait waits", "60s")
     .action(async (flow: string, raw: Record<string, unknown>) => {
@@ -173,12 +184,14 @@ export async function main(argv: string[]): Promise<void> {
           }),
           idempotencyKey: z.string().min(1).optional(),
           businessKey: z.string().min(1).optional(),
+          entry: z.string().min(1).optional(),
           wait: z.boolean().optional(),
           timeout: z.string(),
         }),
         raw,
         "trigger",
       );
+      const flows = flags.entry ? await loadFlows(flags.entry) : undefined;
       await withClient(program, async (client) => {
         const runId = await client.triggerFlow(flow, flags.payload, {
           idempotencyKey: flags.idempotencyKey,
@@ -191,7 +204,7 @@ export async function main(argv: string[]): Promise<void> {
         const run = await client.waitForRun(runId, { timeout: flags.timeout });
         console.log(renderRun(run));
         if (run.status !== "success") process.exitCode = 1;
-      });
+      }, flows);
     });
 
   program
