@@ -70,6 +70,16 @@ describe("POST /api/flows/:flow/runs applies the flow's own key functions", () =
     expect(run.businessKey).toBe("explicit-order");
   });
 
+  it("takes runAt and priority: the run waits pending with them stored", async () => {
+    const runAt = new Date(Date.now() + 60_000).toISOString();
+    const answer = await post("/api/flows/http_payment/runs", { payload: { event_id: "later", order: "o" }, runAt, priority: 7 });
+    expect(answer.status).toBe(201);
+    const run = await runtime.client().getRun(answer.body.runId as string);
+    expect(run).toMatchObject({ status: "pending", priority: 7, runAt, trigger: "event" });
+    expect((await post("/api/flows/http_payment/runs", { payload: { event_id: "x", order: "o" }, priority: 0 })).status).toBe(400);
+    expect((await post("/api/flows/http_payment/runs", { payload: { event_id: "x", order: "o" }, runAt: "tomorrow" })).status).toBe(400);
+  });
+
   it("a payload the key function cannot read is a 400 naming the function", async () => {
     const answer = await post("/api/flows/http_payment/runs", { payload: null });
     expect(answer.status).toBe(400);
@@ -134,7 +144,7 @@ describe("GET /api/openapi.json", () => {
     expect(API_ROUTES["POST /api/flows/:flow/runs"]!.body).toBe(triggerBody);
     expect(API_ROUTES["GET /api/runs"]!.query).toBe(listQuery);
     const triggerSchema = doc.paths["/api/flows/{flow}/runs"].post.requestBody.content["application/json"].schema;
-    expect(Object.keys(triggerSchema.properties).sort()).toEqual(["businessKey", "idempotencyKey", "payload"]);
+    expect(Object.keys(triggerSchema.properties).sort()).toEqual(["businessKey", "idempotencyKey", "payload", "priority", "runAt"]);
     expect(triggerSchema.additionalProperties).toBe(false);
     // What the document forbids, the route refuses.
     expect((await post("/api/flows/http_payment/runs", { payload: {}, extra: 1 })).status).toBe(400);

@@ -169,6 +169,8 @@ export async function main(argv: string[]): Promise<void> {
     .option("--idempotency-key <key>", "a second trigger with this key returns the first run")
     .option("--business-key <key>", "searchable business id (order id, batch id)")
     .option("--entry <file>", "the flows' code, so that the flow's own idempotencyKey/businessKey functions apply")
+    .option("--delay <duration>", "start the run's first nodes this long from now")
+    .option("--priority <n>", "BullMQ priority of every job of the run, 1 served first")
     .option("--wait", "wait for the run to finish and print it")
     .option("--timeout <duration>", "how long --wait waits", "60s")
     .action(async (flow: string, raw: Record<string, unknown>) => {
@@ -185,6 +187,8 @@ export async function main(argv: string[]): Promise<void> {
           idempotencyKey: z.string().min(1).optional(),
           businessKey: z.string().min(1).optional(),
           entry: z.string().min(1).optional(),
+          delay: durationFlag.optional(),
+          priority: positiveInt.optional(),
           wait: z.boolean().optional(),
           timeout: z.string(),
         }),
@@ -196,6 +200,8 @@ export async function main(argv: string[]): Promise<void> {
         const runId = await client.triggerFlow(flow, flags.payload, {
           idempotencyKey: flags.idempotencyKey,
           businessKey: flags.businessKey,
+          delay: flags.delay,
+          priority: flags.priority,
         });
         if (!flags.wait) {
           console.log(runId);

@@ -14,7 +14,7 @@ import {
 } from "@ax/store";
 import type { Flow } from "./definition/flow.js";
 import { parseDuration, type Duration } from "./duration.js";
-import { AxRunNotFoundError, AxWaitTimeoutError } from "./errors.js";
+import { AxConfigError, AxRunNotFoundError, AxWaitTimeoutError } from "./errors.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 
@@ -139,6 +139,11 @@ export class Client {
   }
 
   private async triggerMany(requests: TriggerRequest[], options: RunTimingOptions): Promise<string[]> {
+    if (options.tx && this.connections.store.kind === "pglite") {
+      throw new AxConfigError(
+        "triggerFlow({ tx }) needs server PostgreSQL (storage: postgres://…): embedded PGlite belongs to this process, so no producer transaction can include the run; trigger without tx",
+      );
+    }
     const into = options.tx ? { tx: callerTransactionDb(options.tx), schema: this.connections.store.schema } : undefined;
     const triggered = await triggerRuns(this.triggerDeps(), requests, into);
     return triggered.map((t) => t.runId);

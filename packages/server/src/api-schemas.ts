@@ -16,6 +16,8 @@ export const triggerBody = z
     payload: z.unknown().optional().meta({ description: "the run's input (JSON)" }),
     idempotencyKey: z.string().min(1).optional().meta({ description: "wins over the flow's own idempotencyKey function" }),
     businessKey: z.string().min(1).optional().meta({ description: "wins over the flow's own businessKey function" }),
+    runAt: z.iso.datetime({ offset: true }).optional().meta({ description: "start the run's first nodes at this time (ISO 8601)" }),
+    priority: z.number().int().min(1).max(2 ** 21).optional().meta({ description: "BullMQ priority of every job of the run, 1 served first" }),
   })
   .strict();
 

@@ -128,7 +128,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const body = triggerBody.parse(request.body ?? {});
     const payload = body.payload ?? null;
     const keys = triggerKeys(flows.get(request.params.flow), payload, body);
-    const triggered = await triggerRun({ writer }, { flow: request.params.flow, payload, trigger: "event", ...keys });
+    const triggered = await triggerRun(
+      { writer },
+      { flow: request.params.flow, payload, trigger: "event", ...keys, priority: body.priority, runAt: body.runAt === undefined ? undefined : new Date(body.runAt) },
+    );
     return reply.status(triggered.created ? 201 : 200).send(triggered);
   });
 
