@@ -90,13 +90,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.get("/api/openapi.json", async () => openApi);
 
-  app.get<{ Params: { name: string } }>("/api/flows/:name", async (request, reply) => {
+  app.get<{ Params: { name: string } }>("/api/flows/:name", async (request) => {
     const { name } = request.params;
     const version = toStorableText(name) === name ? await latestFlowVersion(options.db, name) : undefined;
-    if (!version) {
-      const error = new AxUnknownFlowError(name, await listFlowNames(options.db));
-      return reply.status(404).send({ error: error.name, message: error.message });
-    }
+    if (!version) throw new AxUnknownFlowError(name, await listFlowNames(options.db));
     const served = flows.get(name);
     return {
       name,
