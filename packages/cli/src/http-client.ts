@@ -20,7 +20,15 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async triggerFlow(flow: string, payload: unknown, options: TriggerOptions = {}): Promise<string> {
-    const body = { payload, idempotencyKey: options.idempotencyKey, businessKey: options.businessKey };
+    // The API takes an absolute runAt: a relative delay is fixed here, at the caller's clock.
+    const runAt = options.runAt ?? (options.delay === undefined ? undefined : new Date(Date.now() + parseDuration(options.delay)));
+    const body = {
+      payload,
+      idempotencyKey: options.idempotencyKey,
+      businessKey: options.businessKey,
+      priority: options.priority,
+      runAt: runAt === undefined ? undefined : new Date(runAt).toISOString(),
+    };
     const { runId } = await this.request<{ runId: string }>("POST", `/api/flows/${encodeURIComponent(flow)}/runs`, body);
     return runId;
   }

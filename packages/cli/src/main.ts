@@ -3,7 +3,7 @@ import { Command } from "commander";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Client, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
+import { Client, parseDuration, Runtime, type Duration, type Flow, type Role } from "ax-scheduler";
 import { advertiseApi, dataDirHolder, migrate, openStore, RUN_STATUSES } from "@ax/store";
 import { closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { startServer } from "@ax/server";
@@ -32,14 +32,14 @@ function connection(program: Command): ConnectionFlags {
 const DEFAULT_DATA_DIR = ".ax/data";
 
 /**
- * A Client on the global connection flags, closed after `fn` whatever happens. An embedded data
- * directory held by an `ax dev` is reached through that process's HTTP API: PGlite serves one
- * process only.
+ * A Client on the global connection flags (applying `flows`' key functions), closed after `fn`
+ * whatever happens. An embedded data directory held by an `ax dev` is reached through that
+ * process's HTTP API (which applies its own flows' key functions): PGlite serves one process only.
  */
-async function withClient(program: Command, fn: (client: RunsApi) => Promise<void>): Promise<void> {
+async function withClient(program: Command, fn: (client: RunsApi) => Promise<void>, flows?: Flow<any>[]): Promise<void> {
   const flags = connection(program);
   const holder = flags.storage ? undefined : dataDirHolder(resolve(flags.dataDir ?? DEFAULT_DATA_DIR));
-  const client: RunsApi = holder?.api ? new HttpRunsApi({ ...holder, api: holder.api }) : new Client(flags);
+  const client: RunsApi = holder?.api ? new HttpRunsApi({ ...holder, api: holder.api }) : new Client({ ...flags, flows });
   try {
     await fn(client);
   } finally {
@@ -157,20 +157,30 @@ export async function main(argv: string[]): Promise<void> {
   roleCommand(program, "coordinator", ["coordinator"], "reconcile PostgreSQL and Redis");
 
   program
-    .command("server")
-    .description("the HTTP API and /metrics")
+    .command("server [entry]")
+    .description("the HTTP API and /metrics; with <entry>, triggers apply its flows' idempotencyKey/businessKey functions")
     .option("--port <port>", "API port", "8080")
     .option("--host <host>", "listen address", "127.0.0.1")
-    .action(async (raw: Record<string, string>) => {
-      const flags = parseFlags(z.object({ port: z.coerce.number().int().min(0).max(65535), host: z.string() }), raw, "server");
+    .option("--config <file>", "runtime.yaml overriding flow options (with <entry>)")
+    .action(async (entry: string | undefined, raw: Record<string, string>) => {
+      const flags = parseFlags(
+        z.object({ port: z.coerce.number().int().min(0).max(65535), host: z.string(), config: z.string().optional() }),
+        raw,
+        "server",
+      );
+      if (entry) {
+        const runtime = new Runtime({ ...connection(program), flows: await loadFlows(entry), config: flags.config, roles: ["api"], port: flags.port, host: flags.host });
+        await serve(runtime, "server", "5s");
+        return;
+      }
       const c = connection(program);
       const store = openStore({ url: c.storage, dataDir: c.dataDir });
       await migrate(store);
       const log = pino({ level: process.env.AX_LOG_LEVEL ?? "info" });
       const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
       const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
-      const server = await startServer({ db: store.db, queues, registry: new Registry(), log, ...flags });
-      log.info({ url: server.url }, "ax server started");
+      const server = await startServer({ db: store.db, queues, registry: new Registry(), log, port: flags.port, host: flags.host });
+      log.info({ url: server.url }, "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)");
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
@@ -187,6 +197,9 @@ export async function main(argv: string[]): Promise<void> {
     .option("--payload <json>", "the run's input, as JSON", "null")
     .option("--idempotency-key <key>", "a second trigger with this key returns the first run")
     .option("--business-key <key>", "searchable business id (order id, batch id)")
+    .option("--entry <file>", "the flows' code, so that the flow's own idempotencyKey/businessKey functions apply")
+    .option("--delay <duration>", "start the run's first nodes this long from now")
+    .option("--priority <n>", "BullMQ priority of every job of the run, 1 served first")
     .option("--wait", "wait for the run to finish and print it")
     .option("--timeout <duration>", "how long --wait waits", "60s")
     .action(async (flow: string, raw: Record<string, unknown>) => {
@@ -202,16 +215,22 @@ export async function main(argv: string[]): Promise<void> {
           }),
           idempotencyKey: z.string().min(1).optional(),
           businessKey: z.string().min(1).optional(),
+          entry: z.string().min(1).optional(),
+          delay: durationFlag.optional(),
+          priority: positiveInt.optional(),
           wait: z.boolean().optional(),
           timeout: z.string(),
         }),
         raw,
         "trigger",
       );
+      const flows = flags.entry ? await loadFlows(flags.entry) : undefined;
       await withClient(program, async (client) => {
         const runId = await client.triggerFlow(flow, flags.payload, {
           idempotencyKey: flags.idempotencyKey,
           businessKey: flags.businessKey,
+          delay: flags.delay,
+          priority: flags.priority,
         });
         if (!flags.wait) {
           console.log(runId);
@@ -220,7 +239,7 @@ export async function main(argv: string[]): Promise<void> {
         const run = await client.waitForRun(runId, { timeout: flags.timeout });
         console.log(renderRun(run));
         if (run.status !== "success") process.exitCode = 1;
-      });
+      }, flows);
     });
 
   program

@@ -31,6 +31,7 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
           opts: {
             jobId: nodeJobId(n.runId, n.nodeKey, n.attempt),
             delay: n.delayMs ?? 0,
+            ...(n.priority ? { priority: n.priority } : {}),
             removeOnComplete: true,
             removeOnFail: true,
           },

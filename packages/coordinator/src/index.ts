@@ -5,3 +5,5 @@ export * from "./trigger.js";
 export * from "./reconciler.js";
 export * from "./cancel.js";
 export * from "./schedules/index.js";
+export * from "./trigger-batch.js";
+export * from "./trigger-listener.js";

@@ -15,6 +15,8 @@ export interface TriggerRequest {
   businessKey?: string | null | undefined;
   logicalDate?: Date | null | undefined;
   rerunOf?: string | null | undefined;
+  priority?: number | null | undefined;
+  runAt?: Date | null | undefined;
 }
 
 /**
@@ -58,6 +60,14 @@ export interface Triggered {
  * trigger succeeds: a Redis that is down or refuses writes only delays the run.
  */
 export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Promise<Triggered> {
+  const created = await deps.writer.create(await prepareRun(deps, request));
+  if (!created.created) return { runId: created.runId, created: false };
+  await deps.writer.jobs.dispatch(created.ready);
+  return { runId: created.runId, created: true };
+}
+
+/** Checks the request (payload, keys, flow) and makes the run to write; throws before anything is written. */
+export async function prepareRun(deps: TriggerDeps, request: TriggerRequest): Promise<NewRun> {
   const payload = request.payload === undefined ? null : request.payload;
   assertStorable(payload, "payload");
   // Keys go to text columns, which refuse NUL just as jsonb does.
@@ -71,7 +81,7 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   const nameStorable = toStorableText(request.flow) === request.flow;
   const flow = nameStorable ? await (deps.resolveFlow ?? ((name) => latestFlowVersion(db, name)))(request.flow) : undefined;
   if (!flow) throw new AxUnknownFlowError(request.flow, await listFlowNames(db));
-  const created = await deps.writer.create({
+  return {
     id: randomUUID(),
     flow,
     trigger: request.trigger ?? "manual",
@@ -80,10 +90,9 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
     idempotencyKey: request.idempotencyKey,
     logicalDate: request.logicalDate,
     rerunOf: request.rerunOf,
-  });
-  if (!created.created) return { runId: created.runId, created: false };
-  await deps.writer.jobs.dispatch(created.ready);
-  return { runId: created.runId, created: true };
+    priority: request.priority,
+    runAt: request.runAt,
+  };
 }
 
 function assertStorable(value: unknown, what: string): asserts value is Json {

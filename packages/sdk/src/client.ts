@@ -1,6 +1,17 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { cancelRun, describeSchedules, setPaused, triggerRun, type CancelResult, type ScheduleInfo } from "@ax/coordinator";
 import {
+  cancelRun,
+  describeSchedules,
+  setPaused,
+  triggerRun,
+  triggerRuns,
+  type CancelResult,
+  type ScheduleInfo,
+  type TriggerDeps,
+  type TriggerRequest,
+} from "@ax/coordinator";
+import {
+  callerTransactionDb,
   getRunInfo,
   latestFlowVersion,
   listRunSummaries,
@@ -14,7 +25,8 @@ import {
 import type { Flow } from "./definition/flow.js";
 import { parseDuration, type Duration } from "./duration.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
-import { AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
+import { AxConfigError, AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
+import { resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 
 export interface ClientOptions extends ConnectionOptions {
   /** Flows whose `idempotencyKey`/`businessKey` functions should apply to triggers from here. */
@@ -23,9 +35,17 @@ export interface ClientOptions extends ConnectionOptions {
   maxPayloadBytes?: number | undefined;
 }
 
-export interface TriggerOptions {
+export interface TriggerOptions extends RunTimingOptions {
   idempotencyKey?: string | undefined;
   businessKey?: string | undefined;
+}
+
+/** `triggerFlows` options: shared timing, and keys computed per payload. */
+export interface TriggerManyOptions extends RunTimingOptions {
+  /** The idempotency key of each payload; defaults to the flow's own `idempotencyKey` function. */
+  idempotencyKey?: ((payload: unknown, index: number) => string | undefined) | undefined;
+  /** The business key of each payload; defaults to the flow's own `businessKey` function. */
+  businessKey?: ((payload: unknown, index: number) => string | undefined) | undefined;
 }
 
 const FLOW_CACHE_MS = 5000;
@@ -44,24 +64,47 @@ export class Client {
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
   }
 
-  /** Starts a run; with an idempotency key already used for this flow, returns that run's id. */
+  /**
+   * Starts a run; with an idempotency key already used for this flow, returns that run's id.
+   * With `tx` the run is written in the caller's transaction and enqueued after its commit.
+   */
   async triggerFlow(flow: string, payload: unknown, options: TriggerOptions = {}): Promise<string> {
     const defined = this.flows.get(flow)?.options;
-    const triggered = await triggerRun(
-      {
-        writer: this.connections.writer,
-        maxPayloadBytes: this.options.maxPayloadBytes,
-        resolveFlow: (name) => this.flowVersion(name),
-      },
-      {
+    const { runAt, priority } = resolveTiming(options);
+    const request: TriggerRequest = {
+      flow,
+      payload,
+      trigger: "manual",
+      idempotencyKey: options.idempotencyKey ?? defined?.idempotencyKey?.(payload),
+      businessKey: options.businessKey ?? defined?.businessKey?.(payload),
+      runAt,
+      priority,
+    };
+    if (options.tx) return (await this.triggerMany([request], options))[0]!;
+    return (await triggerRun(this.triggerDeps(), request)).runId;
+  }
+
+  /**
+   * Starts many runs of one flow at once (a burst of events): one statement writes them all and
+   * their first jobs go to Redis together. Returns the run ids in payload order; a payload whose
+   * idempotency key was already used (before, or earlier in the list) gets that run's id.
+   */
+  async triggerFlows(flow: string, payloads: unknown[], options: TriggerManyOptions = {}): Promise<string[]> {
+    if (payloads.length === 0) return [];
+    const defined = this.flows.get(flow)?.options;
+    const { runAt, priority } = resolveTiming(options);
+    const requests = payloads.map(
+      (payload, i): TriggerRequest => ({
         flow,
         payload,
         trigger: "manual",
-        idempotencyKey: options.idempotencyKey ?? defined?.idempotencyKey?.(payload),
-        businessKey: options.businessKey ?? defined?.businessKey?.(payload),
-      },
+        idempotencyKey: options.idempotencyKey ? options.idempotencyKey(payload, i) : defined?.idempotencyKey?.(payload),
+        businessKey: options.businessKey ? options.businessKey(payload, i) : defined?.businessKey?.(payload),
+        runAt,
+        priority,
+      }),
     );
-    return triggered.runId;
+    return this.triggerMany(requests, options);
   }
 
   async getRun(runId: string): Promise<RunInfo> {
@@ -118,6 +161,21 @@ export class Client {
 
   async close(): Promise<void> {
     if (this.ownsConnections) await this.connections.close();
+  }
+
+  private async triggerMany(requests: TriggerRequest[], options: RunTimingOptions): Promise<string[]> {
+    if (options.tx && this.connections.store.kind === "pglite") {
+      throw new AxConfigError(
+        "triggerFlow({ tx }) needs server PostgreSQL (storage: postgres://…): embedded PGlite belongs to this process, so no producer transaction can include the run; trigger without tx",
+      );
+    }
+    const into = options.tx ? { tx: callerTransactionDb(options.tx), schema: this.connections.store.schema } : undefined;
+    const triggered = await triggerRuns(this.triggerDeps(), requests, into);
+    return triggered.map((t) => t.runId);
+  }
+
+  private triggerDeps(): TriggerDeps {
+    return { writer: this.connections.writer, maxPayloadBytes: this.options.maxPayloadBytes, resolveFlow: (name) => this.flowVersion(name) };
   }
 
   /** Concurrent triggers share one lookup; an unknown flow is not cached, so it is found once registered. */

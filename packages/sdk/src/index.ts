@@ -1,6 +1,7 @@
 export { ax } from "./ax.js";
 export { Runtime, type Role, type RuntimeOptions, type StopOptions } from "./runtime.js";
-export { Client, type ClientOptions, type TriggerOptions } from "./client.js";
+export { Client, type ClientOptions, type TriggerOptions, type TriggerManyOptions } from "./client.js";
+export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow } from "./definition/flow.js";
 export type { Task } from "./definition/task.js";
 export { Ref, type RefArgs, type RefOr } from "./definition/ref.js";
@@ -10,6 +11,7 @@ export { parseDuration, type Duration } from "./duration.js";
 export { loadRuntimeConfig, parseRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
 export { type CancelResult } from "@ax/coordinator";
 export type { ScheduleInfo } from "@ax/coordinator";
+export type { CallerTransactionHandle } from "@ax/store";
 export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
 export { type TaskContext, type AxEvent, type AxEventName, type ResolvedTaskOptions } from "@ax/worker";
 // Every error ax throws or stores, one family per module of @ax/common.

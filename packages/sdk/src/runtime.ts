@@ -1,11 +1,12 @@
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Reconciler, ScheduleLoop, scheduleLagMetric, type ReconcilerOptions } from "@ax/coordinator";
+import { Reconciler, ScheduleLoop, scheduleLagMetric, TriggerListener, type ReconcilerOptions } from "@ax/coordinator";
 import { migrate, msUntil, registerFlowVersion, registerSchedules, within, type FlowDag, type ScheduleDefinition } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
+import { servedFlows } from "./served-flows.js";
 import { loadRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { dagHash, type Flow } from "./definition/flow.js";
@@ -71,6 +72,7 @@ export class Runtime {
   private worker: NodeWorker | undefined;
   private reconciler: Reconciler | undefined;
   private schedules: ScheduleLoop | undefined;
+  private triggerListener: TriggerListener | undefined;
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
@@ -142,6 +144,8 @@ export class Runtime {
         observeLag: scheduleLagMetric(this.registry),
       });
       await this.schedules.start();
+      this.triggerListener = new TriggerListener(store, queues, this.log.child({ component: "trigger-listener" }));
+      await this.triggerListener.start();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -151,6 +155,7 @@ export class Runtime {
         log: this.log,
         port: this.options.port,
         host: this.options.host,
+        flows: servedFlows(this.flows, this.config.flows),
       });
     } else if (this.options.metricsPort !== undefined) {
       this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
@@ -179,9 +184,12 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, schedules, worker, connections } = this;
-    this.server = this.metricsServer = this.reconciler = this.schedules = this.worker = this.connections = undefined;
-    await within(Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop(), schedules?.stop()]), msUntil(deadline));
+    const { server, metricsServer, reconciler, schedules, triggerListener, worker, connections } = this;
+    this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.worker = this.connections = undefined;
+    await within(
+      Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop(), schedules?.stop(), triggerListener?.stop()]),
+      msUntil(deadline),
+    );
     await worker?.stop(msUntil(deadline));
     // Attempts are finished or handed back: a client still checked out now is one to cut, not wait for.
     await connections?.close(CLOSE_GRACE_MS);

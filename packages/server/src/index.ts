@@ -1,2 +1,5 @@
 export * from "./server.js";
 export * from "./metrics-server.js";
+export * from "./served-flow.js";
+export * from "./openapi.js";
+export { API_ROUTES, listQuery, triggerBody, type RouteDoc } from "./api-schemas.js";

@@ -3,11 +3,14 @@ import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
-import { getRunInfo, listFlowNames, listRunSummaries, RUN_STATUSES, toStorableText, type Db } from "@ax/store";
+import { getRunInfo, latestFlowVersion, listFlowNames, listRunSummaries, toStorableText, type Db } from "@ax/store";
 import { cancelRun, DEFAULT_MAX_PAYLOAD_BYTES, RunWriter, triggerRun, type QueueRegistry } from "@ax/coordinator";
-import { registerClusterMetrics } from "./cluster-metrics.js";
 import { AxNotJsonError, AxPayloadTooLargeError, AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
+import { listQuery, triggerBody } from "./api-schemas.js";
+import { registerClusterMetrics } from "./cluster-metrics.js";
+import { openApiDocument } from "./openapi.js";
 import { scheduleRoutes } from "./schedule-routes.js";
+import { triggerKeys, type ServedFlow } from "./served-flow.js";
 
 export interface ServerOptions {
   db: Db;
@@ -18,35 +21,26 @@ export interface ServerOptions {
   port?: number | undefined;
   /** @defaultValue "127.0.0.1" */
   host?: string | undefined;
+  /** Flows whose code this process loaded: their key functions apply to triggers, their options show in `GET /api/flows/:name`. */
+  flows?: ServedFlow[] | undefined;
 }
 
 export interface RunningServer {
   url: string;
+  /** `METHOD url` of every route (HEAD left out), as `/api/openapi.json` must list them. */
+  routes: string[];
   close(): Promise<void>;
 }
 
-/** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
-const storableText = z.string().refine((text) => toStorableText(text) === text, "contains a NUL or a lone UTF-16 surrogate");
-
-const listQuery = z.object({
-  flow: storableText.optional(),
-  status: z.enum(RUN_STATUSES).optional(),
-  businessKey: storableText.optional(),
-  limit: z.coerce.number().int().min(1).max(500).optional(),
-});
-
-const triggerBody = z
-  .object({
-    payload: z.unknown().optional(),
-    idempotencyKey: z.string().min(1).optional(),
-    businessKey: z.string().min(1).optional(),
-  })
-  .strict();
+/** The API's version in its OpenAPI document. */
+const API_VERSION = "0.1.0";
 
 /** The HTTP API: runs, triggers and Prometheus metrics. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   registerClusterMetrics(options);
   const writer = new RunWriter(options.db, options.queues);
+  const flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
+  const openApi = openApiDocument(API_VERSION);
   const app = Fastify({
     loggerInstance: options.log.child({ component: "api" }),
     logController: new LogController({ disableRequestLogging: true }),
@@ -54,6 +48,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     genReqId: () => randomUUID(),
     // Room above the payload cap (escapes, the envelope) so an oversized payload gets the trigger's own 413, which says what to do.
     bodyLimit: 4 * DEFAULT_MAX_PAYLOAD_BYTES,
+  });
+
+  const routes: string[] = [];
+  app.addHook("onRoute", (route) => {
+    for (const method of [route.method].flat()) if (method !== "HEAD") routes.push(`${method} ${route.url}`);
   });
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
@@ -83,6 +82,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.get("/api/flows", async () => ({ flows: await listFlowNames(options.db) }));
 
+  app.get("/api/openapi.json", async () => openApi);
+
+  app.get<{ Params: { name: string } }>("/api/flows/:name", async (request) => {
+    const { name } = request.params;
+    const version = toStorableText(name) === name ? await latestFlowVersion(options.db, name) : undefined;
+    if (!version) throw new AxUnknownFlowError(name, await listFlowNames(options.db));
+    const served = flows.get(name);
+    return {
+      name,
+      version: version.version,
+      nodes: version.dag.nodes.map((n) => ({ key: n.key, task: n.task, queue: n.queue, upstream: n.upstream })),
+      edges: version.dag.nodes.flatMap((n) => n.upstream.map((from) => ({ from, to: n.key }))),
+      options: served?.options ?? null,
+      schedule: served?.schedule ?? null,
+    };
+  });
+
   app.get("/api/runs", async (request) => ({ runs: await listRunSummaries(options.db, listQuery.parse(request.query)) }));
 
   app.get<{ Params: { id: string } }>("/api/runs/:id", async (request) => {
@@ -101,9 +117,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.post<{ Params: { flow: string } }>("/api/flows/:flow/runs", async (request, reply) => {
     const body = triggerBody.parse(request.body ?? {});
+    const payload = body.payload ?? null;
+    const keys = triggerKeys(flows.get(request.params.flow), payload, body);
     const triggered = await triggerRun(
       { writer },
-      { flow: request.params.flow, payload: body.payload ?? null, trigger: "event", idempotencyKey: body.idempotencyKey, businessKey: body.businessKey },
+      { flow: request.params.flow, payload, trigger: "event", ...keys, priority: body.priority, runAt: body.runAt === undefined ? undefined : new Date(body.runAt) },
     );
     return reply.status(triggered.created ? 201 : 200).send(triggered);
   });
@@ -111,5 +129,5 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await app.register(scheduleRoutes(options.db));
 
   const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
-  return { url, close: () => app.close() };
+  return { url, routes, close: () => app.close() };
 }

@@ -4,6 +4,7 @@ import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import { within } from "./deadline.js";
 import { openEmbedded } from "./embedded.js";
+import { listenOnServer, type Listening } from "./listen.js";
 import * as schema from "./schema/index.js";
 
 export type Schema = typeof schema;
@@ -38,6 +39,11 @@ export interface Store {
   readonly leases: Db;
   /** Runs `fn` with one connection held for its whole duration (session advisory locks, migrations). */
   withSession<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  /**
+   * LISTENs on `channel`; PostgreSQL delivers a notification once the transaction that sent it
+   * commits. A server connection that drops is reopened (what was sent meanwhile is lost).
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onError: (error: unknown) => void): Promise<Listening>;
   /**
    * Closes every connection. Clients still checked out after `timeoutMs` (a transaction held by
    * code that does not return) are cut rather than waited for. @defaultValue 5000
@@ -139,6 +145,7 @@ function openServer(rawUrl: string, poolSize: number): Store {
         client.release();
       }
     },
+    listen: (channel, onNotify, onError) => listenOnServer(url, channel, onNotify, onError),
     async close(timeoutMs = 5000) {
       await Promise.all([main.close(timeoutMs), leases.close(timeoutMs), relaxed?.close(timeoutMs)]);
     },

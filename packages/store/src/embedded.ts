@@ -42,6 +42,11 @@ export function openEmbedded(dataDir: string): Store {
     leases: shared.db,
     // PGlite is a single connection already.
     withSession: (fn) => fn(shared.db),
+    // PGlite delivers NOTIFY in-process, on commit, like a server.
+    async listen(channel, onNotify) {
+      const unlisten = await shared.client.listen(channel, onNotify);
+      return { close: () => unlisten() };
+    },
     async close() {
       if (closed) return;
       closed = true;

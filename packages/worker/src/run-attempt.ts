@@ -48,7 +48,7 @@ export interface AttemptDeps {
   /** Group-committed fence and completion writes. */
   writes: AttemptWrites;
   /** Newly ready and retrying nodes' jobs, added to Redis together. */
-  jobs: BatchedEnqueue;
+  jobs: Pick<BatchedEnqueue, "add">;
   /** A job for a task this process does not define is handed back this long before its node fails. */
   unknownTaskGraceMs: number;
 }
@@ -85,7 +85,8 @@ const NO_RETRY: FailurePolicy = {
  * `cancel` aborts the attempt's task when its run is cancelled; `token` is the job's lock, for
  * handing back a job whose task this process does not define.
  */
-export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>, cancel?: AbortSignal, token?: string): Promise<void> {
+export async function runAttempt(shared: AttemptDeps, job: Job<NodeJobData>, cancel?: AbortSignal, token?: string): Promise<void> {
+  const deps = withRunPriority(shared, job.opts.priority);
   const { runId, nodeKey, attempt, flowVersionId } = job.data;
   const dag = await withDbRetry(() => deps.dags.get(flowVersionId));
   const node = dag.nodes.get(nodeKey);
@@ -115,6 +116,13 @@ export async function runAttempt(deps: AttemptDeps, job: Job<NodeJobData>, cance
   } finally {
     deps.executing.delete(executing);
   }
+}
+
+/** The jobs an attempt adds (its dependants, its retry) keep the BullMQ priority of the run's jobs. */
+function withRunPriority(deps: AttemptDeps, priority: number | undefined): AttemptDeps {
+  if (!priority) return deps;
+  const { jobs } = deps;
+  return { ...deps, jobs: { add: (nodes) => jobs.add(nodes.map((n) => ({ ...n, priority }))) } };
 }
 
 /**

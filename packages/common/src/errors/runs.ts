@@ -49,3 +49,41 @@ export class AxCancelledError extends Error {
     super(`run ${runId} was cancelled; this attempt was stopped and its result, if any, is discarded`);
   }
 }
+
+/** A trigger option (`delay`, `runAt`, `priority`) is invalid; nothing was written. */
+export class AxTriggerOptionError extends Error {
+  override name = "AxTriggerOptionError";
+}
+
+/** A flow's own key function threw on a payload it was given over HTTP. */
+export class AxKeyFunctionError extends Error {
+  override name = "AxKeyFunctionError";
+  readonly statusCode = 400;
+  constructor(flow: string, which: string, cause: unknown) {
+    super(
+      `flow "${flow}"'s ${which} function failed on this payload (${cause instanceof Error ? cause.message : String(cause)}); send the payload it expects, or pass "${which}" in the body`,
+      { cause },
+    );
+  }
+}
+
+/** `tx` is something ax cannot write through atomically with the caller's own writes. */
+export class AxTransactionHandleError extends Error {
+  override name = "AxTransactionHandleError";
+  constructor(what: string) {
+    super(
+      `triggerFlow({ tx }) got ${what}: pass the pg client you called BEGIN on (pool.connect() gives one), or the drizzle transaction of db.transaction(async (tx) => …)`,
+    );
+  }
+}
+
+/** The caller's connection is not inside a transaction, so the run could not join it. */
+export class AxNotInTransactionError extends Error {
+  override name = "AxNotInTransactionError";
+  constructor(cause: unknown) {
+    super(
+      "triggerFlow({ tx }) needs a connection inside a transaction: call BEGIN on the pg client (or use db.transaction(async (tx) => …) with drizzle) before triggering, and COMMIT after your own writes",
+      { cause },
+    );
+  }
+}

@@ -14,6 +14,10 @@ export interface NewRun {
   idempotencyKey?: string | null | undefined;
   logicalDate?: Date | null | undefined;
   rerunOf?: string | null | undefined;
+  /** BullMQ priority for every job of the run (1 = highest). */
+  priority?: number | null | undefined;
+  /** The first nodes are due then (delayed jobs); until then the run stays `pending`. */
+  runAt?: Date | null | undefined;
 }
 
 export type CreatedRun = { created: true; runId: string; ready: ReadyNode[] } | { created: false; runId: string };
@@ -35,6 +39,8 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     idempotency_key: run.idempotencyKey ?? null,
     logical_date: run.logicalDate?.toISOString() ?? null,
     rerun_of: run.rerunOf ?? null,
+    priority: run.priority ?? null,
+    run_at: run.runAt?.toISOString() ?? null,
     nodes_remaining: run.flow.dag.nodes.length,
   }));
   const nodeRows = newRuns.flatMap((run) =>
@@ -54,7 +60,7 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
       select * from ${recordset(
         runRows,
         "id uuid, flow text, flow_version_id int, trigger text, payload jsonb, business_key text, idempotency_key text, " +
-          "logical_date timestamptz, rerun_of uuid, nodes_remaining int",
+          "logical_date timestamptz, rerun_of uuid, priority int, run_at timestamptz, nodes_remaining int",
       )} as x
     ), claimed as (
       insert into idempotency_keys (flow, key, run_id)
@@ -63,15 +69,15 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
       returning run_id
     ), created as (
       insert into runs (id, flow, flow_version_id, status, trigger, payload, business_key, idempotency_key,
-        logical_date, rerun_of, nodes_remaining)
+        logical_date, rerun_of, priority, run_at, nodes_remaining)
       select id, flow, flow_version_id, 'pending', trigger, payload, business_key, idempotency_key,
-        logical_date, rerun_of, nodes_remaining
+        logical_date, rerun_of, priority, run_at, nodes_remaining
       from input where idempotency_key is null or id in (select run_id from claimed)
-      returning id, created_at
+      returning id, created_at, run_at
     ), nodes as (
       insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at)
       select n.run_id, n.node_key, n.task, n.queue, case when n.ready then 'queued' else 'pending' end,
-        n.deps_remaining, case when n.ready then 1 else 0 end, case when n.ready then c.created_at end
+        n.deps_remaining, case when n.ready then 1 else 0 end, case when n.ready then greatest(c.created_at, c.run_at) end
       from ${recordset(nodeRows, "run_id uuid, node_key text, task text, queue text, ready boolean, deps_remaining int")} as n
       join created c on c.id = n.run_id
     )
@@ -86,13 +92,21 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     if (created.has(run.id)) {
       const ready = run.flow.dag.nodes
         .filter((n) => n.upstream.length === 0)
-        .map((n) => ({ runId: run.id, nodeKey: n.key, task: n.task, queue: n.queue, attempt: 1, flowVersionId: run.flow.id }));
+        .map((n) => ({ runId: run.id, nodeKey: n.key, task: n.task, queue: n.queue, attempt: 1, flowVersionId: run.flow.id, ...jobTiming(run) }));
       return { created: true, runId: run.id, ready };
     }
     const holder = holders.get(`${run.flow.name}\u0000${run.idempotencyKey}`);
     if (!holder) throw new Error(`run ${run.id} was neither written nor found by its idempotency key`);
     return { created: false, runId: holder };
   });
+}
+
+/** A delayed run's first jobs wait for `runAt`; a prioritised run's jobs carry its priority. */
+function jobTiming(run: NewRun): Pick<ReadyNode, "delayMs" | "priority"> {
+  return {
+    ...(run.runAt ? { delayMs: Math.max(0, run.runAt.getTime() - Date.now()) } : {}),
+    ...(run.priority ? { priority: run.priority } : {}),
+  };
 }
 
 /** Which runs hold these runs' idempotency keys, by flow and key. */

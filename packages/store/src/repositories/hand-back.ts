@@ -17,7 +17,7 @@ export async function handBackAttempts(db: Db, worker: string, refs: AttemptRef[
     refs.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, n: r.attempt })),
     "run_id uuid, node_key text, n int",
   );
-  const found = await rows<{ run_id: string; node_key: string; task: string; queue: string; attempt: number; flow_version_id: number }>(
+  const found = await rows<{ run_id: string; node_key: string; task: string; queue: string; attempt: number; flow_version_id: number; priority: number | null }>(
     db,
     sql`
     with mine as (
@@ -35,7 +35,7 @@ export async function handBackAttempts(db: Db, worker: string, refs: AttemptRef[
       from requeued q
       where a.run_id = q.run_id and a.node_key = q.node_key and a.n = q.attempt - 1
     )
-    select q.run_id, q.node_key, q.task, q.queue, q.attempt, r.flow_version_id
+    select q.run_id, q.node_key, q.task, q.queue, q.attempt, r.flow_version_id, r.priority
     from requeued q join runs r on r.id = q.run_id`,
   );
   return found.map((r) => ({
@@ -45,5 +45,6 @@ export async function handBackAttempts(db: Db, worker: string, refs: AttemptRef[
     queue: r.queue,
     attempt: r.attempt,
     flowVersionId: r.flow_version_id,
+    ...(r.priority ? { priority: r.priority } : {}),
   }));
 }

@@ -39,6 +39,10 @@ export interface RunInfo {
   idempotencyKey: string | null;
   logicalDate: string | null;
   rerunOf: string | null;
+  /** BullMQ priority of the run's jobs (1 = highest), null when none was given. */
+  priority: number | null;
+  /** When the run's first nodes became (or become) due, for a delayed trigger. */
+  runAt: string | null;
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -127,6 +131,8 @@ function summarise(run: typeof runs.$inferSelect, flowVersion: number): RunSumma
     idempotencyKey: run.idempotencyKey,
     logicalDate: iso(run.logicalDate),
     rerunOf: run.rerunOf,
+    priority: run.priority,
+    runAt: iso(run.runAt),
     createdAt: run.createdAt.toISOString(),
     startedAt: iso(run.startedAt),
     finishedAt: iso(run.finishedAt),

@@ -8,4 +8,6 @@ export interface ReadyNode {
   flowVersionId: number;
   /** Milliseconds to wait before the job may start (retry backoff). */
   delayMs?: number;
+  /** The run's BullMQ priority (1 = highest); unset = BullMQ's default. */
+  priority?: number | undefined;
 }

@@ -65,10 +65,11 @@ export async function nodesToRequeue(db: Db, window: ReconcileWindow): Promise<R
       attempt: number;
       flow_version_id: number;
       since: string;
+      priority: number | null;
     }>(
       tx,
       sql`
-      select n.run_id, n.node_key, n.task, n.queue, n.status, n.attempt, r.flow_version_id, ${since}::text as since
+      select n.run_id, n.node_key, n.task, n.queue, n.status, n.attempt, r.flow_version_id, r.priority, ${since}::text as since
       from node_runs n join runs r on r.id = n.run_id
       left join attempts a on n.status = 'running' and a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
       left join workers w on w.id = a.worker
@@ -89,6 +90,7 @@ export async function nodesToRequeue(db: Db, window: ReconcileWindow): Promise<R
         status: r.status,
         attempt: r.attempt,
         flowVersionId: r.flow_version_id,
+        ...(r.priority ? { priority: r.priority } : {}),
       })),
       next: last && found.length === window.limit ? { queuedAt: last.since, runId: last.run_id, nodeKey: last.node_key } : undefined,
     };

@@ -46,6 +46,10 @@ export const runs = pgTable(
     idempotencyKey: text("idempotency_key"),
     logicalDate: at("logical_date"),
     rerunOf: uuid("rerun_of"),
+    /** BullMQ priority of every job of the run (1 = highest); null = BullMQ's default. */
+    priority: integer("priority"),
+    /** When the run's first nodes become due (trigger option `delay` / `runAt`); null = at once. */
+    runAt: at("run_at"),
     /** Nodes not yet terminal; the run finishes when it reaches 0. */
     nodesRemaining: integer("nodes_remaining").notNull(),
     /** Failed nodes whose failure fails the run (onFailure "fail"). */

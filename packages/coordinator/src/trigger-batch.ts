@@ -1,0 +1,50 @@
+import { createRuns, createRunsInTransaction, type CreatedRun, type Db, type FlowVersion, type NewRun } from "@ax/store";
+import { prepareRun, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
+
+/** Runs written by one statement; larger bursts are split, inside one transaction. */
+const RUNS_PER_STATEMENT = 1000;
+
+/** The caller's open transaction, and the schema of ax's tables (the caller's search_path may differ). */
+export interface CallerTransaction {
+  tx: Db;
+  schema: string;
+}
+
+/**
+ * Many runs at once (a burst of events): every request is checked before anything is written,
+ * then all runs go in one statement and their first jobs in one Redis pipeline per queue.
+ * Answers are in request order. With `into`, the runs are written in the caller's transaction
+ * and nothing is enqueued here: they are announced on commit, and a coordinator's
+ * `TriggerListener` enqueues them (the reconciler if none listens).
+ */
+export async function triggerRuns(deps: TriggerDeps, requests: TriggerRequest[], into?: CallerTransaction): Promise<Triggered[]> {
+  const resolved = new Map<string, Promise<FlowVersion | undefined>>();
+  const resolveFlow = deps.resolveFlow;
+  const once: TriggerDeps = {
+    ...deps,
+    ...(resolveFlow ? { resolveFlow: (name: string) => memo(resolved, name, () => resolveFlow(name)) } : {}),
+  };
+  const runs: NewRun[] = [];
+  for (const request of requests) runs.push(await prepareRun(once, request));
+  const created = into ? await createRunsInTransaction(into.tx, into.schema, runs) : await writeRuns(deps.writer.db, runs);
+  if (!into) await deps.writer.jobs.dispatch(created.flatMap((c) => (c.created ? c.ready : [])));
+  return created.map((c) => ({ runId: c.runId, created: c.created }));
+}
+
+async function writeRuns(db: Db, runs: NewRun[]): Promise<CreatedRun[]> {
+  if (runs.length <= RUNS_PER_STATEMENT) return createRuns(db, runs);
+  return db.transaction(async (tx) => {
+    const created: CreatedRun[] = [];
+    for (let i = 0; i < runs.length; i += RUNS_PER_STATEMENT) created.push(...(await createRuns(tx, runs.slice(i, i + RUNS_PER_STATEMENT))));
+    return created;
+  });
+}
+
+function memo<T>(cache: Map<string, Promise<T>>, key: string, load: () => Promise<T>): Promise<T> {
+  let found = cache.get(key);
+  if (!found) {
+    found = load();
+    cache.set(key, found);
+  }
+  return found;
+}

@@ -1,0 +1,67 @@
+import { z } from "zod";
+import { API_ROUTES, type RouteDoc } from "./api-schemas.js";
+
+type JsonSchema = Record<string, unknown>;
+
+/** The JSON Schema of what a request must send (zod's input side), embeddable in OpenAPI 3.1. */
+function requestSchema(schema: z.ZodType): JsonSchema {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonSchema;
+  return rest;
+}
+
+function responseSchema(schema: z.ZodType): JsonSchema {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { io: "output", unrepresentable: "any" }) as JsonSchema;
+  return rest;
+}
+
+function parameters(schema: z.ZodObject | undefined, where: "path" | "query"): JsonSchema[] {
+  if (!schema) return [];
+  const json = requestSchema(schema) as { properties?: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(json.properties ?? {}).map(([name, property]) => ({
+    name,
+    in: where,
+    required: where === "path" || (json.required ?? []).includes(name),
+    schema: property,
+  }));
+}
+
+function operation(doc: RouteDoc): JsonSchema {
+  const responses = Object.fromEntries(
+    Object.entries(doc.responses).map(([status, answer]) => [
+      status,
+      {
+        description: answer.description,
+        ...(answer.schema ? { content: { "application/json": { schema: responseSchema(answer.schema) } } } : {}),
+        ...(answer.contentType ? { content: { [answer.contentType]: { schema: { type: "string" } } } } : {}),
+      },
+    ]),
+  );
+  return {
+    summary: doc.summary,
+    ...(doc.params || doc.query ? { parameters: [...parameters(doc.params, "path"), ...parameters(doc.query, "query")] } : {}),
+    ...(doc.body ? { requestBody: { required: false, content: { "application/json": { schema: requestSchema(doc.body) } } } } : {}),
+    responses,
+  };
+}
+
+/** fastify's `/api/runs/:id` is OpenAPI's `/api/runs/{id}`. */
+export function openApiPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+}
+
+/**
+ * The OpenAPI 3.1 document of the HTTP API, generated from the zod schemas the routes parse
+ * with (`API_ROUTES`), so the two cannot drift apart.
+ */
+export function openApiDocument(version: string): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const [key, doc] of Object.entries(API_ROUTES)) {
+    const [method, url] = key.split(" ") as [string, string];
+    (paths[openApiPath(url)] ??= {})[method.toLowerCase()] = operation(doc);
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "ax HTTP API", version, description: "Runs, triggers and metrics of an ax cluster. No authentication yet: bind it to a private address." },
+    paths,
+  };
+}

@@ -1,0 +1,58 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { isolate } from "../helpers/isolated.js";
+import { AX_BIN, freePort, REPO_ROOT, startAx } from "../helpers/processes.js";
+
+const env = isolate("cliproducer");
+const connection = ["--storage", env.storage, "--prefix", env.prefix];
+
+afterAll(async () => {
+  await env.cleanup();
+});
+
+async function trigger(payload: unknown, ...flags: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [AX_BIN, "trigger", "keyed_flow", "--entry", "test/fixtures/keyed-flow.ts", "--payload", JSON.stringify(payload), ...flags, ...connection],
+    { cwd: REPO_ROOT, timeout: 80_000 },
+  );
+  return stdout.trim();
+}
+
+describe("ax server <entry> and ax trigger --entry apply the flow's key functions", { timeout: 120_000 }, () => {
+  it("the same event, over HTTP twice and from the CLI twice, is one run", async () => {
+    const port = await freePort();
+    const server = startAx(["server", "test/fixtures/keyed-flow.ts", "--port", String(port), ...connection], { AX_LOG_LEVEL: "info" });
+    try {
+      await server.waitFor(/ax server started/, 80_000);
+      const post = async () => {
+        const response = await fetch(`http://127.0.0.1:${port}/api/flows/keyed_flow/runs`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ payload: { event_id: "42" } }),
+        });
+        return { status: response.status, body: (await response.json()) as { runId: string; created: boolean } };
+      };
+      const first = await post();
+      expect(first.status).toBe(201);
+      const second = await post();
+      expect(second).toEqual({ status: 200, body: { runId: first.body.runId, created: false } });
+      const run = (await (await fetch(`http://127.0.0.1:${port}/api/runs/${first.body.runId}`)).json()) as { businessKey: string };
+      expect(run.businessKey).toBe("biz-42");
+
+      expect(await trigger({ event_id: "42" })).toBe(first.body.runId);
+      const other = await trigger({ event_id: "43" });
+      expect(other).not.toBe(first.body.runId);
+      expect(await trigger({ event_id: "43" })).toBe(other);
+
+      const later = await trigger({ event_id: "44" }, "--delay", "10m", "--priority", "3");
+      const delayed = (await (await fetch(`http://127.0.0.1:${port}/api/runs/${later}`)).json()) as { status: string; priority: number; runAt: string };
+      expect(delayed.status).toBe("pending");
+      expect(delayed.priority).toBe(3);
+      expect(Date.parse(delayed.runAt) - Date.now()).toBeGreaterThan(8 * 60_000);
+    } finally {
+      await server.stop();
+    }
+  });
+});

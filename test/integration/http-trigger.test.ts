@@ -1,0 +1,158 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { ax, type Runtime } from "ax-scheduler";
+import { openStore, RUN_STATUSES } from "@ax/store";
+import { connectRedis, closeRedis, QueueRegistry } from "@ax/coordinator";
+import { API_ROUTES, startServer, triggerBody, listQuery } from "@ax/server";
+import { isolate } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+interface PaymentEvent {
+  event_id: string;
+  order: string;
+}
+
+const charge = ax.task({ name: "http_charge" }, (e: PaymentEvent) => `charged ${e.order}`);
+const receipt = ax.task({ name: "http_receipt" }, (charged: string) => `receipt for ${charged}`);
+const paymentFlow = ax.flow(
+  { name: "http_payment", idempotencyKey: (e: PaymentEvent) => `payment-${e.event_id}`, businessKey: (e: PaymentEvent) => e.order, maxConcurrentRuns: 3 },
+  (e) => {
+    receipt(charge(e));
+  },
+);
+
+const env = isolate("httptrigger");
+let runtime: Runtime;
+
+beforeAll(async () => {
+  runtime = testRuntime(env, { flows: [paymentFlow], roles: ["coordinator", "worker", "api"], port: 0 });
+  await runtime.start();
+});
+
+afterAll(async () => {
+  await runtime?.stop({ timeout: 2 });
+  await env.cleanup();
+});
+
+async function post(path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${runtime.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function get(path: string): Promise<{ status: number; body: Record<string, any> }> {
+  const response = await fetch(`${runtime.url}${path}`);
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+describe("POST /api/flows/:flow/runs applies the flow's own key functions", () => {
+  it("a second trigger of the same event answers created: false with the same run id", async () => {
+    const event = { event_id: "e-1", order: "order-77" };
+    const first = await post("/api/flows/http_payment/runs", { payload: event });
+    expect(first.status).toBe(201);
+    expect(first.body.created).toBe(true);
+    const second = await post("/api/flows/http_payment/runs", { payload: event });
+    expect(second.status).toBe(200);
+    expect(second.body).toEqual({ runId: first.body.runId, created: false });
+    const run = await runtime.client().waitForRun(first.body.runId as string, { timeout: "20s" });
+    expect(run.status).toBe("success");
+    expect(run.idempotencyKey).toBe("payment-e-1");
+    expect(run.businessKey).toBe("order-77");
+    expect(await runtime.client().listRuns({ flow: "http_payment" })).toHaveLength(1);
+  });
+
+  it("keys in the request win over the functions", async () => {
+    const answer = await post("/api/flows/http_payment/runs", { payload: { event_id: "e-1", order: "x" }, idempotencyKey: "explicit-1", businessKey: "explicit-order" });
+    expect(answer.body.created).toBe(true);
+    const run = await runtime.client().getRun(answer.body.runId as string);
+    expect(run.idempotencyKey).toBe("explicit-1");
+    expect(run.businessKey).toBe("explicit-order");
+  });
+
+  it("takes runAt and priority: the run waits pending with them stored", async () => {
+    const runAt = new Date(Date.now() + 60_000).toISOString();
+    const answer = await post("/api/flows/http_payment/runs", { payload: { event_id: "later", order: "o" }, runAt, priority: 7 });
+    expect(answer.status).toBe(201);
+    const run = await runtime.client().getRun(answer.body.runId as string);
+    expect(run).toMatchObject({ status: "pending", priority: 7, runAt, trigger: "event" });
+    expect((await post("/api/flows/http_payment/runs", { payload: { event_id: "x", order: "o" }, priority: 0 })).status).toBe(400);
+    expect((await post("/api/flows/http_payment/runs", { payload: { event_id: "x", order: "o" }, runAt: "tomorrow" })).status).toBe(400);
+  });
+
+  it("a payload the key function cannot read is a 400 naming the function", async () => {
+    const answer = await post("/api/flows/http_payment/runs", { payload: null });
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toBe("AxKeyFunctionError");
+    expect(answer.body.message).toContain("idempotencyKey");
+  });
+});
+
+describe("GET /api/flows/:name", () => {
+  it("returns the DAG with its edges, options and schedule", async () => {
+    const { status, body } = await get("/api/flows/http_payment");
+    expect(status).toBe(200);
+    expect(body.name).toBe("http_payment");
+    expect(body.version).toBe(1);
+    expect(body.nodes).toEqual([
+      { key: "http_charge", task: "http_charge", queue: "default", upstream: [] },
+      { key: "http_receipt", task: "http_receipt", queue: "default", upstream: ["http_charge"] },
+    ]);
+    expect(body.edges).toEqual([{ from: "http_charge", to: "http_receipt" }]);
+    expect(body.options).toEqual({ name: "http_payment", maxConcurrentRuns: 3 });
+    expect(body.schedule).toBeNull();
+  });
+
+  it("404s an unknown flow", async () => {
+    const { status, body } = await get("/api/flows/nope");
+    expect(status).toBe(404);
+    expect(body.error).toBe("AxUnknownFlowError");
+  });
+});
+
+describe("GET /api/openapi.json", () => {
+  it("is a valid OpenAPI 3 document listing every route", async () => {
+    const { status, body: doc } = await get("/api/openapi.json");
+    expect(status).toBe(200);
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+
+    // Every route the server registers is documented, and nothing else.
+    const store = openStore({ url: env.storage });
+    const log = pino({ level: "silent" });
+    const redis = connectRedis(env.redis, log);
+    const queues = new QueueRegistry(redis, env.prefix, log);
+    const server = await startServer({ db: store.db, queues, registry: new Registry(), log, port: 0 });
+    try {
+      expect([...new Set(server.routes)].sort()).toEqual(Object.keys(API_ROUTES).sort());
+      const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
+        Object.keys(ops).map((method) => `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ":$1")}`),
+      );
+      expect(documented.sort()).toEqual([...new Set(server.routes)].sort());
+    } finally {
+      await server.close();
+      await queues.close();
+      closeRedis(redis);
+      await store.close();
+    }
+  });
+
+  it("describes requests with the schemas the routes parse", async () => {
+    const { body: doc } = await get("/api/openapi.json");
+    expect(API_ROUTES["POST /api/flows/:flow/runs"]!.body).toBe(triggerBody);
+    expect(API_ROUTES["GET /api/runs"]!.query).toBe(listQuery);
+    const triggerSchema = doc.paths["/api/flows/{flow}/runs"].post.requestBody.content["application/json"].schema;
+    expect(Object.keys(triggerSchema.properties).sort()).toEqual(["businessKey", "idempotencyKey", "payload", "priority", "runAt"]);
+    expect(triggerSchema.additionalProperties).toBe(false);
+    // What the document forbids, the route refuses.
+    expect((await post("/api/flows/http_payment/runs", { payload: {}, extra: 1 })).status).toBe(400);
+    const parameters = doc.paths["/api/runs"].get.parameters as { name: string; in: string; schema: { enum?: string[]; maximum?: number } }[];
+    expect(parameters.map((p) => p.name).sort()).toEqual(["businessKey", "flow", "limit", "status"]);
+    expect(parameters.find((p) => p.name === "status")!.schema.enum).toEqual([...RUN_STATUSES]);
+    expect(parameters.find((p) => p.name === "limit")!.schema.maximum).toBe(500);
+    expect((await get("/api/runs?limit=501")).status).toBe(400);
+    expect((await get("/api/runs?status=sleeping")).status).toBe(400);
+  });
+});
