@@ -21,3 +21,6 @@ export * from "./pg-error.js";
 export * from "./store-error.js";
 export * from "./deadline.js";
 export * from "./repositories/hand-back.js";
+export * from "./repositories/admission.js";
+export * from "./repositories/rerun-source.js";
+export * from "./repositories/backfills.js";

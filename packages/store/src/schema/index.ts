@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import {
+  bigserial,
   foreignKey,
   index,
   integer,
@@ -90,6 +91,8 @@ export const nodeRuns = pgTable(
     result: jsonb("result").$type<Json>(),
     error: jsonb("error").$type<TaskFailure>(),
     progress: jsonb("progress").$type<Json>(),
+    /** Set on a rerun's node carried over, not executed: the run whose stored result it holds. */
+    reusedFrom: uuid("reused_from"),
     nextRetryAt: at("next_retry_at"),
     queuedAt: at("queued_at"),
     startedAt: at("started_at"),
@@ -148,3 +151,58 @@ export const onceKeys = pgTable("once_keys", {
   leaseUntil: at("lease_until"),
   completedAt: at("completed_at"),
 });
+
+/** Per-flow settings the coordinators act on, written by every Runtime when it registers its flows. */
+export const flowSettings = pgTable("flow_settings", {
+  flow: text("flow").primaryKey(),
+  /** Runs of the flow `pending`/`running` at once (held ones not counted); null = no cap. */
+  maxConcurrentRuns: integer("max_concurrent_runs"),
+  /** The flow's `schedule` option as defined (`"cron"` or `{ cron, timezone }`); null = none. */
+  schedule: jsonb("schedule").$type<string | { cron: string; timezone?: string }>(),
+  updatedAt: at("updated_at").defaultNow().notNull(),
+});
+
+/**
+ * Runs written with their nodes but not dispatched yet (over `maxConcurrentRuns`, or a backfill's
+ * cap). Admission releases them oldest `seq` first; a run without a row here is admitted.
+ */
+export const heldRuns = pgTable(
+  "held_runs",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    runId: uuid("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    flow: text("flow").notNull(),
+    backfillId: uuid("backfill_id"),
+  },
+  (t) => [uniqueIndex("held_runs_run").on(t.runId), index("held_runs_flow_seq").on(t.flow, t.seq)],
+);
+
+/** `client.backfill(flow, { from, to })`: one run per schedule tick in [from, to). */
+export const backfills = pgTable("backfills", {
+  id: uuid("id").primaryKey(),
+  flow: text("flow").notNull(),
+  rangeFrom: at("range_from").notNull(),
+  rangeTo: at("range_to").notNull(),
+  maxConcurrentRuns: integer("max_concurrent_runs").notNull(),
+  ticks: integer("ticks").notNull(),
+  status: text("status").$type<"active" | "cancelled">().notNull(),
+  createdAt: at("created_at").defaultNow().notNull(),
+  cancelledAt: at("cancelled_at"),
+});
+
+/** The runs of a backfill's ticks (a tick another backfill already ran is linked, not run again). */
+export const backfillRuns = pgTable(
+  "backfill_runs",
+  {
+    backfillId: uuid("backfill_id")
+      .notNull()
+      .references(() => backfills.id, { onDelete: "cascade" }),
+    runId: uuid("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    logicalDate: at("logical_date").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.backfillId, t.runId] }), index("backfill_runs_run").on(t.runId)],
+);
