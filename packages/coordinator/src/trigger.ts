@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  admitHeldRuns,
   assertJson,
   toStorableText,
   AxNotJsonError,
@@ -16,6 +17,7 @@ import {
   type RunTrigger,
 } from "@ax/store";
 import { BatchedEnqueue } from "./enqueue.js";
+import { flowCap } from "./flow-caps.js";
 import { AxPayloadError, AxPayloadTooLargeError, AxUnknownFlowError } from "./errors.js";
 import type { QueueRegistry } from "./queues.js";
 
@@ -57,6 +59,8 @@ export interface TriggerDeps {
   maxPayloadBytes?: number | undefined;
   /** Looks up the flow's current version; callers may cache. */
   resolveFlow?: (name: string) => Promise<FlowVersion | undefined>;
+  /** The flow's `maxConcurrentRuns` (null: none); callers may cache (FlowCaps). @defaultValue read from flow_settings */
+  capOf?: (flow: string) => Promise<number | null>;
 }
 
 export interface Triggered {
@@ -70,19 +74,16 @@ export interface Triggered {
  * nodes. Bad input is refused before anything is written.
  */
 export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Promise<Triggered> {
-  const payload = request.payload === undefined ? null : request.payload;
-  assertStorable(payload, "payload");
+  const payload = checkPayload(request.payload, deps.maxPayloadBytes);
   // Keys go to text columns, which refuse NUL just as jsonb does.
   assertStorable(request.businessKey ?? null, "businessKey");
   assertStorable(request.idempotencyKey ?? null, "idempotencyKey");
-  const limit = deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-  const bytes = jsonBytes(payload);
-  if (bytes > limit) throw new AxPayloadTooLargeError(bytes, limit);
   const { db } = deps.writer;
   // A name PostgreSQL cannot hold names no registered flow; asking would only make it refuse the query.
   const nameStorable = toStorableText(request.flow) === request.flow;
   const flow = nameStorable ? await (deps.resolveFlow ?? ((name) => latestFlowVersion(db, name)))(request.flow) : undefined;
   if (!flow) throw new AxUnknownFlowError(request.flow, await listFlowNames(db));
+  const capped = (await (deps.capOf ?? ((name) => flowCap(db, name)))(flow.name)) !== null;
   const created = await deps.writer.create({
     id: randomUUID(),
     flow,
@@ -92,10 +93,21 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
     idempotencyKey: request.idempotencyKey,
     logicalDate: request.logicalDate,
     rerunOf: request.rerunOf,
+    // A capped flow's runs all go through admission, which alone decides who takes a free slot.
+    held: capped ? {} : undefined,
   });
   if (!created.created) return { runId: created.runId, created: false };
-  await deps.writer.jobs.add(created.ready);
+  await deps.writer.jobs.add(capped ? await admitHeldRuns(db, flow.name) : created.ready);
   return { runId: created.runId, created: true };
+}
+
+/** A run's input as stored (undefined is null), refused when not storable JSON or over the size cap. */
+export function checkPayload(value: unknown, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES): Json {
+  const payload = value === undefined ? null : value;
+  assertStorable(payload, "payload");
+  const bytes = jsonBytes(payload);
+  if (bytes > maxPayloadBytes) throw new AxPayloadTooLargeError(bytes, maxPayloadBytes);
+  return payload;
 }
 
 function assertStorable(value: unknown, what: string): asserts value is Json {
