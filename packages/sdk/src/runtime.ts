@@ -1,8 +1,8 @@
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Reconciler, type ReconcilerOptions } from "@ax/coordinator";
-import { migrate, msUntil, registerFlowVersion, within, type FlowDag } from "@ax/store";
+import { Admission, Reconciler, type AdmissionOptions, type ReconcilerOptions } from "@ax/coordinator";
+import { migrate, msUntil, registerFlowVersion, saveFlowSettings, within, type FlowDag } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
@@ -35,6 +35,8 @@ export interface RuntimeOptions extends ConnectionOptions {
   logLevel?: string | undefined;
   logger?: Logger | undefined;
   reconciler?: ReconcilerOptions | undefined;
+  /** Held runs (`maxConcurrentRuns`, backfills) are released by a loop of the coordinator role. */
+  admission?: AdmissionOptions | undefined;
   worker?:
     | {
         heartbeatMs?: number;
@@ -70,6 +72,7 @@ export class Runtime {
   private connections: Connections | undefined;
   private worker: NodeWorker | undefined;
   private reconciler: Reconciler | undefined;
+  private admission: Admission | undefined;
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
@@ -109,7 +112,10 @@ export class Runtime {
     this.connections = connections;
     const { store, queues } = connections;
     await migrate(store);
-    for (const flow of this.flows) await registerFlowVersion(store.db, ...this.versionOf(flow));
+    for (const flow of this.flows) {
+      await registerFlowVersion(store.db, ...this.versionOf(flow));
+      await saveFlowSettings(store.db, this.settingsOf(flow));
+    }
 
     if (this.roles.includes("worker")) {
       const source: TaskSource = { get: (name) => this.tasks.get(name) };
@@ -131,6 +137,8 @@ export class Runtime {
     if (this.roles.includes("coordinator")) {
       this.reconciler = new Reconciler(store.db, queues, this.log.child({ component: "reconciler" }), this.options.reconciler);
       this.reconciler.start();
+      this.admission = new Admission({ db: store.db, queues }, this.log.child({ component: "admission" }), this.options.admission);
+      this.admission.start();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -168,9 +176,9 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, worker, connections } = this;
-    this.server = this.metricsServer = this.reconciler = this.worker = this.connections = undefined;
-    await within(Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop()]), msUntil(deadline));
+    const { server, metricsServer, reconciler, admission, worker, connections } = this;
+    this.server = this.metricsServer = this.reconciler = this.admission = this.worker = this.connections = undefined;
+    await within(Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop(), admission?.stop()]), msUntil(deadline));
     await worker?.stop(msUntil(deadline));
     // Attempts are finished or handed back: a client still checked out now is one to cut, not wait for.
     await connections?.close(CLOSE_GRACE_MS);
@@ -206,6 +214,16 @@ export class Runtime {
         runnable.options = resolveTaskOptions(task.taskName, task.codeOptions, config.tasks[task.taskName]);
       }
     }
+  }
+
+  /** The flow options coordinators act on, after YAML overrides. */
+  private settingsOf(flow: Flow<any>) {
+    const yaml = this.config.flows[flow.name];
+    return {
+      flow: flow.name,
+      maxConcurrentRuns: yaml?.maxConcurrentRuns ?? flow.options.maxConcurrentRuns ?? null,
+      schedule: yaml?.schedule ?? flow.options.schedule ?? null,
+    };
   }
 
   /** The DAG as stored: each node's queue after YAML overrides. */

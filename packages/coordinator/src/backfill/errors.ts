@@ -3,7 +3,12 @@ export class AxBackfillRangeError extends Error {
   override name = "AxBackfillRangeError";
   readonly statusCode = 400;
   constructor(from: Date, to: Date) {
-    super(`backfill range from ${from.toISOString()} to ${to.toISOString()} is empty: from must be before to (to is exclusive)`);
+    const valid = !Number.isNaN(from.getTime()) && !Number.isNaN(to.getTime());
+    super(
+      valid
+        ? `backfill range from ${from.toISOString()} to ${to.toISOString()} is empty: from must be before to (to is exclusive)`
+        : "backfill from and to must be dates (a Date or an ISO 8601 string such as 2026-01-01T00:00:00Z)",
+    );
   }
 }
 
