@@ -117,7 +117,7 @@ export async function waitingFor(db: Db, runId: string): Promise<string | null> 
       (select count(*)::int from runs r where r.flow = h.flow and r.status in ('pending', 'running')
         and not exists (select 1 from held_runs x where x.run_id = r.id)) as active,
       b.max_concurrent_runs as bf_cap, b.status as bf_status,
-      (select ${activeOfBackfill}) as bf_active
+      (${activeOfBackfill}) as bf_active
     from held_runs h
     left join flow_settings s on s.flow = h.flow
     left join backfills b on b.id = h.backfill_id
