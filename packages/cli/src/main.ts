@@ -9,6 +9,7 @@ import { startServer } from "@ax/server";
 import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
 import { renderRun } from "./render-run.js";
+import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
 
 function connection(program: Command): ConnectionFlags {
   const o = program.opts();
@@ -242,6 +243,8 @@ export async function main(argv: string[]): Promise<void> {
         }
       });
     });
+
+  addRerunBackfillCommands(program, (fn) => withClient(program, fn));
 
   program
     .command("migrate")
