@@ -57,7 +57,7 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
   const runCount = async () => Number((await env.sql<{ n: number }>("select count(*)::int as n from runs"))[0]!.n);
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [chain, stuck] });
+    runtime = testRuntime(env, { flows: [chain, stuck], roles: ["coordinator", "worker", "api"], port: 0 });
     await runtime.start();
     client = runtime.client();
     failedRun = await client.triggerFlow("chain", { day: "2026-01-01" });
@@ -140,5 +140,25 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     expect(await runCount()).toBe(runs);
     openGate();
     await client.waitForRun(unfinished);
+  });
+
+  it("POST /api/runs/:id/rerun: 201 with the new run id; 404 unknown run, 400 bad body or unknown node, 409 nothing to rerun", async () => {
+    const first = await client.waitForRun(await client.triggerFlow("chain", { day: "2026-01-04" }));
+    const post = (path: string, body: unknown) =>
+      fetch(`${runtime.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const created = await post(`/api/runs/${first.id}/rerun`, { from: "load" });
+    expect(created.status).toBe(201);
+    const { runId } = (await created.json()) as { runId: string };
+    const run = await client.waitForRun(runId);
+    expect(run).toMatchObject({ status: "success", trigger: "rerun", rerunOf: first.id });
+    expect(byKey(run).extract!.reusedFrom).toBe(first.id);
+    expect((await post(`/api/runs/${randomUUID()}/rerun`, {})).status).toBe(404);
+    expect((await post(`/api/runs/${first.id}/rerun`, { only: "some" })).status).toBe(400);
+    expect((await post(`/api/runs/${first.id}/rerun`, { from: "nope" })).status).toBe(400);
+    const nothing = await post(`/api/runs/${first.id}/rerun`, {});
+    expect(nothing.status).toBe(409);
+    expect(((await nothing.json()) as { error: string }).error).toBe("AxNothingToRerunError");
+    const noSchedule = await post(`/api/flows/chain/backfills`, { from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" });
+    expect(noSchedule.status).toBe(400);
   });
 });

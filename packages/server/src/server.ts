@@ -22,6 +22,7 @@ import {
   type QueueRegistry,
 } from "@ax/coordinator";
 import { registerClusterMetrics } from "./cluster-metrics.js";
+import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
 
 export interface ServerOptions {
   db: Db;
@@ -121,6 +122,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
     return reply.status(triggered.created ? 201 : 200).send(triggered);
   });
+
+  registerRerunBackfillRoutes(app, { db: options.db, queues: options.queues });
 
   const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
   return { url, close: () => app.close() };
