@@ -69,6 +69,20 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     backfill_id: run.held?.backfillId ?? null,
   }));
   const nodeRows = newRuns.map(nodeRowsOf);
+  // Plain triggers keep the statement as lean as before holds and reruns existed: those parts are
+  // added only to batches that use them.
+  const anyHeld = newRuns.some((r) => r.held !== undefined);
+  const anyReused = newRuns.some((r) => r.reuse !== undefined);
+  const held = anyHeld
+    ? sql`, held as (
+      insert into held_runs (run_id, flow, backfill_id)
+      select i.id, i.flow, i.backfill_id from input i join created c on c.id = i.id where i.held order by i.ord
+    )`
+    : sql``;
+  const nodeInput = anyReused
+    ? nodeRows.flat()
+    : nodeRows.flat().map(({ result: _result, reused_from: _reusedFrom, ...row }) => row);
+  const nodeColumns = "run_id uuid, node_key text, task text, queue text, status text, deps_remaining int" + (anyReused ? ", result jsonb, reused_from uuid" : "");
   const inserted = await rows<{ id: string }>(
     db,
     sql`
@@ -90,15 +104,12 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
         logical_date, rerun_of, nodes_remaining
       from input where idempotency_key is null or id in (select run_id from claimed)
       returning id, created_at
-    ), held as (
-      insert into held_runs (run_id, flow, backfill_id)
-      select i.id, i.flow, i.backfill_id from input i join created c on c.id = i.id where i.held order by i.ord
-    ), nodes as (
-      insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at, result, reused_from)
+    )${held}, nodes as (
+      insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at${anyReused ? sql`, result, reused_from` : sql``})
       select n.run_id, n.node_key, n.task, n.queue, n.status, n.deps_remaining,
-        case when n.status = 'queued' then 1 else 0 end, case when n.status = 'queued' then c.created_at end,
-        n.result, n.reused_from
-      from ${recordset(nodeRows.flat(), "run_id uuid, node_key text, task text, queue text, status text, deps_remaining int, result jsonb, reused_from uuid")} as n
+        case when n.status = 'queued' then 1 else 0 end, case when n.status = 'queued' then c.created_at end
+        ${anyReused ? sql`, n.result, n.reused_from` : sql``}
+      from ${recordset(nodeInput, nodeColumns)} as n
       join created c on c.id = n.run_id
     )
     select id from created`,
