@@ -1,4 +1,6 @@
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AxNothingToRerunError,
@@ -12,6 +14,7 @@ import {
   type Runtime,
 } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
+import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 /** Executions of each task body: the test process runs the worker, so memory is the witness. */
@@ -160,5 +163,24 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     expect(((await nothing.json()) as { error: string }).error).toBe("AxNothingToRerunError");
     const noSchedule = await post(`/api/flows/chain/backfills`, { from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" });
     expect(noSchedule.status).toBe(400);
+  });
+
+  it("ax rerun <id> --from <node> --wait prints the new run with its reused nodes; a bad flag mix is refused", async () => {
+    const first = await client.waitForRun(await client.triggerFlow("chain", { day: "2026-01-05" }));
+    const connection = ["--storage", env.storage, "--prefix", env.prefix];
+    const { stdout } = await promisify(execFile)(process.execPath, [AX_BIN, "rerun", first.id, "--from", "load", "--wait", ...connection], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1" },
+      timeout: 90_000,
+    });
+    expect(stdout).toMatch(/success/);
+    expect(stdout).toContain(`rerun of ${first.id}`);
+    expect(stdout).toContain(`reused from run ${first.id}`);
+    const refused = await promisify(execFile)(process.execPath, [AX_BIN, "rerun", first.id, "--all", "--from", "load", ...connection], {
+      cwd: REPO_ROOT,
+      timeout: 90_000,
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect(refused).toMatchObject({ code: 1 });
+    expect((refused as { stderr: string }).stderr).toMatch(/at most one of --failed, --from <node>, --all/);
   });
 });
