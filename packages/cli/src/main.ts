@@ -13,6 +13,7 @@ import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "
 import { renderRun } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
 import { addScheduleCommands } from "./schedule-commands.js";
+import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
 
 function connection(program: Command): ConnectionFlags {
   const o = program.opts();
@@ -292,6 +293,7 @@ export async function main(argv: string[]): Promise<void> {
     });
 
   addScheduleCommands(program, (fn) => withDirectClient(program, fn));
+  addRerunBackfillCommands(program, (fn) => withDirectClient(program, fn));
 
   program
     .command("migrate")

@@ -31,6 +31,8 @@ function taskLine(task: TaskRunInfo, upstream: string[]): string {
   let line = parts.join(" ");
   if (task.nextRetryAt && task.status === "retrying") line += `\n      next retry at ${task.nextRetryAt}`;
   if (task.progress !== null && task.status === "running") line += `\n      progress ${JSON.stringify(task.progress)}`;
+  if (task.reusedFrom) line += `\n      ${pc.dim(`reused from run ${task.reusedFrom}`)}`;
+  if (task.waitingFor) line += `\n      ${pc.dim(`waiting for ${task.waitingFor}`)}`;
   if (task.error) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;
   return line;
 }
@@ -43,6 +45,9 @@ export function renderRun(run: RunInfo): string {
       (run.businessKey ? `  business key ${run.businessKey}` : "") +
       (run.idempotencyKey ? `  idempotency key ${run.idempotencyKey}` : "") +
       `  took ${duration(run.createdAt, run.finishedAt) || "-"}`,
+    ...(run.logicalDate ? [`  logical date ${run.logicalDate}`] : []),
+    ...(run.rerunOf ? [`  rerun of ${run.rerunOf}`] : []),
+    ...(run.waitingFor ? [`  waiting for ${run.waitingFor}`] : []),
   ];
   return [...header, ...run.tasks.map((t) => taskLine(t, t.upstream))].join("\n");
 }

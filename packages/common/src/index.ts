@@ -3,3 +3,4 @@ export * from "./errors/runs.js";
 export * from "./errors/data.js";
 export * from "./errors/attempts.js";
 export * from "./errors/schedules.js";
+export * from "./errors/reruns.js";

@@ -7,3 +7,8 @@ export * from "./cancel.js";
 export * from "./schedules/index.js";
 export * from "./trigger-batch.js";
 export * from "./trigger-listener.js";
+export * from "./admission.js";
+export * from "./rerun.js";
+export * from "./backfill/backfill.js";
+export * from "./backfill/ticks.js";
+export * from "./flow-caps.js";

@@ -1,5 +1,5 @@
-import { createRuns, createRunsInTransaction, type CreatedRun, type Db, type FlowVersion, type NewRun } from "@ax/store";
-import { prepareRun, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
+import { admitHeldRuns, createRuns, createRunsInTransaction, type CreatedRun, type Db, type FlowVersion, type NewRun, type ReadyNode } from "@ax/store";
+import { isCapped, prepareRun, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
 
 /** Runs written by one statement; larger bursts are split, inside one transaction. */
 const RUNS_PER_STATEMENT = 1000;
@@ -26,8 +26,16 @@ export async function triggerRuns(deps: TriggerDeps, requests: TriggerRequest[],
   };
   const runs: NewRun[] = [];
   for (const request of requests) runs.push(await prepareRun(once, request));
-  const created = into ? await createRunsInTransaction(into.tx, into.schema, runs) : await writeRuns(deps.writer.db, runs);
-  if (!into) await deps.writer.jobs.dispatch(created.flatMap((c) => (c.created ? c.ready : [])));
+  // Runs of a flow with maxConcurrentRuns are written held; admission releases them in order.
+  const capped = new Set<string>();
+  for (const name of new Set(runs.map((r) => r.flow.name))) if (await isCapped(deps, name)) capped.add(name);
+  const toWrite = runs.map((r) => (capped.has(r.flow.name) ? { ...r, held: {} } : r));
+  const created = into ? await createRunsInTransaction(into.tx, into.schema, toWrite) : await writeRuns(deps.writer.db, toWrite);
+  if (!into) {
+    const ready: ReadyNode[] = created.flatMap((c, i) => (c.created && !capped.has(runs[i]!.flow.name) ? c.ready : []));
+    for (const name of capped) ready.push(...(await admitHeldRuns(deps.writer.db, name)));
+    await deps.writer.jobs.dispatch(ready);
+  }
   return created.map((c) => ({ runId: c.runId, created: c.created }));
 }
 

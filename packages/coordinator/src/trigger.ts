@@ -1,7 +1,23 @@
 import { randomUUID } from "node:crypto";
-import { assertJson, toStorableText, createRuns, GroupCommit, jsonBytes, latestFlowVersion, listFlowNames, type CreatedRun, type Db, type FlowVersion, type Json, type NewRun, type RunTrigger } from "@ax/store";
+import {
+  admitHeldRuns,
+  assertJson,
+  createRuns,
+  GroupCommit,
+  jsonBytes,
+  latestFlowVersion,
+  listFlowNames,
+  toStorableText,
+  type CreatedRun,
+  type Db,
+  type FlowVersion,
+  type Json,
+  type NewRun,
+  type RunTrigger,
+} from "@ax/store";
 import type { Logger } from "pino";
 import { BatchedEnqueue } from "./enqueue.js";
+import { flowCap } from "./flow-caps.js";
 import type { QueueRegistry } from "./queues.js";
 import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxUnknownFlowError } from "@ax/common";
 
@@ -46,6 +62,8 @@ export interface TriggerDeps {
   maxPayloadBytes?: number | undefined;
   /** Looks up the flow's current version; callers may cache. */
   resolveFlow?: (name: string) => Promise<FlowVersion | undefined>;
+  /** The flow's `maxConcurrentRuns` (null: none); callers may cache (FlowCaps). @defaultValue read from flow_settings */
+  capOf?: (flow: string) => Promise<number | null>;
 }
 
 export interface Triggered {
@@ -60,22 +78,26 @@ export interface Triggered {
  * trigger succeeds: a Redis that is down or refuses writes only delays the run.
  */
 export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Promise<Triggered> {
-  const created = await deps.writer.create(await prepareRun(deps, request));
+  const run = await prepareRun(deps, request);
+  const capped = await isCapped(deps, run.flow.name);
+  // A capped flow's runs all go through admission, which alone decides who takes a free slot.
+  const created = await deps.writer.create(capped ? { ...run, held: {} } : run);
   if (!created.created) return { runId: created.runId, created: false };
-  await deps.writer.jobs.dispatch(created.ready);
+  await deps.writer.jobs.dispatch(capped ? await admitHeldRuns(deps.writer.db, run.flow.name) : created.ready);
   return { runId: created.runId, created: true };
+}
+
+/** Whether the flow has a `maxConcurrentRuns` cap, so its runs must be written held. */
+export async function isCapped(deps: TriggerDeps, flow: string): Promise<boolean> {
+  return (await (deps.capOf ?? ((name) => flowCap(deps.writer.db, name)))(flow)) !== null;
 }
 
 /** Checks the request (payload, keys, flow) and makes the run to write; throws before anything is written. */
 export async function prepareRun(deps: TriggerDeps, request: TriggerRequest): Promise<NewRun> {
-  const payload = request.payload === undefined ? null : request.payload;
-  assertStorable(payload, "payload");
+  const payload = checkPayload(request.payload, deps.maxPayloadBytes);
   // Keys go to text columns, which refuse NUL just as jsonb does.
   assertStorable(request.businessKey ?? null, "businessKey");
   assertStorable(request.idempotencyKey ?? null, "idempotencyKey");
-  const limit = deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-  const bytes = jsonBytes(payload);
-  if (bytes > limit) throw new AxPayloadTooLargeError(bytes, limit);
   const { db } = deps.writer;
   // A name PostgreSQL cannot hold names no registered flow; asking would only make it refuse the query.
   const nameStorable = toStorableText(request.flow) === request.flow;
@@ -93,6 +115,15 @@ export async function prepareRun(deps: TriggerDeps, request: TriggerRequest): Pr
     priority: request.priority,
     runAt: request.runAt,
   };
+}
+
+/** A run's input as stored (undefined is null), refused when not storable JSON or over the size cap. */
+export function checkPayload(value: unknown, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES): Json {
+  const payload = value === undefined ? null : value;
+  assertStorable(payload, "payload");
+  const bytes = jsonBytes(payload);
+  if (bytes > maxPayloadBytes) throw new AxPayloadTooLargeError(bytes, maxPayloadBytes);
+  return payload;
 }
 
 function assertStorable(value: unknown, what: string): asserts value is Json {

@@ -1,17 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { cancelBackfill, cancelRun, describeSchedules, FlowCaps, rerunRun, setPaused, startBackfill, triggerRun, triggerRuns, type BackfillStarted, type CancelResult, type RerunOptions, type ScheduleInfo, type TriggerDeps, type TriggerRequest } from "@ax/coordinator";
+import { AxBackfillNotFoundError } from "@ax/common";
 import {
-  cancelRun,
-  describeSchedules,
-  setPaused,
-  triggerRun,
-  triggerRuns,
-  type CancelResult,
-  type ScheduleInfo,
-  type TriggerDeps,
-  type TriggerRequest,
-} from "@ax/coordinator";
-import {
+  backfillInfo,
   callerTransactionDb,
+  listBackfills,
+  type BackfillInfo,
   getRunInfo,
   latestFlowVersion,
   listRunSummaries,
@@ -33,6 +27,17 @@ export interface ClientOptions extends ConnectionOptions {
   flows?: Flow<any>[] | undefined;
   /** @defaultValue 1 MiB */
   maxPayloadBytes?: number | undefined;
+}
+
+export interface BackfillOptions {
+  /** First tick included (a Date or an ISO 8601 string). */
+  from: Date | string;
+  /** End of the range, excluded. */
+  to: Date | string;
+  /** Runs of this backfill at once. @defaultValue the flow's maxConcurrentRuns, else 10 */
+  maxConcurrentRuns?: number | undefined;
+  /** Refuse a range with more ticks (AxTooManyTicksError). @defaultValue 100000 */
+  maxTicks?: number | undefined;
 }
 
 export interface TriggerOptions extends RunTimingOptions {
@@ -57,11 +62,13 @@ export class Client {
   private readonly ownsConnections: boolean;
   private readonly flows: Map<string, Flow<any>>;
   private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();
+  private readonly caps: FlowCaps;
 
   constructor(private readonly options: ClientOptions = {}, shared?: Connections) {
     this.connections = shared ?? openConnections(options);
     this.ownsConnections = !shared;
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
+    this.caps = new FlowCaps(this.connections.store.db);
   }
 
   /**
@@ -139,6 +146,58 @@ export class Client {
     return result;
   }
 
+  /**
+   * Starts a new run repeating `runId` (`trigger: "rerun"`, `rerunOf`) on the flow version it
+   * used: `only: "failed"` (default) re-executes failed, skipped and cancelled nodes and their
+   * descendants, `from` that node and its descendants, `all` everything; other nodes keep their
+   * stored results (`reusedFrom`). Refused, with nothing written, for an unknown run
+   * (AxRunNotFoundError), an unfinished one (AxRunNotFinishedError), an unknown `from`
+   * (AxUnknownNodeError), nothing to rerun (AxNothingToRerunError), or, when this client knows
+   * its flows (`runtime.client()`, `flows` option), a task no longer defined (AxTaskUnavailableError).
+   */
+  async rerun(runId: string, options: RerunOptions = {}): Promise<string> {
+    const knownTasks = this.flows.size === 0 ? undefined : new Set([...this.flows.values()].flatMap((f) => [...f.tasks.keys()]));
+    const deps = { db: this.connections.store.db, queues: this.connections.queues, maxPayloadBytes: this.options.maxPayloadBytes, knownTasks };
+    const runIdFound = UUID.test(runId) ? await rerunRun(deps, runId, options) : undefined;
+    if (!runIdFound) throw new AxRunNotFoundError(runId);
+    return runIdFound;
+  }
+
+  /**
+   * One run per tick of the flow's schedule in [from, to) (`trigger: "backfill"`, `logicalDate`),
+   * at most `maxConcurrentRuns` at a time. A tick that already has a backfill run is not run again.
+   */
+  backfill(flow: string, options: BackfillOptions): Promise<BackfillStarted> {
+    return startBackfill(
+      { db: this.connections.store.db, queues: this.connections.queues },
+      {
+        flow,
+        from: new Date(options.from),
+        to: new Date(options.to),
+        maxConcurrentRuns: options.maxConcurrentRuns,
+        maxTicks: options.maxTicks,
+        schedule: this.flows.get(flow)?.options.schedule,
+      },
+    );
+  }
+
+  async getBackfill(backfillId: string): Promise<BackfillInfo> {
+    const found = UUID.test(backfillId) ? await backfillInfo(this.connections.store.db, backfillId) : undefined;
+    if (!found) throw new AxBackfillNotFoundError(backfillId);
+    return found;
+  }
+
+  /** Newest first, with progress. */
+  listBackfills(options: { limit?: number } = {}): Promise<BackfillInfo[]> {
+    return listBackfills(this.connections.store.db, options.limit);
+  }
+
+  /** Its runs not started yet end `cancelled`; started ones are cancelled like any run. */
+  async cancelBackfill(backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {
+    if (!UUID.test(backfillId)) throw new AxBackfillNotFoundError(backfillId);
+    return cancelBackfill({ db: this.connections.store.db, queues: this.connections.queues }, backfillId);
+  }
+
   /** Newest first. */
   listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     return listRunSummaries(this.connections.store.db, filter);
@@ -175,7 +234,12 @@ export class Client {
   }
 
   private triggerDeps(): TriggerDeps {
-    return { writer: this.connections.writer, maxPayloadBytes: this.options.maxPayloadBytes, resolveFlow: (name) => this.flowVersion(name) };
+    return {
+      writer: this.connections.writer,
+      maxPayloadBytes: this.options.maxPayloadBytes,
+      resolveFlow: (name) => this.flowVersion(name),
+      capOf: (name) => this.caps.get(name),
+    };
   }
 
   /** Concurrent triggers share one lookup; an unknown flow is not cached, so it is found once registered. */

@@ -1,8 +1,8 @@
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Reconciler, ScheduleLoop, scheduleLagMetric, TriggerListener, type ReconcilerOptions } from "@ax/coordinator";
-import { migrate, msUntil, registerFlowVersion, registerSchedules, within, type FlowDag, type ScheduleDefinition } from "@ax/store";
+import { Admission, Reconciler, ScheduleLoop, scheduleLagMetric, TriggerListener, type AdmissionOptions, type ReconcilerOptions } from "@ax/coordinator";
+import { migrate, msUntil, registerFlowVersion, registerSchedules, saveFlowSettings, within, type FlowDag, type ScheduleDefinition } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
@@ -36,6 +36,8 @@ export interface RuntimeOptions extends ConnectionOptions {
   logLevel?: string | undefined;
   logger?: Logger | undefined;
   reconciler?: ReconcilerOptions | undefined;
+  /** Held runs (`maxConcurrentRuns`, backfills) are released by a loop of the coordinator role. */
+  admission?: AdmissionOptions | undefined;
   worker?:
     | {
         heartbeatMs?: number;
@@ -73,6 +75,7 @@ export class Runtime {
   private reconciler: Reconciler | undefined;
   private schedules: ScheduleLoop | undefined;
   private triggerListener: TriggerListener | undefined;
+  private admission: Admission | undefined;
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
@@ -112,7 +115,10 @@ export class Runtime {
     this.connections = connections;
     const { store, queues } = connections;
     await migrate(store);
-    for (const flow of this.flows) await registerFlowVersion(store.db, ...this.versionOf(flow));
+    for (const flow of this.flows) {
+      await registerFlowVersion(store.db, ...this.versionOf(flow));
+      await saveFlowSettings(store.db, this.settingsOf(flow));
+    }
 
     if (this.roles.includes("worker")) {
       const source: TaskSource = { get: (name) => this.tasks.get(name) };
@@ -146,6 +152,8 @@ export class Runtime {
       await this.schedules.start();
       this.triggerListener = new TriggerListener(store, queues, this.log.child({ component: "trigger-listener" }));
       await this.triggerListener.start();
+      this.admission = new Admission({ db: store.db, queues }, this.log.child({ component: "admission" }), this.options.admission);
+      this.admission.start();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -184,10 +192,11 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, schedules, triggerListener, worker, connections } = this;
-    this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.worker = this.connections = undefined;
+    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections } = this;
+    this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
+    this.worker = this.connections = undefined;
     await within(
-      Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop(), schedules?.stop(), triggerListener?.stop()]),
+      Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop(), schedules?.stop(), triggerListener?.stop(), admission?.stop()]),
       msUntil(deadline),
     );
     await worker?.stop(msUntil(deadline));
@@ -230,6 +239,16 @@ export class Runtime {
   /** Each scheduled flow's schedule after YAML overrides. */
   private scheduleDefinitions(): ScheduleDefinition[] {
     return this.flows.flatMap((flow) => resolveSchedule(flow.name, flow.options, this.config.flows[flow.name]) ?? []);
+  }
+
+  /** The flow options coordinators act on, after YAML overrides. */
+  private settingsOf(flow: Flow<any>) {
+    const yaml = this.config.flows[flow.name];
+    return {
+      flow: flow.name,
+      maxConcurrentRuns: yaml?.maxConcurrentRuns ?? flow.options.maxConcurrentRuns ?? null,
+      schedule: yaml?.schedule ?? flow.options.schedule ?? null,
+    };
   }
 
   /** The DAG as stored: each node's queue after YAML overrides. */

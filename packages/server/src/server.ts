@@ -11,6 +11,7 @@ import { registerClusterMetrics } from "./cluster-metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
+import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
 
 export interface ServerOptions {
   db: Db;
@@ -127,6 +128,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   await app.register(scheduleRoutes(options.db));
+  registerRerunBackfillRoutes(app, { db: options.db, queues: options.queues });
 
   const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
   return { url, routes, close: () => app.close() };

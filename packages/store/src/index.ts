@@ -27,3 +27,6 @@ export * from "./deadline.js";
 export * from "./repositories/hand-back.js";
 export { AxDataDirLockedError, type DataDirHolder } from "@ax/common";
 export * from "./repositories/schedules.js";
+export * from "./repositories/admission.js";
+export * from "./repositories/rerun-source.js";
+export * from "./repositories/backfills.js";

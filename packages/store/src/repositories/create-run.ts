@@ -18,19 +18,48 @@ export interface NewRun {
   priority?: number | null | undefined;
   /** The first nodes are due then (delayed jobs); until then the run stays `pending`. */
   runAt?: Date | null | undefined;
+  /** Written with its nodes but not dispatched: admission releases it (`maxConcurrentRuns`, backfills). */
+  held?: { backfillId?: string | null | undefined } | undefined;
+  /** A rerun's carried-over nodes: `success` with these results, counted as done, never executed. */
+  reuse?: { from: string; results: Map<string, Json> } | undefined;
 }
 
 export type CreatedRun = { created: true; runId: string; ready: ReadyNode[] } | { created: false; runId: string };
 
+interface NodeRow {
+  run_id: string;
+  node_key: string;
+  task: string;
+  queue: string;
+  status: "pending" | "queued" | "success";
+  deps_remaining: number;
+  result: Json;
+  reused_from: string | null;
+}
+
+/** Each node's starting row: reused nodes are done, their dependants count only the rest of their upstream. */
+function nodeRowsOf(run: NewRun): NodeRow[] {
+  const reused = run.reuse?.results;
+  return run.flow.dag.nodes.map((node) => {
+    if (reused?.has(node.key)) {
+      return { run_id: run.id, node_key: node.key, task: node.task, queue: node.queue, status: "success", deps_remaining: 0, result: reused.get(node.key)!, reused_from: run.reuse!.from };
+    }
+    const deps = node.upstream.filter((u) => !reused?.has(u)).length;
+    const status = deps === 0 && !run.held ? "queued" : "pending";
+    return { run_id: run.id, node_key: node.key, task: node.task, queue: node.queue, status, deps_remaining: deps, result: null, reused_from: null };
+  });
+}
+
 /**
  * Writes runs with their idempotency keys and node rows in one statement (one round trip, one
- * commit, however many runs); nodes without upstream are `queued`. A run whose idempotency key
- * the flow already used — before, or earlier in the same batch — is not written: its answer is
- * the run that holds the key.
+ * commit, however many runs); nodes without upstream still to run are `queued`, unless the run
+ * is held (then admission queues them). A run whose idempotency key the flow already used —
+ * before, or earlier in the same batch — is not written: its answer is the run that holds the key.
  */
 export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[]> {
-  const runRows = newRuns.map((run) => ({
+  const runRows = newRuns.map((run, ord) => ({
     id: run.id,
+    ord,
     flow: run.flow.name,
     flow_version_id: run.flow.id,
     trigger: run.trigger,
@@ -41,26 +70,33 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     rerun_of: run.rerunOf ?? null,
     priority: run.priority ?? null,
     run_at: run.runAt?.toISOString() ?? null,
-    nodes_remaining: run.flow.dag.nodes.length,
+    nodes_remaining: run.flow.dag.nodes.length - (run.reuse?.results.size ?? 0),
+    held: run.held !== undefined,
+    backfill_id: run.held?.backfillId ?? null,
   }));
-  const nodeRows = newRuns.flatMap((run) =>
-    run.flow.dag.nodes.map((node) => ({
-      run_id: run.id,
-      node_key: node.key,
-      task: node.task,
-      queue: node.queue,
-      ready: node.upstream.length === 0,
-      deps_remaining: node.upstream.length,
-    })),
-  );
+  const nodeRows = newRuns.map(nodeRowsOf);
+  // Plain triggers keep the statement as lean as before holds and reruns existed: those parts are
+  // added only to batches that use them.
+  const anyHeld = newRuns.some((r) => r.held !== undefined);
+  const anyReused = newRuns.some((r) => r.reuse !== undefined);
+  const held = anyHeld
+    ? sql`, held as (
+      insert into held_runs (run_id, flow, backfill_id)
+      select i.id, i.flow, i.backfill_id from input i join created c on c.id = i.id where i.held order by i.ord
+    )`
+    : sql``;
+  const nodeInput = anyReused
+    ? nodeRows.flat()
+    : nodeRows.flat().map(({ result: _result, reused_from: _reusedFrom, ...row }) => row);
+  const nodeColumns = "run_id uuid, node_key text, task text, queue text, status text, deps_remaining int" + (anyReused ? ", result jsonb, reused_from uuid" : "");
   const inserted = await rows<{ id: string }>(
     db,
     sql`
     with input as (
       select * from ${recordset(
         runRows,
-        "id uuid, flow text, flow_version_id int, trigger text, payload jsonb, business_key text, idempotency_key text, " +
-          "logical_date timestamptz, rerun_of uuid, priority int, run_at timestamptz, nodes_remaining int",
+        "id uuid, ord int, flow text, flow_version_id int, trigger text, payload jsonb, business_key text, idempotency_key text, " +
+          "logical_date timestamptz, rerun_of uuid, priority int, run_at timestamptz, nodes_remaining int, held boolean, backfill_id uuid",
       )} as x
     ), claimed as (
       insert into idempotency_keys (flow, key, run_id)
@@ -74,11 +110,12 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
         logical_date, rerun_of, priority, run_at, nodes_remaining
       from input where idempotency_key is null or id in (select run_id from claimed)
       returning id, created_at, run_at
-    ), nodes as (
-      insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at)
-      select n.run_id, n.node_key, n.task, n.queue, case when n.ready then 'queued' else 'pending' end,
-        n.deps_remaining, case when n.ready then 1 else 0 end, case when n.ready then greatest(c.created_at, c.run_at) end
-      from ${recordset(nodeRows, "run_id uuid, node_key text, task text, queue text, ready boolean, deps_remaining int")} as n
+    )${held}, nodes as (
+      insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at${anyReused ? sql`, result, reused_from` : sql``})
+      select n.run_id, n.node_key, n.task, n.queue, n.status, n.deps_remaining,
+        case when n.status = 'queued' then 1 else 0 end, case when n.status = 'queued' then greatest(c.created_at, c.run_at) end
+        ${anyReused ? sql`, n.result, n.reused_from` : sql``}
+      from ${recordset(nodeInput, nodeColumns)} as n
       join created c on c.id = n.run_id
     )
     select id from created`,
@@ -88,11 +125,11 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     db,
     newRuns.filter((r) => !created.has(r.id)),
   );
-  return newRuns.map((run) => {
+  return newRuns.map((run, i) => {
     if (created.has(run.id)) {
-      const ready = run.flow.dag.nodes
-        .filter((n) => n.upstream.length === 0)
-        .map((n) => ({ runId: run.id, nodeKey: n.key, task: n.task, queue: n.queue, attempt: 1, flowVersionId: run.flow.id, ...jobTiming(run) }));
+      const ready = nodeRows[i]!
+        .filter((n) => n.status === "queued")
+        .map((n) => ({ runId: run.id, nodeKey: n.node_key, task: n.task, queue: n.queue, attempt: 1, flowVersionId: run.flow.id, ...jobTiming(run) }));
       return { created: true, runId: run.id, ready };
     }
     const holder = holders.get(`${run.flow.name}\u0000${run.idempotencyKey}`);

@@ -2,6 +2,7 @@ import { and, asc, desc, eq, inArray, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { attempts, flowDefinitions, nodeRuns, runs } from "../schema/index.js";
 import { flowVersionById } from "./flow-definitions.js";
+import { waitingFor } from "./admission.js";
 import type { AttemptOutcome, Json, RunStatus, RunTrigger, TaskStatus } from "../types.js";
 
 export interface AttemptInfo {
@@ -26,6 +27,10 @@ export interface TaskRunInfo {
   nextRetryAt: string | null;
   startedAt: string | null;
   finishedAt: string | null;
+  /** A rerun's node carried over with its stored result, not executed: the run it came from. */
+  reusedFrom: string | null;
+  /** Why a node that could start has not: its run is held (e.g. "maxConcurrentRuns 2/2"). */
+  waitingFor: string | null;
 }
 
 export interface RunInfo {
@@ -46,10 +51,12 @@ export interface RunInfo {
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
+  /** Why a `pending` run has not started: held by admission (e.g. "maxConcurrentRuns 2/2"); else null. */
+  waitingFor: string | null;
   tasks: TaskRunInfo[];
 }
 
-export type RunSummary = Omit<RunInfo, "tasks" | "payload">;
+export type RunSummary = Omit<RunInfo, "tasks" | "payload" | "waitingFor">;
 
 export interface RunFilter {
   flow?: string | undefined;
@@ -82,12 +89,13 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
       const version = await flowVersionById(tx, run.flowVersionId);
       const nodes = await tx.select().from(nodeRuns).where(eq(nodeRuns.runId, id));
       const tries = await tx.select().from(attempts).where(eq(attempts.runId, id)).orderBy(asc(attempts.n));
-      return { run, version, nodes, tries };
+      const waiting = run.status === "pending" ? await waitingFor(tx, id) : null;
+      return { run, version, nodes, tries, waiting };
     },
     { isolationLevel: "repeatable read", accessMode: "read only" },
   );
   if (!read) return undefined;
-  const { run, version, nodes, tries } = read;
+  const { run, version, nodes, tries, waiting } = read;
   const dagNodes = version?.dag.nodes ?? [];
   const order = new Map(dagNodes.map((n, i) => [n.key, i]));
   const upstream = new Map(dagNodes.map((n) => [n.key, n.upstream]));
@@ -95,6 +103,7 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
   return {
     ...summarise(run, version?.version ?? 0),
     payload: run.payload ?? null,
+    waitingFor: waiting,
     tasks: nodes.map((n) => ({
       key: n.nodeKey,
       task: n.task,
@@ -116,6 +125,8 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
       nextRetryAt: iso(n.nextRetryAt),
       startedAt: iso(n.startedAt),
       finishedAt: iso(n.finishedAt),
+      reusedFrom: n.reusedFrom,
+      waitingFor: waiting !== null && n.status === "pending" && n.depsRemaining === 0 ? waiting : null,
     })),
   };
 }

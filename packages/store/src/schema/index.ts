@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import {
   boolean,
+  bigserial,
   foreignKey,
   index,
   integer,
@@ -95,6 +96,8 @@ export const nodeRuns = pgTable(
     result: jsonb("result").$type<Json>(),
     error: jsonb("error").$type<TaskFailure>(),
     progress: jsonb("progress").$type<Json>(),
+    /** Set on a rerun's node carried over, not executed: the run whose stored result it holds. */
+    reusedFrom: uuid("reused_from"),
     nextRetryAt: at("next_retry_at"),
     queuedAt: at("queued_at"),
     startedAt: at("started_at"),
@@ -171,6 +174,16 @@ export const schedules = pgTable("schedules", {
   updatedAt: at("updated_at").defaultNow().notNull(),
 });
 
+/** Per-flow settings the coordinators act on, written by every Runtime when it registers its flows. */
+export const flowSettings = pgTable("flow_settings", {
+  flow: text("flow").primaryKey(),
+  /** Runs of the flow `pending`/`running` at once (held ones not counted); null = no cap. */
+  maxConcurrentRuns: integer("max_concurrent_runs"),
+  /** The flow's `schedule` option as defined (`"cron"` or `{ cron, timezone }`); null = none. */
+  schedule: jsonb("schedule").$type<string | { cron: string; timezone?: string }>(),
+  updatedAt: at("updated_at").defaultNow().notNull(),
+});
+
 /**
  * One row per schedule tick: the unique (flow, logical date) is what makes a tick run once
  * however many coordinators see it. `queued` with no run yet waits for the earlier run to end.
@@ -191,4 +204,49 @@ export const scheduleTicks = pgTable(
       .on(t.flow)
       .where(sql`${t.status} = 'queued' and ${t.runId} is null`),
   ],
+);
+
+/**
+ * Runs written with their nodes but not dispatched yet (over `maxConcurrentRuns`, or a backfill's
+ * cap). Admission releases them oldest `seq` first; a run without a row here is admitted.
+ */
+export const heldRuns = pgTable(
+  "held_runs",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    runId: uuid("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    flow: text("flow").notNull(),
+    backfillId: uuid("backfill_id"),
+  },
+  (t) => [uniqueIndex("held_runs_run").on(t.runId), index("held_runs_flow_seq").on(t.flow, t.seq)],
+);
+
+/** `client.backfill(flow, { from, to })`: one run per schedule tick in [from, to). */
+export const backfills = pgTable("backfills", {
+  id: uuid("id").primaryKey(),
+  flow: text("flow").notNull(),
+  rangeFrom: at("range_from").notNull(),
+  rangeTo: at("range_to").notNull(),
+  maxConcurrentRuns: integer("max_concurrent_runs").notNull(),
+  ticks: integer("ticks").notNull(),
+  status: text("status").$type<"active" | "cancelled">().notNull(),
+  createdAt: at("created_at").defaultNow().notNull(),
+  cancelledAt: at("cancelled_at"),
+});
+
+/** The runs of a backfill's ticks (a tick another backfill already ran is linked, not run again). */
+export const backfillRuns = pgTable(
+  "backfill_runs",
+  {
+    backfillId: uuid("backfill_id")
+      .notNull()
+      .references(() => backfills.id, { onDelete: "cascade" }),
+    runId: uuid("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    logicalDate: at("logical_date").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.backfillId, t.runId] }), index("backfill_runs_run").on(t.runId)],
 );

@@ -1,0 +1,156 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import cliProgress from "cli-progress";
+import type { Command } from "commander";
+import { z } from "zod";
+import type { BackfillInfo, Client } from "ax-scheduler";
+import { parseFlags, positiveInt } from "./options.js";
+import { renderRun } from "./render-run.js";
+
+type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+
+/** More ticks than this need `--yes`. */
+const CONFIRM_TICKS = 10_000;
+const POLL_MS = 500;
+
+const jsonText = z.string().transform((text, ctx) => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: `not JSON (${(error as Error).message})` });
+    return z.NEVER;
+  }
+});
+
+const instant = z.string().refine((text) => !Number.isNaN(new Date(text).getTime()), "not a date; use ISO 8601, e.g. 2026-01-01 or 2026-01-01T00:00:00Z");
+
+/** `ax rerun`, `ax backfill`, `ax backfill cancel`, `ax backfills`. */
+export function addRerunBackfillCommands(program: Command, withClient: WithClient): void {
+  program
+    .command("rerun <id>")
+    .description("start a new run repeating a finished one: its failed nodes (default), from a node, or all")
+    .option("--failed", "re-execute failed, skipped and cancelled nodes and their descendants (default)")
+    .option("--from <node>", "re-execute this node and its descendants, reusing the rest")
+    .option("--all", "re-execute every node")
+    .option("--payload <json>", "the new run's input (default: the original's)")
+    .option("--wait", "wait for the new run to finish and print it")
+    .option("--timeout <duration>", "how long --wait waits", "60s")
+    .action(async (id: string, raw: Record<string, unknown>) => {
+      const flags = parseFlags(
+        z
+          .object({
+            failed: z.boolean().optional(),
+            from: z.string().min(1).optional(),
+            all: z.boolean().optional(),
+            payload: jsonText.optional(),
+            wait: z.boolean().optional(),
+            timeout: z.string(),
+          })
+          .refine((f) => [f.failed, f.from !== undefined, f.all].filter(Boolean).length <= 1, {
+            message: "give at most one of --failed, --from <node>, --all",
+            path: ["failed"],
+          }),
+        raw,
+        "rerun",
+      );
+      await withClient(async (client) => {
+        const runId = await client.rerun(id, { only: flags.all ? "all" : "failed", from: flags.from, payload: flags.payload });
+        if (!flags.wait) {
+          console.log(runId);
+          return;
+        }
+        const run = await client.waitForRun(runId, { timeout: flags.timeout });
+        console.log(renderRun(run));
+        if (run.status !== "success") process.exitCode = 1;
+      });
+    });
+
+  program
+    .command("backfill <flow> [id]")
+    .description("one run per schedule tick of <flow> in [--from, --to), a few at a time, with a progress bar; `ax backfill cancel <id>` cancels one")
+    .option("--from <date>", "first tick included (ISO 8601)")
+    .option("--to <date>", "end of the range, excluded (ISO 8601)")
+    .option("--max-concurrent <n>", "runs at once (default: the flow's maxConcurrentRuns, else 10)")
+    .option("--yes", `allow more than ${CONFIRM_TICKS} ticks`)
+    .action(async (flow: string, id: string | undefined, raw: Record<string, unknown>) => {
+      if (flow === "cancel" && id !== undefined) {
+        await withClient(async (client) => {
+          const result = await client.cancelBackfill(id);
+          console.log(`backfill ${id} cancelled (${result.cancelledRuns} started run(s) cancelled; runs not started yet will not run)`);
+        });
+        return;
+      }
+      const flags = parseFlags(
+        z.object({ from: instant, to: instant, maxConcurrent: positiveInt.optional(), yes: z.boolean().optional() }),
+        raw,
+        "backfill",
+      );
+      await withClient(async (client) => {
+        const started = await client.backfill(flow, {
+          from: flags.from,
+          to: flags.to,
+          maxConcurrentRuns: flags.maxConcurrent,
+          maxTicks: flags.yes ? Number.MAX_SAFE_INTEGER : CONFIRM_TICKS,
+        });
+        const info = await client.getBackfill(started.backfillId);
+        console.log(
+          `backfill ${started.backfillId}: ${started.ticks} tick(s) of ${flow}, ${started.created} new run(s), at most ${info.maxConcurrentRuns} at a time`,
+        );
+        await followBackfill(client, info);
+      });
+    });
+
+  program
+    .command("backfills")
+    .description("list backfills, newest first, with progress")
+    .option("--limit <n>", "how many", "20")
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = parseFlags(z.object({ limit: positiveInt }), raw, "backfills");
+      await withClient(async (client) => {
+        for (const b of await client.listBackfills({ limit: flags.limit })) {
+          console.log(
+            [b.id, b.flow, b.status.padEnd(9), `${b.done}/${b.ticks} done`, `${b.failed} failed`, `${b.running} running`, `${b.from} -> ${b.to}`].join("  "),
+          );
+        }
+      });
+    });
+}
+
+/**
+ * A live progress bar until every tick's run ended. Ctrl-C stops watching only: the backfill
+ * lives in PostgreSQL and the coordinators keep releasing its runs.
+ */
+async function followBackfill(client: Client, first: BackfillInfo): Promise<void> {
+  const bar = new cliProgress.SingleBar(
+    {
+      format: "backfill [{bar}] {value}/{total} done | {failed} failed | {running} running | ETA {eta_formatted}",
+      stream: process.stdout,
+      noTTYOutput: true,
+      notTTYSchedule: POLL_MS,
+      etaBuffer: 50,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  bar.start(first.ticks, first.done, { failed: first.failed, running: first.running });
+  let stopped = false;
+  const stopWatching = () => {
+    stopped = true;
+  };
+  process.once("SIGINT", stopWatching);
+  let info = first;
+  try {
+    while (!stopped && info.status === "active" && info.done < info.ticks) {
+      await sleep(POLL_MS);
+      info = await client.getBackfill(first.id);
+      bar.update(info.done, { failed: info.failed, running: info.running });
+    }
+  } finally {
+    process.off("SIGINT", stopWatching);
+    bar.stop();
+  }
+  if (stopped) {
+    console.log(`stopped watching; backfill ${first.id} keeps running (ax backfills to follow it, ax backfill cancel ${first.id} to cancel it)`);
+    return;
+  }
+  console.log(`backfill ${first.id} ${info.status === "cancelled" ? "cancelled" : "finished"}: ${info.succeeded} succeeded, ${info.failed} failed, ${info.cancelled} cancelled`);
+  if (info.failed > 0 || info.status === "cancelled") process.exitCode = 1;
+}

@@ -1,0 +1,71 @@
+import { randomUUID } from "node:crypto";
+import { cancelBackfillRecords, createBackfill, flowSettings, latestFlowVersion, listFlowNames } from "@ax/store";
+import { admitFlow, type AdmissionDeps } from "../admission.js";
+import { cancelRun } from "../cancel.js";
+import { AxBackfillNotFoundError, AxBackfillRangeError, AxNoScheduleError, AxTooManyTicksError, AxUnknownFlowError } from "@ax/common";
+import { scheduleTicks, type Schedule } from "./ticks.js";
+
+/** Runs at once when neither the call nor the flow says. */
+export const DEFAULT_BACKFILL_CONCURRENCY = 10;
+/** A backfill larger than this must be asked for explicitly (`maxTicks`). */
+export const DEFAULT_MAX_BACKFILL_TICKS = 100_000;
+
+export interface BackfillRequest {
+  flow: string;
+  from: Date;
+  to: Date;
+  /** @defaultValue the flow's maxConcurrentRuns, else 10 */
+  maxConcurrentRuns?: number | undefined;
+  /** Refuse (AxTooManyTicksError) when the range has more ticks. @defaultValue 100000 */
+  maxTicks?: number | undefined;
+  /** The flow's schedule as the caller knows it, used when no Runtime has stored one. */
+  schedule?: Schedule | undefined;
+}
+
+export interface BackfillStarted {
+  backfillId: string;
+  /** Ticks in [from, to). */
+  ticks: number;
+  /** Runs created now; ticks that already had a backfill run keep it. */
+  created: number;
+}
+
+/**
+ * One held run per schedule tick in [from, to) with `trigger: "backfill"` and its `logicalDate`,
+ * then admission releases them at most `maxConcurrentRuns` at a time (and never past the flow's
+ * own cap), so Redis holds only the jobs of runs allowed to run.
+ */
+export async function startBackfill(deps: AdmissionDeps, request: BackfillRequest): Promise<BackfillStarted> {
+  if (!(request.from < request.to)) throw new AxBackfillRangeError(request.from, request.to);
+  const version = await latestFlowVersion(deps.db, request.flow);
+  if (!version) throw new AxUnknownFlowError(request.flow, await listFlowNames(deps.db));
+  const settings = await flowSettings(deps.db, request.flow);
+  const schedule = (settings?.schedule as Schedule | null | undefined) ?? request.schedule;
+  if (!schedule) throw new AxNoScheduleError(request.flow);
+  const maxTicks = request.maxTicks ?? DEFAULT_MAX_BACKFILL_TICKS;
+  const ticks = scheduleTicks(schedule, request.from, request.to, maxTicks + 1);
+  if (ticks.length > maxTicks) throw new AxTooManyTicksError(request.flow, scheduleTicks(schedule, request.from, request.to, Infinity).length, maxTicks);
+  const backfillId = randomUUID();
+  const created = await createBackfill(
+    deps.db,
+    {
+      id: backfillId,
+      flow: version,
+      from: request.from,
+      to: request.to,
+      maxConcurrentRuns: request.maxConcurrentRuns ?? settings?.maxConcurrentRuns ?? DEFAULT_BACKFILL_CONCURRENCY,
+      ticks,
+    },
+    randomUUID,
+  );
+  await admitFlow(deps, request.flow);
+  return { backfillId, ticks: ticks.length, created };
+}
+
+/** Runs not started yet end `cancelled` at once; started ones are cancelled like any run. */
+export async function cancelBackfill(deps: AdmissionDeps, backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {
+  const active = await cancelBackfillRecords(deps.db, backfillId);
+  if (!active) throw new AxBackfillNotFoundError(backfillId);
+  const results = await Promise.all(active.map((runId) => cancelRun(deps, runId)));
+  return { backfillId, cancelledRuns: results.filter((r) => r?.cancelled).length };
+}

@@ -1,0 +1,17 @@
+import { Cron } from "croner";
+
+export type Schedule = string | { cron: string; timezone?: string | undefined };
+
+/** The schedule's fire times in [from, to), in order; stops after `limit` (the caller's ceiling). */
+export function scheduleTicks(schedule: Schedule, from: Date, to: Date, limit: number): Date[] {
+  const { cron, timezone } = typeof schedule === "string" ? { cron: schedule, timezone: undefined } : schedule;
+  const job = new Cron(cron, { timezone, paused: true });
+  const ticks: Date[] = [];
+  // nextRun is strictly after its argument: start just before `from` so a tick at `from` counts.
+  let next = job.nextRun(new Date(from.getTime() - 1));
+  while (next && next < to && ticks.length < limit) {
+    ticks.push(next);
+    next = job.nextRun(next);
+  }
+  return ticks;
+}

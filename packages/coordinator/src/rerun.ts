@@ -1,0 +1,80 @@
+import { randomUUID } from "node:crypto";
+import { createRuns, descendantsOf, flowSettings, flowVersionById, rerunSource, type Db, type Json, type RerunSource } from "@ax/store";
+import { admitFlow } from "./admission.js";
+import { enqueueNodes } from "./enqueue.js";
+import type { QueueRegistry } from "./queues.js";
+import { AxNothingToRerunError, AxRunNotFinishedError, AxTaskUnavailableError, AxUnknownNodeError } from "@ax/common";
+import { checkPayload } from "./trigger.js";
+
+export interface RerunOptions {
+  /** `failed` (default): failed, skipped and cancelled nodes and their descendants; `all`: every node. */
+  only?: "failed" | "all" | undefined;
+  /** Re-execute this node and its descendants, reusing the rest. */
+  from?: string | undefined;
+  /** The new run's input. @defaultValue the original run's payload */
+  payload?: unknown;
+}
+
+export interface RerunDeps {
+  db: Db;
+  queues: QueueRegistry;
+  maxPayloadBytes?: number | undefined;
+  /**
+   * Task names this deployment defines; a rerun needing another is refused. Undefined skips the
+   * check (a node whose task no worker defines then fails with AxUnknownTaskError after its grace).
+   */
+  knownTasks?: ReadonlySet<string> | undefined;
+}
+
+const RERUN_STATUSES = new Set(["failed", "skipped", "cancelled"]);
+
+/**
+ * Starts a new run (`trigger: "rerun"`, `rerunOf`) of the same flow version as `runId`: the
+ * nodes chosen by `options` and everything downstream of them run again; every other node is
+ * carried over with its stored result. A node that did not succeed is never carried over, so
+ * `from` also re-executes those. Checks everything before writing; the run and its nodes are
+ * written in one statement. Returns undefined for an unknown run.
+ */
+export async function rerunRun(deps: RerunDeps, runId: string, options: RerunOptions = {}): Promise<string | undefined> {
+  const source = await rerunSource(deps.db, runId);
+  if (!source) return undefined;
+  if (source.status === "pending" || source.status === "running") throw new AxRunNotFinishedError(runId, source.status);
+  const version = await flowVersionById(deps.db, source.flowVersionId);
+  if (!version) throw new Error(`run ${runId} names flow version id ${source.flowVersionId}, which is not stored`);
+  const keys = version.dag.nodes.map((n) => n.key);
+  if (options.from !== undefined && !keys.includes(options.from)) throw new AxUnknownNodeError(runId, options.from, keys);
+  const rerun = nodesToRerun(source, keys, options, (seeds) => descendantsOf(version.dag, seeds));
+  if (rerun.size === 0) throw new AxNothingToRerunError(runId);
+  if (deps.knownTasks) {
+    const missing = version.dag.nodes.find((n) => rerun.has(n.key) && !deps.knownTasks!.has(n.task));
+    if (missing) throw new AxTaskUnavailableError(runId, missing.task, version.version);
+  }
+  const payload = options.payload === undefined ? source.payload : checkPayload(options.payload, deps.maxPayloadBytes);
+  const results = new Map<string, Json>(source.nodes.filter((n) => !rerun.has(n.key)).map((n) => [n.key, n.result]));
+  const capped = (await flowSettings(deps.db, source.flow))?.maxConcurrentRuns != null;
+  const [created] = await createRuns(deps.db, [
+    {
+      id: randomUUID(),
+      flow: version,
+      trigger: "rerun",
+      payload,
+      businessKey: source.businessKey,
+      logicalDate: source.logicalDate,
+      rerunOf: runId,
+      held: capped ? {} : undefined,
+      reuse: { from: runId, results },
+    },
+  ]);
+  if (!created?.created) throw new Error(`rerun of ${runId} was not written`);
+  if (capped) await admitFlow(deps, source.flow);
+  else await enqueueNodes(deps.queues, created.ready);
+  return created.runId;
+}
+
+function nodesToRerun(source: RerunSource, keys: string[], options: RerunOptions, descendants: (seeds: string[]) => string[]): Set<string> {
+  if (options.only === "all" && options.from === undefined) return new Set(keys);
+  const unfinished = source.nodes.filter((n) => n.status !== "success").map((n) => n.key);
+  const failed = source.nodes.filter((n) => RERUN_STATUSES.has(n.status)).map((n) => n.key);
+  const seeds = options.from === undefined ? failed : [options.from, ...unfinished];
+  return new Set([...seeds, ...descendants(seeds)]);
+}

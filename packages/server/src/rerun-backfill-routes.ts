@@ -1,0 +1,63 @@
+import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { backfillInfo, listBackfills, type Db } from "@ax/store";
+import { cancelBackfill, rerunRun, startBackfill, type QueueRegistry } from "@ax/coordinator";
+import { AxBackfillNotFoundError } from "@ax/common";
+
+const rerunBody = z
+  .object({
+    only: z.enum(["failed", "all"]).optional(),
+    from: z.string().min(1).optional(),
+    payload: z.unknown().optional(),
+  })
+  .strict();
+
+const backfillBody = z
+  .object({
+    from: z.iso.datetime({ offset: true }),
+    to: z.iso.datetime({ offset: true }),
+    maxConcurrentRuns: z.number().int().positive().optional(),
+    maxTicks: z.number().int().positive().optional(),
+  })
+  .strict();
+
+const notFound = (what: string, id: string) => ({ error: what, message: `no ${what === "AxRunNotFoundError" ? "run" : "backfill"} with id ${id}` });
+
+/**
+ * `POST /api/runs/:id/rerun`, `POST /api/flows/:flow/backfills`, `GET /api/backfills[/:id]`,
+ * `POST /api/backfills/:id/cancel`. The API process defines no tasks, so reruns skip the check
+ * that the run's tasks are still defined (see Client.rerun).
+ */
+type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
+
+export function registerRerunBackfillRoutes(app: App, deps: { db: Db; queues: QueueRegistry }): void {
+  app.post<{ Params: { id: string } }>("/api/runs/:id/rerun", async (request, reply) => {
+    const body = rerunBody.parse(request.body ?? {});
+    const id = z.uuid().safeParse(request.params.id);
+    const runId = id.success ? await rerunRun(deps, id.data, body) : undefined;
+    if (!runId) return reply.status(404).send(notFound("AxRunNotFoundError", request.params.id));
+    return reply.status(201).send({ runId, rerunOf: id.data });
+  });
+
+  app.post<{ Params: { flow: string } }>("/api/flows/:flow/backfills", async (request, reply) => {
+    const body = backfillBody.parse(request.body ?? {});
+    const started = await startBackfill(deps, { ...body, flow: request.params.flow, from: new Date(body.from), to: new Date(body.to) });
+    return reply.status(201).send(started);
+  });
+
+  app.get("/api/backfills", async () => ({ backfills: await listBackfills(deps.db) }));
+
+  app.get<{ Params: { id: string } }>("/api/backfills/:id", async (request, reply) => {
+    const id = z.uuid().safeParse(request.params.id);
+    const found = id.success ? await backfillInfo(deps.db, id.data) : undefined;
+    if (!found) return reply.status(404).send(notFound(AxBackfillNotFoundError.name, request.params.id));
+    return found;
+  });
+
+  app.post<{ Params: { id: string } }>("/api/backfills/:id/cancel", async (request, reply) => {
+    const id = z.uuid().safeParse(request.params.id);
+    if (!id.success) return reply.status(404).send(notFound(AxBackfillNotFoundError.name, request.params.id));
+    return cancelBackfill(deps, id.data);
+  });
+}

@@ -1,0 +1,131 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import type { Json } from "../types.js";
+import { rows, uuidList } from "./raw.js";
+import type { ReadyNode } from "./ready-node.js";
+
+/** How many held runs one admission pass of a flow looks at. */
+const ADMIT_WINDOW = 1000;
+
+export interface FlowSettingsRow {
+  flow: string;
+  maxConcurrentRuns: number | null;
+  schedule: Json;
+}
+
+/** What coordinators act on for a flow; the Runtime writes it (code options, then YAML) at start. */
+export async function saveFlowSettings(db: Db, settings: FlowSettingsRow): Promise<void> {
+  await db.execute(sql`
+    insert into flow_settings (flow, max_concurrent_runs, schedule, updated_at)
+    values (${settings.flow}, ${settings.maxConcurrentRuns}, ${JSON.stringify(settings.schedule)}::jsonb, now())
+    on conflict (flow) do update set max_concurrent_runs = excluded.max_concurrent_runs,
+      schedule = excluded.schedule, updated_at = now()`);
+}
+
+export async function flowSettings(db: Db, flow: string): Promise<FlowSettingsRow | undefined> {
+  const [row] = await rows<{ max_concurrent_runs: number | null; schedule: Json }>(
+    db,
+    sql`select max_concurrent_runs, schedule from flow_settings where flow = ${flow}`,
+  );
+  return row ? { flow, maxConcurrentRuns: row.max_concurrent_runs, schedule: row.schedule ?? null } : undefined;
+}
+
+export async function flowsWithHeldRuns(db: Db): Promise<string[]> {
+  const found = await rows<{ flow: string }>(db, sql`select distinct flow from held_runs`);
+  return found.map((r) => r.flow);
+}
+
+/** Runs of the flow admitted and not finished: what `maxConcurrentRuns` counts. */
+const activeOfFlow = (flow: string) => sql`
+  select count(*)::int from runs r
+  where r.flow = ${flow} and r.status in ('pending', 'running')
+    and not exists (select 1 from held_runs h where h.run_id = r.id)`;
+
+const activeOfBackfill = sql`
+  select count(*)::int from backfill_runs br join runs r on r.id = br.run_id
+  where br.backfill_id = b.id and r.status in ('pending', 'running')
+    and not exists (select 1 from held_runs h where h.run_id = r.id)`;
+
+/**
+ * Releases a flow's held runs, oldest first, while the flow is under `maxConcurrentRuns` (and a
+ * backfill's run while its backfill is under its own cap): their first nodes become `queued` and
+ * are returned for enqueueing. One pass per flow at a time cluster-wide (advisory lock), so two
+ * coordinators never both admit into the last free slot. Held rows of runs that ended (cancelled
+ * while held) are dropped.
+ */
+export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${"ax.admit:" + flow}))`);
+    await tx.execute(sql`
+      delete from held_runs h using runs r
+      where h.flow = ${flow} and r.id = h.run_id and r.status not in ('pending', 'running')`);
+    const [state] = await rows<{ cap: number | null; active: number }>(
+      tx,
+      sql`select (select max_concurrent_runs from flow_settings where flow = ${flow}) as cap, (${activeOfFlow(flow)}) as active`,
+    );
+    let free = state?.cap == null ? Number.POSITIVE_INFINITY : state.cap - state.active;
+    if (free <= 0) return [];
+    const held = await rows<{ run_id: string; backfill_id: string | null }>(
+      tx,
+      sql`select run_id, backfill_id from held_runs where flow = ${flow} order by seq limit ${ADMIT_WINDOW}`,
+    );
+    const backfillIds = [...new Set(held.flatMap((h) => (h.backfill_id ? [h.backfill_id] : [])))];
+    const backfills = new Map(
+      backfillIds.length === 0
+        ? []
+        : (
+            await rows<{ id: string; cap: number; active: number; status: string }>(
+              tx,
+              sql`select b.id, b.max_concurrent_runs as cap, b.status, (${activeOfBackfill}) as active
+                from backfills b where b.id in ${uuidList(backfillIds)}`,
+            )
+          ).map((b) => [b.id, { free: b.status === "active" ? b.cap - b.active : 0 }]),
+    );
+    const released: string[] = [];
+    for (const h of held) {
+      if (free <= 0) break;
+      const backfill = h.backfill_id ? backfills.get(h.backfill_id) : undefined;
+      // A backfill at its own cap waits without holding back the flow's other runs.
+      if (backfill && backfill.free <= 0) continue;
+      if (backfill) backfill.free--;
+      free--;
+      released.push(h.run_id);
+    }
+    if (released.length === 0) return [];
+    await tx.execute(sql`delete from held_runs where run_id in ${uuidList(released)}`);
+    const ready = await rows<{ run_id: string; node_key: string; task: string; queue: string; flow_version_id: number }>(
+      tx,
+      sql`
+      update node_runs n set status = 'queued', attempt = 1, queued_at = now()
+      from runs r
+      where r.id = n.run_id and n.run_id in ${uuidList(released)} and n.status = 'pending' and n.deps_remaining = 0
+      returning n.run_id, n.node_key, n.task, n.queue, r.flow_version_id`,
+    );
+    return ready.map((r) => ({ runId: r.run_id, nodeKey: r.node_key, task: r.task, queue: r.queue, attempt: 1, flowVersionId: r.flow_version_id }));
+  });
+}
+
+/**
+ * Why a held run waits, for RunInfo/TaskRunInfo `waitingFor` ("maxConcurrentRuns 2/2"), or null
+ * for a run that is not held.
+ */
+export async function waitingFor(db: Db, runId: string): Promise<string | null> {
+  const [row] = await rows<{ flow: string; cap: number | null; active: number; bf_cap: number | null; bf_active: number | null; bf_status: string | null }>(
+    db,
+    sql`
+    select h.flow, s.max_concurrent_runs as cap,
+      (select count(*)::int from runs r where r.flow = h.flow and r.status in ('pending', 'running')
+        and not exists (select 1 from held_runs x where x.run_id = r.id)) as active,
+      b.max_concurrent_runs as bf_cap, b.status as bf_status,
+      (${activeOfBackfill}) as bf_active
+    from held_runs h
+    left join flow_settings s on s.flow = h.flow
+    left join backfills b on b.id = h.backfill_id
+    where h.run_id = ${runId}`,
+  );
+  if (!row) return null;
+  if (row.cap !== null && row.active >= row.cap) return `maxConcurrentRuns ${row.active}/${row.cap}`;
+  if (row.bf_status === "cancelled") return "backfill cancelled";
+  if (row.bf_cap !== null && (row.bf_active ?? 0) >= row.bf_cap) return `backfill maxConcurrentRuns ${row.bf_active}/${row.bf_cap}`;
+  return "admission";
+}

@@ -1,0 +1,167 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import { createRuns } from "./create-run.js";
+import type { FlowVersion } from "./flow-definitions.js";
+import { recordset, rows } from "./raw.js";
+
+/** Runs written per statement while creating a backfill. */
+const CHUNK = 500;
+
+export interface NewBackfill {
+  id: string;
+  flow: FlowVersion;
+  from: Date;
+  to: Date;
+  maxConcurrentRuns: number;
+  ticks: Date[];
+}
+
+export interface BackfillInfo {
+  id: string;
+  flow: string;
+  from: string;
+  to: string;
+  maxConcurrentRuns: number;
+  status: "active" | "cancelled";
+  createdAt: string;
+  ticks: number;
+  /** Runs of its ticks that ended, whatever their outcome. */
+  done: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  running: number;
+  /** Ticks waiting for a slot (held) or not started yet. */
+  waiting: number;
+}
+
+/** The idempotency key of a backfilled tick: a tick has one backfill run however often it is backfilled. */
+export function backfillTickKey(flow: string, tick: Date): string {
+  return `backfill:${flow}:${tick.toISOString()}`;
+}
+
+/**
+ * Writes the backfill, one held run per tick that has none yet, and the links from the backfill
+ * to every tick's run, in one transaction; admission then releases the runs at most
+ * `maxConcurrentRuns` at a time. Returns how many runs were created.
+ */
+export async function createBackfill(db: Db, backfill: NewBackfill, runId: () => string): Promise<number> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`
+      insert into backfills (id, flow, range_from, range_to, max_concurrent_runs, ticks, status)
+      values (${backfill.id}, ${backfill.flow.name}, ${backfill.from.toISOString()}, ${backfill.to.toISOString()},
+        ${backfill.maxConcurrentRuns}, ${backfill.ticks.length}, 'active')`);
+    let created = 0;
+    for (let i = 0; i < backfill.ticks.length; i += CHUNK) {
+      const ticks = backfill.ticks.slice(i, i + CHUNK);
+      const answers = await createRuns(
+        tx,
+        ticks.map((tick) => ({
+          id: runId(),
+          flow: backfill.flow,
+          trigger: "backfill" as const,
+          payload: null,
+          idempotencyKey: backfillTickKey(backfill.flow.name, tick),
+          logicalDate: tick,
+          held: { backfillId: backfill.id },
+        })),
+      );
+      created += answers.filter((a) => a.created).length;
+      const links = answers.map((a, j) => ({ run_id: a.runId, logical_date: ticks[j]!.toISOString() }));
+      await tx.execute(sql`
+        insert into backfill_runs (backfill_id, run_id, logical_date)
+        select ${backfill.id}, run_id, logical_date from ${recordset(links, "run_id uuid, logical_date timestamptz")} as l
+        on conflict do nothing`);
+    }
+    return created;
+  });
+}
+
+type Row = {
+  id: string;
+  flow: string;
+  range_from: string | Date;
+  range_to: string | Date;
+  max_concurrent_runs: number;
+  status: "active" | "cancelled";
+  created_at: string | Date;
+  ticks: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  running: number;
+};
+
+const iso = (d: string | Date) => new Date(d).toISOString();
+
+function toInfo(r: Row): BackfillInfo {
+  const done = r.succeeded + r.failed + r.cancelled;
+  return {
+    id: r.id,
+    flow: r.flow,
+    from: iso(r.range_from),
+    to: iso(r.range_to),
+    maxConcurrentRuns: r.max_concurrent_runs,
+    status: r.status,
+    createdAt: iso(r.created_at),
+    ticks: r.ticks,
+    done,
+    succeeded: r.succeeded,
+    failed: r.failed,
+    cancelled: r.cancelled,
+    running: r.running,
+    waiting: r.ticks - done - r.running,
+  };
+}
+
+const progress = sql`
+  select b.id, b.flow, b.range_from, b.range_to, b.max_concurrent_runs, b.status, b.created_at, b.ticks,
+    count(*) filter (where r.status = 'success')::int as succeeded,
+    count(*) filter (where r.status = 'failed')::int as failed,
+    count(*) filter (where r.status = 'cancelled')::int as cancelled,
+    count(*) filter (where r.status = 'running')::int as running
+  from backfills b
+  left join backfill_runs br on br.backfill_id = b.id
+  left join runs r on r.id = br.run_id`;
+
+export async function backfillInfo(db: Db, id: string): Promise<BackfillInfo | undefined> {
+  const [row] = await rows<Row>(db, sql`${progress} where b.id = ${id} group by b.id`);
+  return row ? toInfo(row) : undefined;
+}
+
+/** Newest first. */
+export async function listBackfills(db: Db, limit = 50): Promise<BackfillInfo[]> {
+  return (await rows<Row>(db, sql`${progress} group by b.id order by b.created_at desc limit ${limit}`)).map(toInfo);
+}
+
+/**
+ * Marks the backfill cancelled and ends its held runs (`cancelled`, never dispatched) in one
+ * transaction. Returns the ids of its runs already admitted and unfinished, for the caller to
+ * cancel like any run, or undefined for an unknown backfill.
+ */
+export async function cancelBackfillRecords(db: Db, id: string): Promise<string[] | undefined> {
+  return db.transaction(async (tx) => {
+    const [found] = await rows<{ id: string }>(
+      tx,
+      sql`update backfills set status = 'cancelled', cancelled_at = coalesce(cancelled_at, now()) where id = ${id} returning id`,
+    );
+    if (!found) return undefined;
+    await tx.execute(sql`
+      with held as (
+        delete from held_runs h using runs r
+        where h.backfill_id = ${id} and r.id = h.run_id and r.status = 'pending'
+        returning h.run_id
+      ), nodes as (
+        update node_runs set status = 'cancelled', finished_at = now()
+        where run_id in (select run_id from held) and status = 'pending'
+      )
+      update runs set status = 'cancelled', finished_at = now(), nodes_remaining = 0
+      where id in (select run_id from held)`);
+    const active = await rows<{ run_id: string }>(
+      tx,
+      sql`select br.run_id from backfill_runs br join runs r on r.id = br.run_id
+        where br.backfill_id = ${id} and r.status in ('pending', 'running')`,
+    );
+    return active.map((r) => r.run_id);
+  });
+}

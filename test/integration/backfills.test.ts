@@ -1,0 +1,116 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AxBackfillRangeError, AxNoScheduleError, AxTooManyTicksError, ax, type Client, type RunSummary, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { maxOverlap } from "../helpers/overlap.js";
+import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const work = ax.task({ name: "nightly_work" }, async () => {
+  await sleep(150);
+  return "ok";
+});
+const nightly = ax.flow({ name: "nightly", schedule: { cron: "0 2 * * *", timezone: "Europe/Paris" } }, () => {
+  work();
+});
+const hourly = ax.flow({ name: "hourly", schedule: "0 * * * *" }, () => {
+  work();
+});
+const unscheduled = ax.flow({ name: "unscheduled" }, () => {
+  work();
+});
+
+describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
+  const env = isolate("backfill");
+  let runtime: Runtime;
+  let client: Client;
+  const backfillRuns = async (flow: string) =>
+    (await client.listRuns({ flow, limit: 500 })).filter((r) => r.trigger === "backfill");
+
+  async function waitUntilDone(id: string): Promise<void> {
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const info = await client.getBackfill(id);
+      if (info.done === info.ticks) return;
+      if (Date.now() > deadline) throw new Error(`backfill ${id} still at ${info.done}/${info.ticks}`);
+      await sleep(100);
+    }
+  }
+
+  beforeAll(async () => {
+    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled] });
+    await runtime.start();
+    client = runtime.client();
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await runtime?.stop();
+    await env.cleanup();
+  });
+
+  it("10 daily ticks, backfilled twice: 10 runs with their logical dates, never more than maxConcurrentRuns at once", async () => {
+    const range = { from: "2026-03-20T00:00:00Z", to: "2026-03-30T00:00:00Z", maxConcurrentRuns: 3 };
+    const first = await client.backfill("nightly", range);
+    expect(first).toMatchObject({ ticks: 10, created: 10 });
+    const again = await client.backfill("nightly", range);
+    expect(again).toMatchObject({ ticks: 10, created: 0 });
+    await waitUntilDone(first.backfillId);
+    await waitUntilDone(again.backfillId);
+    const runs = await backfillRuns("nightly");
+    expect(runs).toHaveLength(10);
+    expect(runs.every((r) => r.status === "success")).toBe(true);
+    // 02:00 in Paris is 01:00Z in winter; on 2026-03-29 02:00 does not exist and the tick fires once, at 03:00 CEST (01:00Z).
+    const dates = runs.map((r) => r.logicalDate).sort();
+    expect(dates[0]).toBe("2026-03-20T01:00:00.000Z");
+    expect(dates.at(-1)).toBe("2026-03-29T01:00:00.000Z");
+    expect(new Set(dates.map((d) => d!.slice(0, 10))).size).toBe(10);
+    expect(maxOverlap(runs.map((r: RunSummary) => ({ start: r.startedAt!, end: r.finishedAt! })))).toBeLessThanOrEqual(3);
+    expect(await client.getBackfill(first.backfillId)).toMatchObject({ ticks: 10, done: 10, succeeded: 10, failed: 0, status: "active" });
+  });
+
+  it("an overlapping range creates runs only for ticks without one", async () => {
+    const first = await client.backfill("hourly", { from: "2026-01-01T00:00:00Z", to: "2026-01-01T04:00:00Z" });
+    const overlapping = await client.backfill("hourly", { from: "2026-01-01T02:00:00Z", to: "2026-01-01T06:00:00Z" });
+    expect([first.created, overlapping.created]).toEqual([4, 2]);
+    await waitUntilDone(overlapping.backfillId);
+    expect(await backfillRuns("hourly")).toHaveLength(6);
+  });
+
+  it("bad backfills are refused and nothing is created", async () => {
+    const count = async () => (await env.sql<{ n: number }>("select (select count(*) from runs) + (select count(*) from backfills) as n"))[0]!.n;
+    const before = await count();
+    await expect(client.backfill("hourly", { from: "2026-01-02T00:00:00Z", to: "2026-01-01T00:00:00Z" })).rejects.toBeInstanceOf(AxBackfillRangeError);
+    await expect(client.backfill("hourly", { from: "2026-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z" })).rejects.toBeInstanceOf(AxBackfillRangeError);
+    await expect(client.backfill("hourly", { from: "yesterday", to: "2026-01-01T00:00:00Z" })).rejects.toBeInstanceOf(AxBackfillRangeError);
+    await expect(client.backfill("unscheduled", { from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" })).rejects.toThrow(AxNoScheduleError);
+    await expect(client.backfill("hourly", { from: "2025-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z", maxTicks: 100 })).rejects.toThrow(AxTooManyTicksError);
+    expect(await count()).toBe(before);
+  });
+
+  it("ax backfill shows a progress bar to the end; ax backfills lists it; ax backfill cancel stops the rest", async () => {
+    const connection = ["--storage", env.storage, "--prefix", env.prefix];
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [AX_BIN, "backfill", "hourly", "--from", "2026-02-01T00:00:00Z", "--to", "2026-02-01T08:00:00Z", "--max-concurrent", "2", ...connection],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 90_000 },
+    );
+    expect(stdout).toMatch(/8 tick\(s\) of hourly, 8 new run\(s\), at most 2 at a time/);
+    expect(stdout).toMatch(/backfill \[[^\]]*\] 8\/8 done \| 0 failed/);
+    expect(stdout).toMatch(/finished: 8 succeeded, 0 failed/);
+    const listed = await promisify(execFile)(process.execPath, [AX_BIN, "backfills", ...connection], { cwd: REPO_ROOT, timeout: 90_000 });
+    expect(listed.stdout).toMatch(/hourly\s+active\s+8\/8 done/);
+
+    const big = await client.backfill("hourly", { from: "2026-03-01T00:00:00Z", to: "2026-03-03T00:00:00Z", maxConcurrentRuns: 1 });
+    const cancelled = await promisify(execFile)(process.execPath, [AX_BIN, "backfill", "cancel", big.backfillId, ...connection], { cwd: REPO_ROOT, timeout: 90_000 });
+    expect(cancelled.stdout).toMatch(/cancelled/);
+    const info = await client.getBackfill(big.backfillId);
+    expect(info.status).toBe("cancelled");
+    // Runs released before the cancel may have finished; none is left waiting or running.
+    expect(info.cancelled).toBeGreaterThan(0);
+    expect(info).toMatchObject({ done: 48, running: 0, waiting: 0, failed: 0 });
+    expect(info.succeeded + info.cancelled).toBe(48);
+  });
+});
