@@ -21,10 +21,28 @@ export const triggerBody = z
   })
   .strict();
 
+export const rerunBody = z
+  .object({
+    only: z.enum(["failed", "all"]).optional(),
+    from: z.string().min(1).optional(),
+    payload: z.unknown().optional(),
+  })
+  .strict();
+
+export const backfillBody = z
+  .object({
+    from: z.iso.datetime({ offset: true }),
+    to: z.iso.datetime({ offset: true }),
+    maxConcurrentRuns: z.number().int().positive().optional(),
+    maxTicks: z.number().int().positive().optional(),
+  })
+  .strict();
+
 export const triggerAnswer = z.object({ runId: z.uuid(), created: z.boolean() });
 
 export const runIdParams = z.object({ id: z.string().meta({ description: "run id (uuid)" }) });
 export const flowParams = z.object({ flow: z.string().meta({ description: "flow name" }) });
+export const backfillIdParams = z.object({ id: z.string().meta({ description: "backfill id (uuid)" }) });
 export const flowNameParams = z.object({ name: z.string().meta({ description: "flow name" }) });
 
 export const apiError = z.object({ error: z.string(), message: z.string() });
@@ -56,6 +74,7 @@ export interface RouteDoc {
 const runSummary = z.record(z.string(), jsonValue).meta({ description: "RunSummary (see docs/api.md)" });
 const runInfo = z.record(z.string(), jsonValue).meta({ description: "RunInfo (see docs/api.md)" });
 const notFound = { description: "unknown run", schema: apiError };
+const pausedAnswer = z.object({ flow: z.string(), paused: z.boolean() });
 const badRequest = { description: "the request does not match its schema", schema: apiError };
 
 /** Every route of the HTTP API, keyed `METHOD url` as fastify registers it. */
@@ -96,6 +115,58 @@ export const API_ROUTES: Record<string, RouteDoc> = {
       400: badRequest,
       404: { description: "unknown flow", schema: apiError },
       413: { description: "payload over the size cap", schema: apiError },
+    },
+  },
+  "GET /api/schedules": {
+    summary: "every stored schedule with its next fire times and last tick",
+    responses: { 200: { description: "schedules", schema: z.object({ schedules: z.array(z.record(z.string(), jsonValue)) }) } },
+  },
+  "POST /api/flows/:flow/schedule/pause": {
+    summary: "pause a flow's schedule cluster-wide",
+    params: flowParams,
+    responses: { 200: { description: "paused", schema: pausedAnswer }, 404: { description: "the flow has no schedule", schema: apiError } },
+  },
+  "POST /api/flows/:flow/schedule/resume": {
+    summary: "resume a flow's schedule",
+    params: flowParams,
+    responses: { 200: { description: "resumed", schema: pausedAnswer }, 404: { description: "the flow has no schedule", schema: apiError } },
+  },
+  "POST /api/runs/:id/rerun": {
+    summary: "rerun a finished run (failed nodes, from a node, or all)",
+    params: runIdParams,
+    body: rerunBody,
+    responses: {
+      201: { description: "the new run", schema: z.object({ runId: z.uuid(), rerunOf: z.uuid() }) },
+      400: badRequest,
+      404: notFound,
+      409: { description: "the run is unfinished, or nothing failed", schema: apiError },
+    },
+  },
+  "POST /api/flows/:flow/backfills": {
+    summary: "one run per schedule tick in [from, to), released a few at a time",
+    params: flowParams,
+    body: backfillBody,
+    responses: {
+      201: { description: "the backfill", schema: z.object({ backfillId: z.uuid(), ticks: z.number().int(), created: z.number().int() }) },
+      400: badRequest,
+      404: { description: "unknown flow", schema: apiError },
+    },
+  },
+  "GET /api/backfills": {
+    summary: "backfills with their progress, newest first",
+    responses: { 200: { description: "backfills", schema: z.object({ backfills: z.array(z.record(z.string(), jsonValue)) }) } },
+  },
+  "GET /api/backfills/:id": {
+    summary: "one backfill's progress",
+    params: backfillIdParams,
+    responses: { 200: { description: "the backfill", schema: z.record(z.string(), jsonValue) }, 404: { description: "unknown backfill", schema: apiError } },
+  },
+  "POST /api/backfills/:id/cancel": {
+    summary: "cancel a backfill: unstarted runs end cancelled, started ones are cancelled",
+    params: backfillIdParams,
+    responses: {
+      200: { description: "cancelled", schema: z.object({ backfillId: z.uuid(), cancelledRuns: z.number().int() }) },
+      404: { description: "unknown backfill", schema: apiError },
     },
   },
 };

@@ -3,26 +3,8 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { backfillInfo, listBackfills, type Db } from "@ax/store";
 import { cancelBackfill, rerunRun, startBackfill, type QueueRegistry } from "@ax/coordinator";
-import { AxBackfillNotFoundError } from "@ax/common";
-
-const rerunBody = z
-  .object({
-    only: z.enum(["failed", "all"]).optional(),
-    from: z.string().min(1).optional(),
-    payload: z.unknown().optional(),
-  })
-  .strict();
-
-const backfillBody = z
-  .object({
-    from: z.iso.datetime({ offset: true }),
-    to: z.iso.datetime({ offset: true }),
-    maxConcurrentRuns: z.number().int().positive().optional(),
-    maxTicks: z.number().int().positive().optional(),
-  })
-  .strict();
-
-const notFound = (what: string, id: string) => ({ error: what, message: `no ${what === "AxRunNotFoundError" ? "run" : "backfill"} with id ${id}` });
+import { AxBackfillNotFoundError, AxRunNotFoundError } from "@ax/common";
+import { backfillBody, rerunBody } from "./api-schemas.js";
 
 /**
  * `POST /api/runs/:id/rerun`, `POST /api/flows/:flow/backfills`, `GET /api/backfills[/:id]`,
@@ -36,7 +18,7 @@ export function registerRerunBackfillRoutes(app: App, deps: { db: Db; queues: Qu
     const body = rerunBody.parse(request.body ?? {});
     const id = z.uuid().safeParse(request.params.id);
     const runId = id.success ? await rerunRun(deps, id.data, body) : undefined;
-    if (!runId) return reply.status(404).send(notFound("AxRunNotFoundError", request.params.id));
+    if (!runId) throw new AxRunNotFoundError(request.params.id);
     return reply.status(201).send({ runId, rerunOf: id.data });
   });
 
@@ -48,16 +30,16 @@ export function registerRerunBackfillRoutes(app: App, deps: { db: Db; queues: Qu
 
   app.get("/api/backfills", async () => ({ backfills: await listBackfills(deps.db) }));
 
-  app.get<{ Params: { id: string } }>("/api/backfills/:id", async (request, reply) => {
+  app.get<{ Params: { id: string } }>("/api/backfills/:id", async (request) => {
     const id = z.uuid().safeParse(request.params.id);
     const found = id.success ? await backfillInfo(deps.db, id.data) : undefined;
-    if (!found) return reply.status(404).send(notFound(AxBackfillNotFoundError.name, request.params.id));
+    if (!found) throw new AxBackfillNotFoundError(request.params.id);
     return found;
   });
 
-  app.post<{ Params: { id: string } }>("/api/backfills/:id/cancel", async (request, reply) => {
+  app.post<{ Params: { id: string } }>("/api/backfills/:id/cancel", async (request) => {
     const id = z.uuid().safeParse(request.params.id);
-    if (!id.success) return reply.status(404).send(notFound(AxBackfillNotFoundError.name, request.params.id));
+    if (!id.success) throw new AxBackfillNotFoundError(request.params.id);
     return cancelBackfill(deps, id.data);
   });
 }

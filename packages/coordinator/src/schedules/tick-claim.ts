@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { createRuns, latestFlowVersion, scheduleTx, type Db, type Overlap, type ReadyNode, type TickStatus } from "@ax/store";
+import { admitHeldRuns, createRuns, latestFlowVersion, scheduleTx, type Db, type Overlap, type ReadyNode, type TickStatus } from "@ax/store";
 import type { Logger } from "pino";
 import { cancelRun } from "../cancel.js";
+import { flowCap } from "../flow-caps.js";
 import type { BatchedEnqueue } from "../enqueue.js";
 import type { QueueRegistry } from "../queues.js";
 import { decideOverlap } from "./overlap.js";
@@ -22,14 +23,18 @@ export type TickOutcome =
 interface ScheduledRun {
   runId: string;
   ready: ReadyNode[];
+  /** Written held (the flow has maxConcurrentRuns): admission releases it after the commit. */
+  held: boolean;
 }
 
 async function createScheduledRun(tx: Db, flow: string, logicalDate: Date): Promise<ScheduledRun> {
   const version = await latestFlowVersion(tx, flow);
   if (!version) throw new AxScheduledRunError(flow, logicalDate, "the flow has no stored version; start a coordinator that defines it");
-  const [created] = await createRuns(tx, [{ id: randomUUID(), flow: version, trigger: "schedule", payload: null, logicalDate }]);
+  const held = (await flowCap(tx, flow)) !== null;
+  const run = { id: randomUUID(), flow: version, trigger: "schedule" as const, payload: null, logicalDate };
+  const [created] = await createRuns(tx, [held ? { ...run, held: {} } : run]);
   if (!created?.created) throw new AxScheduledRunError(flow, logicalDate, "the run was not written; the tick is retried");
-  return { runId: created.runId, ready: created.ready };
+  return { runId: created.runId, ready: created.ready, held };
 }
 
 /** The tick `overlap: queue` buffered, now that no earlier run is unfinished; in the caller's transaction. */
@@ -77,7 +82,7 @@ export async function claimTick(deps: TickDeps, flow: string, overlap: Overlap, 
   if (!("run" in decided)) return decided;
   const createdAt = new Date();
   for (const runId of decided.cancel) await cancelRun(deps, runId);
-  await deps.jobs.add([...(decided.released?.ready ?? []), ...(decided.run?.ready ?? [])]);
+  await deps.jobs.add(await readyOf(deps, flow, [decided.released, decided.run]));
   if (decided.cancel.length > 0) deps.log.info({ flow, cancelled: decided.cancel }, "schedule tick cancelled the earlier run(s) (overlap: cancel_previous)");
   return { status: decided.status, runId: decided.run?.runId ?? null, reason: decided.reason, createdAt };
 }
@@ -89,6 +94,13 @@ export async function releaseQueuedTick(deps: TickDeps, flow: string): Promise<s
     return releaseWaiting(tx, flow);
   });
   if (!run) return undefined;
-  await deps.jobs.add(run.ready);
+  await deps.jobs.add(await readyOf(deps, flow, [run]));
   return run.runId;
+}
+
+/** The jobs to add for runs just committed: their first nodes, or what admission releases for a capped flow. */
+async function readyOf(deps: TickDeps, flow: string, runs: (ScheduledRun | undefined)[]): Promise<ReadyNode[]> {
+  const made = runs.filter((r): r is ScheduledRun => r !== undefined);
+  if (made.some((r) => r.held)) return admitHeldRuns(deps.db, flow);
+  return made.flatMap((r) => r.ready);
 }
