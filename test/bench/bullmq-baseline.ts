@@ -18,7 +18,12 @@ const ADD_CHUNK = 1000;
  * Raw BullMQ, no PostgreSQL: `jobs` no-op jobs are added first with addBulk, then one Worker
  * (concurrency as given) drains them; the clock runs from worker start to the last completion.
  */
-export async function bullmqBaseline(options: { redis: string; prefix: string; jobs: number; concurrency: number }): Promise<BaselineResult> {
+export async function bullmqBaseline(options: {
+  redis: string;
+  prefix: string;
+  jobs: number;
+  concurrency: number;
+}): Promise<BaselineResult> {
   const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
   const queueName = "bullmq_baseline";
   const queue = new Queue(queueName, { connection, prefix: options.prefix });
@@ -27,13 +32,20 @@ export async function bullmqBaseline(options: { redis: string; prefix: string; j
     for (let added = 0; added < options.jobs; added += ADD_CHUNK) {
       const n = Math.min(ADD_CHUNK, options.jobs - added);
       await queue.addBulk(
-        Array.from({ length: n }, (_, i) => ({ name: "noop", data: { i: added + i }, opts: { removeOnComplete: true, removeOnFail: true } })),
+        Array.from({ length: n }, (_, i) => ({
+          name: "noop",
+          data: { i: added + i },
+          opts: { removeOnComplete: true, removeOnFail: true },
+        })),
       );
     }
     let done = 0;
     let finish!: () => void;
     let fail!: (error: Error) => void;
-    const allDone = new Promise<void>((resolve, reject) => ((finish = resolve), (fail = reject)));
+    const allDone = new Promise<void>((resolve, reject) => {
+      finish = resolve;
+      fail = reject;
+    });
     const worker = new Worker(queueName, async () => null, {
       connection,
       prefix: options.prefix,
@@ -54,7 +66,13 @@ export async function bullmqBaseline(options: { redis: string; prefix: string; j
     const counts = since(before);
     const cpu = process.cpuUsage(cpuBefore);
     await worker.close();
-    return { jobs: options.jobs, ms, jobsPerS: (options.jobs / ms) * 1000, counts, cpuMsPerTask: (cpu.user + cpu.system) / 1000 / options.jobs };
+    return {
+      jobs: options.jobs,
+      ms,
+      jobsPerS: (options.jobs / ms) * 1000,
+      counts,
+      cpuMsPerTask: (cpu.user + cpu.system) / 1000 / options.jobs,
+    };
   } finally {
     await queue.obliterate({ force: true }).catch(() => {});
     await queue.close();
@@ -84,7 +102,13 @@ export interface BaselineChain {
  * Raw BullMQ chain: each job's processor adds the next one, as ax's worker enqueues a node's
  * dependant after completing it; from the first add to the last job's completion.
  */
-export async function bullmqChain(options: { redis: string; prefix: string; length: number; repeats: number; concurrency: number }): Promise<BaselineChain> {
+export async function bullmqChain(options: {
+  redis: string;
+  prefix: string;
+  length: number;
+  repeats: number;
+  concurrency: number;
+}): Promise<BaselineChain> {
   const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
   const queue = new Queue("bullmq_chain", { connection, prefix: options.prefix });
   const finished = new Map<string, () => void>();
@@ -127,7 +151,13 @@ export interface BaselineLatency {
 }
 
 /** Raw BullMQ add -> processor start, one job at a time with a pause between. */
-export async function bullmqLatency(options: { redis: string; prefix: string; jobs: number; gapMs: number; concurrency: number }): Promise<BaselineLatency> {
+export async function bullmqLatency(options: {
+  redis: string;
+  prefix: string;
+  jobs: number;
+  gapMs: number;
+  concurrency: number;
+}): Promise<BaselineLatency> {
   const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
   const queue = new Queue("bullmq_latency", { connection, prefix: options.prefix });
   const sentAt = new Map<number, number>();

@@ -39,7 +39,13 @@ function timed(key: string, args: unknown[], call: (args: unknown[]) => unknown)
   const last = args[args.length - 1];
   if (typeof last === "function") {
     const callback = last as (...a: unknown[]) => unknown;
-    return call([...args.slice(0, -1), (...a: unknown[]) => (record(), callback(...a))]);
+    return call([
+      ...args.slice(0, -1),
+      (...a: unknown[]) => {
+        record();
+        return callback(...a);
+      },
+    ]);
   }
   const result = call(args);
   if (result && typeof (result as Promise<unknown>).then === "function") (result as Promise<unknown>).then(record, record);
@@ -89,8 +95,11 @@ export function printStatementTimes(): void {
   if (!timing) return;
   const rows = [...statementTimes].sort((a, b) => b[1].ms - a[1].ms).slice(0, 15);
   console.error("\nPostgreSQL statements by total wait (AX_BENCH_PROFILE=1):");
-  for (const [key, { n, ms }] of rows) console.error(`${String(Math.round(ms)).padStart(9)} ms ${String(n).padStart(7)}x ${(ms / n).toFixed(2).padStart(7)} ms avg  ${key}`);
+  for (const [key, { n, ms }] of rows)
+    console.error(`${String(Math.round(ms)).padStart(9)} ms ${String(n).padStart(7)}x ${(ms / n).toFixed(2).padStart(7)} ms avg  ${key}`);
   const ms = (ns: number) => (ns / 1e6).toFixed(1);
   // A reply is only seen when the event loop gets to it, so a busy loop inflates the times above.
-  console.error(`event loop delay over the run: p50 ${ms(loopDelay.percentile(50))} ms, p99 ${ms(loopDelay.percentile(99))} ms, max ${ms(loopDelay.max)} ms`);
+  console.error(
+    `event loop delay over the run: p50 ${ms(loopDelay.percentile(50))} ms, p99 ${ms(loopDelay.percentile(99))} ms, max ${ms(loopDelay.max)} ms`,
+  );
 }

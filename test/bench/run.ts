@@ -16,7 +16,14 @@ import {
   type LatencyResult,
   type Throughput,
 } from "./ax-scenarios.js";
-import { bullmqBaseline, bullmqChain, bullmqLatency, type BaselineChain, type BaselineLatency, type BaselineResult } from "./bullmq-baseline.js";
+import {
+  bullmqBaseline,
+  bullmqChain,
+  bullmqLatency,
+  type BaselineChain,
+  type BaselineLatency,
+  type BaselineResult,
+} from "./bullmq-baseline.js";
 import { installCounters, perTask, printStatementTimes } from "./counters.js";
 import { benchSizes, printTable, round, type BenchSizes } from "./stats.js";
 

@@ -23,7 +23,11 @@ function packageOf(url: string): string {
   const ours = url.match(/\/work\/main\/(packages\/[^/]+|test\/[^/]+|examples\/[^/]+)/);
   if (ours) return ours[1]!;
   if (url.startsWith("node:")) return "node core";
-  return url.replace(/^file:\/\//, "").split("/").slice(-2).join("/");
+  return url
+    .replace(/^file:\/\//, "")
+    .split("/")
+    .slice(-2)
+    .join("/");
 }
 
 const [file, topArg] = process.argv.slice(2);
@@ -31,7 +35,9 @@ if (!file) throw new Error("give the .cpuprofile file to summarise");
 const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<number, number>();
-profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+profile.samples.forEach((id, i) => {
+  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
 const perPackage = new Map<string, number>();

@@ -86,7 +86,18 @@ export async function freePort(): Promise<number> {
  */
 export async function startPrivateRedis(port?: number): Promise<{ url: string; port: number; child: Child }> {
   port ??= await freePort();
-  const child = startChild("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"]);
+  const child = startChild("redis-server", [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--daemonize",
+    "no",
+  ]);
   await child.waitFor(/Ready to accept connections/, 10_000);
   return { url: `redis://127.0.0.1:${port}`, port, child };
 }

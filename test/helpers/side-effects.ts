@@ -17,7 +17,9 @@ export class SideEffects {
   }
 
   async init(): Promise<void> {
-    await this.pool.query(`create table if not exists test_effects (run_id text not null, node text not null, at timestamptz default now())`);
+    await this.pool.query(
+      `create table if not exists test_effects (run_id text not null, node text not null, at timestamptz default now())`,
+    );
   }
 
   async record(runId: string, node: string): Promise<void> {

@@ -21,7 +21,15 @@ describe("the HTTP API's 500 answers", () => {
         done();
       },
     });
-    api = new Runtime({ storage: env.storage, redis: env.redis, prefix: env.prefix, flows: [echoFlow], roles: ["api"], port: 0, logger: pino({ level: "error" }, sink) });
+    api = new Runtime({
+      storage: env.storage,
+      redis: env.redis,
+      prefix: env.prefix,
+      flows: [echoFlow],
+      roles: ["api"],
+      port: 0,
+      logger: pino({ level: "error" }, sink),
+    });
     await api.start();
   });
 

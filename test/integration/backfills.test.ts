@@ -26,8 +26,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   const env = isolate("backfill");
   let runtime: Runtime;
   let client: Client;
-  const backfillRuns = async (flow: string) =>
-    (await client.listRuns({ flow, limit: 500 })).filter((r) => r.trigger === "backfill");
+  const backfillRuns = async (flow: string) => (await client.listRuns({ flow, limit: 500 })).filter((r) => r.trigger === "backfill");
 
   async function waitUntilDone(id: string): Promise<void> {
     const deadline = Date.now() + 90_000;
@@ -80,13 +79,22 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   });
 
   it("bad backfills are refused and nothing is created", async () => {
-    const count = async () => (await env.sql<{ n: number }>("select (select count(*) from runs) + (select count(*) from backfills) as n"))[0]!.n;
+    const count = async () =>
+      (await env.sql<{ n: number }>("select (select count(*) from runs) + (select count(*) from backfills) as n"))[0]!.n;
     const before = await count();
-    await expect(client.backfill("hourly", { from: "2026-01-02T00:00:00Z", to: "2026-01-01T00:00:00Z" })).rejects.toBeInstanceOf(AxBackfillRangeError);
-    await expect(client.backfill("hourly", { from: "2026-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z" })).rejects.toBeInstanceOf(AxBackfillRangeError);
+    await expect(client.backfill("hourly", { from: "2026-01-02T00:00:00Z", to: "2026-01-01T00:00:00Z" })).rejects.toBeInstanceOf(
+      AxBackfillRangeError,
+    );
+    await expect(client.backfill("hourly", { from: "2026-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z" })).rejects.toBeInstanceOf(
+      AxBackfillRangeError,
+    );
     await expect(client.backfill("hourly", { from: "yesterday", to: "2026-01-01T00:00:00Z" })).rejects.toBeInstanceOf(AxBackfillRangeError);
-    await expect(client.backfill("unscheduled", { from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" })).rejects.toThrow(AxNoScheduleError);
-    await expect(client.backfill("hourly", { from: "2025-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z", maxTicks: 100 })).rejects.toThrow(AxTooManyTicksError);
+    await expect(client.backfill("unscheduled", { from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" })).rejects.toThrow(
+      AxNoScheduleError,
+    );
+    await expect(client.backfill("hourly", { from: "2025-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z", maxTicks: 100 })).rejects.toThrow(
+      AxTooManyTicksError,
+    );
     expect(await count()).toBe(before);
   });
 
@@ -94,7 +102,18 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     const connection = ["--storage", env.storage, "--prefix", env.prefix];
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      [AX_BIN, "backfill", "hourly", "--from", "2026-02-01T00:00:00Z", "--to", "2026-02-01T08:00:00Z", "--max-concurrent", "2", ...connection],
+      [
+        AX_BIN,
+        "backfill",
+        "hourly",
+        "--from",
+        "2026-02-01T00:00:00Z",
+        "--to",
+        "2026-02-01T08:00:00Z",
+        "--max-concurrent",
+        "2",
+        ...connection,
+      ],
       { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 90_000 },
     );
     expect(stdout).toMatch(/8 tick\(s\) of hourly, 8 new run\(s\), at most 2 at a time/);
@@ -104,7 +123,10 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(listed.stdout).toMatch(/hourly\s+active\s+8\/8 done/);
 
     const big = await client.backfill("hourly", { from: "2026-03-01T00:00:00Z", to: "2026-03-03T00:00:00Z", maxConcurrentRuns: 1 });
-    const cancelled = await promisify(execFile)(process.execPath, [AX_BIN, "backfill", "cancel", big.backfillId, ...connection], { cwd: REPO_ROOT, timeout: 90_000 });
+    const cancelled = await promisify(execFile)(process.execPath, [AX_BIN, "backfill", "cancel", big.backfillId, ...connection], {
+      cwd: REPO_ROOT,
+      timeout: 90_000,
+    });
     expect(cancelled.stdout).toMatch(/cancelled/);
     const info = await client.getBackfill(big.backfillId);
     expect(info.status).toBe("cancelled");

@@ -103,11 +103,19 @@ describe("bad input is refused with a clear error and writes nothing", () => {
 
   describe("triggers", () => {
     it("refuses an unknown flow, naming it and the known ones", async () => {
-      await refused(() => client.triggerFlow("no_such_flow", { id: "x" }), AxUnknownFlowError, /no flow named "no_such_flow".*known: .*echo_flow/);
+      await refused(
+        () => client.triggerFlow("no_such_flow", { id: "x" }),
+        AxUnknownFlowError,
+        /no flow named "no_such_flow".*known: .*echo_flow/,
+      );
     });
 
     it("refuses a payload holding a function", async () => {
-      await refused(() => client.triggerFlow("echo_flow", { id: "f", callback: () => 1 }), AxPayloadError, /payload is not plain JSON: \$\.callback is a function/);
+      await refused(
+        () => client.triggerFlow("echo_flow", { id: "f", callback: () => 1 }),
+        AxPayloadError,
+        /payload is not plain JSON: \$\.callback is a function/,
+      );
     });
 
     it("refuses a payload holding a BigInt", async () => {
@@ -126,19 +134,39 @@ describe("bad input is refused with a clear error and writes nothing", () => {
         AxPayloadError,
         /payload cannot be stored in PostgreSQL: \$\.lines\[1\]\.note contains a NUL character .*Remove the character/,
       );
-      await refused(() => client.triggerFlow("echo_flow", { id: "s", text: "😀".slice(0, 1) }), AxPayloadError, /\$\.text contains a lone UTF-16 surrogate/);
-      await refused(() => client.triggerFlow("echo_flow", { id: "k", "key\u0000": 1 }), AxPayloadError, /\$\["key\\u0000"\] is a key that contains a NUL/);
-      await refused(() => client.triggerFlow("echo_flow", { id: "b" }, { businessKey: "order\u0000" }), AxPayloadError, /businessKey cannot be stored in PostgreSQL/);
+      await refused(
+        () => client.triggerFlow("echo_flow", { id: "s", text: "😀".slice(0, 1) }),
+        AxPayloadError,
+        /\$\.text contains a lone UTF-16 surrogate/,
+      );
+      await refused(
+        () => client.triggerFlow("echo_flow", { id: "k", "key\u0000": 1 }),
+        AxPayloadError,
+        /\$\["key\\u0000"\] is a key that contains a NUL/,
+      );
+      await refused(
+        () => client.triggerFlow("echo_flow", { id: "b" }, { businessKey: "order\u0000" }),
+        AxPayloadError,
+        /businessKey cannot be stored in PostgreSQL/,
+      );
       // Callers that catch the older, broader class still see it.
       await expect(client.triggerFlow("echo_flow", { id: "o", text: "\u0000" })).rejects.toBeInstanceOf(AxNotJsonError);
     });
 
     it("refuses a payload over the client's maxPayloadBytes", async () => {
-      await refused(() => smallClient.triggerFlow("echo_flow", { id: "s", text: "y".repeat(200) }), AxPayloadTooLargeError, /over the 100-byte limit.*Store the data elsewhere/);
+      await refused(
+        () => smallClient.triggerFlow("echo_flow", { id: "s", text: "y".repeat(200) }),
+        AxPayloadTooLargeError,
+        /over the 100-byte limit.*Store the data elsewhere/,
+      );
     });
 
     it("refuses a payload over the default 1 MiB cap", async () => {
-      await refused(() => client.triggerFlow("echo_flow", { id: "l", text: "z".repeat(MiB) }), AxPayloadTooLargeError, /over the 1048576-byte limit/);
+      await refused(
+        () => client.triggerFlow("echo_flow", { id: "l", text: "z".repeat(MiB) }),
+        AxPayloadTooLargeError,
+        /over the 1048576-byte limit/,
+      );
     });
   });
 
@@ -199,8 +227,16 @@ describe("bad input is refused with a clear error and writes nothing", () => {
     });
 
     it("refuses bad task options", async () => {
-      await refused(async () => ax.task({ name: "neg", retries: -1 }, () => 1), AxDefinitionError, /task "neg" has invalid options: .*retries/);
-      await refused(async () => ax.task({ name: "bad", timeout: "soon" }, () => 1), AxDefinitionError, /task "bad" has invalid options: .*timeout/);
+      await refused(
+        async () => ax.task({ name: "neg", retries: -1 }, () => 1),
+        AxDefinitionError,
+        /task "neg" has invalid options: .*retries/,
+      );
+      await refused(
+        async () => ax.task({ name: "bad", timeout: "soon" }, () => 1),
+        AxDefinitionError,
+        /task "bad" has invalid options: .*timeout/,
+      );
       await refused(async () => ax.task({ name: "has space" }, () => 1), AxDefinitionError, /task "has space" has invalid options/);
     });
   });
@@ -221,7 +257,13 @@ describe("bad input is refused with a clear error and writes nothing", () => {
     }
 
     it("answers 404 for an unknown flow", async () => {
-      await refusedOverHttp("no_such_flow", JSON.stringify({ payload: { id: "h" } }), 404, /^AxUnknownFlowError$/, /no flow named "no_such_flow"/);
+      await refusedOverHttp(
+        "no_such_flow",
+        JSON.stringify({ payload: { id: "h" } }),
+        404,
+        /^AxUnknownFlowError$/,
+        /no flow named "no_such_flow"/,
+      );
     });
 
     it("answers 400 for a body that is not JSON", async () => {
@@ -233,8 +275,20 @@ describe("bad input is refused with a clear error and writes nothing", () => {
     });
 
     it("answers 400 for a payload PostgreSQL cannot store, naming its JSON path", async () => {
-      await refusedOverHttp("echo_flow", JSON.stringify({ payload: { id: "h", text: "x\u0000" } }), 400, /^AxPayloadError$/, /\$\.text contains a NUL character/);
-      await refusedOverHttp("echo_flow", '{"payload":{"id":"h","text":"\\ud83d"}}', 400, /^AxPayloadError$/, /\$\.text contains a lone UTF-16 surrogate/);
+      await refusedOverHttp(
+        "echo_flow",
+        JSON.stringify({ payload: { id: "h", text: "x\u0000" } }),
+        400,
+        /^AxPayloadError$/,
+        /\$\.text contains a NUL character/,
+      );
+      await refusedOverHttp(
+        "echo_flow",
+        '{"payload":{"id":"h","text":"\\ud83d"}}',
+        400,
+        /^AxPayloadError$/,
+        /\$\.text contains a lone UTF-16 surrogate/,
+      );
     });
 
     it("answers 413 for a payload over the 1 MiB cap, saying what to do", async () => {

@@ -58,7 +58,7 @@ describe("bad writes: only the bad ones fail, with their own errors only", () =>
     const badPayloads = new Map<number, unknown>([
       [4, { note: "nul\u0000" }],
       [13, { note: EMOJI.slice(1) }],
-      [22, { nested: [{ ["key\u0000"]: 1 }] }],
+      [22, { nested: [{ "key\u0000": 1 }] }],
       [31, { note: `${EMOJI.slice(0, 1)} tail` }],
       [47, { deep: { list: ["fine", "x\u0000y"] } }],
     ]);
@@ -70,7 +70,12 @@ describe("bad writes: only the bad ones fail, with their own errors only", () =>
       [99, "emoji_throw"],
     ]);
     const markers = Array.from({ length: 100 }, (_, i) => markerOf(i));
-    const inputs = markers.map((marker, i) => ({ marker, mode: badModes.get(i) ?? "ok", note: `payload of ${marker}`, ...(badPayloads.get(i) as object) }));
+    const inputs = markers.map((marker, i) => ({
+      marker,
+      mode: badModes.get(i) ?? "ok",
+      note: `payload of ${marker}`,
+      ...(badPayloads.get(i) as object),
+    }));
 
     const triggered = await Promise.all(
       inputs.map((input) =>
@@ -87,15 +92,22 @@ describe("bad writes: only the bad ones fail, with their own errors only", () =>
     for (const i of refused) {
       const error = (triggered[i] as { error: Error }).error;
       expect(error).toBeInstanceOf(AxPayloadError);
-      expect(error.message).toMatch(/payload cannot be stored in PostgreSQL: \$\S+ (is a key that )?contains a (NUL character|lone UTF-16 surrogate).*Remove the character/);
+      expect(error.message).toMatch(
+        /payload cannot be stored in PostgreSQL: \$\S+ (is a key that )?contains a (NUL character|lone UTF-16 surrogate).*Remove the character/,
+      );
       expect(error.message.match(MARKER) ?? []).toEqual([]);
     }
 
     // Runs: the 5 bad tasks fail with a clear error, the other 90 succeed.
     const runIds = new Map<string, number>();
-    triggered.forEach((t, i) => "runId" in t && runIds.set(t.runId, i));
+    triggered.forEach((t, i) => {
+      if ("runId" in t) runIds.set(t.runId, i);
+    });
     const runs = await Promise.all([...runIds.keys()].map((runId) => client.waitForRun(runId, { timeout: "90s" })));
-    const failed = runs.filter((run) => run.status !== "success").map((run) => runIds.get(run.id)!).sort((a, b) => a - b);
+    const failed = runs
+      .filter((run) => run.status !== "success")
+      .map((run) => runIds.get(run.id)!)
+      .sort((a, b) => a - b);
     expect(failed).toEqual([...badModes.keys()]);
     expect(runs.filter((run) => run.status === "success")).toHaveLength(90);
     for (const run of runs) {
@@ -109,7 +121,9 @@ describe("bad writes: only the bad ones fail, with their own errors only", () =>
       expect(node.status).toBe("failed");
       const message = node.error!.message;
       if (badModes.get(i)!.endsWith("_result")) {
-        expect(message).toMatch(/^result of task "bw_work" cannot be stored in PostgreSQL: \$\.text contains a (NUL character|lone UTF-16 surrogate).*Remove the character/);
+        expect(message).toMatch(
+          /^result of task "bw_work" cannot be stored in PostgreSQL: \$\.text contains a (NUL character|lone UTF-16 surrogate).*Remove the character/,
+        );
       } else {
         expect(message.startsWith(markers[i]!)).toBe(true);
       }

@@ -14,8 +14,8 @@ import { testRuntime } from "../helpers/runtime.js";
 /** What the tasks saw, by run id: the test process runs the worker, so memory is the witness. */
 const seen = new Map<string, { started: number; abortedWith?: string; abortedAt?: number; returned?: boolean; ranAfter?: boolean }>();
 const entry = (runId: string) => {
-  let e = seen.get(runId);
-  if (!e) seen.set(runId, (e = { started: 0 }));
+  const e = seen.get(runId) ?? { started: 0 };
+  seen.set(runId, e);
   return e;
 };
 
@@ -97,7 +97,13 @@ describe("cancel(runId)", () => {
   }
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [cancellable, short, busy], queues: ["default"], maxConcurrency: 4, roles: ["coordinator", "worker", "api"], port: 0 });
+    runtime = testRuntime(env, {
+      flows: [cancellable, short, busy],
+      queues: ["default"],
+      maxConcurrency: 4,
+      roles: ["coordinator", "worker", "api"],
+      port: 0,
+    });
     await runtime.start();
     client = runtime.client();
     redis = new Redis(env.redis, { maxRetriesPerRequest: null });
@@ -113,7 +119,9 @@ describe("cancel(runId)", () => {
     const runId = await client.triggerFlow("cancellable", null);
     await waitFor("sleeper running, flaky retrying, parked queued", async () => {
       const t = byKey(await client.getRun(runId));
-      return t.sleeper?.status === "running" && t.flaky?.status === "retrying" && t.parked?.status === "queued" && entry(runId).started === 1;
+      return (
+        t.sleeper?.status === "running" && t.flaky?.status === "retrying" && t.parked?.status === "queued" && entry(runId).started === 1
+      );
     });
     const before = await jobsOf(runId);
     expect(before.some((j) => j.startsWith("parked:") && j.endsWith(":waiting"))).toBe(true);
@@ -179,12 +187,20 @@ describe("cancel(runId)", () => {
 
   it("aborts a running attempt even when the cancel message is missed (the worker's sweep asks PostgreSQL)", async () => {
     const runId = await client.triggerFlow("cancellable", null);
-    await waitFor("sleeper running", async () => byKey(await client.getRun(runId)).sleeper?.status === "running" && entry(runId).started === 1);
+    await waitFor(
+      "sleeper running",
+      async () => byKey(await client.getRun(runId)).sleeper?.status === "running" && entry(runId).started === 1,
+    );
     // Cancel in PostgreSQL only: no pub/sub message is sent.
     const store = openStore({ url: env.storage, poolSize: 1 });
     const t0 = Date.now();
     try {
-      const outcome = await cancelRunRecords(store.db, runId, { name: "AxCancelledError", message: "cancelled by the test", stack: null, kind: "error" });
+      const outcome = await cancelRunRecords(store.db, runId, {
+        name: "AxCancelledError",
+        message: "cancelled by the test",
+        stack: null,
+        kind: "error",
+      });
       expect(outcome).toMatchObject({ found: true, cancelled: true });
     } finally {
       await store.close();

@@ -25,7 +25,13 @@ describe("chaos: kill -9 a worker process twice while 500 runs are in flight", (
   let triggering: Promise<void> | undefined;
 
   const start = async () => {
-    const worker = await spawnWorker(FIXTURE, { AX_STORAGE: env.storage, AX_REDIS: env.redis, AX_PREFIX: env.prefix, AX_CONCURRENCY: "8", AX_LOG_LEVEL: LOG_DIR ? "info" : "warn" });
+    const worker = await spawnWorker(FIXTURE, {
+      AX_STORAGE: env.storage,
+      AX_REDIS: env.redis,
+      AX_PREFIX: env.prefix,
+      AX_CONCURRENCY: "8",
+      AX_LOG_LEVEL: LOG_DIR ? "info" : "warn",
+    });
     workers.push(worker);
     return worker;
   };
@@ -66,7 +72,9 @@ describe("chaos: kill -9 a worker process twice while 500 runs are in flight", (
     await env.cleanup();
   });
 
-  it("finishes every run, each effect exactly once, no node succeeded twice, crashed attempts redelivered within 10 s", { timeout: 150_000 }, async () => {
+  it("finishes every run, each effect exactly once, no node succeeded twice, crashed attempts redelivered within 10 s", {
+    timeout: 150_000,
+  }, async () => {
     const t0 = Date.now();
     const survivor = await start();
     let victim = await start();
@@ -115,9 +123,13 @@ describe("chaos: kill -9 a worker process twice while 500 runs are in flight", (
     // Exactly once: one effect per node of every run, however often its body ran, and ax.once
     // stored one result per node, the one its node returned.
     expect(await count(`select count(*)::int as n from chaos_effects`)).toBe(RUNS * CHAOS_NODES.length);
-    expect(await count(`select count(*)::int as n from once_keys where key like 'chaos:%' and result is not null`)).toBe(RUNS * CHAOS_NODES.length);
+    expect(await count(`select count(*)::int as n from once_keys where key like 'chaos:%' and result is not null`)).toBe(
+      RUNS * CHAOS_NODES.length,
+    );
     expect(
-      await count(`select count(*)::int as n from node_runs n join once_keys k on k.key = 'chaos:' || n.run_id || ':' || n.node_key where k.result <> n.result`),
+      await count(
+        `select count(*)::int as n from node_runs n join once_keys k on k.key = 'chaos:' || n.run_id || ':' || n.node_key where k.result <> n.result`,
+      ),
     ).toBe(0);
     const onceCalls = await count(`select count(*)::int as n from chaos_once_calls`);
     expect(await count(`select count(*)::int as n from runs`)).toBe(RUNS);
@@ -131,8 +143,17 @@ describe("chaos: kill -9 a worker process twice while 500 runs are in flight", (
     expect(await env.sql(`select run_id, node_key from attempts where outcome = 'success' group by 1, 2 having count(*) > 1`)).toEqual([]);
     expect(await count(`select count(*)::int as n from attempts where finished_at is null or outcome is null`)).toBe(0);
 
-    const outcomes = await env.sql<{ outcome: string; n: number }>(`select outcome, count(*)::int as n from attempts group by outcome order by outcome`);
-    const crashed = await env.sql<{ worker: string; run_id: string; node_key: string; n: number; closed_at: Date; redelivered_at: Date | null }>(
+    const outcomes = await env.sql<{ outcome: string; n: number }>(
+      `select outcome, count(*)::int as n from attempts group by outcome order by outcome`,
+    );
+    const crashed = await env.sql<{
+      worker: string;
+      run_id: string;
+      node_key: string;
+      n: number;
+      closed_at: Date;
+      redelivered_at: Date | null;
+    }>(
       `select a.worker, a.run_id, a.node_key, a.n, a.finished_at as closed_at, next.started_at as redelivered_at
        from attempts a left join attempts next on next.run_id = a.run_id and next.node_key = a.node_key and next.n = a.n + 1
        where a.outcome = 'crashed'`,

@@ -14,7 +14,17 @@ afterAll(async () => {
 async function trigger(payload: unknown, ...flags: string[]): Promise<string> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [AX_BIN, "trigger", "keyed_flow", "--entry", "test/fixtures/keyed-flow.ts", "--payload", JSON.stringify(payload), ...flags, ...connection],
+    [
+      AX_BIN,
+      "trigger",
+      "keyed_flow",
+      "--entry",
+      "test/fixtures/keyed-flow.ts",
+      "--payload",
+      JSON.stringify(payload),
+      ...flags,
+      ...connection,
+    ],
     { cwd: REPO_ROOT, timeout: 80_000 },
   );
   return stdout.trim();
@@ -47,7 +57,11 @@ describe("ax server <entry> and ax trigger --entry apply the flow's key function
       expect(await trigger({ event_id: "43" })).toBe(other);
 
       const later = await trigger({ event_id: "44" }, "--delay", "10m", "--priority", "3");
-      const delayed = (await (await fetch(`http://127.0.0.1:${port}/api/runs/${later}`)).json()) as { status: string; priority: number; runAt: string };
+      const delayed = (await (await fetch(`http://127.0.0.1:${port}/api/runs/${later}`)).json()) as {
+        status: string;
+        priority: number;
+        runAt: string;
+      };
       expect(delayed.status).toBe("pending");
       expect(delayed.priority).toBe(3);
       expect(Date.parse(delayed.runAt) - Date.now()).toBeGreaterThan(8 * 60_000);

@@ -61,7 +61,10 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
 
   it("ax dev runs every role in one process: HTTP trigger, the run succeeds, /metrics counts its attempts", async ({ expect }) => {
     const port = await freePort();
-    const dev = startAx(["dev", "test/fixtures/hello-flow.ts", "--port", String(port), "--storage", devEnv.storage, "--prefix", devEnv.prefix], { AX_LOG_LEVEL: "info" });
+    const dev = startAx(
+      ["dev", "test/fixtures/hello-flow.ts", "--port", String(port), "--storage", devEnv.storage, "--prefix", devEnv.prefix],
+      { AX_LOG_LEVEL: "info" },
+    );
     try {
       await dev.waitFor(/ax dev started/, 80_000);
       const base = `http://127.0.0.1:${port}`;
@@ -90,7 +93,18 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
   });
 
   it("ax trigger --wait prints the DAG with states and exits 0; ax runs --flow lists the run", async ({ expect }) => {
-    const triggered = await runAx(["trigger", "cli_flow", "--payload", '{"name":"ada"}', "--business-key", "cli-order-7", "--wait", "--timeout", "30s", ...connection()]);
+    const triggered = await runAx([
+      "trigger",
+      "cli_flow",
+      "--payload",
+      '{"name":"ada"}',
+      "--business-key",
+      "cli-order-7",
+      "--wait",
+      "--timeout",
+      "30s",
+      ...connection(),
+    ]);
     expect(triggered.stderr).toBe("");
     expect(triggered.code).toBe(0);
     const runId = /^run ([0-9a-f-]{36}) /.exec(triggered.stdout)?.[1];
@@ -131,6 +145,8 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
       "select table_name from information_schema.tables where table_schema = $1 order by table_name",
       [fresh.schema],
     );
-    expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(["attempts", "flow_definitions", "idempotency_keys", "node_runs", "runs", "workers"]));
+    expect(tables.map((t) => t.table_name)).toEqual(
+      expect.arrayContaining(["attempts", "flow_definitions", "idempotency_keys", "node_runs", "runs", "workers"]),
+    );
   });
 });

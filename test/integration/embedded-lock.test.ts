@@ -48,7 +48,10 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
   beforeAll(async () => {
     const port = await freePort();
     api = `http://127.0.0.1:${port}`;
-    dev = startAx(["dev", "test/fixtures/hello-flow.ts", "--port", String(port), ...connection], { AX_LOG_LEVEL: "info", DATABASE_URL: undefined });
+    dev = startAx(["dev", "test/fixtures/hello-flow.ts", "--port", String(port), ...connection], {
+      AX_LOG_LEVEL: "info",
+      DATABASE_URL: undefined,
+    });
     // PGlite compiles its WebAssembly and migrates on start: slow on a busy machine.
     await dev.waitFor(/ax dev started/, 230_000);
   }, 240_000);
@@ -101,7 +104,10 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(existsSync(`${dataDir}.lock`)).toBe(false);
 
     const gone = await run(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
-    writeFileSync(`${dataDir}.lock`, JSON.stringify({ pid: Number(gone.stdout), hostname: hostname(), startedAt: new Date().toISOString() }));
+    writeFileSync(
+      `${dataDir}.lock`,
+      JSON.stringify({ pid: Number(gone.stdout), hostname: hostname(), startedAt: new Date().toISOString() }),
+    );
     expect(await openEmbedded(dataDir)).toEqual({ opened: true, runs: 1 });
     expect(existsSync(`${dataDir}.lock`)).toBe(false);
   });

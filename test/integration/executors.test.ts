@@ -111,14 +111,18 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
         // The attempt is closed by the cancel itself; wait for the executor to have stopped the child.
         const spinner = done.tasks[0]!.progress as { pid: number };
         if (kind === "process") {
-          await waitFor("the child process to be killed", async () => {
-            try {
-              process.kill(spinner.pid, 0);
-              return false;
-            } catch {
-              return true;
-            }
-          }, 2000);
+          await waitFor(
+            "the child process to be killed",
+            async () => {
+              try {
+                process.kill(spinner.pid, 0);
+                return false;
+              } catch {
+                return true;
+              }
+            },
+            2000,
+          );
         } else await expectNoSpinningThread();
         console.log(`${kind} cancel stopped the spinning child within ${Date.now() - t0} ms`);
         await warmAndCheck(kind);

@@ -40,12 +40,15 @@ describe("FLUSHALL with 100 runs in flight loses no run", () => {
     redisServer = server.child;
     redis = new Redis(server.url);
     // The private Redis is the only one this cluster sees, so FLUSHALL touches no other test.
-    runtime = testRuntime({ ...env, redis: server.url }, {
-      flows: [slowDiamond],
-      maxConcurrency: 20,
-      // Attempts running at the flush end with BullMQ "Missing key" warnings, expected here.
-      logLevel: "error",
-    });
+    runtime = testRuntime(
+      { ...env, redis: server.url },
+      {
+        flows: [slowDiamond],
+        maxConcurrency: 20,
+        // Attempts running at the flush end with BullMQ "Missing key" warnings, expected here.
+        logLevel: "error",
+      },
+    );
     await runtime.start();
     client = runtime.client();
     await effects.init();

@@ -26,7 +26,15 @@ const echoFlow = ax.flow({ name: "gc_echo_flow" }, (input) => {
 });
 
 /** Settles every promise, in order: the value, or the error it rejected with. */
-const settle = <T>(promises: Promise<T>[]) => Promise.all(promises.map((p) => p.then((value) => ({ value }), (error: unknown) => ({ error }))));
+const settle = <T>(promises: Promise<T>[]) =>
+  Promise.all(
+    promises.map((p) =>
+      p.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      ),
+    ),
+  );
 
 describe("group commit: one bad item fails only itself", () => {
   const env = isolate("groupcommit");
@@ -62,14 +70,22 @@ describe("group commit: one bad item fails only itself", () => {
     const settled = await settle(runs.map((run) => batches.submit(run)));
 
     settled.forEach((outcome, i) => {
-      if (!guilty.has(i)) return expect(outcome).toMatchObject({ value: { created: true, runId: runs[i]!.id } });
+      if (!guilty.has(i)) {
+        expect(outcome).toMatchObject({ value: { created: true, runId: runs[i]!.id } });
+        return;
+      }
       const error = (outcome as { error: unknown }).error;
       expect(error).toBeInstanceOf(AxStoreError);
       expect((error as AxStoreError).message).toMatch(/^PostgreSQL refused the statement: .*\(SQLSTATE 22P0\d\)$/);
       expect((error as Error).message).not.toMatch(/marker-|insert into|params/);
     });
     const stored = (await count("select payload->>'marker' as marker from runs where payload ? 'marker'")) as { marker: string }[];
-    expect(stored.map((row) => row.marker).sort()).toEqual(runs.filter((_, i) => !guilty.has(i)).map((run) => (run.payload as { marker: string }).marker).sort());
+    expect(stored.map((row) => row.marker).sort()).toEqual(
+      runs
+        .filter((_, i) => !guilty.has(i))
+        .map((run) => (run.payload as { marker: string }).marker)
+        .sort(),
+    );
   }
 
   it("bisects a refused batch so that only the guilty items fail, each with PostgreSQL's words and nobody else's data", async () => {
@@ -114,12 +130,17 @@ describe("group commit: one bad item fails only itself", () => {
       ),
     );
     settled.forEach((outcome, i) => {
-      if (i !== 7) return expect(outcome).toHaveProperty("value");
+      if (i !== 7) {
+        expect(outcome).toHaveProperty("value");
+        return;
+      }
       const error = (outcome as { error: Error }).error;
       expect(error).toBeInstanceOf(AxStoreError);
       expect(error.message).not.toMatch(/payload-|Failed query|params/);
     });
-    const runs = await Promise.all(settled.filter((o) => "value" in o).map((o) => client.waitForRun((o as { value: string }).value, { timeout: "30s" })));
+    const runs = await Promise.all(
+      settled.filter((o) => "value" in o).map((o) => client.waitForRun((o as { value: string }).value, { timeout: "30s" })),
+    );
     expect(runs.map((run) => run.status)).toEqual(Array(11).fill("success"));
   });
 });

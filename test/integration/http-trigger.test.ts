@@ -17,7 +17,12 @@ interface PaymentEvent {
 const charge = ax.task({ name: "http_charge" }, (e: PaymentEvent) => `charged ${e.order}`);
 const receipt = ax.task({ name: "http_receipt" }, (charged: string) => `receipt for ${charged}`);
 const paymentFlow = ax.flow(
-  { name: "http_payment", idempotencyKey: (e: PaymentEvent) => `payment-${e.event_id}`, businessKey: (e: PaymentEvent) => e.order, maxConcurrentRuns: 3 },
+  {
+    name: "http_payment",
+    idempotencyKey: (e: PaymentEvent) => `payment-${e.event_id}`,
+    businessKey: (e: PaymentEvent) => e.order,
+    maxConcurrentRuns: 3,
+  },
   (e) => {
     receipt(charge(e));
   },
@@ -37,7 +42,11 @@ afterAll(async () => {
 });
 
 async function post(path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${runtime.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch(`${runtime.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
@@ -63,7 +72,11 @@ describe("POST /api/flows/:flow/runs applies the flow's own key functions", () =
   });
 
   it("keys in the request win over the functions", async () => {
-    const answer = await post("/api/flows/http_payment/runs", { payload: { event_id: "e-1", order: "x" }, idempotencyKey: "explicit-1", businessKey: "explicit-order" });
+    const answer = await post("/api/flows/http_payment/runs", {
+      payload: { event_id: "e-1", order: "x" },
+      idempotencyKey: "explicit-1",
+      businessKey: "explicit-order",
+    });
     expect(answer.body.created).toBe(true);
     const run = await runtime.client().getRun(answer.body.runId as string);
     expect(run.idempotencyKey).toBe("explicit-1");
@@ -148,7 +161,11 @@ describe("GET /api/openapi.json", () => {
     expect(triggerSchema.additionalProperties).toBe(false);
     // What the document forbids, the route refuses.
     expect((await post("/api/flows/http_payment/runs", { payload: {}, extra: 1 })).status).toBe(400);
-    const parameters = doc.paths["/api/runs"].get.parameters as { name: string; in: string; schema: { enum?: string[]; maximum?: number } }[];
+    const parameters = doc.paths["/api/runs"].get.parameters as {
+      name: string;
+      in: string;
+      schema: { enum?: string[]; maximum?: number };
+    }[];
     expect(parameters.map((p) => p.name).sort()).toEqual(["businessKey", "flow", "limit", "status"]);
     expect(parameters.find((p) => p.name === "status")!.schema.enum).toEqual([...RUN_STATUSES]);
     expect(parameters.find((p) => p.name === "limit")!.schema.maximum).toBe(500);

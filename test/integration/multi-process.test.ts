@@ -47,10 +47,21 @@ describe("two worker processes started with the CLI share one cluster", () => {
 
     const notSuccess = finished
       .filter((r) => r.status !== "success")
-      .map((r) => `${r.id} ${r.status}: ${r.tasks.filter((t) => t.error).map((t) => `${t.key} ${t.error!.name}: ${t.error!.message}`).join("; ")}`);
+      .map(
+        (r) =>
+          `${r.id} ${r.status}: ${r.tasks
+            .filter((t) => t.error)
+            .map((t) => `${t.key} ${t.error!.name}: ${t.error!.message}`)
+            .join("; ")}`,
+      );
     expect(notSuccess).toEqual([]);
     for (const run of finished) {
-      expect(run.tasks.map((t) => t.result)).toEqual([run.payload, (run.payload as number) + 1, (run.payload as number) + 2, 2 * (run.payload as number) + 3]);
+      expect(run.tasks.map((t) => t.result)).toEqual([
+        run.payload,
+        (run.payload as number) + 1,
+        (run.payload as number) + 2,
+        2 * (run.payload as number) + 3,
+      ]);
     }
     expect(await effects.countsNotOne(NODES, runIds)).toEqual([]);
 

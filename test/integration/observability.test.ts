@@ -19,9 +19,8 @@ const flaky = ax.task({ name: "flaky_report", retries: 1, retryBackoff: "50ms" }
   return parsed.total * 2;
 });
 
-const reportFlow = ax.flow(
-  { name: "report_flow", businessKey: (order: { id: string; items: number[] }) => `order-${order.id}` },
-  (order) => flaky(parse(order)),
+const reportFlow = ax.flow({ name: "report_flow", businessKey: (order: { id: string; items: number[] }) => `order-${order.id}` }, (order) =>
+  flaky(parse(order)),
 );
 
 describe("logs, metrics and the HTTP API of a running cluster", () => {
@@ -98,7 +97,11 @@ describe("logs, metrics and the HTTP API of a running cluster", () => {
     expect(again.status).toBe(200);
     expect(((await again.json()) as { runId: string }).runId).toBe(runId);
     await client.waitForRun(runId, { timeout: "20s" });
-    const run = (await (await fetch(`${runtime.url}/api/runs/${runId}`)).json()) as { status: string; trigger: string; tasks: { key: string; upstream: string[] }[] };
+    const run = (await (await fetch(`${runtime.url}/api/runs/${runId}`)).json()) as {
+      status: string;
+      trigger: string;
+      tasks: { key: string; upstream: string[] }[];
+    };
     expect(run).toMatchObject({ status: "success", trigger: "event" });
     expect(run.tasks.map((t) => [t.key, t.upstream])).toEqual([
       ["parse_order", []],

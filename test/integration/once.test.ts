@@ -55,7 +55,7 @@ function deferred(): Deferred {
 const reached = new Map<string, Deferred>();
 const point = (name: string) => reached.get(name) ?? reached.set(name, deferred()).get(name)!;
 
-async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+async function _waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; !(await check()); await sleep(50)) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
   }
@@ -294,7 +294,9 @@ describe("ax.once(key, fn)", () => {
       expect(stored.ranInAttempt).toBe(1);
       if (kind === "thread") expect(stored.isMainThread).toBe(false);
       else expect(stored.pid).not.toBe(process.pid);
-      expect(await env.sql("select result, claimed_by from once_keys where key = $1", [key])).toEqual([{ result: stored, claimed_by: null }]);
+      expect(await env.sql("select result, claimed_by from once_keys where key = $1", [key])).toEqual([
+        { result: stored, claimed_by: null },
+      ]);
     }, 120_000);
   }
 

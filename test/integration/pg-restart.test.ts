@@ -44,7 +44,14 @@ describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => 
     await runtime.start();
     client = runtime.client();
     for (let i = 0; i < 2; i++) {
-      workers.push(await spawnWorker(FIXTURE, { AX_STORAGE: storage, AX_REDIS: env.redis, AX_PREFIX: env.prefix, AX_LOG_LEVEL: LOG_DIR ? "info" : "warn" }));
+      workers.push(
+        await spawnWorker(FIXTURE, {
+          AX_STORAGE: storage,
+          AX_REDIS: env.redis,
+          AX_PREFIX: env.prefix,
+          AX_LOG_LEVEL: LOG_DIR ? "info" : "warn",
+        }),
+      );
     }
   });
 
@@ -105,7 +112,9 @@ describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => 
     expect(statuses).toEqual([{ status: "success", n: RUNS }]);
     expect((await pool.query(`select count(*)::int as n from node_runs where status <> 'success'`)).rows[0].n).toBe(0);
     // Not applied twice: one successful attempt per node, every attempt closed.
-    expect((await pool.query(`select run_id, node_key from attempts where outcome = 'success' group by 1, 2 having count(*) > 1`)).rows).toEqual([]);
+    expect(
+      (await pool.query(`select run_id, node_key from attempts where outcome = 'success' group by 1, 2 having count(*) > 1`)).rows,
+    ).toEqual([]);
     expect((await pool.query(`select count(*)::int as n from attempts where finished_at is null`)).rows[0].n).toBe(0);
     const sample = await client.getRun((await pool.query(`select id from runs where payload = '"order-0"'::jsonb`)).rows[0].id);
     expect(sample.tasks.map((t) => t.result)).toEqual(["order-0>fetched", "order-0>fetched>priced", "order-0>fetched>priced>confirmed"]);

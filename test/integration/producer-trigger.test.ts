@@ -213,7 +213,9 @@ describe("commit -> dispatch latency", () => {
       }
     }
     const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    console.log(`commit -> job in Redis p50 ${p50(dispatchMs)} ms (max ${Math.max(...dispatchMs)}); commit -> task start p50 ${p50(startMs)} ms (max ${Math.max(...startMs)})`);
+    console.log(
+      `commit -> job in Redis p50 ${p50(dispatchMs)} ms (max ${Math.max(...dispatchMs)}); commit -> task start p50 ${p50(startMs)} ms (max ${Math.max(...startMs)})`,
+    );
     expect(p50(dispatchMs)).toBeLessThanOrEqual(50);
   });
 });
@@ -236,14 +238,18 @@ describe("triggerFlows", () => {
       expect(run.idempotencyKey).toBe(`evt-burst-${i}`);
     });
     // The same events again (a redelivered batch) are the same runs.
-    const again = await client.triggerFlows("order_created", [payloads[7], payloads[3]], { idempotencyKey: (p) => `evt-${(p as { id: string }).id}` });
+    const again = await client.triggerFlows("order_created", [payloads[7], payloads[3]], {
+      idempotencyKey: (p) => `evt-${(p as { id: string }).id}`,
+    });
     expect(again).toEqual([ids[7], ids[3]]);
     console.log(`triggerFlows: 500 runs written and enqueued in ${tookMs} ms`);
   }, 120_000);
 
   it("refuses the whole batch when one payload is bad, writing nothing", async () => {
     const businessKey = (p: unknown) => (p as { id: string }).id;
-    await expect(client.triggerFlows("order_created", [{ id: "fine" }, { id: "bad", at: new Date() }], { businessKey })).rejects.toBeInstanceOf(AxNotJsonError);
+    await expect(
+      client.triggerFlows("order_created", [{ id: "fine" }, { id: "bad", at: new Date() }], { businessKey }),
+    ).rejects.toBeInstanceOf(AxNotJsonError);
     expect(await client.listRuns({ businessKey: "fine" })).toHaveLength(0);
   });
 });

@@ -36,7 +36,12 @@ interface Block {
   firstLine: number;
 }
 
-const MARKDOWN = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const MARKDOWN = [
+  "README.md",
+  ...readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 
 function blocksOf(file: string): Block[] {
   const text = readFileSync(join(ROOT, file), "utf8");
@@ -87,7 +92,10 @@ function compileSamples(): Map<string, string[]> {
     );
   }
   const prelude = program.getSourceFile(PRELUDE)!;
-  problems.set("prelude", program.getSemanticDiagnostics(prelude).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n")));
+  problems.set(
+    "prelude",
+    program.getSemanticDiagnostics(prelude).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n")),
+  );
   return problems;
 }
 

@@ -86,7 +86,12 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     const old = await client.getRun(failedRun);
     expect(run.flowVersion).toBe(old.flowVersion);
     const nodes = byKey(run);
-    expect(nodes.fetch_rows).toMatchObject({ status: "success", reusedFrom: failedRun, attempts: [], result: byKey(old).fetch_rows!.result });
+    expect(nodes.fetch_rows).toMatchObject({
+      status: "success",
+      reusedFrom: failedRun,
+      attempts: [],
+      result: byKey(old).fetch_rows!.result,
+    });
     expect(nodes.extract).toMatchObject({ status: "success", reusedFrom: null, result: { day: "2026-01-01", rows: 3, extracted: true } });
     expect(nodes.load).toMatchObject({ status: "success", reusedFrom: null, result: 3 });
     expect(executions.get("fetch_rows")).toBe(before.fetch_rows);

@@ -26,7 +26,9 @@ const createInvoice = ax.task(
   (input: InvoiceInput) => {
     const { attempt } = ax.context();
     if (attempt <= input.failures) {
-      throw input.error === "ConfigError" ? new ConfigError("invoice template is missing") : new InvoiceApiError(`503 on attempt ${attempt}`);
+      throw input.error === "ConfigError"
+        ? new ConfigError("invoice template is missing")
+        : new InvoiceApiError(`503 on attempt ${attempt}`);
     }
     return { invoice: `INV-${attempt}` };
   },
@@ -98,7 +100,12 @@ function gaps(task: TaskRunInfo): number[] {
 }
 
 /** Polls the run until it ends, keeping every snapshot of one node. */
-async function watchNode(client: Client, runId: string, nodeKey: string, timeoutMs = 20_000): Promise<{ run: RunInfo; seen: TaskRunInfo[] }> {
+async function watchNode(
+  client: Client,
+  runId: string,
+  nodeKey: string,
+  timeoutMs = 20_000,
+): Promise<{ run: RunInfo; seen: TaskRunInfo[] }> {
   const seen: TaskRunInfo[] = [];
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -144,7 +151,9 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
     expect(node.attempts.map((a) => a.error?.name ?? null)).toEqual(["InvoiceApiError", "InvoiceApiError", null]);
 
     const observed = gaps(node);
-    console.log(`create_invoice gaps between attempts: ${observed.join(" ms, ")} ms (expected ${BACKOFF_MS}±${JITTER * 100}%, ${2 * BACKOFF_MS}±${JITTER * 100}%)`);
+    console.log(
+      `create_invoice gaps between attempts: ${observed.join(" ms, ")} ms (expected ${BACKOFF_MS}±${JITTER * 100}%, ${2 * BACKOFF_MS}±${JITTER * 100}%)`,
+    );
     observed.forEach((gap, i) => {
       const base = BACKOFF_MS * 2 ** i;
       // Both clocks are this machine's; a few ms between PostgreSQL's now() and Date.now().
@@ -181,9 +190,12 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
   });
 
   it("gives up after `retries` extra attempts when InvoiceApiError keeps coming", async () => {
-    const run = await client.waitForRun(await client.triggerFlow("invoice", { error: "InvoiceApiError", failures: 99 } satisfies InvoiceInput), {
-      timeout: "30s",
-    });
+    const run = await client.waitForRun(
+      await client.triggerFlow("invoice", { error: "InvoiceApiError", failures: 99 } satisfies InvoiceInput),
+      {
+        timeout: "30s",
+      },
+    );
     expect(run.status).toBe("failed");
     expect(run.tasks[0]!.attempts.map((a) => a.outcome)).toEqual(["failed", "failed", "failed", "failed"]);
   });
@@ -201,7 +213,12 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
     await expect.poll(() => events.filter((e) => e.runId === runId).map((e) => e.name)).toContain("run_succeeded");
     const failed = events.filter((e) => e.runId === runId && e.name === "task_failed");
     expect(failed).toHaveLength(1);
-    expect(failed[0]).toMatchObject({ flow: "notify", nodeKey: "send_notification", attempt: 1, error: { message: "SMTP relay refused the message" } });
+    expect(failed[0]).toMatchObject({
+      flow: "notify",
+      nodeKey: "send_notification",
+      attempt: 1,
+      error: { message: "SMTP relay refused the message" },
+    });
   });
 
   it("honours RetryAfterError: the next attempt starts after exactly that delay, not the backoff", async () => {

@@ -9,7 +9,9 @@ import { testRuntime } from "../helpers/runtime.js";
 import { ticksOf } from "../helpers/schedule-ticks.js";
 
 const ping = ax.task({ name: "admin_ping" }, () => ax.context().logicalDate);
-const scheduled = ax.flow({ name: "admin_flow", schedule: { cron: "* * * * * *", timezone: "Europe/Berlin" }, overlap: "allow" }, () => ping());
+const scheduled = ax.flow({ name: "admin_flow", schedule: { cron: "* * * * * *", timezone: "Europe/Berlin" }, overlap: "allow" }, () =>
+  ping(),
+);
 const unscheduled = ax.flow({ name: "admin_flow" }, () => ping());
 
 async function axCli(env: { storage: string; prefix: string }, args: string[]): Promise<string> {

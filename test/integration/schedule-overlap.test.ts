@@ -31,7 +31,9 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
     // Paused: no new ticks; a queued tick still gets its run once the earlier one ends.
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const open = await env.sql("select 1 from runs where status in ('pending', 'running') union all select 1 from schedule_ticks where status = 'queued' and run_id is null");
+      const open = await env.sql(
+        "select 1 from runs where status in ('pending', 'running') union all select 1 from schedule_ticks where status = 'queued' and run_id is null",
+      );
       if (open.length === 0) break;
       if (Date.now() > deadline) throw new Error("runs did not finish");
       await sleep(200);
@@ -48,7 +50,10 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
     for (const flow of flows) {
       const recorded = ticks.get(flow.name)!;
       expect(recorded.length, flow.name).toBeGreaterThanOrEqual(5);
-      expect(steps(recorded).every((s) => s === 1), flow.name).toBe(true);
+      expect(
+        steps(recorded).every((s) => s === 1),
+        flow.name,
+      ).toBe(true);
     }
   });
 
@@ -92,7 +97,8 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
     expect(recorded.every((t) => t.status === "created" && t.run_id)).toBe(true);
     const runs = runsOf(recorded);
     // A run cancelled before its first attempt never started: only started runs are compared.
-    for (let i = 1; i < runs.length; i++) if (runs[i]!.started !== null) expect(runs[i]!.started!).toBeGreaterThanOrEqual(runs[i - 1]!.finished!);
+    for (let i = 1; i < runs.length; i++)
+      if (runs[i]!.started !== null) expect(runs[i]!.started!).toBeGreaterThanOrEqual(runs[i - 1]!.finished!);
     expect(runs.slice(0, -1).every((r) => r.run_status === "cancelled")).toBe(true);
     expect(runs.at(-1)!.run_status).toBe("success");
   });

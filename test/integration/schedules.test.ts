@@ -39,7 +39,9 @@ describe("a 1-second schedule with two coordinator processes", () => {
     const lags = ticks.map((t) => t.created! - t.at).sort((a, b) => a - b);
     console.info(`schedule lag ms: median ${lags[Math.floor(lags.length / 2)]}, max ${lags.at(-1)} over ${lags.length} ticks`);
     expect(lags[0]!).toBeGreaterThanOrEqual(0);
-    const runs = await env.sql<{ n: string; dates: string }>("select count(*) as n, count(distinct logical_date) as dates from runs where flow = 'every_second'");
+    const runs = await env.sql<{ n: string; dates: string }>(
+      "select count(*) as n, count(distinct logical_date) as dates from runs where flow = 'every_second'",
+    );
     expect(Number(runs[0]!.n)).toBe(ticks.length);
     expect(Number(runs[0]!.dates)).toBe(ticks.length);
     for (const tick of ticks) {

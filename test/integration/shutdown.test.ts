@@ -113,7 +113,18 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
   it("the CLI exits within the stop timeout + 5 s of SIGTERM while its Redis is gone, and logs Redis errors instead of ioredis's stderr dump", async () => {
     const redis = await startPrivateRedis();
     const worker = startAx(
-      ["worker", "test/fixtures/hello-flow.ts", "--storage", env.storage, "--redis", redis.url, "--prefix", env.prefix, "--stop-timeout", "2"],
+      [
+        "worker",
+        "test/fixtures/hello-flow.ts",
+        "--storage",
+        env.storage,
+        "--redis",
+        redis.url,
+        "--prefix",
+        env.prefix,
+        "--stop-timeout",
+        "2",
+      ],
       { AX_LOG_LEVEL: "info" },
     );
     try {
@@ -138,9 +149,12 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
     const redis = await startPrivateRedis();
     redis.child.process.kill("SIGKILL");
     await redis.child.stop(0);
-    const worker = startAx(["worker", "test/fixtures/hello-flow.ts", "--storage", env.storage, "--redis", redis.url, "--prefix", env.prefix], {
-      AX_LOG_LEVEL: "warn",
-    });
+    const worker = startAx(
+      ["worker", "test/fixtures/hello-flow.ts", "--storage", env.storage, "--redis", redis.url, "--prefix", env.prefix],
+      {
+        AX_LOG_LEVEL: "warn",
+      },
+    );
     try {
       await worker.waitFor(/Redis connection failed/, 80_000);
       // Several reconnects later, still nothing on stderr from ioredis itself.

@@ -44,7 +44,9 @@ describe("a trigger whose rows are committed succeeds whatever Redis does", () =
     await env.cleanup();
   });
 
-  it("Redis refusing writes (OOM): every trigger of the batch resolves with its run, which runs once Redis has room", { timeout: 90_000 }, async () => {
+  it("Redis refusing writes (OOM): every trigger of the batch resolves with its run, which runs once Redis has room", {
+    timeout: 90_000,
+  }, async () => {
     await admin.config("SET", "maxmemory-policy", "noeviction");
     await admin.config("SET", "maxmemory", "1");
     let runIds: string[];

@@ -1,10 +1,18 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { AxRunNotFoundError, AxWaitTimeoutError, parseDuration, type Duration, type RunInfo, type RunSummary, type TriggerOptions } from "ax-scheduler";
+import {
+  AxRunNotFoundError,
+  AxWaitTimeoutError,
+  parseDuration,
+  type Duration,
+  type RunInfo,
+  type RunSummary,
+  type TriggerOptions,
+} from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
 import { TERMINAL_RUN_STATUSES, type RunFilter } from "@ax/store";
 import { AxApiError, AxApiUnreachableError } from "./errors.js";
 import type { RunsApi } from "./runs-api.js";
-import { type DataDirHolder } from "@ax/common";
+import type { DataDirHolder } from "@ax/common";
 
 const REQUEST_TIMEOUT_MS = 30_000;
 

@@ -137,7 +137,10 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         flows: await loadFlows(entry),
         config: flags.config,
         maxConcurrency: flags.concurrency,
-        queues: flags.queues?.split(",").map((q) => q.trim()).filter(Boolean),
+        queues: flags.queues
+          ?.split(",")
+          .map((q) => q.trim())
+          .filter(Boolean),
         roles,
         port: flags.port,
         metricsPort: flags.metricsPort,
@@ -170,7 +173,14 @@ export async function main(argv: string[]): Promise<void> {
         "server",
       );
       if (entry) {
-        const runtime = new Runtime({ ...connection(program), flows: await loadFlows(entry), config: flags.config, roles: ["api"], port: flags.port, host: flags.host });
+        const runtime = new Runtime({
+          ...connection(program),
+          flows: await loadFlows(entry),
+          config: flags.config,
+          roles: ["api"],
+          port: flags.port,
+          host: flags.host,
+        });
         await serve(runtime, "server", "5s");
         return;
       }
@@ -181,7 +191,10 @@ export async function main(argv: string[]): Promise<void> {
       const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
       const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
       const server = await startServer({ db: store.db, queues, registry: new Registry(), log, port: flags.port, host: flags.host });
-      log.info({ url: server.url }, "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)");
+      log.info(
+        { url: server.url },
+        "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",
+      );
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
@@ -226,21 +239,25 @@ export async function main(argv: string[]): Promise<void> {
         "trigger",
       );
       const flows = flags.entry ? await loadFlows(flags.entry) : undefined;
-      await withClient(program, async (client) => {
-        const runId = await client.triggerFlow(flow, flags.payload, {
-          idempotencyKey: flags.idempotencyKey,
-          businessKey: flags.businessKey,
-          delay: flags.delay,
-          priority: flags.priority,
-        });
-        if (!flags.wait) {
-          console.log(runId);
-          return;
-        }
-        const run = await client.waitForRun(runId, { timeout: flags.timeout });
-        console.log(renderRun(run));
-        if (run.status !== "success") process.exitCode = 1;
-      }, flows);
+      await withClient(
+        program,
+        async (client) => {
+          const runId = await client.triggerFlow(flow, flags.payload, {
+            idempotencyKey: flags.idempotencyKey,
+            businessKey: flags.businessKey,
+            delay: flags.delay,
+            priority: flags.priority,
+          });
+          if (!flags.wait) {
+            console.log(runId);
+            return;
+          }
+          const run = await client.waitForRun(runId, { timeout: flags.timeout });
+          console.log(renderRun(run));
+          if (run.status !== "success") process.exitCode = 1;
+        },
+        flows,
+      );
     });
 
   program

@@ -4,7 +4,10 @@ import { z } from "zod";
 export const connectionFlags = z.object({
   storage: z.string().url().optional(),
   redis: z.string().url().optional(),
-  prefix: z.string().regex(/^[A-Za-z0-9_-]+$/).optional(),
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .optional(),
   dataDir: z.string().optional(),
 });
 
@@ -13,7 +16,9 @@ export type ConnectionFlags = z.infer<typeof connectionFlags>;
 export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command: string): z.infer<S> {
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `--${String(i.path[0] ?? "?").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`);
+    const problems = parsed.error.issues.map(
+      (i) => `--${String(i.path[0] ?? "?").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`,
+    );
     throw new Error(`ax ${command}: ${problems.join("; ")}`);
   }
   return parsed.data;

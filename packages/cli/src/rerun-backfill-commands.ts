@@ -21,7 +21,9 @@ const jsonText = z.string().transform((text, ctx) => {
   }
 });
 
-const instant = z.string().refine((text) => !Number.isNaN(new Date(text).getTime()), "not a date; use ISO 8601, e.g. 2026-01-01 or 2026-01-01T00:00:00Z");
+const instant = z
+  .string()
+  .refine((text) => !Number.isNaN(new Date(text).getTime()), "not a date; use ISO 8601, e.g. 2026-01-01 or 2026-01-01T00:00:00Z");
 
 /** `ax rerun`, `ax backfill`, `ax backfill cancel`, `ax backfills`. */
 export function addRerunBackfillCommands(program: Command, withClient: WithClient): void {
@@ -66,7 +68,9 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
 
   program
     .command("backfill <flow> [id]")
-    .description("one run per schedule tick of <flow> in [--from, --to), a few at a time, with a progress bar; `ax backfill cancel <id>` cancels one")
+    .description(
+      "one run per schedule tick of <flow> in [--from, --to), a few at a time, with a progress bar; `ax backfill cancel <id>` cancels one",
+    )
     .option("--from <date>", "first tick included (ISO 8601)")
     .option("--to <date>", "end of the range, excluded (ISO 8601)")
     .option("--max-concurrent <n>", "runs at once (default: the flow's maxConcurrentRuns, else 10)")
@@ -108,7 +112,15 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
       await withClient(async (client) => {
         for (const b of await client.listBackfills({ limit: flags.limit })) {
           console.log(
-            [b.id, b.flow, b.status.padEnd(9), `${b.done}/${b.ticks} done`, `${b.failed} failed`, `${b.running} running`, `${b.from} -> ${b.to}`].join("  "),
+            [
+              b.id,
+              b.flow,
+              b.status.padEnd(9),
+              `${b.done}/${b.ticks} done`,
+              `${b.failed} failed`,
+              `${b.running} running`,
+              `${b.from} -> ${b.to}`,
+            ].join("  "),
           );
         }
       });
@@ -148,9 +160,13 @@ async function followBackfill(client: Client, first: BackfillInfo): Promise<void
     bar.stop();
   }
   if (stopped) {
-    console.log(`stopped watching; backfill ${first.id} keeps running (ax backfills to follow it, ax backfill cancel ${first.id} to cancel it)`);
+    console.log(
+      `stopped watching; backfill ${first.id} keeps running (ax backfills to follow it, ax backfill cancel ${first.id} to cancel it)`,
+    );
     return;
   }
-  console.log(`backfill ${first.id} ${info.status === "cancelled" ? "cancelled" : "finished"}: ${info.succeeded} succeeded, ${info.failed} failed, ${info.cancelled} cancelled`);
+  console.log(
+    `backfill ${first.id} ${info.status === "cancelled" ? "cancelled" : "finished"}: ${info.succeeded} succeeded, ${info.failed} failed, ${info.cancelled} cancelled`,
+  );
   if (info.failed > 0 || info.status === "cancelled") process.exitCode = 1;
 }

@@ -24,7 +24,12 @@ export function addScheduleCommands(program: Command, withClient: WithClient): v
       await withClient(async (client) => {
         const schedules = await client.listSchedules();
         if (raw.json) console.log(JSON.stringify(schedules, null, 2));
-        else console.log(schedules.length ? schedules.map(describe).join("\n") : "no schedules (a schedule is registered when a coordinator defining it starts)");
+        else
+          console.log(
+            schedules.length
+              ? schedules.map(describe).join("\n")
+              : "no schedules (a schedule is registered when a coordinator defining it starts)",
+          );
       });
     });
 

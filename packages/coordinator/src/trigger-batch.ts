@@ -1,4 +1,13 @@
-import { admitHeldRuns, createRuns, createRunsInTransaction, type CreatedRun, type Db, type FlowVersion, type NewRun, type ReadyNode } from "@ax/store";
+import {
+  admitHeldRuns,
+  createRuns,
+  createRunsInTransaction,
+  type CreatedRun,
+  type Db,
+  type FlowVersion,
+  type NewRun,
+  type ReadyNode,
+} from "@ax/store";
 import { isCapped, prepareRun, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
 
 /** Runs written by one statement; larger bursts are split, inside one transaction. */
@@ -43,7 +52,8 @@ async function writeRuns(db: Db, runs: NewRun[]): Promise<CreatedRun[]> {
   if (runs.length <= RUNS_PER_STATEMENT) return createRuns(db, runs);
   return db.transaction(async (tx) => {
     const created: CreatedRun[] = [];
-    for (let i = 0; i < runs.length; i += RUNS_PER_STATEMENT) created.push(...(await createRuns(tx, runs.slice(i, i + RUNS_PER_STATEMENT))));
+    for (let i = 0; i < runs.length; i += RUNS_PER_STATEMENT)
+      created.push(...(await createRuns(tx, runs.slice(i, i + RUNS_PER_STATEMENT))));
     return created;
   });
 }

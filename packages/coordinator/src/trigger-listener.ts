@@ -32,9 +32,17 @@ export class TriggerListener {
       runsChannel(this.store.schema),
       (runId) => {
         if (!UUID.test(runId)) return;
-        this.dispatch.submit(runId).catch((error: unknown) => this.log.warn({ err: error, runId }, "could not enqueue a run created in a transaction; the reconciler will"));
+        this.dispatch
+          .submit(runId)
+          .catch((error: unknown) =>
+            this.log.warn({ err: error, runId }, "could not enqueue a run created in a transaction; the reconciler will"),
+          );
       },
-      (error) => this.log.warn({ err: error }, "lost the connection listening for runs created in transactions; reconnecting (the reconciler enqueues what was missed)"),
+      (error) =>
+        this.log.warn(
+          { err: error },
+          "lost the connection listening for runs created in transactions; reconnecting (the reconciler enqueues what was missed)",
+        ),
     );
   }
 

@@ -47,9 +47,11 @@ async function once<T>(key: string, fn: () => T | Promise<T>): Promise<Awaited<T
     assertJson(result, `result of ax.once("${key}")`);
     return (await ticket.complete(result)) as Awaited<T>;
   } catch (error) {
-    await ticket.release().catch((err: unknown) =>
-      current.log.warn({ err, key }, "could not release the ax.once claim; it is taken over when its lease lapses"),
-    );
+    await ticket
+      .release()
+      .catch((err: unknown) =>
+        current.log.warn({ err, key }, "could not release the ax.once claim; it is taken over when its lease lapses"),
+      );
     throw error;
   }
 }

@@ -1,5 +1,21 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { cancelBackfill, cancelRun, describeSchedules, FlowCaps, rerunRun, setPaused, startBackfill, triggerRun, triggerRuns, type BackfillStarted, type CancelResult, type RerunOptions, type ScheduleInfo, type TriggerDeps, type TriggerRequest } from "@ax/coordinator";
+import {
+  cancelBackfill,
+  cancelRun,
+  describeSchedules,
+  FlowCaps,
+  rerunRun,
+  setPaused,
+  startBackfill,
+  triggerRun,
+  triggerRuns,
+  type BackfillStarted,
+  type CancelResult,
+  type RerunOptions,
+  type ScheduleInfo,
+  type TriggerDeps,
+  type TriggerRequest,
+} from "@ax/coordinator";
 import { AxBackfillNotFoundError } from "@ax/common";
 import {
   backfillInfo,
@@ -64,7 +80,10 @@ export class Client {
   private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();
   private readonly caps: FlowCaps;
 
-  constructor(private readonly options: ClientOptions = {}, shared?: Connections) {
+  constructor(
+    private readonly options: ClientOptions = {},
+    shared?: Connections,
+  ) {
     this.connections = shared ?? openConnections(options);
     this.ownsConnections = !shared;
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
@@ -141,7 +160,9 @@ export class Client {
    * and its status). Throws AxRunNotFoundError for an unknown id.
    */
   async cancel(runId: string): Promise<CancelResult> {
-    const result = UUID.test(runId) ? await cancelRun({ db: this.connections.store.db, queues: this.connections.queues }, runId) : undefined;
+    const result = UUID.test(runId)
+      ? await cancelRun({ db: this.connections.store.db, queues: this.connections.queues }, runId)
+      : undefined;
     if (!result) throw new AxRunNotFoundError(runId);
     return result;
   }
@@ -157,7 +178,12 @@ export class Client {
    */
   async rerun(runId: string, options: RerunOptions = {}): Promise<string> {
     const knownTasks = this.flows.size === 0 ? undefined : new Set([...this.flows.values()].flatMap((f) => [...f.tasks.keys()]));
-    const deps = { db: this.connections.store.db, queues: this.connections.queues, maxPayloadBytes: this.options.maxPayloadBytes, knownTasks };
+    const deps = {
+      db: this.connections.store.db,
+      queues: this.connections.queues,
+      maxPayloadBytes: this.options.maxPayloadBytes,
+      knownTasks,
+    };
     const runIdFound = UUID.test(runId) ? await rerunRun(deps, runId, options) : undefined;
     if (!runIdFound) throw new AxRunNotFoundError(runId);
     return runIdFound;

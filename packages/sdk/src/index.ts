@@ -9,12 +9,12 @@ export type { TaskOptions, FlowOptions } from "./options.js";
 export { resolveTaskOptions } from "./options.js";
 export { parseDuration, type Duration } from "./duration.js";
 export { loadRuntimeConfig, parseRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
-export { type CancelResult } from "@ax/coordinator";
+export type { CancelResult } from "@ax/coordinator";
 export type { ScheduleInfo } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
 export type { RerunOptions, BackfillStarted } from "@ax/coordinator";
 export type { BackfillInfo } from "@ax/store";
 export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
-export { type TaskContext, type AxEvent, type AxEventName, type ResolvedTaskOptions } from "@ax/worker";
+export type { TaskContext, AxEvent, AxEventName, ResolvedTaskOptions } from "@ax/worker";
 // Every error ax throws or stores, one family per module of @ax/common.
 export * from "@ax/common";

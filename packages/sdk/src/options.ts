@@ -12,9 +12,7 @@ const errorMatcher = z.union([
 ]);
 
 /** Task names become node keys and job names: `#` is reserved for repeated uses. */
-export const taskName = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, "use letters, digits, _ . and - (starting with a letter or _)");
+export const taskName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, "use letters, digits, _ . and - (starting with a letter or _)");
 
 /** Options a task may set in code (camelCase) or YAML (snake_case, mapped to these). */
 export const taskOverridesSchema = z
@@ -34,9 +32,7 @@ export const taskOverridesSchema = z
     pool: z.union([z.string().min(1), z.object({ name: z.string().min(1), slots: z.number().int().positive() }).strict()]),
     queue: z.string().regex(/^[A-Za-z0-9_-]+$/, "use letters, digits, _ and -"),
     executor: z.enum(["inline", "thread", "process"]),
-    resources: z
-      .object({ memoryMb: z.number().positive().optional(), cpuSeconds: z.number().positive().optional() })
-      .strict(),
+    resources: z.object({ memoryMb: z.number().positive().optional(), cpuSeconds: z.number().positive().optional() }).strict(),
     maxResultBytes: z.number().int().positive(),
     alertGroup: z.string().min(1),
   })

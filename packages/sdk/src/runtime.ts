@@ -1,8 +1,25 @@
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Admission, Reconciler, ScheduleLoop, scheduleLagMetric, TriggerListener, type AdmissionOptions, type ReconcilerOptions } from "@ax/coordinator";
-import { migrate, msUntil, registerFlowVersion, registerSchedules, saveFlowSettings, within, type FlowDag, type ScheduleDefinition } from "@ax/store";
+import {
+  Admission,
+  Reconciler,
+  ScheduleLoop,
+  scheduleLagMetric,
+  TriggerListener,
+  type AdmissionOptions,
+  type ReconcilerOptions,
+} from "@ax/coordinator";
+import {
+  migrate,
+  msUntil,
+  registerFlowVersion,
+  registerSchedules,
+  saveFlowSettings,
+  within,
+  type FlowDag,
+  type ScheduleDefinition,
+} from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
@@ -110,7 +127,8 @@ export class Runtime {
         'a Runtime was started inside a thread/process executor: it imports the module that defined the task it runs. Define tasks with executor "thread" or "process" in a module that does not start the Runtime.',
       );
     }
-    if (this.options.config) this.applyConfig(loadRuntimeConfig(this.options.config, { tasks: this.tasks.keys(), flows: this.flows.map((f) => f.name) }));
+    if (this.options.config)
+      this.applyConfig(loadRuntimeConfig(this.options.config, { tasks: this.tasks.keys(), flows: this.flows.map((f) => f.name) }));
     const connections = openConnections(this.options, this.log);
     this.connections = connections;
     const { store, queues } = connections;
@@ -140,7 +158,11 @@ export class Runtime {
     if (this.roles.includes("coordinator")) {
       this.reconciler = new Reconciler(store.db, queues, this.log.child({ component: "reconciler" }), this.options.reconciler);
       this.reconciler.start();
-      await registerSchedules(store.db, this.flows.map((f) => f.name), this.scheduleDefinitions());
+      await registerSchedules(
+        store.db,
+        this.flows.map((f) => f.name),
+        this.scheduleDefinitions(),
+      );
       this.schedules = new ScheduleLoop({
         db: store.db,
         queues,
@@ -196,7 +218,14 @@ export class Runtime {
     this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
     this.worker = this.connections = undefined;
     await within(
-      Promise.all([server?.close(), metricsServer?.close(), reconciler?.stop(), schedules?.stop(), triggerListener?.stop(), admission?.stop()]),
+      Promise.all([
+        server?.close(),
+        metricsServer?.close(),
+        reconciler?.stop(),
+        schedules?.stop(),
+        triggerListener?.stop(),
+        admission?.stop(),
+      ]),
       msUntil(deadline),
     );
     await worker?.stop(msUntil(deadline));

@@ -6,7 +6,8 @@ import { AxConfigError, AxDefinitionError } from "@ax/common";
 import { resolveSchedule, type FlowOptions } from "./options.js";
 
 const step = defineTask({ name: "nightly_step" }, () => 1);
-const define = (options: Partial<FlowOptions<unknown>>) => defineFlow({ name: "nightly", ...options } as FlowOptions<unknown>, () => step());
+const define = (options: Partial<FlowOptions<unknown>>) =>
+  defineFlow({ name: "nightly", ...options } as FlowOptions<unknown>, () => step());
 
 function definitionError(options: Partial<FlowOptions<unknown>>): string {
   try {
@@ -20,7 +21,10 @@ function definitionError(options: Partial<FlowOptions<unknown>>): string {
 
 function yamlError(flowYaml: string): AxConfigError {
   try {
-    parseRuntimeConfig(["max_concurrency: 4", "flows:", `  nightly: ${flowYaml}`].join("\n"), "config/runtime.yaml", { tasks: [], flows: ["nightly"] });
+    parseRuntimeConfig(["max_concurrency: 4", "flows:", `  nightly: ${flowYaml}`].join("\n"), "config/runtime.yaml", {
+      tasks: [],
+      flows: ["nightly"],
+    });
   } catch (error) {
     expect(error).toBeInstanceOf(AxConfigError);
     return error as AxConfigError;
@@ -31,13 +35,17 @@ function yamlError(flowYaml: string): AxConfigError {
 describe("schedule options at definition", () => {
   it("accepts 5- and 6-field cron, IANA zones, every overlap and catch-up policy", () => {
     expect(() => define({ schedule: "0 2 * * *", overlap: "cancel_previous", catchUp: "all", maxCatchUp: 5 })).not.toThrow();
-    expect(() => define({ schedule: { cron: "*/10 * * * * *", timezone: "Europe/Berlin" }, overlap: "queue", catchUp: "latest" })).not.toThrow();
+    expect(() =>
+      define({ schedule: { cron: "*/10 * * * * *", timezone: "Europe/Berlin" }, overlap: "queue", catchUp: "latest" }),
+    ).not.toThrow();
   });
 
   it("refuses a bad cron, an unknown zone, a bad overlap or catchUp, naming the flow and the field", () => {
     expect(definitionError({ schedule: "every day" })).toMatch(/flow "nightly" .*schedule: .*"every day" has 2 fields/);
     expect(definitionError({ schedule: "99 * * * *" })).toMatch(/flow "nightly" .*schedule: .*not a valid cron/);
-    expect(definitionError({ schedule: { cron: "0 2 * * *", timezone: "Europe/Atlantis" } })).toMatch(/flow "nightly" .*schedule\.timezone: unknown time zone "Europe\/Atlantis"/);
+    expect(definitionError({ schedule: { cron: "0 2 * * *", timezone: "Europe/Atlantis" } })).toMatch(
+      /flow "nightly" .*schedule\.timezone: unknown time zone "Europe\/Atlantis"/,
+    );
     expect(definitionError({ schedule: "0 2 * * *", overlap: "wait" as never })).toMatch(/flow "nightly" .*overlap/);
     expect(definitionError({ schedule: "0 2 * * *", catchUp: "some" as never })).toMatch(/flow "nightly" .*catchUp/);
     expect(definitionError({ schedule: "0 2 * * *", maxCatchUp: 0 })).toMatch(/flow "nightly" .*maxCatchUp/);
@@ -52,7 +60,13 @@ describe("schedule options at definition", () => {
       catchUp: "none",
       maxCatchUp: 100,
     });
-    expect(resolveSchedule("nightly", { schedule: "0 2 * * *", overlap: "allow" }, { schedule: { cron: "0 3 * * *", timezone: "Asia/Tokyo" }, catchUp: "latest" })).toMatchObject({
+    expect(
+      resolveSchedule(
+        "nightly",
+        { schedule: "0 2 * * *", overlap: "allow" },
+        { schedule: { cron: "0 3 * * *", timezone: "Asia/Tokyo" }, catchUp: "latest" },
+      ),
+    ).toMatchObject({
       cron: "0 3 * * *",
       timezone: "Asia/Tokyo",
       overlap: "allow",
@@ -65,7 +79,10 @@ describe("schedule options at definition", () => {
 describe("schedule options in runtime.yaml", () => {
   it("accepts catch_up and max_catch_up", () => {
     const config = parseRuntimeConfig(
-      ["flows:", '  nightly: { schedule: { cron: "30 2 * * *", timezone: America/New_York }, overlap: cancel_previous, catch_up: all, max_catch_up: 7 }'].join("\n"),
+      [
+        "flows:",
+        '  nightly: { schedule: { cron: "30 2 * * *", timezone: America/New_York }, overlap: cancel_previous, catch_up: all, max_catch_up: 7 }',
+      ].join("\n"),
       "config/runtime.yaml",
       { tasks: [], flows: ["nightly"] },
     );

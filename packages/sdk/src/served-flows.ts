@@ -9,7 +9,9 @@ import type { Flow } from "./definition/flow.js";
 export function servedFlows(flows: Flow<any>[], overrides: Record<string, Record<string, unknown>>): ServedFlow[] {
   return flows.map((flow) => {
     const merged: Record<string, unknown> = { ...flow.options, ...overrides[flow.name] };
-    const options = Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== undefined && typeof value !== "function")) as Record<string, Json>;
+    const options = Object.fromEntries(
+      Object.entries(merged).filter(([, value]) => value !== undefined && typeof value !== "function"),
+    ) as Record<string, Json>;
     return {
       name: flow.name,
       idempotencyKey: flow.options.idempotencyKey,

@@ -29,7 +29,10 @@ export interface RunTimingOptions {
 const timing = z
   .object({
     delay: durationMs.optional(),
-    runAt: z.date().refine((d) => !Number.isNaN(d.getTime()), "is an invalid Date").optional(),
+    runAt: z
+      .date()
+      .refine((d) => !Number.isNaN(d.getTime()), "is an invalid Date")
+      .optional(),
     priority: z.number().int().min(1).max(MAX_PRIORITY).optional(),
   })
   .refine((o) => o.delay === undefined || o.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] });

@@ -17,7 +17,13 @@ export const triggerBody = z
     idempotencyKey: z.string().min(1).optional().meta({ description: "wins over the flow's own idempotencyKey function" }),
     businessKey: z.string().min(1).optional().meta({ description: "wins over the flow's own businessKey function" }),
     runAt: z.iso.datetime({ offset: true }).optional().meta({ description: "start the run's first nodes at this time (ISO 8601)" }),
-    priority: z.number().int().min(1).max(2 ** 21).optional().meta({ description: "BullMQ priority of every job of the run, 1 served first" }),
+    priority: z
+      .number()
+      .int()
+      .min(1)
+      .max(2 ** 21)
+      .optional()
+      .meta({ description: "BullMQ priority of every job of the run, 1 served first" }),
   })
   .strict();
 
@@ -80,8 +86,14 @@ const badRequest = { description: "the request does not match its schema", schem
 /** Every route of the HTTP API, keyed `METHOD url` as fastify registers it. */
 export const API_ROUTES: Record<string, RouteDoc> = {
   "GET /healthz": { summary: "liveness", responses: { 200: { description: "alive", schema: z.object({ ok: z.literal(true) }) } } },
-  "GET /metrics": { summary: "Prometheus metrics", responses: { 200: { description: "Prometheus text format", contentType: "text/plain" } } },
-  "GET /api/openapi.json": { summary: "this document", responses: { 200: { description: "OpenAPI 3.1 document", schema: z.record(z.string(), jsonValue) } } },
+  "GET /metrics": {
+    summary: "Prometheus metrics",
+    responses: { 200: { description: "Prometheus text format", contentType: "text/plain" } },
+  },
+  "GET /api/openapi.json": {
+    summary: "this document",
+    responses: { 200: { description: "OpenAPI 3.1 document", schema: z.record(z.string(), jsonValue) } },
+  },
   "GET /api/flows": {
     summary: "registered flow names",
     responses: { 200: { description: "flow names", schema: z.object({ flows: z.array(z.string()) }) } },
@@ -96,12 +108,19 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     query: listQuery,
     responses: { 200: { description: "run summaries", schema: z.object({ runs: z.array(runSummary) }) }, 400: badRequest },
   },
-  "GET /api/runs/:id": { summary: "one run with its nodes and attempts", params: runIdParams, responses: { 200: { description: "the run", schema: runInfo }, 404: notFound } },
+  "GET /api/runs/:id": {
+    summary: "one run with its nodes and attempts",
+    params: runIdParams,
+    responses: { 200: { description: "the run", schema: runInfo }, 404: notFound },
+  },
   "POST /api/runs/:id/cancel": {
     summary: "cancel a run",
     params: runIdParams,
     responses: {
-      200: { description: "cancel result", schema: z.object({ runId: z.string(), cancelled: z.boolean(), status: z.string(), removedJobs: z.number().int() }) },
+      200: {
+        description: "cancel result",
+        schema: z.object({ runId: z.string(), cancelled: z.boolean(), status: z.string(), removedJobs: z.number().int() }),
+      },
       404: notFound,
     },
   },
@@ -129,7 +148,10 @@ export const API_ROUTES: Record<string, RouteDoc> = {
   "POST /api/flows/:flow/schedule/resume": {
     summary: "resume a flow's schedule",
     params: flowParams,
-    responses: { 200: { description: "resumed", schema: pausedAnswer }, 404: { description: "the flow has no schedule", schema: apiError } },
+    responses: {
+      200: { description: "resumed", schema: pausedAnswer },
+      404: { description: "the flow has no schedule", schema: apiError },
+    },
   },
   "POST /api/runs/:id/rerun": {
     summary: "rerun a finished run (failed nodes, from a node, or all)",
@@ -159,7 +181,10 @@ export const API_ROUTES: Record<string, RouteDoc> = {
   "GET /api/backfills/:id": {
     summary: "one backfill's progress",
     params: backfillIdParams,
-    responses: { 200: { description: "the backfill", schema: z.record(z.string(), jsonValue) }, 404: { description: "unknown backfill", schema: apiError } },
+    responses: {
+      200: { description: "the backfill", schema: z.record(z.string(), jsonValue) },
+      404: { description: "unknown backfill", schema: apiError },
+    },
   },
   "POST /api/backfills/:id/cancel": {
     summary: "cancel a backfill: unstarted runs end cancelled, started ones are cancelled",

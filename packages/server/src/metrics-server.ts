@@ -3,7 +3,11 @@ import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 
 /** A bare /metrics endpoint for processes without the API role (workers), so Prometheus can scrape each. */
-export async function startMetricsServer(registry: Registry, port: number, host = "0.0.0.0"): Promise<{ url: string; close(): Promise<void> }> {
+export async function startMetricsServer(
+  registry: Registry,
+  port: number,
+  host = "0.0.0.0",
+): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((request, response) => {
     if (request.url !== "/metrics") {
       response.writeHead(404).end("only /metrics here\n");

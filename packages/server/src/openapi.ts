@@ -57,11 +57,16 @@ export function openApiDocument(version: string): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const [key, doc] of Object.entries(API_ROUTES)) {
     const [method, url] = key.split(" ") as [string, string];
-    (paths[openApiPath(url)] ??= {})[method.toLowerCase()] = operation(doc);
+    const path = openApiPath(url);
+    paths[path] = { ...paths[path], [method.toLowerCase()]: operation(doc) };
   }
   return {
     openapi: "3.1.0",
-    info: { title: "ax HTTP API", version, description: "Runs, triggers and metrics of an ax cluster. No authentication yet: bind it to a private address." },
+    info: {
+      title: "ax HTTP API",
+      version,
+      description: "Runs, triggers and metrics of an ax cluster. No authentication yet: bind it to a private address.",
+    },
     paths,
   };
 }

@@ -58,13 +58,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     if (error instanceof z.ZodError) {
-      return reply.status(400).send({ error: "BadRequest", message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") });
+      return reply
+        .status(400)
+        .send({ error: "BadRequest", message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") });
     }
-    if (error instanceof AxUnknownFlowError || error instanceof AxRunNotFoundError) return reply.status(404).send({ error: error.name, message: error.message });
+    if (error instanceof AxUnknownFlowError || error instanceof AxRunNotFoundError)
+      return reply.status(404).send({ error: error.name, message: error.message });
     if (error instanceof AxPayloadTooLargeError) return reply.status(413).send({ error: error.name, message: error.message });
     // AxPayloadError is an AxNotJsonError: both name the JSON path the caller must fix.
     if (error instanceof AxNotJsonError) return reply.status(400).send({ error: error.name, message: error.message });
-    if (error.statusCode && error.statusCode < 500) return reply.status(error.statusCode).send({ error: error.name, message: error.message });
+    if (error.statusCode && error.statusCode < 500)
+      return reply.status(error.statusCode).send({ error: error.name, message: error.message });
     // Our own failure: its text may quote queries and other runs' data, so it goes to the log only.
     request.log.error({ err: error, requestId: request.id }, "API request failed");
     return reply.status(500).send({
@@ -122,7 +126,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const keys = triggerKeys(flows.get(request.params.flow), payload, body);
     const triggered = await triggerRun(
       { writer },
-      { flow: request.params.flow, payload, trigger: "event", ...keys, priority: body.priority, runAt: body.runAt === undefined ? undefined : new Date(body.runAt) },
+      {
+        flow: request.params.flow,
+        payload,
+        trigger: "event",
+        ...keys,
+        priority: body.priority,
+        runAt: body.runAt === undefined ? undefined : new Date(body.runAt),
+      },
     );
     return reply.status(triggered.created ? 201 : 200).send(triggered);
   });

@@ -15,6 +15,7 @@ export function callerTransactionDb(handle: CallerTransactionHandle): Db {
   if (typeof handle !== "object" || handle === null) throw new AxTransactionHandleError(String(handle));
   if ("execute" in handle && typeof handle.execute === "function") return handle as unknown as Db;
   if ("totalCount" in handle && "idleCount" in handle) throw new AxTransactionHandleError("a pg.Pool");
-  if ("query" in handle && typeof handle.query === "function") return drizzlePg(handle as unknown as pg.ClientBase as pg.PoolClient) as unknown as Db;
+  if ("query" in handle && typeof handle.query === "function")
+    return drizzlePg(handle as unknown as pg.ClientBase as pg.PoolClient) as unknown as Db;
   throw new AxTransactionHandleError("an object that is neither a pg client nor a drizzle transaction");
 }

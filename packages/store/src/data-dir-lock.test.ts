@@ -22,7 +22,10 @@ describe("the embedded data directory lock", () => {
   });
 
   const writeLock = (holder: object | string) =>
-    writeFileSync(lockFileOf(dataDir), typeof holder === "string" ? holder : JSON.stringify({ hostname: hostname(), startedAt: "then", ...holder }));
+    writeFileSync(
+      lockFileOf(dataDir),
+      typeof holder === "string" ? holder : JSON.stringify({ hostname: hostname(), startedAt: "then", ...holder }),
+    );
 
   it("refuses a second holder while a live process has it, naming that process", async () => {
     const other = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"]);

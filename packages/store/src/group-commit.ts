@@ -70,7 +70,9 @@ export class GroupCommit<I, O> {
     for (let tries = 1; ; tries++) {
       try {
         const outputs = await this.write(batch.map((w) => w.input));
-        batch.forEach((w, i) => w.resolve(outputs[i]!));
+        batch.forEach((w, i) => {
+          w.resolve(outputs[i]!);
+        });
         return undefined;
       } catch (error) {
         if (!isRetryable(error) || tries >= 5) return { error };

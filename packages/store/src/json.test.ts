@@ -16,11 +16,15 @@ describe("assertJson refuses strings PostgreSQL cannot store", () => {
     const error = refusal({ order: { lines: [{ sku: "a" }, { sku: "b\u0000" }] } });
     expect(error).toBeInstanceOf(AxNotJsonError);
     expect(error.path).toBe("$.order.lines[1].sku");
-    expect(error.message).toMatch(/^payload cannot be stored in PostgreSQL: \$\.order\.lines\[1\]\.sku contains a NUL character \(\\u0000\) at index 1\. Remove the character/);
+    expect(error.message).toMatch(
+      /^payload cannot be stored in PostgreSQL: \$\.order\.lines\[1\]\.sku contains a NUL character \(\\u0000\) at index 1\. Remove the character/,
+    );
   });
 
   it("refuses a lone high or low surrogate, and accepts the pair", () => {
-    expect(refusal({ text: "cut \ud83d" }).message).toMatch(/\$\.text contains a lone UTF-16 surrogate \(\\ud83d\) at index 4.*code-point boundaries/);
+    expect(refusal({ text: "cut \ud83d" }).message).toMatch(
+      /\$\.text contains a lone UTF-16 surrogate \(\\ud83d\) at index 4.*code-point boundaries/,
+    );
     expect(refusal(["\ude00 tail"]).message).toMatch(/\$\[0\] contains a lone UTF-16 surrogate \(\\ude00\) at index 0/);
     expect(() => assertJson({ text: "😀 ok", "😀": 1 }, "payload")).not.toThrow();
   });

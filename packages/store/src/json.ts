@@ -61,7 +61,9 @@ function visit(value: unknown, path: string, ancestors: Set<object>, what: strin
   if (ancestors.has(object)) throw new AxNotJsonError(what, path, "refers back to itself (circular)");
   ancestors.add(object);
   if (Array.isArray(object)) {
-    object.forEach((item, i) => visit(item, `${path}[${i}]`, ancestors, what));
+    object.forEach((item, i) => {
+      visit(item, `${path}[${i}]`, ancestors, what);
+    });
   } else {
     const proto = Object.getPrototypeOf(object);
     if (proto !== Object.prototype && proto !== null) {

@@ -9,7 +9,10 @@ describe("toStoreError", () => {
     const driverError = Object.assign(new Error("unsupported Unicode escape sequence"), { code: "22P05" });
     const error = toStoreError(new DrizzleQueryError("insert into runs select ...", ["another run's secret"], driverError));
     expect(error).toBeInstanceOf(AxStoreError);
-    expect(error).toMatchObject({ code: "22P05", message: "PostgreSQL refused the statement: unsupported Unicode escape sequence (SQLSTATE 22P05)" });
+    expect(error).toMatchObject({
+      code: "22P05",
+      message: "PostgreSQL refused the statement: unsupported Unicode escape sequence (SQLSTATE 22P05)",
+    });
     expect(String((error as Error).stack)).not.toMatch(/secret|insert into/);
   });
 
@@ -18,7 +21,9 @@ describe("toStoreError", () => {
     const error = toStoreError(new DrizzleQueryError("select 1", [], refused));
     expect((error as Error).message).toBe("PostgreSQL refused the statement: connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)");
     expect(isConnectionError(error)).toBe(true);
-    expect(isConnectionError(toStoreError(new DrizzleQueryError("select 1", [], new Error("Connection terminated unexpectedly"))))).toBe(true);
+    expect(isConnectionError(toStoreError(new DrizzleQueryError("select 1", [], new Error("Connection terminated unexpectedly"))))).toBe(
+      true,
+    );
   });
 
   it("leaves other errors alone", () => {

@@ -3,16 +3,7 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 export const RUN_STATUSES = ["pending", "running", "success", "failed", "cancelled"] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
-export const TASK_STATUSES = [
-  "pending",
-  "queued",
-  "running",
-  "success",
-  "retrying",
-  "failed",
-  "skipped",
-  "cancelled",
-] as const;
+export const TASK_STATUSES = ["pending", "queued", "running", "success", "retrying", "failed", "skipped", "cancelled"] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 export const RUN_TRIGGERS = ["manual", "event", "schedule", "rerun", "backfill"] as const;

@@ -17,8 +17,8 @@ export class InFlightAttempts {
   async track<T>(ref: AttemptRef, attempt: (cancel: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
     const { runId } = ref;
-    let set = this.byRun.get(runId);
-    if (!set) this.byRun.set(runId, (set = new Set()));
+    const set = this.byRun.get(runId) ?? new Set();
+    this.byRun.set(runId, set);
     set.add(controller);
     this.refs.set(controller, { runId, nodeKey: ref.nodeKey, attempt: ref.attempt });
     try {

@@ -11,14 +11,16 @@ describe("isConnectionError", () => {
   it("sees the SQLSTATE of a driver error wrapped by drizzle", () => {
     const adminShutdown = Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" });
     expect(isConnectionError(drizzleError(adminShutdown))).toBe(true);
-    expect(isConnectionError(drizzleError(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })))).toBe(true);
+    expect(isConnectionError(drizzleError(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })))).toBe(
+      true,
+    );
     expect(isConnectionError(drizzleError(new Error("Connection terminated unexpectedly")))).toBe(true);
   });
 
   it("does not retry statement errors, even when the query's data mentions connections", () => {
     const unique = Object.assign(new Error('duplicate key value violates unique constraint "runs_pkey"'), { code: "23505" });
     expect(isConnectionError(drizzleError(unique))).toBe(false);
-    const quoting = Object.assign(new Error("Failed query: insert ... params: [\"Connection terminated\"]"), {
+    const quoting = Object.assign(new Error('Failed query: insert ... params: ["Connection terminated"]'), {
       cause: Object.assign(new Error("syntax error"), { code: "42601" }),
     });
     expect(isConnectionError(quoting)).toBe(false);

@@ -87,14 +87,18 @@ describe("worker leases", { timeout: 60_000 }, () => {
       `insert into flow_definitions (name, version, hash, dag) values ('f', 1, 'h', '{"flow":"f","nodes":[]}') returning id`,
     );
     const runId = "00000000-0000-4000-8000-000000000001";
-    await env.sql(`insert into runs (id, flow, flow_version_id, status, trigger, nodes_remaining) values ($1, 'f', $2, 'running', 'manual', 1)`, [
-      runId,
-      def!.id,
-    ]);
-    await env.sql(`insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt) values ($1, 'a', 't', 'default', 'running', 0, 1)`, [
-      runId,
-    ]);
-    await env.sql(`insert into attempts (run_id, node_key, n, worker, started_at) values ($1, 'a', 1, 'dead-busy', now() - interval '2 hours')`, [runId]);
+    await env.sql(
+      `insert into runs (id, flow, flow_version_id, status, trigger, nodes_remaining) values ($1, 'f', $2, 'running', 'manual', 1)`,
+      [runId, def!.id],
+    );
+    await env.sql(
+      `insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt) values ($1, 'a', 't', 'default', 'running', 0, 1)`,
+      [runId],
+    );
+    await env.sql(
+      `insert into attempts (run_id, node_key, n, worker, started_at) values ($1, 'a', 1, 'dead-busy', now() - interval '2 hours')`,
+      [runId],
+    );
 
     const worker = await startWorker({ heartbeatMs: 200, deadWorkerRetentionMs: 3_600_000 });
     try {

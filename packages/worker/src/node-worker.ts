@@ -133,7 +133,15 @@ export class NodeWorker {
     const closing = Promise.all(workers.map((w) => w.close()));
     const finished = await within(this.inFlight.idle(), msUntil(deadline));
     if (!finished.done) {
-      await handBackInFlight({ db: o.db, queues: o.queues, workerId: this.id, inFlight: this.inFlight, log: o.log, timeoutMs, deadline: deadline + CLOSE_GRACE_MS });
+      await handBackInFlight({
+        db: o.db,
+        queues: o.queues,
+        workerId: this.id,
+        inFlight: this.inFlight,
+        log: o.log,
+        timeoutMs,
+        deadline: deadline + CLOSE_GRACE_MS,
+      });
     }
     const closeBy = Math.min(Date.now(), deadline) + CLOSE_GRACE_MS;
     clearInterval(this.heartbeat);

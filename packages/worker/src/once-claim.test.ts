@@ -15,8 +15,11 @@ describe("ax.once claims", () => {
   let store: Store;
 
   const holder = async (key: string) =>
-    ((await store.db.execute(`select claimed_by from once_keys where key = '${key}'`)) as unknown as { rows: { claimed_by: string | null }[] }).rows[0]
-      ?.claimed_by;
+    (
+      (await store.db.execute(`select claimed_by from once_keys where key = '${key}'`)) as unknown as {
+        rows: { claimed_by: string | null }[];
+      }
+    ).rows[0]?.claimed_by;
 
   beforeAll(async () => {
     store = openStore({ url: `${PG_URL}?schema=${schema}`, poolSize: 4 });
@@ -58,7 +61,16 @@ describe("ax.once claims", () => {
   });
 
   it("releases what a thread or process child still holds when its attempt ends", async () => {
-    const identity = { runId: "r", flow: "f", task: "t", nodeKey: "n", attempt: 1, idempotencyKey: "r:n", businessKey: null, logicalDate: null };
+    const identity = {
+      runId: "r",
+      flow: "f",
+      task: "t",
+      nodeKey: "n",
+      attempt: 1,
+      idempotencyKey: "r:n",
+      businessKey: null,
+      logicalDate: null,
+    };
     const host = new OnceHost({ db: store.db, workerId: "w" }, identity);
     expect(await host.answer({ op: "claim", key: "child" })).toEqual({ outcome: "claimed", claim: 1 });
     expect(await holder("child")).toMatch(/^r\/n\/1@w#/);

@@ -15,9 +15,7 @@ export interface AttemptStore {
 }
 
 /** A claim `ax.once` holds while `fn` runs, or the key's stored result. */
-export type OnceTicket =
-  | { done: true; result: Json }
-  | { done: false; complete(result: Json): Promise<Json>; release(): Promise<void> };
+export type OnceTicket = { done: true; result: Json } | { done: false; complete(result: Json): Promise<Json>; release(): Promise<void> };
 
 /** Where `ax.once` claims keys: the worker's database, or the parent worker of a thread/process child. */
 export interface OnceGate {

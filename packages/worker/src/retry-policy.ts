@@ -3,10 +3,7 @@ import type { ErrorMatcher, ResolvedTaskOptions } from "./task-definition.js";
 
 export type RetryDecision = { retry: false; reason: string } | { retry: true; delayMs: number };
 
-type Policy = Pick<
-  ResolvedTaskOptions,
-  "retries" | "retryBackoffMs" | "backoff" | "jitter" | "maxBackoffMs" | "retryOn" | "noRetryOn"
->;
+type Policy = Pick<ResolvedTaskOptions, "retries" | "retryBackoffMs" | "backoff" | "jitter" | "maxBackoffMs" | "retryOn" | "noRetryOn">;
 
 function matches(error: unknown, matcher: ErrorMatcher): boolean {
   const name = (error as { name?: unknown } | null)?.name;
@@ -17,8 +14,7 @@ function matches(error: unknown, matcher: ErrorMatcher): boolean {
 
 /** Delay before attempt `failedAttempt + 1`: exponential or fixed, ± jitter, capped. */
 export function backoffDelay(policy: Policy, failedAttempt: number, random: () => number = Math.random): number {
-  const base =
-    policy.backoff === "fixed" ? policy.retryBackoffMs : policy.retryBackoffMs * 2 ** Math.max(0, failedAttempt - 1);
+  const base = policy.backoff === "fixed" ? policy.retryBackoffMs : policy.retryBackoffMs * 2 ** Math.max(0, failedAttempt - 1);
   const jittered = base * (1 + policy.jitter * (2 * random() - 1));
   return Math.max(0, Math.round(Math.min(jittered, policy.maxBackoffMs)));
 }

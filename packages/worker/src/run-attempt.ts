@@ -32,7 +32,14 @@ import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
 import type { ResolvedTaskOptions, TaskSource } from "./task-definition.js";
 import { handBackUnknownTask } from "./unknown-task.js";
-import { AxAttemptAbandonedError, AxOutcomeNotRecordedError, AxResourceLimitError, AxResultTooLargeError, AxUnknownTaskError, AxWorkerCrashedError } from "@ax/common";
+import {
+  AxAttemptAbandonedError,
+  AxOutcomeNotRecordedError,
+  AxResourceLimitError,
+  AxResultTooLargeError,
+  AxUnknownTaskError,
+  AxWorkerCrashedError,
+} from "@ax/common";
 
 export interface AttemptDeps {
   db: Db;
@@ -161,8 +168,8 @@ async function executeStarted(
   if (started.queuedAt) {
     deps.metrics.queueWait.observe({ task: node.task }, (started.startedAt.getTime() - started.queuedAt.getTime()) / 1000);
   }
-  const args = node.args.map((arg): Json =>
-    arg.kind === "input" ? started.payload : arg.kind === "const" ? arg.value : (started.upstream[arg.key] ?? null),
+  const args = node.args.map(
+    (arg): Json => (arg.kind === "input" ? started.payload : arg.kind === "const" ? arg.value : (started.upstream[arg.key] ?? null)),
   );
   // Sizes and summaries cost a serialisation each: only when someone reads info lines.
   const logInfo = log.isLevelEnabled("info");
@@ -174,7 +181,15 @@ async function executeStarted(
     ? await execute({
         task,
         args,
-        context: { ...run, task: node.task, nodeKey, attempt, idempotencyKey: `${runId}:${nodeKey}`, logicalDate: started.logicalDate, log },
+        context: {
+          ...run,
+          task: node.task,
+          nodeKey,
+          attempt,
+          idempotencyKey: `${runId}:${nodeKey}`,
+          logicalDate: started.logicalDate,
+          log,
+        },
         onProgress: (progress) => {
           recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
         },
@@ -191,7 +206,8 @@ async function executeStarted(
   if (checked.ok) {
     const result = checked.value as Json;
     deps.metrics.consecutiveFailures.set({ task: node.task }, 0);
-    if (logInfo) log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
+    if (logInfo)
+      log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
     const failed = { attempt, outcome: "failed" as const, policy: task?.options ?? NO_RETRY, run };
     const recorded = await recordOutcome<Recorded>(
       {
@@ -255,7 +271,13 @@ type Recorded =
  * Retry per policy (a delayed job for the next attempt) or fail the node and skip its
  * descendants; recorded within a bound of `ended`, when the attempt's function ended.
  */
-async function closeFailedAttempt(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt, ended = Date.now()): Promise<void> {
+async function closeFailedAttempt(
+  deps: AttemptDeps,
+  dag: CachedDag,
+  node: DagNode,
+  failed: FailedAttempt,
+  ended = Date.now(),
+): Promise<void> {
   const { attempt, run } = failed;
   const recorded = await recordOutcome(
     {
@@ -288,10 +310,20 @@ async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagNode, fa
   return { kind: "failed", advanced, failure };
 }
 
-async function afterRecorded(deps: AttemptDeps, dag: CachedDag, node: DagNode, run: RunMeta, attempt: number, recorded: Recorded): Promise<void> {
+async function afterRecorded(
+  deps: AttemptDeps,
+  dag: CachedDag,
+  node: DagNode,
+  run: RunMeta,
+  attempt: number,
+  recorded: Recorded,
+): Promise<void> {
   if (recorded.kind === "succeeded") {
     if (!recorded.advanced.applied) {
-      deps.log.warn({ runId: run.runId, node: node.key, attempt }, "attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped");
+      deps.log.warn(
+        { runId: run.runId, node: node.key, attempt },
+        "attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped",
+      );
       return;
     }
     emitEvent({ name: "task_succeeded", ...nodeEvent(run, node, attempt) });
@@ -363,7 +395,7 @@ async function awaitLeaseVerdict(deps: AttemptDeps, ref: AttemptRef): Promise<Ru
   const giveUpAt = Date.now() + 2 * deps.leaseMs;
   for (;;) {
     const found = await withDbRetry(() => inspectAttempt(deps.db, ref, deps.leaseMs));
-    if (!found || found.status !== "running" || found.attempt !== ref.attempt) return undefined;
+    if (found?.status !== "running" || found.attempt !== ref.attempt) return undefined;
     if (found.workerLost) return found;
     // runAttempt let only this job through for the attempt, so nothing here executes it.
     if (found.worker === deps.workerId) return "ours";

@@ -29,7 +29,10 @@ export async function handBackInFlight(o: HandBack): Promise<void> {
   const written = await within(handBackAttempts(o.db, o.workerId, refs, failure), msUntil(o.deadline));
   o.inFlight.abortAll(error);
   if (!written.done) {
-    o.log.warn({ err: written.error, attempts: refs.length }, "could not hand back in-flight attempts in time; they are retried once this worker's lease lapses");
+    o.log.warn(
+      { err: written.error, attempts: refs.length },
+      "could not hand back in-flight attempts in time; they are retried once this worker's lease lapses",
+    );
     return;
   }
   const nodes = written.value;

@@ -23,13 +23,22 @@ export interface HandBackDeps {
  * should go on: the grace ran out (the node then fails with `AxUnknownTaskError`), or the job
  * does not wait to start (stale, or a takeover the fence decides).
  */
-export async function handBackUnknownTask(deps: HandBackDeps, job: Job, token: string | undefined, task: string, ref: AttemptRef): Promise<void> {
+export async function handBackUnknownTask(
+  deps: HandBackDeps,
+  job: Job,
+  token: string | undefined,
+  task: string,
+  ref: AttemptRef,
+): Promise<void> {
   const node = await withDbRetry(() => nodeWaiting(deps.db, ref));
   if (!node?.waiting) return;
   const leftMs = deps.unknownTaskGraceMs - node.dueForMs;
   const log = deps.log.child({ runId: ref.runId, node: ref.nodeKey, attempt: ref.attempt, task });
   if (leftMs <= 0) {
-    log.error({ waitedMs: Math.round(node.dueForMs) }, `no worker that defines task "${task}" took the node within the grace period; failing it`);
+    log.error(
+      { waitedMs: Math.round(node.dueForMs) },
+      `no worker that defines task "${task}" took the node within the grace period; failing it`,
+    );
     return;
   }
   deps.metrics.unknownTaskHandbacks.inc({ task });

@@ -14,7 +14,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const durationText = fc.oneof(
   hostileString,
   fc
-    .tuple(fc.oneof(fc.nat(), fc.double({ min: 0, max: 1e6, noNaN: true }), fc.constantFrom(1e300, -1, -0.5)), fc.constantFrom("", "ms", "s", "m", "h", "d", "w", "y", " s", "seconds", "x"))
+    .tuple(
+      fc.oneof(fc.nat(), fc.double({ min: 0, max: 1e6, noNaN: true }), fc.constantFrom(1e300, -1, -0.5)),
+      fc.constantFrom("", "ms", "s", "m", "h", "d", "w", "y", " s", "seconds", "x"),
+    )
     .map(([n, unit]) => `${n}${unit}`),
 );
 

@@ -104,7 +104,11 @@ describe("flow tracing, property-based", () => {
         spec.forEach((node, i) => {
           const traced = flow.dag.nodes[i]!;
           const args = node.args.map((a) =>
-            a.kind === "const" ? { kind: "const", value: a.value } : a.kind === "node" && i > 0 ? { kind: "node", key: keys[a.index % i] } : { kind: "input" },
+            a.kind === "const"
+              ? { kind: "const", value: a.value }
+              : a.kind === "node" && i > 0
+                ? { kind: "node", key: keys[a.index % i] }
+                : { kind: "input" },
           );
           expect(traced.args).toEqual(args);
           expect(traced.upstream).toEqual([...new Set(args.flatMap((a) => (a.kind === "node" ? [a.key as string] : [])))]);
@@ -163,21 +167,41 @@ describe("flow tracing, property-based", () => {
   });
 
   it("answers arbitrary option objects with a definition or AxDefinitionError, nothing else", () => {
-    const optionKeys = fc.constantFrom("retries", "timeout", "retryBackoff", "backoff", "jitter", "queue", "executor", "pool", "rateLimit", "resources", "onFailure");
+    const optionKeys = fc.constantFrom(
+      "retries",
+      "timeout",
+      "retryBackoff",
+      "backoff",
+      "jitter",
+      "queue",
+      "executor",
+      "pool",
+      "rateLimit",
+      "resources",
+      "onFailure",
+    );
     const options = fc.dictionary(fc.oneof(optionKeys, hostileString), fc.oneof(fc.anything(), fc.double(), hostileString), { maxKeys: 4 });
     fc.assert(
-      fc.property(options, fc.dictionary(fc.oneof(fc.constantFrom("schedule", "overlap", "maxConcurrentRuns", "idempotencyKey"), hostileString), fc.anything(), { maxKeys: 3 }), (task, flow) => {
-        for (const define of [
-          () => ax.task({ ...task, name: "prop_options" }, () => 1),
-          () => ax.flow({ ...flow, name: "prop_options_flow" }, (input) => void TASKS[0]!(input)),
-        ]) {
-          try {
-            define();
-          } catch (error) {
-            expect(refusedAsDefinition(error), String(error)).toBe(true);
+      fc.property(
+        options,
+        fc.dictionary(
+          fc.oneof(fc.constantFrom("schedule", "overlap", "maxConcurrentRuns", "idempotencyKey"), hostileString),
+          fc.anything(),
+          { maxKeys: 3 },
+        ),
+        (task, flow) => {
+          for (const define of [
+            () => ax.task({ ...task, name: "prop_options" }, () => 1),
+            () => ax.flow({ ...flow, name: "prop_options_flow" }, (input) => void TASKS[0]!(input)),
+          ]) {
+            try {
+              define();
+            } catch (error) {
+              expect(refusedAsDefinition(error), String(error)).toBe(true);
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });

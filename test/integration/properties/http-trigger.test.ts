@@ -77,7 +77,9 @@ describe("HTTP trigger body, property-based", () => {
     const after = await rows();
     expect(after.runs - before.runs, "runs written vs answered 201").toBe(created.length);
     expect(after.nodes - before.nodes, "one node row per created run").toBe(created.length);
-    const answered = answers.filter((a) => a.status === 200 || a.status === 201).map((a) => (JSON.parse(a.body) as { runId: string }).runId);
+    const answered = answers
+      .filter((a) => a.status === 200 || a.status === 201)
+      .map((a) => (JSON.parse(a.body) as { runId: string }).runId);
     if (answered.length > 0) {
       const found = await env.sql<{ id: string }>("select id from runs where id = any($1::uuid[])", [answered]);
       expect(found.length, "every answered run id exists").toBe(new Set(answered).size);
@@ -85,7 +87,15 @@ describe("HTTP trigger body, property-based", () => {
   }
 
   beforeAll(async () => {
-    api = new Runtime({ storage: env.storage, redis: env.redis, prefix: env.prefix, flows: [flow], roles: ["api"], port: 0, logLevel: "fatal" });
+    api = new Runtime({
+      storage: env.storage,
+      redis: env.redis,
+      prefix: env.prefix,
+      flows: [flow],
+      roles: ["api"],
+      port: 0,
+      logLevel: "fatal",
+    });
     await api.start();
   });
 
@@ -95,18 +105,16 @@ describe("HTTP trigger body, property-based", () => {
   });
 
   it("answers storable unicode and any JSON shape with 201/200/400/404/413, writing exactly the runs answered 201", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(requests(storableString, storableJson), { minLength: 1, maxLength: 8 }), sendBurst),
-      { numRuns: 60 },
-    );
+    await fc.assert(fc.asyncProperty(fc.array(requests(storableString, storableJson), { minLength: 1, maxLength: 8 }), sendBurst), {
+      numRuns: 60,
+    });
   }, 300_000);
 
   // PostgreSQL's jsonb refuses NUL and lone surrogates: such a request must get its own 400
   // (AxPayloadError naming the JSON path) while the innocent requests of the same batch succeed.
   it("answers NUL, lone surrogates and any unicode without a 500, and a refused request writes nothing", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(requests(hostileString, hostileJson), { minLength: 1, maxLength: 8 }), sendBurst),
-      { numRuns: 60 },
-    );
+    await fc.assert(fc.asyncProperty(fc.array(requests(hostileString, hostileJson), { minLength: 1, maxLength: 8 }), sendBurst), {
+      numRuns: 60,
+    });
   }, 300_000);
 });

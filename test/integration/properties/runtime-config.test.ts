@@ -61,11 +61,13 @@ const yamlPiece = fc.oneof(
   ),
   hostileString,
 );
-const yamlText = fc.array(yamlPiece, { maxLength: 12 }).chain((pieces) =>
-  fc.array(fc.constantFrom("\n", "\n  ", " ", ": ", "\r\n"), { minLength: pieces.length, maxLength: pieces.length }).map((gaps) =>
-    pieces.map((p, i) => p + gaps[i]).join(""),
-  ),
-);
+const yamlText = fc
+  .array(yamlPiece, { maxLength: 12 })
+  .chain((pieces) =>
+    fc
+      .array(fc.constantFrom("\n", "\n  ", " ", ": ", "\r\n"), { minLength: pieces.length, maxLength: pieces.length })
+      .map((gaps) => pieces.map((p, i) => p + gaps[i]).join("")),
+  );
 
 const optionKey = fc.constantFrom(
   "retries",
@@ -88,14 +90,24 @@ const optionKey = fc.constantFrom(
   "alert_group",
   "retryBackoff",
 );
-const optionValue = fc.oneof(fc.integer({ min: -5, max: 100 }), fc.double(), fc.constantFrom("1s", "soon", "fixed", "inline", "core_db", "-1s"), hostileString, fc.jsonValue({ maxDepth: 2 }));
+const optionValue = fc.oneof(
+  fc.integer({ min: -5, max: 100 }),
+  fc.double(),
+  fc.constantFrom("1s", "soon", "fixed", "inline", "core_db", "-1s"),
+  hostileString,
+  fc.jsonValue({ maxDepth: 2 }),
+);
 const name = fc.oneof(fc.constantFrom("create_invoice", "send_notification", "order_payment_flow", "core_db"), hostileString);
 const configLike = fc.record(
   {
     max_concurrency: optionValue,
     pools: fc.dictionary(name, optionValue, { maxKeys: 3 }),
     tasks: fc.dictionary(name, fc.dictionary(fc.oneof(optionKey, hostileString), optionValue, { maxKeys: 4 }), { maxKeys: 3 }),
-    flows: fc.dictionary(name, fc.dictionary(fc.constantFrom("schedule", "overlap", "max_concurrent_runs", "catch_up"), optionValue, { maxKeys: 2 }), { maxKeys: 2 }),
+    flows: fc.dictionary(
+      name,
+      fc.dictionary(fc.constantFrom("schedule", "overlap", "max_concurrent_runs", "catch_up"), optionValue, { maxKeys: 2 }),
+      { maxKeys: 2 },
+    ),
     retention: optionValue,
     alerts: fc.jsonValue({ maxDepth: 2 }),
   },
@@ -128,7 +140,16 @@ describe("runtime.yaml, property-based", () => {
   });
 
   it("refuses a file with aliases expanding past any sane size as a config error, not a crash", () => {
-    const bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]", ...Array.from({ length: 8 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(", ")}]`)].join("\n");
+    const bomb = [
+      "a: &a [x, x, x, x, x, x, x, x, x, x]",
+      ...Array.from(
+        { length: 8 },
+        (_, i) =>
+          `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10)
+            .fill(`*${String.fromCharCode(97 + i)}`)
+            .join(", ")}]`,
+      ),
+    ].join("\n");
     expect(parseOrRefuse(bomb)).toBeInstanceOf(AxConfigError);
   });
 });

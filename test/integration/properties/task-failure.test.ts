@@ -69,7 +69,8 @@ describe("toTaskFailure, property-based", () => {
     fc.assert(
       fc.property(ordinaryThrown, (thrown) => {
         const failure = toTaskFailure(thrown);
-        for (const text of [failure.name, failure.message, failure.stack ?? ""]) expect(isStorable(text), JSON.stringify(text.slice(0, 80))).toBe(true);
+        for (const text of [failure.name, failure.message, failure.stack ?? ""])
+          expect(isStorable(text), JSON.stringify(text.slice(0, 80))).toBe(true);
       }),
       { numRuns: 500 },
     );

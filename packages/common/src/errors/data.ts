@@ -53,9 +53,12 @@ export class AxStoreError extends Error {
     const code = (driverError as { code?: unknown } | undefined)?.code;
     const reason = driverError instanceof Error ? driverError.message : "the statement failed";
     const shownCode = typeof code === "string" ? code : undefined;
-    super(`PostgreSQL refused the statement: ${reason}${shownCode ? ` (${/^[0-9A-Z]{5}$/.test(shownCode) ? "SQLSTATE " : ""}${shownCode})` : ""}`, {
-      cause: driverError,
-    });
+    super(
+      `PostgreSQL refused the statement: ${reason}${shownCode ? ` (${/^[0-9A-Z]{5}$/.test(shownCode) ? "SQLSTATE " : ""}${shownCode})` : ""}`,
+      {
+        cause: driverError,
+      },
+    );
     this.code = shownCode;
   }
 }

@@ -4,7 +4,10 @@
 export class AxRunNotFinishedError extends Error {
   override name = "AxRunNotFinishedError";
   readonly statusCode = 409;
-  constructor(readonly runId: string, readonly status: string) {
+  constructor(
+    readonly runId: string,
+    readonly status: string,
+  ) {
     super(`run ${runId} is still ${status}: cancel it first (ax cancel ${runId}) or wait for it to finish, then rerun it`);
   }
 }
@@ -13,7 +16,11 @@ export class AxRunNotFinishedError extends Error {
 export class AxUnknownNodeError extends Error {
   override name = "AxUnknownNodeError";
   readonly statusCode = 400;
-  constructor(readonly runId: string, readonly nodeKey: string, known: string[]) {
+  constructor(
+    readonly runId: string,
+    readonly nodeKey: string,
+    known: string[],
+  ) {
     super(`run ${runId} has no node "${nodeKey}" (its nodes: ${known.join(", ")}); pass one of those as from`);
   }
 }
@@ -31,7 +38,11 @@ export class AxNothingToRerunError extends Error {
 export class AxTaskUnavailableError extends Error {
   override name = "AxTaskUnavailableError";
   readonly statusCode = 409;
-  constructor(readonly runId: string, readonly task: string, flowVersion: number) {
+  constructor(
+    readonly runId: string,
+    readonly task: string,
+    flowVersion: number,
+  ) {
     super(
       `run ${runId} used version ${flowVersion} of its flow, whose task "${task}" this deployment no longer defines; ` +
         `deploy a worker that defines it, or trigger the flow's current version instead`,
@@ -58,7 +69,9 @@ export class AxNoScheduleError extends Error {
   override name = "AxNoScheduleError";
   readonly statusCode = 400;
   constructor(readonly flow: string) {
-    super(`flow "${flow}" has no schedule, so it has no ticks to backfill; give it a schedule option (or flows.${flow}.schedule in YAML) and restart its runtime`);
+    super(
+      `flow "${flow}" has no schedule, so it has no ticks to backfill; give it a schedule option (or flows.${flow}.schedule in YAML) and restart its runtime`,
+    );
   }
 }
 
@@ -66,8 +79,14 @@ export class AxNoScheduleError extends Error {
 export class AxTooManyTicksError extends Error {
   override name = "AxTooManyTicksError";
   readonly statusCode = 400;
-  constructor(readonly flow: string, readonly ticks: number, readonly limit: number) {
-    super(`backfill of "${flow}" has ${ticks} ticks, over the limit of ${limit}; narrow the range, or confirm (ax backfill --yes, or a larger maxTicks)`);
+  constructor(
+    readonly flow: string,
+    readonly ticks: number,
+    readonly limit: number,
+  ) {
+    super(
+      `backfill of "${flow}" has ${ticks} ticks, over the limit of ${limit}; narrow the range, or confirm (ax backfill --yes, or a larger maxTicks)`,
+    );
   }
 }
 

@@ -23,7 +23,10 @@ export class AxWaitTimeoutError extends Error {
 /** A trigger named a flow that no runtime has registered. */
 export class AxUnknownFlowError extends Error {
   override name = "AxUnknownFlowError";
-  constructor(readonly flow: string, known: string[]) {
+  constructor(
+    readonly flow: string,
+    known: string[],
+  ) {
     super(
       `no flow named "${flow}" is registered` +
         (known.length ? ` (known: ${known.join(", ")})` : "") +
@@ -35,7 +38,10 @@ export class AxUnknownFlowError extends Error {
 /** A trigger payload over the cap. */
 export class AxPayloadTooLargeError extends Error {
   override name = "AxPayloadTooLargeError";
-  constructor(readonly bytes: number, readonly limit: number) {
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
     super(
       `payload is ${bytes} bytes, over the ${limit}-byte limit. Store the data elsewhere (a table, an object store) and pass its key in the payload.`,
     );

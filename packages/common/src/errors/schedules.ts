@@ -4,7 +4,9 @@
 export class AxScheduleNotFoundError extends Error {
   override name = "AxScheduleNotFoundError";
   constructor(readonly flow: string) {
-    super(`flow "${flow}" has no schedule; list scheduled flows with \`ax schedules\` (a schedule is registered when a coordinator defining it starts)`);
+    super(
+      `flow "${flow}" has no schedule; list scheduled flows with \`ax schedules\` (a schedule is registered when a coordinator defining it starts)`,
+    );
   }
 }
 

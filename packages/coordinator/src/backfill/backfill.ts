@@ -44,7 +44,8 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
   if (!schedule) throw new AxNoScheduleError(request.flow);
   const maxTicks = request.maxTicks ?? DEFAULT_MAX_BACKFILL_TICKS;
   const ticks = scheduleTicks(schedule, request.from, request.to, maxTicks + 1);
-  if (ticks.length > maxTicks) throw new AxTooManyTicksError(request.flow, scheduleTicks(schedule, request.from, request.to, Infinity).length, maxTicks);
+  if (ticks.length > maxTicks)
+    throw new AxTooManyTicksError(request.flow, scheduleTicks(schedule, request.from, request.to, Infinity).length, maxTicks);
   const backfillId = randomUUID();
   const created = await createBackfill(
     deps.db,

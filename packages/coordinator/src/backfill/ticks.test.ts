@@ -17,7 +17,12 @@ describe("scheduleTicks", () => {
   });
 
   it("follows the time zone across the autumn change: a 02:30 daily tick fires once", () => {
-    const ticks = scheduleTicks({ cron: "30 2 * * *", timezone: "America/New_York" }, new Date("2026-10-31T12:00:00Z"), new Date("2026-11-03T12:00:00Z"), 100);
+    const ticks = scheduleTicks(
+      { cron: "30 2 * * *", timezone: "America/New_York" },
+      new Date("2026-10-31T12:00:00Z"),
+      new Date("2026-11-03T12:00:00Z"),
+      100,
+    );
     expect(iso(ticks)).toEqual(["2026-11-01T07:30:00.000Z", "2026-11-02T07:30:00.000Z", "2026-11-03T07:30:00.000Z"]);
   });
 });

@@ -10,20 +10,30 @@ const firesWithin = (cron: string, timezone: string, from: string, to: string) =
 describe("daylight saving: a 02:30 daily run happens once on the change days", () => {
   it("America/New_York, spring forward (2026-03-08: 02:00 -> 03:00, 02:30 does not exist)", () => {
     // The local day 2026-03-08 runs from 05:00Z (EST) to 04:00Z next day (EDT).
-    expect(firesWithin("30 2 * * *", "America/New_York", "2026-03-08T05:00:00Z", "2026-03-09T04:00:00Z")).toEqual(["2026-03-08T07:00:00.000Z"]);
+    expect(firesWithin("30 2 * * *", "America/New_York", "2026-03-08T05:00:00Z", "2026-03-09T04:00:00Z")).toEqual([
+      "2026-03-08T07:00:00.000Z",
+    ]);
   });
 
   it("America/New_York, fall back (2026-11-01: 01:30 happens twice, the run once)", () => {
-    expect(firesWithin("30 2 * * *", "America/New_York", "2026-11-01T04:00:00Z", "2026-11-02T05:00:00Z")).toEqual(["2026-11-01T07:30:00.000Z"]);
-    expect(firesWithin("30 1 * * *", "America/New_York", "2026-11-01T04:00:00Z", "2026-11-02T05:00:00Z")).toEqual(["2026-11-01T05:30:00.000Z"]);
+    expect(firesWithin("30 2 * * *", "America/New_York", "2026-11-01T04:00:00Z", "2026-11-02T05:00:00Z")).toEqual([
+      "2026-11-01T07:30:00.000Z",
+    ]);
+    expect(firesWithin("30 1 * * *", "America/New_York", "2026-11-01T04:00:00Z", "2026-11-02T05:00:00Z")).toEqual([
+      "2026-11-01T05:30:00.000Z",
+    ]);
   });
 
   it("Europe/Berlin, spring forward (2026-03-29: 02:00 -> 03:00)", () => {
-    expect(firesWithin("30 2 * * *", "Europe/Berlin", "2026-03-28T23:00:00Z", "2026-03-29T22:00:00Z")).toEqual(["2026-03-29T01:00:00.000Z"]);
+    expect(firesWithin("30 2 * * *", "Europe/Berlin", "2026-03-28T23:00:00Z", "2026-03-29T22:00:00Z")).toEqual([
+      "2026-03-29T01:00:00.000Z",
+    ]);
   });
 
   it("Europe/Berlin, fall back (2026-10-25: 02:30 happens twice, the run once, at the first)", () => {
-    expect(firesWithin("30 2 * * *", "Europe/Berlin", "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z")).toEqual(["2026-10-25T00:30:00.000Z"]);
+    expect(firesWithin("30 2 * * *", "Europe/Berlin", "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z")).toEqual([
+      "2026-10-25T00:30:00.000Z",
+    ]);
   });
 
   it("the days around a change keep their wall-clock time", () => {
@@ -45,10 +55,9 @@ describe("fire times", () => {
   });
 
   it("a long gap keeps only the newest `limit` ticks", () => {
-    expect(iso(fireTimesBetween({ cron: "* * * * *", timezone: "UTC" }, new Date("2025-01-01T00:00:00Z"), new Date("2026-01-01T00:00:00Z"), 2))).toEqual([
-      "2025-12-31T23:59:00.000Z",
-      "2026-01-01T00:00:00.000Z",
-    ]);
+    expect(
+      iso(fireTimesBetween({ cron: "* * * * *", timezone: "UTC" }, new Date("2025-01-01T00:00:00Z"), new Date("2026-01-01T00:00:00Z"), 2)),
+    ).toEqual(["2025-12-31T23:59:00.000Z", "2026-01-01T00:00:00.000Z"]);
   });
 
   it("catch-up: none, latest, all bounded by maxCatchUp, nothing for a flow that never ticked", () => {

@@ -10,7 +10,10 @@ export const DEFAULT_TIMEZONE = "UTC";
  * Why `cron` / `timezone` cannot be a schedule, or undefined when they can. Cron has 5 fields
  * (minute precision) or 6 (seconds first), or is a nickname such as `@daily`.
  */
-export function scheduleProblem(cron: string, timezone: string = DEFAULT_TIMEZONE): { field: "cron" | "timezone"; message: string } | undefined {
+export function scheduleProblem(
+  cron: string,
+  timezone: string = DEFAULT_TIMEZONE,
+): { field: "cron" | "timezone"; message: string } | undefined {
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone });
   } catch {

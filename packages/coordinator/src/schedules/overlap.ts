@@ -1,7 +1,7 @@
 import type { Overlap } from "@ax/store";
 
 export type TickDecision =
-  | { status: "created"; /** Earlier runs to cancel before this tick's run starts. */ cancel: string[] }
+  | { status: "created" /** Earlier runs to cancel before this tick's run starts. */; cancel: string[] }
   | { status: "skipped" | "queued"; reason: string };
 
 /**

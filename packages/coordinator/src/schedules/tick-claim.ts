@@ -1,5 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { admitHeldRuns, createRuns, latestFlowVersion, scheduleTx, type Db, type Overlap, type ReadyNode, type TickStatus } from "@ax/store";
+import {
+  admitHeldRuns,
+  createRuns,
+  latestFlowVersion,
+  scheduleTx,
+  type Db,
+  type Overlap,
+  type ReadyNode,
+  type TickStatus,
+} from "@ax/store";
 import type { Logger } from "pino";
 import { cancelRun } from "../cancel.js";
 import { flowCap } from "../flow-caps.js";
@@ -17,8 +26,7 @@ export interface TickDeps {
 
 export type TickOutcome =
   /** Another coordinator recorded this tick, or the schedule is paused or gone: nothing done here. */
-  | { status: "taken" | "paused" | "unscheduled" }
-  | { status: TickStatus; runId: string | null; reason: string | null; createdAt: Date };
+  { status: "taken" | "paused" | "unscheduled" } | { status: TickStatus; runId: string | null; reason: string | null; createdAt: Date };
 
 interface ScheduledRun {
   runId: string;
@@ -83,7 +91,8 @@ export async function claimTick(deps: TickDeps, flow: string, overlap: Overlap, 
   const createdAt = new Date();
   for (const runId of decided.cancel) await cancelRun(deps, runId);
   await deps.jobs.add(await readyOf(deps, flow, [decided.released, decided.run]));
-  if (decided.cancel.length > 0) deps.log.info({ flow, cancelled: decided.cancel }, "schedule tick cancelled the earlier run(s) (overlap: cancel_previous)");
+  if (decided.cancel.length > 0)
+    deps.log.info({ flow, cancelled: decided.cancel }, "schedule tick cancelled the earlier run(s) (overlap: cancel_previous)");
   return { status: decided.status, runId: decided.run?.runId ?? null, reason: decided.reason, createdAt };
 }
 

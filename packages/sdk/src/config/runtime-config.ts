@@ -33,7 +33,9 @@ function normalise(raw: unknown): unknown {
 
 /** The YAML spelling of a zod path: option keys snake_case, names (path[1] in a named section) as written. */
 function yamlPath(path: PropertyKey[]): (string | number)[] {
-  return path.map((p, i) => (typeof p === "number" ? p : i === 1 && NAMED_SECTIONS.has(snake(String(path[0]))) ? String(p) : snake(String(p))));
+  return path.map((p, i) =>
+    typeof p === "number" ? p : i === 1 && NAMED_SECTIONS.has(snake(String(path[0]))) ? String(p) : snake(String(p)),
+  );
 }
 
 const configSchema = z

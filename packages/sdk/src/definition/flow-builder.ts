@@ -67,7 +67,10 @@ export function currentBuilder(): FlowBuilder | null {
 
 /** Runs a flow body with `builder` receiving its task calls. */
 export function trace(builder: FlowBuilder, body: () => unknown): void {
-  if (current) throw new AxDefinitionError(`flow "${builder.flow}" was defined inside the body of flow "${current.flow}"; define flows at module top level.`);
+  if (current)
+    throw new AxDefinitionError(
+      `flow "${builder.flow}" was defined inside the body of flow "${current.flow}"; define flows at module top level.`,
+    );
   current = builder;
   try {
     const returned = body();

@@ -19,13 +19,31 @@ describe("tracing a flow body into a DAG", () => {
       notify(payment, invoice(payment), "invoice_issued");
     });
     expect(flow.dag.nodes).toEqual([
-      { key: "parse_payment", task: "parse_payment", queue: "default", args: [{ kind: "input" }], upstream: [], downstream: ["create_invoice", "send_notification"] },
-      { key: "create_invoice", task: "create_invoice", queue: "billing", args: [{ kind: "node", key: "parse_payment" }], upstream: ["parse_payment"], downstream: ["send_notification"] },
+      {
+        key: "parse_payment",
+        task: "parse_payment",
+        queue: "default",
+        args: [{ kind: "input" }],
+        upstream: [],
+        downstream: ["create_invoice", "send_notification"],
+      },
+      {
+        key: "create_invoice",
+        task: "create_invoice",
+        queue: "billing",
+        args: [{ kind: "node", key: "parse_payment" }],
+        upstream: ["parse_payment"],
+        downstream: ["send_notification"],
+      },
       {
         key: "send_notification",
         task: "send_notification",
         queue: "default",
-        args: [{ kind: "node", key: "parse_payment" }, { kind: "node", key: "create_invoice" }, { kind: "const", value: "invoice_issued" }],
+        args: [
+          { kind: "node", key: "parse_payment" },
+          { kind: "node", key: "create_invoice" },
+          { kind: "const", value: "invoice_issued" },
+        ],
         upstream: ["parse_payment", "create_invoice"],
         downstream: [],
       },

@@ -55,7 +55,7 @@ const activeOfBackfill = sql`
  */
 export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${"ax.admit:" + flow}))`);
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`ax.admit:${flow}`}))`);
     await tx.execute(sql`
       delete from held_runs h using runs r
       where h.flow = ${flow} and r.id = h.run_id and r.status not in ('pending', 'running')`);
@@ -101,7 +101,14 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> 
       where r.id = n.run_id and n.run_id in ${uuidList(released)} and n.status = 'pending' and n.deps_remaining = 0
       returning n.run_id, n.node_key, n.task, n.queue, r.flow_version_id`,
     );
-    return ready.map((r) => ({ runId: r.run_id, nodeKey: r.node_key, task: r.task, queue: r.queue, attempt: 1, flowVersionId: r.flow_version_id }));
+    return ready.map((r) => ({
+      runId: r.run_id,
+      nodeKey: r.node_key,
+      task: r.task,
+      queue: r.queue,
+      attempt: 1,
+      flowVersionId: r.flow_version_id,
+    }));
   });
 }
 
@@ -110,7 +117,14 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> 
  * for a run that is not held.
  */
 export async function waitingFor(db: Db, runId: string): Promise<string | null> {
-  const [row] = await rows<{ flow: string; cap: number | null; active: number; bf_cap: number | null; bf_active: number | null; bf_status: string | null }>(
+  const [row] = await rows<{
+    flow: string;
+    cap: number | null;
+    active: number;
+    bf_cap: number | null;
+    bf_active: number | null;
+    bf_status: string | null;
+  }>(
     db,
     sql`
     select h.flow, s.max_concurrent_runs as cap,

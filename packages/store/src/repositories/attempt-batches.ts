@@ -138,7 +138,11 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
     downstream: r.downstream,
   }));
   const runIds = [...new Set(requests.map((r) => r.runId))].sort();
-  const [answer] = await rows<{ done: { run_id: string; node_key: string }[] | null; ready: (ReadyNode & { from: string[] })[] | null; runs: { id: string; status: RunStatus; remaining: number }[] | null }>(
+  const [answer] = await rows<{
+    done: { run_id: string; node_key: string }[] | null;
+    ready: (ReadyNode & { from: string[] })[] | null;
+    runs: { id: string; status: RunStatus; remaining: number }[] | null;
+  }>(
     db,
     sql`
     with locked as materialized (

@@ -33,7 +33,13 @@ export interface Advanced {
   runFinished: RunStatus | null;
 }
 
-type AdvanceRow = { applied: number; ready: Omit<ReadyNode, "flowVersionId">[] | null; run_status: RunStatus | null; nodes_remaining: number | null; flow_version_id: number | null };
+type AdvanceRow = {
+  applied: number;
+  ready: Omit<ReadyNode, "flowVersionId">[] | null;
+  run_status: RunStatus | null;
+  nodes_remaining: number | null;
+  flow_version_id: number | null;
+};
 
 function toAdvanced(row: AdvanceRow | undefined): Advanced {
   if (!row || Number(row.applied) === 0) return { applied: false, ready: [], runFinished: null };
@@ -95,7 +101,7 @@ export async function failNode(
   const row = await db.transaction(async (tx) => {
     await lockRuns(tx, [ref.runId]);
     const [row] = await rows<AdvanceRow>(
-        tx,
+      tx,
       sql`
       with failed as (
         update node_runs set status = 'failed', error = ${jsonParam(ref.error)}::jsonb, finished_at = now()

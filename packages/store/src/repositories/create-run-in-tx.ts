@@ -58,7 +58,15 @@ export async function createRunsInTransaction(tx: Db, schema: string, newRuns: N
  */
 export async function firstReadyNodes(db: Db, runIds: string[]): Promise<ReadyNode[]> {
   if (runIds.length === 0) return [];
-  const found = await rows<{ run_id: string; node_key: string; task: string; queue: string; flow_version_id: number; priority: number | null; delay_ms: number }>(
+  const found = await rows<{
+    run_id: string;
+    node_key: string;
+    task: string;
+    queue: string;
+    flow_version_id: number;
+    priority: number | null;
+    delay_ms: number;
+  }>(
     db,
     sql`
     select n.run_id, n.node_key, n.task, n.queue, r.flow_version_id, r.priority,

@@ -42,11 +42,29 @@ function nodeRowsOf(run: NewRun): NodeRow[] {
   const reused = run.reuse?.results;
   return run.flow.dag.nodes.map((node) => {
     if (reused?.has(node.key)) {
-      return { run_id: run.id, node_key: node.key, task: node.task, queue: node.queue, status: "success", deps_remaining: 0, result: reused.get(node.key)!, reused_from: run.reuse!.from };
+      return {
+        run_id: run.id,
+        node_key: node.key,
+        task: node.task,
+        queue: node.queue,
+        status: "success",
+        deps_remaining: 0,
+        result: reused.get(node.key)!,
+        reused_from: run.reuse!.from,
+      };
     }
     const deps = node.upstream.filter((u) => !reused?.has(u)).length;
     const status = deps === 0 && !run.held ? "queued" : "pending";
-    return { run_id: run.id, node_key: node.key, task: node.task, queue: node.queue, status, deps_remaining: deps, result: null, reused_from: null };
+    return {
+      run_id: run.id,
+      node_key: node.key,
+      task: node.task,
+      queue: node.queue,
+      status,
+      deps_remaining: deps,
+      result: null,
+      reused_from: null,
+    };
   });
 }
 
@@ -85,10 +103,10 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
       select i.id, i.flow, i.backfill_id from input i join created c on c.id = i.id where i.held order by i.ord
     )`
     : sql``;
-  const nodeInput = anyReused
-    ? nodeRows.flat()
-    : nodeRows.flat().map(({ result: _result, reused_from: _reusedFrom, ...row }) => row);
-  const nodeColumns = "run_id uuid, node_key text, task text, queue text, status text, deps_remaining int" + (anyReused ? ", result jsonb, reused_from uuid" : "");
+  const nodeInput = anyReused ? nodeRows.flat() : nodeRows.flat().map(({ result: _result, reused_from: _reusedFrom, ...row }) => row);
+  const nodeColumns =
+    "run_id uuid, node_key text, task text, queue text, status text, deps_remaining int" +
+    (anyReused ? ", result jsonb, reused_from uuid" : "");
   const inserted = await rows<{ id: string }>(
     db,
     sql`
@@ -127,9 +145,15 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
   );
   return newRuns.map((run, i) => {
     if (created.has(run.id)) {
-      const ready = nodeRows[i]!
-        .filter((n) => n.status === "queued")
-        .map((n) => ({ runId: run.id, nodeKey: n.node_key, task: n.task, queue: n.queue, attempt: 1, flowVersionId: run.flow.id, ...jobTiming(run) }));
+      const ready = nodeRows[i]!.filter((n) => n.status === "queued").map((n) => ({
+        runId: run.id,
+        nodeKey: n.node_key,
+        task: n.task,
+        queue: n.queue,
+        attempt: 1,
+        flowVersionId: run.flow.id,
+        ...jobTiming(run),
+      }));
       return { created: true, runId: run.id, ready };
     }
     const holder = holders.get(`${run.flow.name}\u0000${run.idempotencyKey}`);

@@ -17,7 +17,15 @@ export async function handBackAttempts(db: Db, worker: string, refs: AttemptRef[
     refs.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, n: r.attempt })),
     "run_id uuid, node_key text, n int",
   );
-  const found = await rows<{ run_id: string; node_key: string; task: string; queue: string; attempt: number; flow_version_id: number; priority: number | null }>(
+  const found = await rows<{
+    run_id: string;
+    node_key: string;
+    task: string;
+    queue: string;
+    attempt: number;
+    flow_version_id: number;
+    priority: number | null;
+  }>(
     db,
     sql`
     with mine as (

@@ -16,10 +16,14 @@ export interface RerunSource {
 }
 
 export async function rerunSource(db: Db, runId: string): Promise<RerunSource | undefined> {
-  const [run] = await rows<{ flow: string; flow_version_id: number; status: RunStatus; payload: Json; business_key: string | null; logical_date: string | Date | null }>(
-    db,
-    sql`select flow, flow_version_id, status, payload, business_key, logical_date from runs where id = ${runId}`,
-  );
+  const [run] = await rows<{
+    flow: string;
+    flow_version_id: number;
+    status: RunStatus;
+    payload: Json;
+    business_key: string | null;
+    logical_date: string | Date | null;
+  }>(db, sql`select flow, flow_version_id, status, payload, business_key, logical_date from runs where id = ${runId}`);
   if (!run) return undefined;
   const nodes = await rows<{ node_key: string; status: TaskStatus; result: Json }>(
     db,

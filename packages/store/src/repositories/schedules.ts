@@ -86,7 +86,14 @@ export async function registerSchedules(db: Db, flows: string[], schedules: Sche
         insert into schedules (flow, cron, timezone, overlap, catch_up, max_catch_up)
         select flow, cron, timezone, overlap, catch_up, max_catch_up
         from ${recordset(
-          schedules.map((s) => ({ flow: s.flow, cron: s.cron, timezone: s.timezone, overlap: s.overlap, catch_up: s.catchUp, max_catch_up: s.maxCatchUp })),
+          schedules.map((s) => ({
+            flow: s.flow,
+            cron: s.cron,
+            timezone: s.timezone,
+            overlap: s.overlap,
+            catch_up: s.catchUp,
+            max_catch_up: s.maxCatchUp,
+          })),
           "flow text, cron text, timezone text, overlap text, catch_up text, max_catch_up int",
         )} as x
         on conflict (flow) do update set cron = excluded.cron, timezone = excluded.timezone, overlap = excluded.overlap,
@@ -99,9 +106,12 @@ export async function registerSchedules(db: Db, flows: string[], schedules: Sche
 
 /** Sets `paused`; false when the flow has no stored schedule. */
 export async function setSchedulePaused(db: Db, flow: string, paused: boolean): Promise<boolean> {
-  const found = await rows<{ flow: string }>(db, sql`update schedules set paused = ${paused}, updated_at = now(),
+  const found = await rows<{ flow: string }>(
+    db,
+    sql`update schedules set paused = ${paused}, updated_at = now(),
       resumed_at = case when ${paused} then resumed_at when paused then now() else resumed_at end
-    where flow = ${flow} returning flow`);
+    where flow = ${flow} returning flow`,
+  );
   return found.length > 0;
 }
 
@@ -141,7 +151,7 @@ export async function listTicks(db: Db, flow: string): Promise<TickRecord[]> {
  */
 export const scheduleTx = {
   async lockFlow(tx: Db, flow: string): Promise<void> {
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${"ax.schedule:" + flow}))`);
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`ax.schedule:${flow}`}))`);
   },
   async paused(tx: Db, flow: string): Promise<boolean | undefined> {
     const [row] = await rows<{ paused: boolean }>(tx, sql`select paused from schedules where flow = ${flow}`);
@@ -153,7 +163,10 @@ export const scheduleTx = {
   },
   /** The flow's runs not yet finished, oldest first. */
   async unfinishedRuns(tx: Db, flow: string): Promise<string[]> {
-    const found = await rows<{ id: string }>(tx, sql`select id from runs where flow = ${flow} and status in ('pending', 'running') order by created_at`);
+    const found = await rows<{ id: string }>(
+      tx,
+      sql`select id from runs where flow = ${flow} and status in ('pending', 'running') order by created_at`,
+    );
     return found.map((r) => r.id);
   },
   /** The tick buffered by `overlap: queue` that has no run yet. */
@@ -165,7 +178,10 @@ export const scheduleTx = {
     return row ? new Date(row.logical_date) : undefined;
   },
   /** False when another coordinator recorded this tick first. */
-  async insertTick(tx: Db, tick: { flow: string; logicalDate: Date; status: TickStatus; reason: string | null; runId: string | null }): Promise<boolean> {
+  async insertTick(
+    tx: Db,
+    tick: { flow: string; logicalDate: Date; status: TickStatus; reason: string | null; runId: string | null },
+  ): Promise<boolean> {
     const inserted = await rows(
       tx,
       sql`insert into schedule_ticks (flow, logical_date, status, reason, run_id)

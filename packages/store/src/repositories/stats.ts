@@ -30,6 +30,9 @@ export async function countStuckRuns(db: Db, thresholdMs: number): Promise<{ flo
 
 /** Distinct queues that nodes have been routed to. */
 export async function knownQueues(db: Db): Promise<string[]> {
-  const found = await rows<{ queue: string }>(db, sql`select distinct queue from node_runs where status in ('queued', 'retrying', 'running')`);
+  const found = await rows<{ queue: string }>(
+    db,
+    sql`select distinct queue from node_runs where status in ('queued', 'retrying', 'running')`,
+  );
   return found.map((r) => r.queue);
 }

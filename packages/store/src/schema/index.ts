@@ -105,9 +105,7 @@ export const nodeRuns = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.runId, t.nodeKey] }),
-    index("node_runs_in_flight")
-      .on(t.status, t.queuedAt)
-      .where(sql`${t.status} in ('queued', 'retrying', 'running')`),
+    index("node_runs_in_flight").on(t.status, t.queuedAt).where(sql`${t.status} in ('queued', 'retrying', 'running')`),
   ],
 );
 
@@ -200,9 +198,7 @@ export const scheduleTicks = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.flow, t.logicalDate] }),
-    index("schedule_ticks_waiting")
-      .on(t.flow)
-      .where(sql`${t.status} = 'queued' and ${t.runId} is null`),
+    index("schedule_ticks_waiting").on(t.flow).where(sql`${t.status} = 'queued' and ${t.runId} is null`),
   ],
 );
 

@@ -47,5 +47,7 @@ export class ParentOnceGate implements OnceGate {
 }
 
 function unexpected(answer: OnceAnswer): AxExecutorError {
-  return new AxExecutorError(`the worker answered an ax.once request with "${answer.outcome}"; the child and its parent run different ax versions`);
+  return new AxExecutorError(
+    `the worker answered an ax.once request with "${answer.outcome}"; the child and its parent run different ax versions`,
+  );
 }

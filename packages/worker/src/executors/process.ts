@@ -32,7 +32,10 @@ export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
   let spawnError: Error | undefined;
   let markReady!: () => void;
   let notReady!: (error: Error) => void;
-  const ready = new Promise<void>((resolve, reject) => ((markReady = resolve), (notReady = reject)));
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = resolve;
+    notReady = reject;
+  });
   ready.catch(() => {});
 
   child.stderr?.on("data", (chunk: Buffer) => {

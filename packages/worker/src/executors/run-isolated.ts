@@ -66,7 +66,12 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
   if (input.cancel?.aborted) onCancel();
   timers.push(
     setTimeout(
-      () => fail(new AxExecutorError(`task "${task.name}" did not start within ${STARTUP_LIMIT_MS} ms in a ${executor.kind}: its module is too slow to load or hangs while loading.`)),
+      () =>
+        fail(
+          new AxExecutorError(
+            `task "${task.name}" did not start within ${STARTUP_LIMIT_MS} ms in a ${executor.kind}: its module is too slow to load or hangs while loading.`,
+          ),
+        ),
       STARTUP_LIMIT_MS,
     ),
   );

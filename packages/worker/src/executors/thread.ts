@@ -21,7 +21,10 @@ export function spawnThread(memoryMb: number | undefined): IsolatedChild {
   let lastError: Error | undefined;
   let markReady!: () => void;
   let notReady!: (error: Error) => void;
-  const ready = new Promise<void>((resolve, reject) => ((markReady = resolve), (notReady = reject)));
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = resolve;
+    notReady = reject;
+  });
   ready.catch(() => {});
 
   worker.on("message", (message: ChildMessage) => {
