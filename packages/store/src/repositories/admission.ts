@@ -93,13 +93,23 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> 
     }
     if (released.length === 0) return [];
     await tx.execute(sql`delete from held_runs where run_id in ${uuidList(released)}`);
-    const ready = await rows<{ run_id: string; node_key: string; task: string; queue: string; flow_version_id: number }>(
+    // A released run keeps its trigger's timing: due at its runAt (a delayed job), at its priority.
+    const ready = await rows<{
+      run_id: string;
+      node_key: string;
+      task: string;
+      queue: string;
+      flow_version_id: number;
+      priority: number | null;
+      delay_ms: number;
+    }>(
       tx,
       sql`
-      update node_runs n set status = 'queued', attempt = 1, queued_at = now()
+      update node_runs n set status = 'queued', attempt = 1, queued_at = greatest(now(), r.run_at)
       from runs r
       where r.id = n.run_id and n.run_id in ${uuidList(released)} and n.status = 'pending' and n.deps_remaining = 0
-      returning n.run_id, n.node_key, n.task, n.queue, r.flow_version_id`,
+      returning n.run_id, n.node_key, n.task, n.queue, r.flow_version_id, r.priority,
+        greatest(0, ceil(extract(epoch from (r.run_at - now())) * 1000))::int as delay_ms`,
     );
     return ready.map((r) => ({
       runId: r.run_id,
@@ -108,6 +118,8 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> 
       queue: r.queue,
       attempt: 1,
       flowVersionId: r.flow_version_id,
+      ...(r.delay_ms > 0 ? { delayMs: r.delay_ms } : {}),
+      ...(r.priority ? { priority: r.priority } : {}),
     }));
   });
 }
