@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { Json } from "../types.js";
 import { rows, uuidList } from "./raw.js";
-import type { ReadyNode } from "./ready-node.js";
+import { firstNodeOf, type FirstNodeRow, type ReadyNode } from "./ready-node.js";
 
 /** How many held runs one admission pass of a flow looks at. */
 const ADMIT_WINDOW = 1000;
@@ -94,15 +94,7 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> 
     if (released.length === 0) return [];
     await tx.execute(sql`delete from held_runs where run_id in ${uuidList(released)}`);
     // A released run keeps its trigger's timing: due at its runAt (a delayed job), at its priority.
-    const ready = await rows<{
-      run_id: string;
-      node_key: string;
-      task: string;
-      queue: string;
-      flow_version_id: number;
-      priority: number | null;
-      delay_ms: number;
-    }>(
+    const ready = await rows<FirstNodeRow>(
       tx,
       sql`
       update node_runs n set status = 'queued', attempt = 1, queued_at = greatest(now(), r.run_at)
@@ -111,16 +103,7 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> 
       returning n.run_id, n.node_key, n.task, n.queue, r.flow_version_id, r.priority,
         greatest(0, ceil(extract(epoch from (r.run_at - now())) * 1000))::int as delay_ms`,
     );
-    return ready.map((r) => ({
-      runId: r.run_id,
-      nodeKey: r.node_key,
-      task: r.task,
-      queue: r.queue,
-      attempt: 1,
-      flowVersionId: r.flow_version_id,
-      ...(r.delay_ms > 0 ? { delayMs: r.delay_ms } : {}),
-      ...(r.priority ? { priority: r.priority } : {}),
-    }));
+    return ready.map(firstNodeOf);
   });
 }
 

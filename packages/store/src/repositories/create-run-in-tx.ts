@@ -4,7 +4,7 @@ import type { Db } from "../connect.js";
 import { createRuns, type CreatedRun, type NewRun } from "./create-run.js";
 import { pgErrorCode } from "../pg-error.js";
 import { jsonParam, rows, uuidList } from "./raw.js";
-import type { ReadyNode } from "./ready-node.js";
+import { firstNodeOf, type FirstNodeRow, type ReadyNode } from "./ready-node.js";
 import { AxNotInTransactionError } from "@ax/common";
 
 /** Channel names are identifiers: at most 63 bytes. */
@@ -58,15 +58,7 @@ export async function createRunsInTransaction(tx: Db, schema: string, newRuns: N
  */
 export async function firstReadyNodes(db: Db, runIds: string[]): Promise<ReadyNode[]> {
   if (runIds.length === 0) return [];
-  const found = await rows<{
-    run_id: string;
-    node_key: string;
-    task: string;
-    queue: string;
-    flow_version_id: number;
-    priority: number | null;
-    delay_ms: number;
-  }>(
+  const found = await rows<FirstNodeRow>(
     db,
     sql`
     select n.run_id, n.node_key, n.task, n.queue, r.flow_version_id, r.priority,
@@ -74,14 +66,5 @@ export async function firstReadyNodes(db: Db, runIds: string[]): Promise<ReadyNo
     from node_runs n join runs r on r.id = n.run_id
     where n.run_id in ${uuidList(runIds)} and n.status = 'queued' and n.attempt = 1`,
   );
-  return found.map((r) => ({
-    runId: r.run_id,
-    nodeKey: r.node_key,
-    task: r.task,
-    queue: r.queue,
-    attempt: 1,
-    flowVersionId: r.flow_version_id,
-    ...(r.delay_ms > 0 ? { delayMs: r.delay_ms } : {}),
-    ...(r.priority ? { priority: r.priority } : {}),
-  }));
+  return found.map(firstNodeOf);
 }
