@@ -49,14 +49,14 @@ export async function withDbRetry<T>(fn: () => Promise<T>, options: DbRetryOptio
 
 /** A write that hangs (a lock, a half-open connection) must not hold its caller past the deadline. */
 async function beforeDeadline<T>(write: Promise<T>, until: number, began: number): Promise<T> {
-  const timer = new AbortController();
-  const late = sleep(Math.max(0, until - Date.now()), undefined, { signal: timer.signal }).then(() => {
-    throw new AxDbDeadlineError(Date.now() - began, undefined);
+  // A plain timer: aborting a signal per write would build a DOMException on every completion.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new AxDbDeadlineError(Date.now() - began, undefined)), Math.max(0, until - Date.now()));
   });
-  late.catch(() => {});
   try {
     return await Promise.race([write, late]);
   } finally {
-    timer.abort();
+    clearTimeout(timer);
   }
 }
