@@ -10,7 +10,7 @@ import { startServer } from "@ax/server";
 import { HttpRunsApi } from "./http-client.js";
 import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
-import { renderRun } from "./render-run.js";
+import { printRunOrWait, renderRun } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
 import { addScheduleCommands } from "./schedule-commands.js";
 import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
@@ -248,13 +248,7 @@ export async function main(argv: string[]): Promise<void> {
             delay: flags.delay,
             priority: flags.priority,
           });
-          if (!flags.wait) {
-            console.log(runId);
-            return;
-          }
-          const run = await client.waitForRun(runId, { timeout: flags.timeout });
-          console.log(renderRun(run));
-          if (run.status !== "success") process.exitCode = 1;
+          await printRunOrWait(client, runId, flags);
         },
         flows,
       );

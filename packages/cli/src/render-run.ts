@@ -51,3 +51,18 @@ export function renderRun(run: RunInfo): string {
   ];
   return [...header, ...run.tasks.map((t) => taskLine(t, t.upstream))].join("\n");
 }
+
+/** What `ax trigger` and `ax rerun` print: the new run's id, or with `--wait` the finished run (exit code 1 unless it succeeded). */
+export async function printRunOrWait(
+  client: { waitForRun(runId: string, options: { timeout: string }): Promise<RunInfo> },
+  runId: string,
+  flags: { wait?: boolean | undefined; timeout: string },
+): Promise<void> {
+  if (!flags.wait) {
+    console.log(runId);
+    return;
+  }
+  const run = await client.waitForRun(runId, { timeout: flags.timeout });
+  console.log(renderRun(run));
+  if (run.status !== "success") process.exitCode = 1;
+}

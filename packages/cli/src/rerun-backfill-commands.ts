@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { BackfillInfo, Client } from "ax-scheduler";
 import { parseFlags, positiveInt } from "./options.js";
-import { renderRun } from "./render-run.js";
+import { printRunOrWait } from "./render-run.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
@@ -56,13 +56,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
       );
       await withClient(async (client) => {
         const runId = await client.rerun(id, { only: flags.all ? "all" : "failed", from: flags.from, payload: flags.payload });
-        if (!flags.wait) {
-          console.log(runId);
-          return;
-        }
-        const run = await client.waitForRun(runId, { timeout: flags.timeout });
-        console.log(renderRun(run));
-        if (run.status !== "success") process.exitCode = 1;
+        await printRunOrWait(client, runId, flags);
       });
     });
 

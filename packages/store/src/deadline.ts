@@ -1,5 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
-
 /**
  * What `within` saw: the work's value; or that it failed (`error`) or the time ran out first
  * (no `error`; the work is left running).
@@ -12,18 +10,21 @@ export type Within<T> = { done: true; value: T } | { done: false; error?: unknow
  * cannot hold them forever, and one that fails does not stop the rest from closing.
  */
 export async function within<T>(work: Promise<T>, ms: number): Promise<Within<T>> {
-  const timer = new AbortController();
-  const late = sleep(Math.max(0, ms), { done: false } as const, { signal: timer.signal }).catch(() => ({ done: false }) as const);
+  // A plain timer: aborting a signal builds a DOMException, and the hot path's write deadlines use this too.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Within<T>>((resolve) => {
+    timer = setTimeout(() => resolve({ done: false }), Math.max(0, ms));
+  });
   try {
     return await Promise.race([
       work.then(
-        (value) => ({ done: true, value }) as const,
-        (error: unknown) => ({ done: false, error }) as const,
+        (value): Within<T> => ({ done: true, value }),
+        (error: unknown): Within<T> => ({ done: false, error }),
       ),
       late,
     ]);
   } finally {
-    timer.abort();
+    clearTimeout(timer);
   }
 }
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { isConnectionError, pgErrorCode } from "@ax/store";
+import { isConnectionError, pgErrorCode, within } from "@ax/store";
 import { AxDbDeadlineError } from "@ax/common";
 
 export { isConnectionError };
@@ -49,14 +49,8 @@ export async function withDbRetry<T>(fn: () => Promise<T>, options: DbRetryOptio
 
 /** A write that hangs (a lock, a half-open connection) must not hold its caller past the deadline. */
 async function beforeDeadline<T>(write: Promise<T>, until: number, began: number): Promise<T> {
-  // A plain timer: aborting a signal per write would build a DOMException on every completion.
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new AxDbDeadlineError(Date.now() - began, undefined)), Math.max(0, until - Date.now()));
-  });
-  try {
-    return await Promise.race([write, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const answered = await within(write, until - Date.now());
+  if (answered.done) return answered.value;
+  if ("error" in answered) throw answered.error;
+  throw new AxDbDeadlineError(Date.now() - began, undefined);
 }
