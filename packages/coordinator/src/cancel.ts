@@ -45,7 +45,7 @@ export async function cancelRun(deps: CancelDeps, runId: string): Promise<Cancel
   const message: CancelMessage = { runId };
   await deps.queues.connection.publish(cancelChannel(deps.queues.prefix), JSON.stringify(message));
   const removed = await Promise.all(
-    outcome.nodes.filter((n) => n.attempt > 0).map((n) => deps.queues.get(n.queue).remove(nodeJobId(runId, n.nodeKey, n.attempt))),
+    outcome.nodes.filter((n) => n.attempt > 0).map((n) => deps.queues.forNode(n).remove(nodeJobId(runId, n.nodeKey, n.attempt))),
   );
   return { runId, cancelled: outcome.cancelled, status: "cancelled", removedJobs: removed.reduce((a, b) => a + b, 0) };
 }

@@ -1,6 +1,7 @@
 import { GroupCommit, type ReadyNode } from "@ax/store";
 import pino, { type Logger } from "pino";
-import { nodeJobId, type QueueRegistry } from "./queues.js";
+import { nodeJobId, taskQueueName, type QueueRegistry } from "./queues.js";
+import { publishWake } from "./wake.js";
 
 /**
  * How long a committed write waits for its jobs to reach Redis before answering anyway. ioredis
@@ -18,10 +19,12 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
   if (nodes.length === 0) return;
   const byQueue = new Map<string, ReadyNode[]>();
   for (const node of nodes) {
-    const list = byQueue.get(node.queue) ?? [];
+    const name = taskQueueName(node.queue, node.task);
+    const list = byQueue.get(name) ?? [];
     list.push(node);
-    byQueue.set(node.queue, list);
+    byQueue.set(name, list);
   }
+  const now = Date.now();
   await Promise.all(
     [...byQueue].map(([name, list]) =>
       queues.get(name).addBulk(
@@ -39,6 +42,12 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
       ),
     ),
   );
+  // After the jobs are in: a worker woken earlier would find nothing and go back to sleep.
+  const wakes = [...byQueue].map(([name, list]) => {
+    const soonest = Math.min(...list.map((n) => n.delayMs ?? 0));
+    return soonest > 0 ? { queue: name, at: now + soonest } : { queue: name };
+  });
+  await publishWake(queues.connection, queues.prefix, wakes);
 }
 
 /**
@@ -48,7 +57,7 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
 export async function jobsMissingFromRedis(queues: QueueRegistry, nodes: ReadyNode[]): Promise<ReadyNode[]> {
   if (nodes.length === 0) return [];
   const pipeline = queues.connection.pipeline();
-  for (const n of nodes) pipeline.exists(queues.get(n.queue).toKey(nodeJobId(n.runId, n.nodeKey, n.attempt)));
+  for (const n of nodes) pipeline.exists(queues.forNode(n).toKey(nodeJobId(n.runId, n.nodeKey, n.attempt)));
   const answers = (await pipeline.exec()) ?? [];
   return nodes.filter((_, i) => {
     const [error, exists] = answers[i] ?? [null, 0];

@@ -12,3 +12,6 @@ export * from "./rerun.js";
 export * from "./backfill/backfill.js";
 export * from "./backfill/ticks.js";
 export * from "./flow-caps.js";
+export * from "./wake.js";
+export * from "./waiting-nodes.js";
+export * from "./unserved.js";

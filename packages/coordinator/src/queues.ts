@@ -16,7 +16,17 @@ export function nodeJobId(runId: string, nodeKey: string, attempt: number): stri
   return `${runId}.${nodeKey}.${attempt}`;
 }
 
-/** One BullMQ `Queue` per worker group, sharing one Redis connection. */
+/**
+ * The BullMQ queue of one task in one worker group. Each task has its own queue so that workers
+ * can take work across tasks in turn (a backlog of one task never holds another's jobs behind it)
+ * and skip a task whose limit is reached without fetching its jobs. Group names cannot contain
+ * `.`, so the first `.` separates them from the task name.
+ */
+export function taskQueueName(group: string, task: string): string {
+  return `${group}.${task}`;
+}
+
+/** One BullMQ `Queue` per task queue, sharing one Redis connection. */
 export class QueueRegistry {
   private readonly queues = new Map<string, Queue<NodeJobData>>();
 
@@ -27,6 +37,11 @@ export class QueueRegistry {
     /** Where the queues' connection errors go. */
     readonly log: Logger,
   ) {}
+
+  /** The queue a node's jobs go to: its task's queue in its worker group. */
+  forNode(node: { queue: string; task: string }): Queue<NodeJobData> {
+    return this.get(taskQueueName(node.queue, node.task));
+  }
 
   get(name: string): Queue<NodeJobData> {
     let queue = this.queues.get(name);

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { enqueueNodes, jobsMissingFromRedis } from "./enqueue.js";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
 import { SeenJobs } from "./seen-jobs.js";
+import { failUnservedNodes } from "./unserved.js";
 
 const PAGE_LOCK_TRIES = 50;
 const PAGE_LOCK_PAUSE_MS = 20;
@@ -22,6 +23,11 @@ export interface ReconcilerOptions {
   recheckMs?: number;
   /** At most this many found jobs are remembered; older ones are simply checked again. @defaultValue 100000 */
   remember?: number;
+  /**
+   * A node due this long with no live worker defining its task in its queue (a rolling deploy that
+   * dropped the task) fails with `AxUnknownTaskError`. @defaultValue 600000 (10 min)
+   */
+  unknownTaskGraceMs?: number;
 }
 
 /** What one pass did. */
@@ -91,6 +97,8 @@ export class Reconciler {
       after = page.next;
     } while (after);
     if (stats.requeued > 0) this.log.info({ requeued: stats.requeued }, "reconciler re-added jobs missing from Redis");
+    const window = { graceMs: this.options.unknownTaskGraceMs ?? 600_000, leaseMs: this.options.leaseMs ?? 15_000 };
+    await failUnservedNodes(this.db, this.queues, window, this.log);
     this.lastPass = stats;
     return stats;
   }

@@ -15,6 +15,7 @@ import {
   type ScheduleInfo,
   type TriggerDeps,
   type TriggerRequest,
+  explainWaitingNodes,
 } from "@ax/coordinator";
 import { AxBackfillNotFoundError } from "@ax/common";
 import {
@@ -136,7 +137,7 @@ export class Client {
   async getRun(runId: string): Promise<RunInfo> {
     const run = await getRunInfo(this.connections.store.db, runId);
     if (!run) throw new AxRunNotFoundError(runId);
-    return run;
+    return explainWaitingNodes(this.connections.store.db, this.connections.queues, run);
   }
 
   /** Resolves with the run once it is `success`, `failed` or `cancelled`. */

@@ -63,8 +63,6 @@ export interface RuntimeOptions extends ConnectionOptions {
         stalledIntervalMs?: number;
         /** Rows of workers whose lease lapsed longer ago than this are deleted. @defaultValue 3600000 (1 h) */
         deadWorkerRetentionMs?: number;
-        /** How long a job whose task no worker here defines may wait for one that does. @defaultValue 600000 (10 min) */
-        unknownTaskGraceMs?: number;
       }
     | undefined;
 }
@@ -139,7 +137,7 @@ export class Runtime {
     }
 
     if (this.roles.includes("worker")) {
-      const source: TaskSource = { get: (name) => this.tasks.get(name) };
+      const source: TaskSource = { get: (name) => this.tasks.get(name), names: () => [...this.tasks.keys()] };
       this.worker = new NodeWorker({
         db: store.db,
         relaxedDb: store.relaxed,
@@ -147,7 +145,8 @@ export class Runtime {
         connection: connections.redis,
         queues,
         queueNames: this.options.queues ?? [...new Set([...this.tasks.values()].map((t) => t.options.queue))],
-        concurrency: this.options.maxConcurrency ?? this.config.maxConcurrency ?? 10,
+        concurrency: this.options.maxConcurrency ?? 10,
+        clusterLimits: () => ({ maxConcurrency: this.config.maxConcurrency ?? null, pools: this.config.pools }),
         tasks: source,
         log: this.log,
         metrics: createWorkerMetrics(this.registry),

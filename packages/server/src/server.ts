@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
 import { getRunInfo, latestFlowVersion, listFlowNames, listRunSummaries, toStorableText, type Db } from "@ax/store";
-import { cancelRun, DEFAULT_MAX_PAYLOAD_BYTES, RunWriter, triggerRun, type QueueRegistry } from "@ax/coordinator";
+import { cancelRun, DEFAULT_MAX_PAYLOAD_BYTES, explainWaitingNodes, RunWriter, triggerRun, type QueueRegistry } from "@ax/coordinator";
 import { AxNotJsonError, AxPayloadTooLargeError, AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
 import { listQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
@@ -110,7 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const id = z.uuid().safeParse(request.params.id);
     const run = id.success ? await getRunInfo(options.db, id.data) : undefined;
     if (!run) throw new AxRunNotFoundError(request.params.id);
-    return run;
+    return explainWaitingNodes(options.db, options.queues, run);
   });
 
   app.post<{ Params: { id: string } }>("/api/runs/:id/cancel", async (request) => {

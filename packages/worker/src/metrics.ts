@@ -7,7 +7,6 @@ export interface WorkerMetrics {
   retries: Counter<"task">;
   consecutiveFailures: Gauge<"task">;
   runsFinished: Counter<"flow" | "status">;
-  unknownTaskHandbacks: Counter<"task">;
 }
 
 const SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
@@ -47,12 +46,6 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
       name: "ax_runs_finished_total",
       help: "Runs that reached a terminal status, by flow and status",
       labelNames: ["flow", "status"],
-      registers,
-    }),
-    unknownTaskHandbacks: new Counter({
-      name: "ax_unknown_task_handbacks_total",
-      help: "Jobs handed back to their queue because this process does not define their task (rolling deploy)",
-      labelNames: ["task"],
       registers,
     }),
   };

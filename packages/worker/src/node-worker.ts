@@ -1,13 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { Worker, type Job } from "bullmq";
+import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { msUntil, removeWorker, within, type Db } from "@ax/store";
-import { BatchedEnqueue, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
+import { BatchedEnqueue, LimitGate, taskQueueName, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
 import { AttemptWrites } from "./attempt-writes.js";
 import { DagCache } from "./dag-cache.js";
+import { Dispatcher, type ServedQueue } from "./dispatch/dispatcher.js";
+import { limitSpecOf, NO_CLUSTER_LIMITS, type ClusterLimits } from "./dispatch/limit-spec.js";
 import { closeExecutors } from "./executors/index.js";
 import { WorkerLease } from "./lease.js";
 import type { WorkerMetrics } from "./metrics.js";
@@ -24,10 +26,12 @@ export interface NodeWorkerOptions {
   leasesDb?: Db | undefined;
   connection: Redis;
   queues: QueueRegistry;
-  /** Worker groups (BullMQ queues) this process serves. @defaultValue ["default"] */
+  /** Worker groups this process serves: it fetches from the queue of each task it defines in them. @defaultValue ["default"] */
   queueNames: string[];
-  /** Attempts at once in this process, split evenly across its queues. @defaultValue 10 */
+  /** Attempts at once in this process, across all its queues. @defaultValue 10 */
   concurrency: number;
+  /** Cluster-wide limits (`max_concurrency`, pool sizes), read before each fetch so that changes apply live. */
+  clusterLimits?: (() => ClusterLimits) | undefined;
   tasks: TaskSource;
   log: Logger;
   metrics: WorkerMetrics;
@@ -44,13 +48,6 @@ export interface NodeWorkerOptions {
   lockDurationMs?: number | undefined;
   /** How often BullMQ looks for jobs whose lock lapsed. @defaultValue 2000 */
   stalledIntervalMs?: number | undefined;
-  /**
-   * A job whose task this process does not define (a rolling deploy) is handed back to its queue
-   * for a worker that defines it, consuming no attempt; its node fails with `AxUnknownTaskError`
-   * only once it has waited this long (measured in PostgreSQL from when it became due).
-   * @defaultValue 600000
-   */
-  unknownTaskGraceMs?: number | undefined;
   /** Rows of workers whose lease lapsed longer ago than this are deleted. @defaultValue 3600000 (1 h) */
   deadWorkerRetentionMs?: number | undefined;
 }
@@ -58,10 +55,10 @@ export interface NodeWorkerOptions {
 /** After the stop deadline, how long closing connections may take before they are just dropped. */
 const CLOSE_GRACE_MS = 1000;
 
-/** The worker role: one BullMQ Worker per queue, executing attempts and advancing the DAG. */
+/** The worker role: fetches from its task queues in turn, executing attempts and advancing the DAG. */
 export class NodeWorker {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
-  private readonly workers: Worker<NodeJobData>[] = [];
+  private dispatcher: Dispatcher | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private readonly inFlight = new InFlightAttempts();
   private cancels: CancelListener | undefined;
@@ -70,7 +67,12 @@ export class NodeWorker {
 
   async start(): Promise<void> {
     const o = this.options;
-    const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: o.queueNames };
+    const served: ServedQueue[] = o.tasks
+      .names()
+      .map((task) => ({ task, group: o.tasks.get(task)!.options.queue }))
+      .filter((t) => o.queueNames.includes(t.group))
+      .map((t) => ({ task: t.task, name: taskQueueName(t.group, t.task) }));
+    const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: served.map((q) => q.name) };
     const log = o.log.child({ worker: this.id });
     const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? 3_600_000, log);
     await lease.renew();
@@ -94,29 +96,26 @@ export class NodeWorker {
       executing: new Set(),
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
-      unknownTaskGraceMs: o.unknownTaskGraceMs ?? 600_000,
     };
-    const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
-    for (const name of o.queueNames) {
-      const processJob = (job: Job<NodeJobData>, token?: string) =>
+    const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? 5000 });
+    const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);
+    this.dispatcher = new Dispatcher({
+      connection: o.connection,
+      prefix: o.queues.prefix,
+      workerId: this.id,
+      queues: served,
+      concurrency: o.concurrency,
+      lockDurationMs: o.lockDurationMs ?? 5000,
+      stalledIntervalMs: o.stalledIntervalMs ?? 2000,
+      gate,
+      limitsOf: (task) => limitSpecOf(o.tasks.get(task)!.options, clusterLimits()),
+      process: (job: Job<NodeJobData>) =>
         this.inFlight.track(job.data, (cancel) =>
-          withAttemptStore({ db: o.db, workerId: this.id }, () => runAttempt(deps, job, cancel, token)),
-        );
-      const worker = new Worker<NodeJobData>(name, processJob, {
-        connection: o.connection,
-        prefix: o.queues.prefix,
-        concurrency: perQueue,
-        lockDuration: o.lockDurationMs ?? 5000,
-        stalledInterval: o.stalledIntervalMs ?? 2000,
-        // A stalled job is an attempt whose worker died; the fence decides what happens to it.
-        maxStalledCount: 1000,
-      });
-      worker.on("error", (err) => o.log.warn({ err, queue: name }, "BullMQ worker error"));
-      worker.on("failed", (job, err) => o.log.error({ err, jobId: job?.id }, "job processor threw; the reconciler will requeue the node"));
-      this.workers.push(worker);
-    }
-    // A worker closed while its connections are still initialising rejects out of reach of any handler.
-    await Promise.all(this.workers.map((w) => w.waitUntilReady()));
+          withAttemptStore({ db: o.db, workerId: this.id }, () => runAttempt(deps, job, cancel)),
+        ),
+      log,
+    });
+    await this.dispatcher.start();
   }
 
   /**
@@ -127,10 +126,10 @@ export class NodeWorker {
   async stop(timeoutMs = 30_000): Promise<void> {
     const o = this.options;
     const deadline = Date.now() + timeoutMs;
-    const workers = this.workers.splice(0);
-    // Closing stops BullMQ fetching (a finishing job would otherwise fetch the next one) and
-    // resolves once the active jobs are done: finished here, or handed back at the deadline.
-    const closing = Promise.all(workers.map((w) => w.close()));
+    const dispatcher = this.dispatcher;
+    this.dispatcher = undefined;
+    // A fetch under way when Redis is gone never answers: stopping does not wait for it past the deadline.
+    if (dispatcher) await within(dispatcher.stopFetching(), msUntil(deadline));
     const finished = await within(this.inFlight.idle(), msUntil(deadline));
     if (!finished.done) {
       await handBackInFlight({
@@ -146,6 +145,8 @@ export class NodeWorker {
     const closeBy = Math.min(Date.now(), deadline) + CLOSE_GRACE_MS;
     clearInterval(this.heartbeat);
     this.cancels?.stop();
+    // Closing waits for the fetched jobs to settle: finished here, or handed back at the deadline.
+    const closing = dispatcher ? dispatcher.settled().then(() => dispatcher.close()) : Promise.resolve();
     const [closed] = await Promise.all([
       within(closing, msUntil(closeBy)),
       within(closeExecutors(), msUntil(closeBy)),
@@ -153,6 +154,6 @@ export class NodeWorker {
     ]);
     // A job whose processor never settled (its writes retrying against a database that is gone),
     // or Redis unreachable: drop BullMQ's connections rather than wait.
-    if (!closed.done) await within(Promise.all(workers.map((w) => w.disconnect())), 200);
+    if (!closed.done && dispatcher) await within(dispatcher.disconnect(), 200);
   }
 }

@@ -30,14 +30,12 @@ import { toTaskFailure } from "./failure.js";
 import type { WorkerMetrics } from "./metrics.js";
 import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
-import type { ResolvedTaskOptions, TaskSource } from "./task-definition.js";
-import { handBackUnknownTask } from "./unknown-task.js";
+import type { ResolvedTaskOptions, RunnableTask, TaskSource } from "./task-definition.js";
 import {
   AxAttemptAbandonedError,
   AxOutcomeNotRecordedError,
   AxResourceLimitError,
   AxResultTooLargeError,
-  AxUnknownTaskError,
   AxWorkerCrashedError,
 } from "@ax/common";
 
@@ -56,8 +54,6 @@ export interface AttemptDeps {
   writes: AttemptWrites;
   /** Newly ready and retrying nodes' jobs, added to Redis together. */
   jobs: Pick<BatchedEnqueue, "add">;
-  /** A job for a task this process does not define is handed back this long before its node fails. */
-  unknownTaskGraceMs: number;
 }
 
 /** The run a job belongs to, as events and logs name it. */
@@ -75,7 +71,7 @@ type FailurePolicy = Pick<
 /** Past the lease's end before looking again, so PostgreSQL's clock agrees it lapsed. */
 const LEASE_RECHECK_MARGIN_MS = 50;
 
-/** Used when this process lacks the task's code past the grace period: fail the node once, with an error that says why. */
+/** Used when a crashed attempt's task is not defined here (its deploy changed meanwhile): fail the node once. */
 const NO_RETRY: FailurePolicy = {
   retries: 0,
   retryBackoffMs: 0,
@@ -89,10 +85,9 @@ const NO_RETRY: FailurePolicy = {
 
 /**
  * One BullMQ job = one attempt of one node: fence, execute, record, advance the DAG.
- * `cancel` aborts the attempt's task when its run is cancelled; `token` is the job's lock, for
- * handing back a job whose task this process does not define.
+ * `cancel` aborts the attempt's task when its run is cancelled.
  */
-export async function runAttempt(shared: AttemptDeps, job: Job<NodeJobData>, cancel?: AbortSignal, token?: string): Promise<void> {
+export async function runAttempt(shared: AttemptDeps, job: Job<NodeJobData>, cancel?: AbortSignal): Promise<void> {
   const deps = withRunPriority(shared, job.opts.priority);
   const { runId, nodeKey, attempt, flowVersionId } = job.data;
   const dag = await withDbRetry(() => deps.dags.get(flowVersionId));
@@ -103,7 +98,11 @@ export async function runAttempt(shared: AttemptDeps, job: Job<NodeJobData>, can
   }
   const ref = { runId, nodeKey, attempt };
   const task = deps.tasks.get(node.task);
-  if (!task) await handBackUnknownTask(deps, job, token, node.task, ref);
+  if (!task) {
+    // Workers fetch only from the queues of tasks they define; the reconciler fails a node no worker serves.
+    deps.log.error({ runId, nodeKey, task: node.task }, "fetched a job for a task this process does not define; left to the reconciler");
+    return;
+  }
   const executing = attemptKey(ref);
   // The fence answers an attempt running under this worker as started (a start whose reply was
   // lost is retried), so a second job for an attempt this process runs must stop here.
@@ -114,11 +113,11 @@ export async function runAttempt(shared: AttemptDeps, job: Job<NodeJobData>, can
     if (!started) return;
     const run: RunMeta = { runId, flow: started.flow, businessKey: started.businessKey };
     try {
-      await executeStarted(deps, dag, node, attempt, started, run, cancel);
+      await executeStarted(deps, dag, node, task, attempt, started, run, cancel);
     } catch (error) {
       // Our own failure after the fence (not the task's): close the attempt rather than leave it running.
       deps.log.error({ err: error, runId, node: nodeKey, attempt }, "attempt processing failed; closing the attempt as failed");
-      await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task?.options ?? NO_RETRY, run });
+      await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task.options, run });
     }
   } finally {
     deps.executing.delete(executing);
@@ -153,6 +152,7 @@ async function executeStarted(
   deps: AttemptDeps,
   dag: CachedDag,
   node: DagNode,
+  task: RunnableTask,
   attempt: number,
   started: StartedAttempt,
   run: RunMeta,
@@ -161,7 +161,6 @@ async function executeStarted(
   const { runId } = run;
   const nodeKey = node.key;
   const ref = { runId, nodeKey, attempt };
-  const task = deps.tasks.get(node.task);
   const log = deps.log.child({ runId, flow: run.flow, node: nodeKey, attempt, businessKey: run.businessKey });
   if (started.runStarted) emitEvent({ name: "run_started", ...run });
   emitEvent({ name: "task_started", ...nodeEvent(run, node, attempt) });
@@ -177,8 +176,7 @@ async function executeStarted(
 
   const t0 = performance.now();
   // From here the attempt's function runs; once it ends, its outcome is recorded within a bound.
-  const executed: AttemptResult = task
-    ? await execute({
+  const executed: AttemptResult = await execute({
         task,
         args,
         context: {
@@ -194,9 +192,8 @@ async function executeStarted(
           recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
         },
         cancel,
-      })
-    : { ok: false, error: new AxUnknownTaskError(node.task, deps.workerId), outcome: "failed" };
-  const checked = executed.ok && task ? checkResult(task.options, executed.value) : executed;
+      });
+  const checked = executed.ok ? checkResult(task.options, executed.value) : executed;
   const durationMs = Math.round(performance.now() - t0);
   const ended = Date.now();
   const outcome: AttemptOutcome = checked.ok ? "success" : checked.outcome;
@@ -208,7 +205,7 @@ async function executeStarted(
     deps.metrics.consecutiveFailures.set({ task: node.task }, 0);
     if (logInfo)
       log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
-    const failed = { attempt, outcome: "failed" as const, policy: task?.options ?? NO_RETRY, run };
+    const failed = { attempt, outcome: "failed" as const, policy: task.options, run };
     const recorded = await recordOutcome<Recorded>(
       {
         full: async () => ({ kind: "succeeded", advanced: await deps.writes.complete({ ...ref, result, downstream: node.downstream }) }),
@@ -225,7 +222,7 @@ async function executeStarted(
   const failure = toTaskFailure(checked.error);
   log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
   if (outcome === "timed_out") emitEvent({ name: "task_timed_out", ...nodeEvent(run, node, attempt), error: failure });
-  await closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task?.options ?? NO_RETRY, run }, ended);
+  await closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task.options, run }, ended);
 }
 
 function checkResult(options: ResolvedTaskOptions, value: unknown): AttemptResult {

@@ -34,4 +34,6 @@ export interface RunnableTask {
 
 export interface TaskSource {
   get(name: string): RunnableTask | undefined;
+  /** Every task this process defines. */
+  names(): string[];
 }

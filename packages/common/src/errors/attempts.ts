@@ -41,11 +41,13 @@ export class AxHeartbeatLostError extends Error {
   }
 }
 
-/** A job named a task this worker process does not define. */
+/** A node waited past the grace period with no live worker defining its task in its queue (a rolling deploy gone wrong). */
 export class AxUnknownTaskError extends Error {
   override name = "AxUnknownTaskError";
-  constructor(task: string, worker: string) {
-    super(`task "${task}" is not defined in worker ${worker}: deploy the code that defines it to every worker of its queue.`);
+  constructor(task: string, queue: string, waitedMs: number) {
+    super(
+      `no live worker defined task "${task}" in queue "${queue}" for ${Math.round(waitedMs / 1000)} s: deploy the code that defines it to a worker serving that queue (ax worker --queues ${queue}), then rerun.`,
+    );
   }
 }
 

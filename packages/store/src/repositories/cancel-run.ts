@@ -7,6 +7,7 @@ import { jsonParam, rows, uuidList } from "./raw.js";
 export interface CancelledNode {
   nodeKey: string;
   queue: string;
+  task: string;
   /** The attempt its job was enqueued for; 0 means it never had a job. */
   attempt: number;
   /** Its status just before the cancel (`cancelled` when the run had been cancelled before). */
@@ -39,10 +40,10 @@ const NON_TERMINAL_NODES = sql`('pending', 'queued', 'retrying', 'running')`;
 export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailure): Promise<RunCancellation> {
   return db.transaction(async (tx) => {
     const [run] = await rows<{ status: RunStatus }>(tx, sql`select status from runs where id = ${runId} for update`);
-    const locked = await rows<{ node_key: string; queue: string; attempt: number; status: TaskStatus }>(
+    const locked = await rows<{ node_key: string; queue: string; task: string; attempt: number; status: TaskStatus }>(
       tx,
       sql`
-      select node_key, queue, attempt, status from node_runs
+      select node_key, queue, task, attempt, status from node_runs
       where run_id = ${runId} and status in ${NON_TERMINAL_NODES}
       order by (status = 'running') desc, node_key
       for update`,
@@ -69,17 +70,17 @@ export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailu
       found: true,
       cancelled: true,
       status: "cancelled",
-      nodes: locked.map((n) => ({ nodeKey: n.node_key, queue: n.queue, attempt: Number(n.attempt), previous: n.status })),
+      nodes: locked.map((n) => ({ nodeKey: n.node_key, queue: n.queue, task: n.task, attempt: Number(n.attempt), previous: n.status })),
     };
   });
 }
 
 async function cancelledNodes(db: Db, runId: string): Promise<CancelledNode[]> {
-  const found = await rows<{ node_key: string; queue: string; attempt: number }>(
+  const found = await rows<{ node_key: string; queue: string; task: string; attempt: number }>(
     db,
-    sql`select node_key, queue, attempt from node_runs where run_id = ${runId} and status = 'cancelled'`,
+    sql`select node_key, queue, task, attempt from node_runs where run_id = ${runId} and status = 'cancelled'`,
   );
-  return found.map((n) => ({ nodeKey: n.node_key, queue: n.queue, attempt: Number(n.attempt), previous: "cancelled" }));
+  return found.map((n) => ({ nodeKey: n.node_key, queue: n.queue, task: n.task, attempt: Number(n.attempt), previous: "cancelled" }));
 }
 
 /** Which of these runs are cancelled: a worker's backstop for a cancel message it missed. */

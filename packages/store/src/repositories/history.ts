@@ -17,6 +17,8 @@ export interface AttemptInfo {
 export interface TaskRunInfo {
   key: string;
   task: string;
+  /** The worker group (`queue` option) whose workers run it. */
+  queue: string;
   /** Node keys this node takes arguments from (the DAG's edges). */
   upstream: string[];
   status: TaskStatus;
@@ -29,7 +31,11 @@ export interface TaskRunInfo {
   finishedAt: string | null;
   /** A rerun's node carried over with its stored result, not executed: the run it came from. */
   reusedFrom: string | null;
-  /** Why a node that could start has not: its run is held (e.g. "maxConcurrentRuns 2/2"). */
+  /**
+   * Why a node that could start has not: its run is held ("maxConcurrentRuns 2/2"), a limit is
+   * reached ("pool core_db (25/25)", "rate limit 5 per 1s", "concurrency 2/2"), or no worker
+   * serves it ("no worker serves queue heavy").
+   */
   waitingFor: string | null;
 }
 
@@ -107,6 +113,7 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
     tasks: nodes.map((n) => ({
       key: n.nodeKey,
       task: n.task,
+      queue: n.queue,
       upstream: upstream.get(n.nodeKey) ?? [],
       status: n.status,
       attempts: tries

@@ -28,11 +28,10 @@ export async function countStuckRuns(db: Db, thresholdMs: number): Promise<{ flo
   return found.map((r) => ({ ...r, count: Number(r.count) }));
 }
 
-/** Distinct queues that nodes have been routed to. */
-export async function knownQueues(db: Db): Promise<string[]> {
-  const found = await rows<{ queue: string }>(
+/** Distinct (worker group, task) pairs of nodes waiting or running: the task queues in use. */
+export async function knownQueues(db: Db): Promise<{ queue: string; task: string }[]> {
+  return rows<{ queue: string; task: string }>(
     db,
-    sql`select distinct queue from node_runs where status in ('queued', 'retrying', 'running')`,
+    sql`select distinct queue, task from node_runs where status in ('queued', 'retrying', 'running')`,
   );
-  return found.map((r) => r.queue);
 }

@@ -1,0 +1,32 @@
+import { servedQueues, type Db, type RunInfo } from "@ax/store";
+import { DEFAULT_LEASE_MS } from "@ax/common";
+import { taskQueueName, type QueueRegistry } from "./queues.js";
+import { waitingReasons } from "./wake.js";
+
+/**
+ * Fills `waitingFor` of the run's nodes that are due to start but have not: the limit their
+ * task's queue is held by (as the workers that skipped it last reported), or the fact that no
+ * live worker serves their queue. A node simply waiting its turn for a free worker keeps null.
+ */
+export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: RunInfo): Promise<RunInfo> {
+  const now = Date.now();
+  const due = run.tasks.filter(
+    (t) =>
+      t.waitingFor === null &&
+      (t.status === "queued" || (t.status === "retrying" && t.nextRetryAt !== null && Date.parse(t.nextRetryAt) <= now)),
+  );
+  if (due.length === 0) return run;
+  const names = [...new Set(due.map((t) => taskQueueName(t.queue, t.task)))];
+  const [reasons, served] = await Promise.all([
+    waitingReasons(queues.connection, queues.prefix, names),
+    servedQueues(db, DEFAULT_LEASE_MS),
+  ]);
+  const groups = new Set([...served.keys()].map((name) => name.slice(0, name.indexOf("."))));
+  const explain = (queue: string, task: string): string | null => {
+    const name = taskQueueName(queue, task);
+    if (served.has(name)) return reasons.get(name) ?? null;
+    return groups.has(queue) ? `no worker defines task ${task} in queue ${queue}` : `no worker serves queue ${queue}`;
+  };
+  const explained = new Set(due);
+  return { ...run, tasks: run.tasks.map((t) => (explained.has(t) ? { ...t, waitingFor: explain(t.queue, t.task) } : t)) };
+}

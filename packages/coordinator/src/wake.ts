@@ -1,0 +1,52 @@
+import type { Redis } from "ioredis";
+
+/**
+ * Tells workers that jobs reached a task queue, so an idle worker fetches at once instead of on
+ * its next poll. `at` is when a delayed job falls due (retries), so the worker can time its fetch.
+ */
+export interface WakeMessage {
+  queue: string;
+  at?: number;
+}
+
+export function wakeChannel(prefix: string): string {
+  return `${prefix}:ax:wake`;
+}
+
+export async function publishWake(redis: Redis, prefix: string, messages: WakeMessage[]): Promise<void> {
+  if (messages.length > 0) await redis.publish(wakeChannel(prefix), JSON.stringify(messages));
+}
+
+/** Why a task queue's jobs are not being fetched, as the worker that skipped it last saw it. */
+export interface WaitingReason {
+  reason: string;
+  /** `Date.now()` of the worker when it found the queue blocked. */
+  at: number;
+}
+
+/** A reason older than this is stale: its worker fetched since, died, or the limit cleared. */
+export const WAITING_REASON_TTL_MS = 5000;
+
+function waitingKey(prefix: string): string {
+  return `${prefix}:ax:waiting`;
+}
+
+/** Records (or with `null`, clears) why `queue` is skipped: read by `getRun` and `ax queues`. */
+export async function setWaitingReason(redis: Redis, prefix: string, queue: string, reason: string | null): Promise<void> {
+  if (reason === null) await redis.hdel(waitingKey(prefix), queue);
+  else await redis.hset(waitingKey(prefix), queue, JSON.stringify({ reason, at: Date.now() } satisfies WaitingReason));
+}
+
+/** The current reasons for the given task queues (stale ones left out). */
+export async function waitingReasons(redis: Redis, prefix: string, queues: string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (queues.length === 0) return found;
+  const values = await redis.hmget(waitingKey(prefix), ...queues);
+  queues.forEach((queue, i) => {
+    const raw = values[i];
+    if (!raw) return;
+    const parsed = JSON.parse(raw) as WaitingReason;
+    if (Date.now() - parsed.at <= WAITING_REASON_TTL_MS) found.set(queue, parsed.reason);
+  });
+  return found;
+}

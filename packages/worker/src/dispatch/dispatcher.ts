@@ -1,0 +1,314 @@
+import { DelayedError, Worker, type Job } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import {
+  closeRedis,
+  describeBlocked,
+  duplicateRedis,
+  setWaitingReason,
+  wakeChannel,
+  type Blocked,
+  type LimitGate,
+  type NodeJobData,
+  type Permit,
+  type WakeMessage,
+} from "@ax/coordinator";
+import type { LimitSpec } from "@ax/coordinator";
+import { isLimited, type Unsatisfiable } from "./limit-spec.js";
+import { Wakeup } from "./wakeup.js";
+
+/** A task queue this process fetches from. */
+export interface ServedQueue {
+  /** BullMQ queue name (`group.task`). */
+  name: string;
+  task: string;
+}
+
+export interface DispatcherOptions {
+  connection: Redis;
+  prefix: string;
+  workerId: string;
+  queues: ServedQueue[];
+  /** Attempts at once in this process, across all its queues. */
+  concurrency: number;
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+  gate: LimitGate;
+  /** The limits the task's next attempt must hold, from the live options. */
+  limitsOf: (task: string) => LimitSpec | Unsatisfiable;
+  /** Runs one job to its end; a thrown `DelayedError` means the job moved itself back to the queue. */
+  process: (job: Job<NodeJobData>) => Promise<void>;
+  log: Logger;
+}
+
+interface QueueState extends ServedQueue {
+  worker: Worker<NodeJobData>;
+  /** Found empty: not fetched again before this, unless a wake message arrives. */
+  idleUntil: number;
+  /** A limit is reached: not fetched again before this, unless one of `blockedOn` frees. */
+  blockedUntil: number;
+  blockedOn: string[];
+  /** The waiting reason this process last published for the queue. */
+  reason: string | null;
+  reasonAt: number;
+  /** Wake messages seen, so a fetch that found nothing can tell whether jobs arrived meanwhile. */
+  wakes: number;
+}
+
+/** An empty queue is fetched again this often even without a wake message (a lost message, a stalled job moved back). */
+const IDLE_POLL_MS = 1000;
+/** A full semaphore is checked again this often even if no release message arrives (a holder whose lease lapsed). */
+const LIMIT_RECHECK_MS = 1000;
+/** A published waiting reason is refreshed this often while it holds, so readers can tell it from a stale one. */
+const REASON_REFRESH_MS = 2000;
+/** Fetches in flight at once, so that a Redis round trip per fetch does not bound throughput. */
+const FETCHERS = 4;
+
+/**
+ * Takes jobs across this process's task queues in turn (round robin), at most `concurrency` at
+ * once. Before fetching from a task's queue it takes the task's cluster-wide limits from the
+ * gate; a queue whose limit is reached is skipped without fetching, so a waiting node holds no
+ * worker slot and stays in its queue. BullMQ's manual fetching is used (each queue's `Worker`
+ * without a processor), with its stalled-job checker and lock renewal kept running here.
+ */
+export class Dispatcher {
+  private readonly states: QueueState[];
+  private readonly byName: Map<string, QueueState>;
+  private readonly wakeup = new Wakeup();
+  private readonly active = new Map<string, Job<NodeJobData>>();
+  private readonly running = new Set<Promise<void>>();
+  private free: number;
+  private cursor = 0;
+  private tokens = 0;
+  private stopping = false;
+  private loops: Promise<void>[] = [];
+  private subscriber: Redis | undefined;
+  private unsubscribeFreed: (() => Promise<void>) | undefined;
+  private lockTimer: NodeJS.Timeout | undefined;
+  private renewTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: DispatcherOptions) {
+    this.free = o.concurrency;
+    this.states = o.queues.map((q) => ({
+      ...q,
+      worker: new Worker<NodeJobData>(q.name, null, {
+        connection: o.connection,
+        prefix: o.prefix,
+        autorun: false,
+        lockDuration: o.lockDurationMs,
+        stalledInterval: o.stalledIntervalMs,
+        // A stalled job is an attempt whose worker died; the fence decides what happens to it.
+        maxStalledCount: 1000,
+      }),
+      idleUntil: 0,
+      blockedUntil: 0,
+      blockedOn: [],
+      reason: null,
+      reasonAt: 0,
+      wakes: 0,
+    }));
+    this.byName = new Map(this.states.map((s) => [s.name, s]));
+    for (const s of this.states) s.worker.on("error", (err) => o.log.warn({ err, queue: s.name }, "BullMQ worker error"));
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(this.states.map((s) => s.worker.waitUntilReady()));
+    this.subscriber = duplicateRedis(this.o.connection, this.o.log, "wake subscriber");
+    this.subscriber.on("message", (_channel: string, message: string) => this.onWake(message));
+    await this.subscriber.subscribe(wakeChannel(this.o.prefix));
+    this.unsubscribeFreed = await this.o.gate.onFreed((keys) => this.onFreed(keys));
+    for (const s of this.states) await s.worker.startStalledCheckTimer();
+    this.lockTimer = setInterval(() => this.extendLocks(), Math.max(100, Math.floor(this.o.lockDurationMs / 2)));
+    this.renewTimer = setInterval(() => {
+      this.o.gate.renew().catch((err) => this.o.log.warn({ err }, "could not renew limit leases; retrying"));
+    }, 1000);
+    this.lockTimer.unref();
+    this.renewTimer.unref();
+    this.loops = Array.from({ length: Math.min(FETCHERS, this.o.concurrency) }, () => this.fetchLoop());
+  }
+
+  /** Fetches no more jobs; those running go on. */
+  async stopFetching(): Promise<void> {
+    this.stopping = true;
+    this.wakeup.notify();
+    await Promise.all(this.loops);
+  }
+
+  /** Resolves once every fetched job has settled. */
+  settled(): Promise<void> {
+    return Promise.all([...this.running]).then(() => undefined);
+  }
+
+  /** Releases limits, stops timers and closes the queues' connections. */
+  async close(): Promise<void> {
+    await this.stopFetching();
+    clearInterval(this.lockTimer);
+    clearInterval(this.renewTimer);
+    await this.unsubscribeFreed?.().catch(() => undefined);
+    if (this.subscriber) closeRedis(this.subscriber);
+    await this.o.gate.close().catch((err) => this.o.log.warn({ err }, "could not release limits; their leases lapse"));
+    await Promise.all(this.states.map((s) => s.worker.close()));
+  }
+
+  /** Drops the queues' connections without waiting (Redis unreachable). */
+  async disconnect(): Promise<void> {
+    await Promise.all(this.states.map((s) => s.worker.disconnect()));
+  }
+
+  private async fetchLoop(): Promise<void> {
+    while (!this.stopping) {
+      if (this.free === 0) {
+        await this.wakeup.wait();
+        continue;
+      }
+      const state = this.nextReady();
+      if (!state) {
+        await this.wakeup.wait(this.sleepMs());
+        continue;
+      }
+      this.free--;
+      let started = false;
+      try {
+        started = await this.fetchFrom(state);
+      } catch (err) {
+        this.o.log.warn({ err, queue: state.name }, "could not fetch from the queue; trying again shortly");
+        state.idleUntil = Date.now() + IDLE_POLL_MS;
+      } finally {
+        if (!started) this.free++;
+      }
+    }
+  }
+
+  /** The next queue in turn that may have work and is not held by a limit. */
+  private nextReady(): QueueState | undefined {
+    const now = Date.now();
+    for (let i = 0; i < this.states.length; i++) {
+      const state = this.states[(this.cursor + i) % this.states.length]!;
+      if (state.idleUntil <= now && state.blockedUntil <= now) {
+        this.cursor = (this.cursor + i + 1) % this.states.length;
+        return state;
+      }
+    }
+    return undefined;
+  }
+
+  private sleepMs(): number {
+    const now = Date.now();
+    const soonest = Math.min(...this.states.map((s) => Math.max(s.idleUntil, s.blockedUntil)), now + IDLE_POLL_MS);
+    return Math.max(1, soonest - now);
+  }
+
+  private async fetchFrom(state: QueueState): Promise<boolean> {
+    const spec = this.o.limitsOf(state.task);
+    let permit: Permit | undefined;
+    if ("reason" in spec) {
+      this.block(state, spec.reason, Date.now() + LIMIT_RECHECK_MS, []);
+      return false;
+    }
+    if (isLimited(spec)) {
+      const answer = await this.o.gate.acquire(spec);
+      if (!answer.ok) {
+        this.blockOn(state, answer.blocked);
+        return false;
+      }
+      permit = answer.permit;
+    }
+    const token = `${this.o.workerId}:${++this.tokens}`;
+    const wakes = state.wakes;
+    let job: Job<NodeJobData> | undefined;
+    try {
+      job = await state.worker.getNextJob(token, { block: false });
+    } catch (err) {
+      if (permit) await this.o.gate.release(permit, { unused: true }).catch(() => undefined);
+      throw err;
+    }
+    if (!job) {
+      if (permit) await this.o.gate.release(permit, { unused: true });
+      if (state.wakes === wakes) state.idleUntil = Date.now() + IDLE_POLL_MS;
+      this.clearReason(state);
+      return false;
+    }
+    this.clearReason(state);
+    const running = this.run(state, job, token, permit);
+    this.running.add(running);
+    void running.finally(() => this.running.delete(running));
+    return true;
+  }
+
+  private async run(state: QueueState, job: Job<NodeJobData>, token: string, permit: Permit | undefined): Promise<void> {
+    this.active.set(token, job);
+    let finish: () => Promise<unknown> = () => job.moveToCompleted(null, token, false);
+    try {
+      await this.o.process(job);
+    } catch (err) {
+      if (err instanceof DelayedError) finish = async () => undefined;
+      else {
+        this.o.log.error({ err, jobId: job.id, queue: state.name }, "job processor threw; the reconciler will requeue the node");
+        finish = () => job.moveToFailed(err as Error, token, false);
+      }
+    } finally {
+      this.active.delete(token);
+      const released = permit ? this.o.gate.release(permit) : Promise.resolve();
+      this.free++;
+      this.wakeup.notify();
+      await Promise.all([
+        released.catch((err) => this.o.log.warn({ err }, "could not release limits; they come back when their lease lapses")),
+        finish().catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close the BullMQ job; it is cleaned up as stalled")),
+      ]);
+    }
+  }
+
+  private blockOn(state: QueueState, blocked: Blocked): void {
+    if (blocked.kind === "rate") this.block(state, describeBlocked(blocked), Date.now() + Math.max(1, blocked.retryInMs), []);
+    else this.block(state, describeBlocked(blocked), Date.now() + LIMIT_RECHECK_MS, [blocked.key]);
+  }
+
+  private block(state: QueueState, reason: string, until: number, keys: string[]): void {
+    state.blockedUntil = until;
+    state.blockedOn = keys;
+    const now = Date.now();
+    if (reason === state.reason && now - state.reasonAt < REASON_REFRESH_MS) return;
+    state.reason = reason;
+    state.reasonAt = now;
+    setWaitingReason(this.o.connection, this.o.prefix, state.name, reason).catch((err) =>
+      this.o.log.debug({ err }, "could not publish why a queue waits"),
+    );
+  }
+
+  private clearReason(state: QueueState): void {
+    state.blockedOn = [];
+    if (state.reason === null) return;
+    state.reason = null;
+    setWaitingReason(this.o.connection, this.o.prefix, state.name, null).catch((err) =>
+      this.o.log.debug({ err }, "could not clear why a queue waits"),
+    );
+  }
+
+  private onWake(message: string): void {
+    let wakes: WakeMessage[];
+    try {
+      wakes = JSON.parse(message) as WakeMessage[];
+    } catch {
+      return;
+    }
+    for (const wake of wakes) {
+      const state = this.byName.get(wake.queue);
+      if (!state) continue;
+      state.wakes++;
+      state.idleUntil = Math.min(state.idleUntil, wake.at ?? 0);
+    }
+    this.wakeup.notify();
+  }
+
+  private onFreed(keys: string[]): void {
+    const freed = new Set(keys);
+    for (const state of this.states) if (state.blockedOn.some((k) => freed.has(k))) state.blockedUntil = 0;
+    this.wakeup.notify();
+  }
+
+  private extendLocks(): void {
+    for (const [token, job] of this.active) {
+      job.extendLock(token, this.o.lockDurationMs).catch((err) => this.o.log.warn({ err, jobId: job.id }, "could not extend a job's lock"));
+    }
+  }
+}
