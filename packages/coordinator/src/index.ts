@@ -12,3 +12,4 @@ export * from "./rerun.js";
 export * from "./backfill/backfill.js";
 export * from "./backfill/ticks.js";
 export * from "./flow-caps.js";
+export * from "./limits/gate.js";
