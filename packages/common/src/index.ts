@@ -5,3 +5,4 @@ export * from "./errors/attempts.js";
 export * from "./errors/schedules.js";
 export * from "./errors/reruns.js";
 export * from "./defaults.js";
+export * from "./errors/limits.js";

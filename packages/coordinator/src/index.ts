@@ -15,3 +15,4 @@ export * from "./flow-caps.js";
 export * from "./wake.js";
 export * from "./waiting-nodes.js";
 export * from "./unserved.js";
+export * from "./limits/gate.js";

@@ -1,0 +1,251 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { AxLimitError } from "@ax/common";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { isolate } from "../../../../test/helpers/isolated.js";
+import { type Acquired, describeBlocked, LimitGate, type LimitSpec, type Permit, type SemaphoreLimit } from "./gate.js";
+
+const sem = (key: string, capacity: number, weight = 1, label = `pool ${key}`): SemaphoreLimit => ({ key, capacity, weight, label });
+const spec = (semaphores: SemaphoreLimit[], rates: LimitSpec["rates"] = []): LimitSpec => ({ semaphores, rates });
+
+function permitOf(result: Acquired): Permit {
+  if (!result.ok) throw new Error(`expected a permit, blocked by ${describeBlocked(result.blocked)}`);
+  return result.permit;
+}
+
+describe("LimitGate", () => {
+  const env = isolate("limits");
+  const connections: Redis[] = [];
+  const gates: LimitGate[] = [];
+
+  const newGate = (leaseMs?: number) => {
+    const redis = new Redis(env.redis);
+    connections.push(redis);
+    const gate = new LimitGate(redis, env.prefix, { leaseMs });
+    gates.push(gate);
+    return gate;
+  };
+
+  let gate: LimitGate;
+  beforeAll(() => {
+    gate = newGate();
+  });
+
+  afterEach(async () => {
+    for (const g of gates) await g.close();
+  });
+
+  afterAll(async () => {
+    for (const redis of connections) redis.disconnect();
+    await env.cleanup();
+  });
+
+  it("takes nothing when one of two semaphores is full", async () => {
+    permitOf(await gate.acquire(spec([sem("aon_a", 1)])));
+    const result = await gate.acquire(
+      spec([sem("aon_b", 1), sem("aon_a", 1)], [{ key: "aon_r", max: 1, perMs: 60_000, label: "rate limit" }]),
+    );
+    expect(result).toEqual({ ok: false, blocked: { kind: "semaphore", label: "pool aon_a", key: "aon_a", used: 1, capacity: 1 } });
+    expect(await gate.usage(["aon_a", "aon_b"])).toEqual(
+      new Map([
+        ["aon_a", 1],
+        ["aon_b", 0],
+      ]),
+    );
+    // The rate slot was not spent by the refused attempt either.
+    permitOf(await gate.acquire(spec([sem("aon_b", 1)], [{ key: "aon_r", max: 1, perMs: 60_000, label: "rate limit" }])));
+  });
+
+  it("takes no semaphore slot when a rate limit blocks", async () => {
+    const rate = { key: "aon_rate", max: 1, perMs: 60_000, label: "rate limit" };
+    permitOf(await gate.acquire(spec([], [rate])));
+    const result = await gate.acquire(spec([sem("aon_c", 5)], [rate]));
+    expect(result.ok).toBe(false);
+    expect(await gate.usage(["aon_c"])).toEqual(new Map([["aon_c", 0]]));
+  });
+
+  it("counts weights: a pool of 3 takes 2 + 1, then blocks at 3/3", async () => {
+    permitOf(await gate.acquire(spec([sem("core_db", 3, 2)])));
+    permitOf(await gate.acquire(spec([sem("core_db", 3, 1)])));
+    const third = await gate.acquire(spec([sem("core_db", 3, 1)]));
+    expect(third).toEqual({ ok: false, blocked: { kind: "semaphore", label: "pool core_db", key: "core_db", used: 3, capacity: 3 } });
+    expect(describeBlocked((third as { blocked: Parameters<typeof describeBlocked>[0] }).blocked)).toBe("pool core_db (3/3)");
+  });
+
+  it("applies a capacity lowered below current use until use drops", async () => {
+    const first = permitOf(await gate.acquire(spec([sem("resized", 2)])));
+    permitOf(await gate.acquire(spec([sem("resized", 2)])));
+    expect(await gate.acquire(spec([sem("resized", 1)]))).toMatchObject({ ok: false, blocked: { used: 2, capacity: 1 } });
+    await gate.release(first);
+    expect(await gate.acquire(spec([sem("resized", 1)]))).toMatchObject({ ok: false, blocked: { used: 1, capacity: 1 } });
+  });
+
+  it("release frees the slots and publishes their keys to every process", async () => {
+    const other = newGate();
+    const heard: string[][] = [];
+    const unsubscribe = await other.onFreed((keys) => heard.push(keys));
+    const permit = permitOf(await gate.acquire(spec([sem("freed_a", 1), sem("freed_b", 2, 2)])));
+    expect((await other.acquire(spec([sem("freed_a", 1)]))).ok).toBe(false);
+    await gate.release(permit);
+    await expect.poll(() => heard).toEqual([["freed_a", "freed_b"]]);
+    permitOf(await other.acquire(spec([sem("freed_a", 1)])));
+    // A second release of the same permit removes nothing and stays silent.
+    await gate.release(permit);
+    await sleep(50);
+    expect(heard).toHaveLength(1);
+    await unsubscribe();
+  });
+
+  it("refuses a start that could never pass with AxLimitError", async () => {
+    await expect(gate.acquire(spec([sem("core_db", 3, 4)]))).rejects.toThrow(AxLimitError);
+    await expect(gate.acquire(spec([sem("core_db", 3, 4)]))).rejects.toThrow(
+      "pool core_db (key core_db): a start takes 4 slots but the limit has 3, so it could never start; raise the limit or take fewer slots",
+    );
+    await expect(gate.acquire(spec([sem("x", 3, 0)]))).rejects.toThrow(/whole number of at least 1/);
+    await expect(gate.acquire(spec([sem("x", 3), sem("x", 3)]))).rejects.toThrow(/named twice/);
+    await expect(gate.acquire(spec([], [{ key: "r", max: 0, perMs: 1000, label: "rate limit" }]))).rejects.toThrow(/lets nothing start/);
+  });
+
+  it("rate limit: never more than max starts in any window, and retryInMs says when the next fits", async () => {
+    const rate = { key: "rate5", max: 5, perMs: 1000, label: "rate limit" };
+    const starts: { sent: number; received: number }[] = [];
+    let firstBlocked: { at: number; retryInMs: number } | undefined;
+    const until = Date.now() + 2600;
+    while (Date.now() < until) {
+      const sent = performance.now();
+      const result = await gate.acquire(spec([], [rate]));
+      const received = performance.now();
+      if (result.ok) {
+        starts.push({ sent, received });
+        continue;
+      }
+      if (result.blocked.kind !== "rate") throw new Error("blocked by a semaphore");
+      firstBlocked ??= { at: sent, retryInMs: result.blocked.retryInMs };
+      await sleep(Math.max(1, result.blocked.retryInMs / 2));
+    }
+    expect(starts.length).toBeGreaterThanOrEqual(13);
+    // Redis ran start i between its sent and received times, so this bounds its window from below.
+    for (let i = 0; i + 5 < starts.length; i++) expect(starts[i + 5]!.received - starts[i]!.sent).toBeGreaterThanOrEqual(1000);
+    const expected = starts[0]!.sent + 1000 - firstBlocked!.at;
+    expect(Math.abs(firstBlocked!.retryInMs - expected)).toBeLessThanOrEqual(50);
+  });
+
+  it("rate limit: a slot frees when retryInMs says, not 50 ms sooner", async () => {
+    const rate = { key: "rate_exact", max: 2, perMs: 600, label: "rate limit" };
+    permitOf(await gate.acquire(spec([], [rate])));
+    permitOf(await gate.acquire(spec([], [rate])));
+    const blocked = await gate.acquire(spec([], [rate]));
+    if (blocked.ok || blocked.blocked.kind !== "rate") throw new Error("expected the rate limit to block");
+    const started = performance.now();
+    await sleep(blocked.blocked.retryInMs - 50);
+    expect((await gate.acquire(spec([], [rate]))).ok).toBe(false);
+    await sleep(started + blocked.blocked.retryInMs - performance.now());
+    const again = await gate.acquire(spec([], [rate]));
+    expect(again.ok).toBe(true);
+    expect(performance.now() - started).toBeLessThanOrEqual(blocked.blocked.retryInMs + 50);
+  });
+
+  it("an unused release gives the rate slot back; a used one does not", async () => {
+    const rate = { key: "rate_unused", max: 1, perMs: 60_000, label: "rate limit" };
+    await gate.release(permitOf(await gate.acquire(spec([], [rate]))), { unused: true });
+    await gate.release(permitOf(await gate.acquire(spec([], [rate]))));
+    const blocked = await gate.acquire(spec([], [rate]));
+    expect(blocked).toMatchObject({ ok: false, blocked: { kind: "rate", max: 1, perMs: 60_000 } });
+    expect(describeBlocked((blocked as { blocked: Parameters<typeof describeBlocked>[0] }).blocked)).toBe("rate limit 1 per 1m");
+  });
+
+  it("drops a holder that stops renewing after the lease, keeps one that renews", async () => {
+    const dead = newGate(500);
+    const live = newGate(500);
+    const lost = permitOf(await dead.acquire(spec([sem("leased", 2)])));
+    permitOf(await live.acquire(spec([sem("leased", 2)])));
+    const renewing = setInterval(() => void live.renew(), 150);
+    try {
+      await sleep(300);
+      expect((await live.usage(["leased"])).get("leased")).toBe(2);
+      await sleep(400);
+      expect((await live.usage(["leased"])).get("leased")).toBe(1);
+      // The stalled holder comes back: its work still runs, so it counts again.
+      expect(await dead.renew()).toEqual([lost]);
+      expect((await live.usage(["leased"])).get("leased")).toBe(2);
+      expect(await dead.renew()).toEqual([]);
+    } finally {
+      clearInterval(renewing);
+    }
+  });
+
+  it("tells listeners when an expired holder is dropped", async () => {
+    const dead = newGate(300);
+    const live = newGate(300);
+    const heard: string[][] = [];
+    const unsubscribe = await gate.onFreed((keys) => heard.push(keys));
+    permitOf(await dead.acquire(spec([sem("expiring", 2)])));
+    // A live holder keeps the key; once the last holder lapses the key itself expires, silently.
+    permitOf(await live.acquire(spec([sem("expiring", 2)])));
+    await sleep(200);
+    await live.renew();
+    await sleep(200);
+    permitOf(await gate.acquire(spec([sem("expiring", 2)])));
+    await expect.poll(() => heard).toEqual([["expiring"]]);
+    await unsubscribe();
+  });
+
+  it("close releases every permit still held", async () => {
+    const closing = newGate();
+    permitOf(await closing.acquire(spec([sem("closing", 3, 2)])));
+    permitOf(await closing.acquire(spec([sem("closing", 3, 1)])));
+    await closing.close();
+    expect((await gate.usage(["closing"])).get("closing")).toBe(0);
+  });
+
+  it("two gates on two connections never hold more than the capacity (200 starts)", async () => {
+    const pair = [newGate(), newGate()];
+    let running = 0;
+    let peak = 0;
+    let acquisitions = 0;
+    let blocks = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const g = pair[i % 2]!;
+        const weight = 1 + (i % 2);
+        for (;;) {
+          const result = await g.acquire(spec([sem("contended", 3, weight)]));
+          if (!result.ok) {
+            blocks++;
+            await sleep(1 + Math.random() * 4);
+            continue;
+          }
+          running += weight;
+          peak = Math.max(peak, running);
+          acquisitions++;
+          await sleep(Math.random() * 3);
+          running -= weight;
+          await g.release(result.permit);
+          return;
+        }
+      }),
+    );
+    console.log(`200 contended starts: ${Math.round(performance.now() - started)} ms, ${blocks} blocked attempts, peak ${peak}/3`);
+    expect(acquisitions).toBe(200);
+    expect(peak).toBeLessThanOrEqual(3);
+    expect(peak).toBe(3);
+    expect((await pair[0]!.usage(["contended"])).get("contended")).toBe(0);
+  });
+
+  it("describes what blocks a start", () => {
+    expect(describeBlocked({ kind: "semaphore", label: "pool core_db", key: "pool:core_db", used: 25, capacity: 25 })).toBe(
+      "pool core_db (25/25)",
+    );
+    expect(describeBlocked({ kind: "semaphore", label: "concurrency", key: "t", used: 2, capacity: 2 })).toBe("concurrency 2/2");
+    expect(describeBlocked({ kind: "semaphore", label: "max_concurrency", key: "c", used: 4, capacity: 4 })).toBe("max_concurrency 4/4");
+    expect(describeBlocked({ kind: "semaphore", label: "concurrency key user_42", key: "k", used: 1, capacity: 1 })).toBe(
+      "concurrency key user_42 (1/1)",
+    );
+    const rate = { kind: "rate", label: "rate limit", key: "r", max: 5, retryInMs: 10 } as const;
+    expect(describeBlocked({ ...rate, perMs: 1000 })).toBe("rate limit 5 per 1s");
+    expect(describeBlocked({ ...rate, perMs: 90_000 })).toBe("rate limit 5 per 90s");
+    expect(describeBlocked({ ...rate, perMs: 3_600_000 })).toBe("rate limit 5 per 1h");
+    expect(describeBlocked({ ...rate, perMs: 1500 })).toBe("rate limit 5 per 1500ms");
+  });
+});

@@ -1,0 +1,251 @@
+import { randomUUID } from "node:crypto";
+import { AxLimitError } from "@ax/common";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { closeRedis, reportRedisErrors } from "../redis.js";
+import { ACQUIRE, RELEASE, RENEW, USAGE } from "./scripts.js";
+
+/** At most `capacity` weight held at once, e.g. a pool's slots or a task's concurrency. */
+export interface SemaphoreLimit {
+  key: string;
+  capacity: number;
+  weight: number;
+  /** What the limit is called in `waitingFor`: "pool core_db", "concurrency", "max_concurrency". */
+  label: string;
+}
+
+/** At most `max` acquisitions in any window of `perMs`. */
+export interface RateLimit {
+  key: string;
+  max: number;
+  perMs: number;
+  /** What the limit is called in `waitingFor`: "rate limit". */
+  label: string;
+}
+
+/** Every limit one start must pass; they are taken together or not at all. */
+export interface LimitSpec {
+  semaphores: SemaphoreLimit[];
+  rates: RateLimit[];
+}
+
+export type Blocked =
+  | { kind: "semaphore"; label: string; key: string; used: number; capacity: number }
+  | { kind: "rate"; label: string; key: string; max: number; perMs: number; retryInMs: number };
+
+export interface Permit {
+  id: string;
+  spec: LimitSpec;
+}
+
+export type Acquired = { ok: true; permit: Permit } | { ok: false; blocked: Blocked };
+
+export interface LimitGateOptions {
+  /** A holder that stops renewing loses its slots after this long. Default 5000 ms. */
+  leaseMs?: number;
+  /** Where the pub/sub connections of `onFreed` report their errors. */
+  log?: Logger;
+}
+
+export const DEFAULT_LIMIT_LEASE_MS = 5000;
+
+/** The scripts as ioredis runs them once `defineCommand` has registered them (EVALSHA, EVAL on a cache miss). */
+interface GateCommands {
+  axLimitAcquire(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  axLimitUsage(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  axLimitRenew(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  axLimitRelease(numKeys: number, ...args: (string | number)[]): Promise<number>;
+}
+
+const member = (sem: SemaphoreLimit, permitId: string) => `${sem.weight}:${permitId}`;
+
+function validate(spec: LimitSpec): void {
+  const seen = new Set<string>();
+  for (const limit of [...spec.semaphores, ...spec.rates]) {
+    if (seen.has(limit.key)) {
+      throw new AxLimitError(limit.label, limit.key, "is named twice in one request; give every limit its own key");
+    }
+    seen.add(limit.key);
+  }
+  for (const sem of spec.semaphores) {
+    if (!Number.isInteger(sem.weight) || sem.weight < 1) {
+      throw new AxLimitError(sem.label, sem.key, `a start takes ${sem.weight} slots; slots must be a whole number of at least 1`);
+    }
+    if (!Number.isInteger(sem.capacity) || sem.weight > sem.capacity) {
+      throw new AxLimitError(
+        sem.label,
+        sem.key,
+        `a start takes ${sem.weight} slots but the limit has ${sem.capacity}, so it could never start; raise the limit or take fewer slots`,
+      );
+    }
+  }
+  for (const rate of spec.rates) {
+    if (!Number.isInteger(rate.max) || rate.max < 1 || !Number.isInteger(rate.perMs) || rate.perMs < 1) {
+      throw new AxLimitError(
+        rate.label,
+        rate.key,
+        `${rate.max} per ${rate.perMs} ms lets nothing start; max must be a whole number of at least 1 and per at least 1 ms`,
+      );
+    }
+  }
+}
+
+/**
+ * Cluster-wide semaphores and rate limits in Redis, taken all or nothing by one Lua script.
+ * Semaphore slots are leased: `renew()` extends every permit this gate holds, and a holder that
+ * stops renewing (its process died) loses its slots `leaseMs` later, the next time anyone
+ * acquires or reads usage. Capacities come with each call, so a resized limit applies at once;
+ * a limit lowered below its use blocks until use drops.
+ */
+export class LimitGate {
+  private readonly commands: GateCommands;
+  private readonly leaseMs: number;
+  private readonly semPrefix: string;
+  private readonly ratePrefix: string;
+  private readonly channel: string;
+  /** Byte offset (1-based, for Lua) of the caller's key inside a semaphore's Redis key. */
+  private readonly nameFrom: number;
+  private readonly held = new Map<string, Permit>();
+  private readonly subscribers = new Set<Redis>();
+
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+    private readonly options: LimitGateOptions = {},
+  ) {
+    this.leaseMs = options.leaseMs ?? DEFAULT_LIMIT_LEASE_MS;
+    this.semPrefix = `${prefix}:limits:sem:`;
+    this.ratePrefix = `${prefix}:limits:rate:`;
+    this.channel = `${prefix}:limits:freed`;
+    this.nameFrom = Buffer.byteLength(this.semPrefix) + 1;
+    redis.defineCommand("axLimitAcquire", { lua: ACQUIRE });
+    redis.defineCommand("axLimitUsage", { lua: USAGE });
+    redis.defineCommand("axLimitRenew", { lua: RENEW });
+    redis.defineCommand("axLimitRelease", { lua: RELEASE });
+    this.commands = redis as unknown as GateCommands;
+  }
+
+  /**
+   * Takes every semaphore and rate slot of `spec`, or none. Throws `AxLimitError` for a spec no
+   * start could ever pass. A call that fails in transit may have taken its slots: nothing renews
+   * them, so they come back within the lease.
+   */
+  async acquire(spec: LimitSpec): Promise<Acquired> {
+    validate(spec);
+    const id = randomUUID();
+    const keys = [...spec.semaphores.map((s) => this.semPrefix + s.key), ...spec.rates.map((r) => this.ratePrefix + r.key)];
+    const args: (string | number)[] = [id, this.leaseMs, spec.semaphores.length, this.channel, this.nameFrom];
+    for (const sem of spec.semaphores) args.push(sem.capacity, sem.weight);
+    for (const rate of spec.rates) args.push(rate.max, rate.perMs);
+    const [ok, index, value] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
+    if (ok === 1) {
+      const permit = { id, spec };
+      this.held.set(id, permit);
+      return { ok: true, permit };
+    }
+    const at = index! - 1;
+    if (at < spec.semaphores.length) {
+      const { label, key, capacity } = spec.semaphores[at]!;
+      return { ok: false, blocked: { kind: "semaphore", label, key, used: value!, capacity } };
+    }
+    const { label, key, max, perMs } = spec.rates[at - spec.semaphores.length]!;
+    return { ok: false, blocked: { kind: "rate", label, key, max, perMs, retryInMs: value! } };
+  }
+
+  /**
+   * Frees the permit's semaphore slots and tells every `onFreed` listener. `unused` also gives back
+   * its rate slots: the start it paid for never happened (the queue was empty).
+   */
+  async release(permit: Permit, opts: { unused?: boolean } = {}): Promise<void> {
+    // Forgotten before the round trip, so a renew sent meanwhile cannot put the slots back.
+    this.held.delete(permit.id);
+    const { semaphores } = permit.spec;
+    const rates = opts.unused ? permit.spec.rates : [];
+    if (semaphores.length + rates.length === 0) return;
+    const keys = [...semaphores.map((s) => this.semPrefix + s.key), ...rates.map((r) => this.ratePrefix + r.key)];
+    const message = JSON.stringify([...semaphores, ...rates].map((l) => l.key));
+    await this.commands.axLimitRelease(
+      keys.length,
+      ...keys,
+      this.channel,
+      message,
+      semaphores.length,
+      permit.id,
+      ...semaphores.map((s) => member(s, permit.id)),
+    );
+  }
+
+  /**
+   * Extends the lease of every permit this gate holds, in one round trip. A permit whose lease had
+   * already lapsed (the process stalled longer than the lease) is put back, since its work is still
+   * running; its limit may be over capacity until that work ends. Returns those permits.
+   */
+  async renew(): Promise<Permit[]> {
+    const pairs = [...this.held.values()].flatMap((permit) => permit.spec.semaphores.map((sem) => ({ permit, sem })));
+    if (!pairs.length) return [];
+    const lapsed = await this.commands.axLimitRenew(
+      pairs.length,
+      ...pairs.map(({ sem }) => this.semPrefix + sem.key),
+      this.leaseMs,
+      ...pairs.map(({ permit, sem }) => member(sem, permit.id)),
+    );
+    return [...new Set(lapsed.map((i) => pairs[i - 1]!.permit))];
+  }
+
+  /** Weight held on each semaphore right now, expired holders dropped first. */
+  async usage(keys: string[]): Promise<Map<string, number>> {
+    if (!keys.length) return new Map();
+    const used = await this.commands.axLimitUsage(keys.length, ...keys.map((k) => this.semPrefix + k), this.channel, this.nameFrom);
+    return new Map(keys.map((k, i) => [k, used[i]!]));
+  }
+
+  /**
+   * Calls `cb` with the keys of the limits some process freed (a release, or an expired holder
+   * dropped). A hint to retry at once, not a guarantee: a waiter must also retry on its own, at
+   * least once per lease, because a holder that died frees its slots without a message.
+   */
+  async onFreed(cb: (keys: string[]) => void): Promise<() => Promise<void>> {
+    const subscriber = this.redis.duplicate();
+    if (this.options.log) reportRedisErrors(subscriber, this.options.log, "limits");
+    this.subscribers.add(subscriber);
+    subscriber.on("message", (channel: string, message: string) => {
+      if (channel === this.channel) cb(JSON.parse(message) as string[]);
+    });
+    await subscriber.subscribe(this.channel);
+    return async () => {
+      this.subscribers.delete(subscriber);
+      closeRedis(subscriber);
+    };
+  }
+
+  /** Releases every permit still held and closes the `onFreed` connections. */
+  async close(): Promise<void> {
+    for (const subscriber of this.subscribers) closeRedis(subscriber);
+    this.subscribers.clear();
+    await Promise.all([...this.held.values()].map((permit) => this.release(permit)));
+  }
+}
+
+/** The largest unit that writes `ms` exactly: 1000 -> "1s", 90000 -> "90s", 1500 -> "1500ms". */
+function formatWindow(ms: number): string {
+  for (const [unit, size] of [
+    ["d", 86_400_000],
+    ["h", 3_600_000],
+    ["m", 60_000],
+    ["s", 1000],
+  ] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/**
+ * Why a start waits, for `TaskRunInfo.waitingFor`: "pool core_db (25/25)", "concurrency 2/2",
+ * "rate limit 5 per 1s". A label that names something (a pool, a key) sets the count apart in
+ * parentheses so it cannot be read as part of the name.
+ */
+export function describeBlocked(b: Blocked): string {
+  if (b.kind === "rate") return `${b.label} ${b.max} per ${formatWindow(b.perMs)}`;
+  const count = `${b.used}/${b.capacity}`;
+  return b.label.includes(" ") ? `${b.label} (${count})` : `${b.label} ${count}`;
+}

@@ -1,0 +1,116 @@
+/**
+ * The gate's Lua scripts. Every time comes from Redis `TIME`, so the clocks of worker processes
+ * never matter. A semaphore is a ZSET whose members are `<weight>:<permit id>` scored by lease
+ * expiry (ms); a rate limit is a ZSET of permit ids scored by start time (a sliding-window log).
+ * Keys expire on their own once every entry in them would have, so an idle limit leaves nothing.
+ */
+
+/** Milliseconds since the epoch on the Redis server, and TTL helpers that only ever extend. */
+const PRELUDE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function extendTtl(key, ms)
+  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+end
+`;
+
+/**
+ * Drops expired holders of the semaphores KEYS[1..n], publishes their names on \`channel\` if any
+ * went, and returns each semaphore's used weight. \`nameFrom\` is where the caller's key starts
+ * inside the Redis key.
+ */
+const PURGE = `
+local function purge(n, channel, nameFrom)
+  local freed = {}
+  local used = {}
+  for i = 1, n do
+    if redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) > 0 then
+      freed[#freed + 1] = string.sub(KEYS[i], nameFrom)
+    end
+    local total = 0
+    for _, member in ipairs(redis.call('ZRANGE', KEYS[i], 0, -1)) do
+      total = total + tonumber(string.match(member, '^(%d+):'))
+    end
+    used[i] = total
+  end
+  if #freed > 0 then redis.call('PUBLISH', channel, cjson.encode(freed)) end
+  return used
+end
+`;
+
+/**
+ * KEYS: the semaphores, then the rate limits.
+ * ARGV: permit id, lease ms, number of semaphores, freed channel, name offset,
+ *       then capacity and weight per semaphore, then max and window ms per rate limit.
+ * Returns {1} when everything was taken, or {0, index of the first blocking limit (1-based over
+ * KEYS), used weight for a semaphore | ms until a rate slot frees}. Nothing is written unless
+ * every limit lets the permit through.
+ */
+export const ACQUIRE = `${PRELUDE}${PURGE}
+local id = ARGV[1]
+local lease = tonumber(ARGV[2])
+local nSem = tonumber(ARGV[3])
+local used = purge(nSem, ARGV[4], tonumber(ARGV[5]))
+for i = 1, nSem do
+  if used[i] + tonumber(ARGV[5 + 2 * i]) > tonumber(ARGV[4 + 2 * i]) then return {0, i, used[i]} end
+end
+local rateArgs = 5 + 2 * nSem
+for j = 1, #KEYS - nSem do
+  local key = KEYS[nSem + j]
+  local max = tonumber(ARGV[rateArgs + 2 * j - 1])
+  local per = tonumber(ARGV[rateArgs + 2 * j])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - per)
+  local count = redis.call('ZCARD', key)
+  if count >= max then
+    -- A lowered max may leave more than max entries: the slot frees when the (count - max + 1)th oldest leaves.
+    local leaving = redis.call('ZRANGE', key, count - max, count - max, 'WITHSCORES')
+    return {0, nSem + j, tonumber(leaving[2]) + per - now}
+  end
+end
+for i = 1, nSem do
+  redis.call('ZADD', KEYS[i], now + lease, ARGV[5 + 2 * i] .. ':' .. id)
+  extendTtl(KEYS[i], lease)
+end
+for j = 1, #KEYS - nSem do
+  local key = KEYS[nSem + j]
+  redis.call('ZADD', key, now, id)
+  extendTtl(key, tonumber(ARGV[rateArgs + 2 * j]))
+end
+return {1}
+`;
+
+/** KEYS: semaphores. ARGV: freed channel, name offset. Returns each one's used weight. */
+export const USAGE = `${PRELUDE}${PURGE}
+return purge(#KEYS, ARGV[1], tonumber(ARGV[2]))
+`;
+
+/**
+ * KEYS: one semaphore per held (permit, semaphore) pair. ARGV: lease ms, then the member for each
+ * key. Returns the 1-based indexes of members that had lapsed and were put back.
+ */
+export const RENEW = `${PRELUDE}
+local lease = tonumber(ARGV[1])
+local lapsed = {}
+for i = 1, #KEYS do
+  if redis.call('ZADD', KEYS[i], now + lease, ARGV[1 + i]) == 1 then lapsed[#lapsed + 1] = i end
+  extendTtl(KEYS[i], lease)
+end
+return lapsed
+`;
+
+/**
+ * KEYS: the permit's semaphores, then (for an unused permit) its rate limits.
+ * ARGV: freed channel, message, number of semaphores, permit id, then the member per semaphore.
+ * Publishes the message when anything was removed; returns how many entries were.
+ */
+export const RELEASE = `
+local nSem = tonumber(ARGV[3])
+local removed = 0
+for i = 1, #KEYS do
+  local member = ARGV[4]
+  if i <= nSem then member = ARGV[4 + i] end
+  removed = removed + redis.call('ZREM', KEYS[i], member)
+end
+if removed > 0 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
+return removed
+`;
