@@ -86,7 +86,8 @@ describe("cancel(runId)", () => {
   /** Jobs of this run still in Redis, by state. */
   async function jobsOf(runId: string): Promise<string[]> {
     const found: string[] = [];
-    for (const name of ["default", "parked"]) {
+    // Each task has its own queue (`group.task`).
+    for (const name of ["default.sleeper", "default.flaky", "parked.parked", "default.after", "default.quick", "default.add"]) {
       const queue = new Queue(name, { connection: redis, prefix: env.prefix });
       for (const job of await queue.getJobs(["waiting", "delayed", "prioritized", "paused", "active"])) {
         if (job?.data?.runId === runId) found.push(`${name}:${job.id}:${await job.getState()}`);
@@ -124,7 +125,7 @@ describe("cancel(runId)", () => {
       );
     });
     const before = await jobsOf(runId);
-    expect(before.some((j) => j.startsWith("parked:") && j.endsWith(":waiting"))).toBe(true);
+    expect(before.some((j) => j.startsWith("parked.parked:") && j.endsWith(":waiting"))).toBe(true);
     expect(before.some((j) => j.includes(".flaky.2:delayed"))).toBe(true);
 
     const t0 = Date.now();

@@ -106,7 +106,7 @@ describe("triggerFlow with { tx }: a pg client", () => {
     expect(await orderExists("o-rollback")).toBe(false);
     // A commit would have been announced within milliseconds; give a rollback ten times that.
     await new Promise((r) => setTimeout(r, 500));
-    expect(await firstJob(queue("default"), runId, "reserve_stock")).toBeUndefined();
+    expect(await firstJob(queue("default.reserve_stock"), runId, "reserve_stock")).toBeUndefined();
   });
 
   it("commits with the caller: nothing is enqueued before the commit, the run executes after it", async () => {
@@ -117,7 +117,7 @@ describe("triggerFlow with { tx }: a pg client", () => {
       await conn.query(`insert into "${env.schema}".orders (id) values ('o-commit')`);
       runId = await client.triggerFlow("order_created", { id: "o-commit" }, { tx: conn });
       await new Promise((r) => setTimeout(r, 300));
-      expect(await firstJob(queue("default"), runId, "reserve_stock")).toBeUndefined();
+      expect(await firstJob(queue("default.reserve_stock"), runId, "reserve_stock")).toBeUndefined();
       await expect(client.getRun(runId)).rejects.toBeInstanceOf(AxRunNotFoundError);
       await conn.query("commit");
     } finally {
@@ -178,13 +178,13 @@ describe("triggerFlow with { tx }: a drizzle transaction", () => {
     });
     expect((await client.waitForRun(committed, { timeout: "20s" })).status).toBe("success");
     expect(await orderExists("d-commit")).toBe(true);
-    expect(await firstJob(queue("default"), rolledBack, "reserve_stock")).toBeUndefined();
+    expect(await firstJob(queue("default.reserve_stock"), rolledBack, "reserve_stock")).toBeUndefined();
   });
 });
 
 describe("commit -> dispatch latency", () => {
   it("enqueues the first job within 50 ms of the commit (p50)", async () => {
-    const parked = queue("parked");
+    const parked = queue("parked.parked_step");
     const dispatchMs: number[] = [];
     const startMs: number[] = [];
     for (let i = 0; i < 20; i++) {
@@ -262,7 +262,7 @@ describe("delay, runAt and priority", () => {
     expect(before.tasks[0]!.status).toBe("queued");
     const dueAt = Date.parse(before.runAt!);
     expect(dueAt - Date.parse(before.createdAt)).toBeGreaterThan(1000);
-    expect(await (await firstJob(queue("default"), runId, "reserve_stock"))!.getState()).toBe("delayed");
+    expect(await (await firstJob(queue("default.reserve_stock"), runId, "reserve_stock"))!.getState()).toBe("delayed");
     const run = await client.waitForRun(runId, { timeout: "20s" });
     expect(run.status).toBe("success");
     expect(Date.parse(run.tasks[0]!.startedAt!)).toBeGreaterThanOrEqual(dueAt - 50);
@@ -284,13 +284,13 @@ describe("delay, runAt and priority", () => {
       runs.set(label, await client.triggerFlow("prio_flow", { label }, { priority }));
     }
     expect((await client.getRun(runs.get("p1")!)).priority).toBe(1);
-    const head = queue("prio");
+    const head = queue("prio.prio_head");
     for (const [label, runId] of runs) expect((await firstJob(head, runId, "prio_head"))!.opts.priority).toBe(Number(label.slice(1)));
 
     const worker = testRuntime(env, { flows: [prioFlow], roles: ["worker"], queues: ["prio"], maxConcurrency: 1 });
     await worker.start();
     try {
-      const tail = queue("prio_tail");
+      const tail = queue("prio_tail.prio_tail");
       for (const [label, runId] of runs) {
         // The dependant's job, added by the worker, carries the run's priority too.
         const job = await waitFor(() => firstJob(tail, runId, "prio_tail"));

@@ -50,17 +50,17 @@ describe("the reconciler behind a large healthy backlog", () => {
     const client = runtime.client();
     for (let i = 0; i < RUNS; i++) await client.triggerFlow("backlog_wide", i);
     const newest = await client.triggerFlow("backlog_wide", RUNS);
-    const lost = await env.sql<{ run_id: string; node_key: string; attempt: number; queue: string }>(
-      "select run_id, node_key, attempt, queue from node_runs where run_id = $1 order by node_key limit $2",
+    const lost = await env.sql<{ run_id: string; node_key: string; attempt: number; queue: string; task: string }>(
+      "select run_id, node_key, attempt, queue, task from node_runs where run_id = $1 order by node_key limit $2",
       [newest, LOST],
     );
-    for (const n of lost) expect(await queues.get(n.queue).remove(nodeJobId(n.run_id, n.node_key, n.attempt))).toBe(1);
+    for (const n of lost) expect(await queues.forNode(n).remove(nodeJobId(n.run_id, n.node_key, n.attempt))).toBe(1);
     const total = HEALTHY + FAN_OUT;
 
     const first = await reconciler.runPass();
     expect(first).toMatchObject({ candidates: total, checked: total, requeued: LOST });
     expect(first.pages).toBeGreaterThan(total / PAGE);
-    for (const n of lost) expect(await queues.get(n.queue).getJob(nodeJobId(n.run_id, n.node_key, n.attempt))).toBeDefined();
+    for (const n of lost) expect(await queues.forNode(n).getJob(nodeJobId(n.run_id, n.node_key, n.attempt))).toBeDefined();
 
     const second = await reconciler.runPass();
     expect(second).toMatchObject({ candidates: total, checked: 0, requeued: 0 });

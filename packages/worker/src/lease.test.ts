@@ -37,7 +37,7 @@ describe("worker leases", { timeout: 60_000 }, () => {
       queues,
       queueNames: ["default"],
       concurrency: 1,
-      tasks: { get: () => undefined },
+      tasks: { get: () => undefined, names: () => [] },
       log,
       metrics: createWorkerMetrics(new Registry()),
       ...options,

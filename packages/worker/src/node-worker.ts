@@ -97,7 +97,7 @@ export class NodeWorker {
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
     };
-    const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? 5000 });
+    const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? 5000, log });
     const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);
     this.dispatcher = new Dispatcher({
       connection: o.connection,
