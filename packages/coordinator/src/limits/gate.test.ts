@@ -124,25 +124,30 @@ describe("LimitGate", () => {
       await sleep(Math.max(1, result.blocked.retryInMs / 2));
     }
     expect(starts.length).toBeGreaterThanOrEqual(13);
-    // Redis ran start i between its sent and received times, so this bounds its window from below.
-    for (let i = 0; i + 5 < starts.length; i++) expect(starts[i + 5]!.received - starts[i]!.sent).toBeGreaterThanOrEqual(1000);
+    // Redis ran start i between its sent and received times, so this bounds its window from below;
+    // the gate counts whole milliseconds of Redis time, hence 999 and not 1000.
+    for (let i = 0; i + 5 < starts.length; i++) expect(starts[i + 5]!.received - starts[i]!.sent).toBeGreaterThan(999);
     const expected = starts[0]!.sent + 1000 - firstBlocked!.at;
     expect(Math.abs(firstBlocked!.retryInMs - expected)).toBeLessThanOrEqual(50);
   });
 
-  it("rate limit: a slot frees when retryInMs says, not 50 ms sooner", async () => {
+  it("rate limit: a slot frees when retryInMs says, and a later ask counts down", async () => {
     const rate = { key: "rate_exact", max: 2, perMs: 600, label: "rate limit" };
     permitOf(await gate.acquire(spec([], [rate])));
     permitOf(await gate.acquire(spec([], [rate])));
+    const started = performance.now();
     const blocked = await gate.acquire(spec([], [rate]));
     if (blocked.ok || blocked.blocked.kind !== "rate") throw new Error("expected the rate limit to block");
-    const started = performance.now();
-    await sleep(blocked.blocked.retryInMs - 50);
-    expect((await gate.acquire(spec([], [rate]))).ok).toBe(false);
-    await sleep(started + blocked.blocked.retryInMs - performance.now());
-    const again = await gate.acquire(spec([], [rate]));
-    expect(again.ok).toBe(true);
-    expect(performance.now() - started).toBeLessThanOrEqual(blocked.blocked.retryInMs + 50);
+    const retryInMs = blocked.blocked.retryInMs;
+    await sleep(retryInMs - 100);
+    const early = await gate.acquire(spec([], [rate]));
+    const elapsed = performance.now() - started;
+    // A timer may fire late on a loaded machine, never early: either still blocked with the rest
+    // of the wait, or already past it.
+    if (early.ok) expect(elapsed).toBeGreaterThanOrEqual(retryInMs - 2);
+    else expect(Math.abs((early.blocked as { retryInMs: number }).retryInMs - (retryInMs - elapsed))).toBeLessThanOrEqual(50);
+    await sleep(Math.max(0, started + retryInMs + 2 - performance.now()));
+    if (!early.ok) permitOf(await gate.acquire(spec([], [rate])));
   });
 
   it("an unused release gives the rate slot back; a used one does not", async () => {

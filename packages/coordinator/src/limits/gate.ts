@@ -114,6 +114,10 @@ export class LimitGate {
     private readonly options: LimitGateOptions = {},
   ) {
     this.leaseMs = options.leaseMs ?? DEFAULT_LIMIT_LEASE_MS;
+    // Scores are whole milliseconds: Lua prints a fractional one rounded to 14 digits.
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) {
+      throw new RangeError(`LimitGate leaseMs must be a whole number of milliseconds, at least 1; got ${this.leaseMs}`);
+    }
     this.semPrefix = `${prefix}:limits:sem:`;
     this.ratePrefix = `${prefix}:limits:rate:`;
     this.channel = `${prefix}:limits:freed`;
