@@ -12,11 +12,11 @@ const backfillStep = ax.task({ name: "backfill_step" }, async (i: number) => {
   await sleep(20);
   return i;
 });
-const backfillLike = ax.flow({ name: "backfill_like" }, (i: number) => {
+const backfillLike = ax.flow({ name: "backfill_like" }, (i) => {
   backfillStep(i);
 });
 const pay = ax.task({ name: "pay" }, (order: string) => `paid ${order}`);
-const orderPayment = ax.flow({ name: "order_payment_like" }, (order: string) => {
+const orderPayment = ax.flow({ name: "order_payment_like" }, (order) => {
   pay(order);
 });
 const slow = ax.task({ name: "slow" }, async () => {
@@ -66,7 +66,9 @@ describe("fair queues and the cluster-wide max_concurrency", () => {
       `select extract(epoch from a.started_at - r.created_at) * 1000 as wait_ms
        from runs r join attempts a on a.run_id = r.id where r.flow = 'order_payment_like'`,
     );
-    const backlogLeft = await env.sql<{ n: number }>(`select count(*)::int as n from runs where flow = 'backfill_like' and status <> 'success'`);
+    const backlogLeft = await env.sql<{ n: number }>(
+      `select count(*)::int as n from runs where flow = 'backfill_like' and status <> 'success'`,
+    );
     const ms = waits.map((w) => Number(w.wait_ms));
     console.log(
       `live runs behind a 5,000-run backlog: trigger -> start p50 ${Math.round(percentile(ms, 50))} ms, p99 ${Math.round(percentile(ms, 99))} ms; backlog left ${backlogLeft[0]!.n}`,

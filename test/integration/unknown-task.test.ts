@@ -60,7 +60,11 @@ describe("a job whose task this worker does not define (rolling deploy)", () => 
 
     await until(async () => (await client.getRun(runId)).tasks[0]!.waitingFor !== null, 10_000, "the node to say why it waits");
     const waiting = await client.getRun(runId);
-    expect(waiting.tasks[0]).toMatchObject({ status: "queued", attempts: [], waitingFor: "no worker defines task new_task in queue default" });
+    expect(waiting.tasks[0]).toMatchObject({
+      status: "queued",
+      attempts: [],
+      waitingFor: "no worker defines task new_task in queue default",
+    });
 
     await started(testRuntime(env, { flows: [newFlow], roles: ["worker"] }));
     const run = await client.waitForRun(runId, { timeout: "60s" });

@@ -10,6 +10,7 @@ import { startServer } from "@ax/server";
 import { HttpRunsApi } from "./http-client.js";
 import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
+import { renderQueues } from "./render-queues.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
 import { addScheduleCommands } from "./schedule-commands.js";
@@ -300,6 +301,17 @@ export async function main(argv: string[]): Promise<void> {
         for (const run of await client.listRuns(filter)) {
           console.log([run.id, run.flow, run.status.padEnd(9), run.trigger.padEnd(8), run.createdAt, run.businessKey ?? ""].join("  "));
         }
+      });
+    });
+
+  program
+    .command("queues")
+    .description("each task queue: waiting, active, delayed, the limit holding it, live workers serving it")
+    .option("--json", "print them as JSON")
+    .action(async (raw: { json?: boolean }) => {
+      await withDirectClient(program, async (client) => {
+        const queues = await client.listQueues();
+        console.log(raw.json ? JSON.stringify(queues, null, 2) : renderQueues(queues));
       });
     });
 

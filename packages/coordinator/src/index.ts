@@ -16,3 +16,4 @@ export * from "./wake.js";
 export * from "./waiting-nodes.js";
 export * from "./unserved.js";
 export * from "./limits/gate.js";
+export * from "./queue-overview.js";

@@ -16,6 +16,8 @@ import {
   type TriggerDeps,
   type TriggerRequest,
   explainWaitingNodes,
+  queueOverview,
+  type QueueInfo,
 } from "@ax/coordinator";
 import { AxBackfillNotFoundError } from "@ax/common";
 import {
@@ -243,6 +245,11 @@ export class Client {
   /** Every stored schedule with its next three fire times and its newest tick. */
   listSchedules(): Promise<ScheduleInfo[]> {
     return describeSchedules(this.connections.store.db);
+  }
+
+  /** Each task queue: jobs waiting, active and delayed, the limit holding it, live workers serving it. */
+  listQueues(): Promise<QueueInfo[]> {
+    return queueOverview(this.connections.store.db, this.connections.queues);
   }
 
   async close(): Promise<void> {

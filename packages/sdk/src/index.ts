@@ -10,7 +10,7 @@ export { resolveTaskOptions } from "./options.js";
 export { parseDuration, type Duration } from "./duration.js";
 export { loadRuntimeConfig, parseRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
 export type { CancelResult } from "@ax/coordinator";
-export type { ScheduleInfo } from "@ax/coordinator";
+export type { ScheduleInfo, QueueInfo } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
 export type { RerunOptions, BackfillStarted } from "@ax/coordinator";
 export type { BackfillInfo } from "@ax/store";

@@ -136,6 +136,28 @@ export const API_ROUTES: Record<string, RouteDoc> = {
       413: { description: "payload over the size cap", schema: apiError },
     },
   },
+  "GET /api/queues": {
+    summary: "each task queue: waiting, active and delayed jobs, the limit holding it, live workers serving it",
+    responses: {
+      200: {
+        description: "queues",
+        schema: z.object({
+          queues: z.array(
+            z.object({
+              name: z.string(),
+              group: z.string(),
+              task: z.string(),
+              waiting: z.number(),
+              active: z.number(),
+              delayed: z.number(),
+              limited: z.string().nullable(),
+              workers: z.number(),
+            }),
+          ),
+        }),
+      },
+    },
+  },
   "GET /api/schedules": {
     summary: "every stored schedule with its next fire times and last tick",
     responses: { 200: { description: "schedules", schema: z.object({ schedules: z.array(z.record(z.string(), jsonValue)) }) } },

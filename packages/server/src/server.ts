@@ -4,7 +4,15 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
 import { getRunInfo, latestFlowVersion, listFlowNames, listRunSummaries, toStorableText, type Db } from "@ax/store";
-import { cancelRun, DEFAULT_MAX_PAYLOAD_BYTES, explainWaitingNodes, RunWriter, triggerRun, type QueueRegistry } from "@ax/coordinator";
+import {
+  cancelRun,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  explainWaitingNodes,
+  queueOverview,
+  RunWriter,
+  triggerRun,
+  type QueueRegistry,
+} from "@ax/coordinator";
 import { AxNotJsonError, AxPayloadTooLargeError, AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
 import { listQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
@@ -86,6 +94,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   app.get("/api/flows", async () => ({ flows: await listFlowNames(options.db) }));
+
+  app.get("/api/queues", async () => ({ queues: await queueOverview(options.db, options.queues) }));
 
   app.get("/api/openapi.json", async () => openApi);
 

@@ -110,9 +110,7 @@ export class NodeWorker {
       gate,
       limitsOf: (task) => limitSpecOf(o.tasks.get(task)!.options, clusterLimits()),
       process: (job: Job<NodeJobData>) =>
-        this.inFlight.track(job.data, (cancel) =>
-          withAttemptStore({ db: o.db, workerId: this.id }, () => runAttempt(deps, job, cancel)),
-        ),
+        this.inFlight.track(job.data, (cancel) => withAttemptStore({ db: o.db, workerId: this.id }, () => runAttempt(deps, job, cancel))),
       log,
     });
     await this.dispatcher.start();

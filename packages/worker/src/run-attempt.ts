@@ -177,22 +177,22 @@ async function executeStarted(
   const t0 = performance.now();
   // From here the attempt's function runs; once it ends, its outcome is recorded within a bound.
   const executed: AttemptResult = await execute({
-        task,
-        args,
-        context: {
-          ...run,
-          task: node.task,
-          nodeKey,
-          attempt,
-          idempotencyKey: `${runId}:${nodeKey}`,
-          logicalDate: started.logicalDate,
-          log,
-        },
-        onProgress: (progress) => {
-          recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
-        },
-        cancel,
-      });
+    task,
+    args,
+    context: {
+      ...run,
+      task: node.task,
+      nodeKey,
+      attempt,
+      idempotencyKey: `${runId}:${nodeKey}`,
+      logicalDate: started.logicalDate,
+      log,
+    },
+    onProgress: (progress) => {
+      recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
+    },
+    cancel,
+  });
   const checked = executed.ok ? checkResult(task.options, executed.value) : executed;
   const durationMs = Math.round(performance.now() - t0);
   const ended = Date.now();

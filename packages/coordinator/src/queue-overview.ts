@@ -1,0 +1,51 @@
+import { DEFAULT_LEASE_MS } from "@ax/common";
+import { knownQueues, servedQueues, type Db } from "@ax/store";
+import { taskQueueName, type QueueRegistry } from "./queues.js";
+import { waitingReasons } from "./wake.js";
+
+/** One task queue as `ax queues` shows it. */
+export interface QueueInfo {
+  /** BullMQ queue name: `group.task`. */
+  name: string;
+  group: string;
+  task: string;
+  /** Jobs ready to start (prioritised ones included). */
+  waiting: number;
+  active: number;
+  /** Jobs whose start is in the future (retry backoff, a delayed run). */
+  delayed: number;
+  /** The limit holding the queue ("concurrency 2/2", "pool core_db (25/25)"...), null when none is. */
+  limited: string | null;
+  /** Live worker processes fetching from it. */
+  workers: number;
+}
+
+/**
+ * Every task queue that has work in PostgreSQL or a live worker: the answer to "a task sits
+ * queued and never runs" (no workers, or a limit reached).
+ */
+export async function queueOverview(db: Db, queues: QueueRegistry): Promise<QueueInfo[]> {
+  const [inFlight, served] = await Promise.all([knownQueues(db), servedQueues(db, DEFAULT_LEASE_MS)]);
+  const names = new Map<string, { group: string; task: string }>();
+  for (const q of inFlight) names.set(taskQueueName(q.queue, q.task), { group: q.queue, task: q.task });
+  for (const name of served.keys()) {
+    const dot = name.indexOf(".");
+    if (!names.has(name)) names.set(name, { group: name.slice(0, dot), task: name.slice(dot + 1) });
+  }
+  const sorted = [...names.keys()].sort();
+  const reasons = await waitingReasons(queues.connection, queues.prefix, sorted);
+  return Promise.all(
+    sorted.map(async (name) => {
+      const counts = await queues.get(name).getJobCounts("waiting", "prioritized", "active", "delayed");
+      return {
+        name,
+        ...names.get(name)!,
+        waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
+        active: counts.active ?? 0,
+        delayed: counts.delayed ?? 0,
+        limited: reasons.get(name) ?? null,
+        workers: served.get(name) ?? 0,
+      };
+    }),
+  );
+}
