@@ -3,6 +3,15 @@ import { hostname } from "node:os";
 import { Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import {
+  DEFAULT_DEAD_WORKER_RETENTION_MS,
+  DEFAULT_HEARTBEAT_MS,
+  DEFAULT_LEASE_MS,
+  DEFAULT_LOCK_DURATION_MS,
+  DEFAULT_STALLED_INTERVAL_MS,
+  DEFAULT_STOP_TIMEOUT_MS,
+  DEFAULT_UNKNOWN_TASK_GRACE_MS,
+} from "@ax/common";
 import { msUntil, removeWorker, within, type Db } from "@ax/store";
 import { BatchedEnqueue, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
@@ -72,7 +81,7 @@ export class NodeWorker {
     const o = this.options;
     const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: o.queueNames };
     const log = o.log.child({ worker: this.id });
-    const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? 3_600_000, log);
+    const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? DEFAULT_DEAD_WORKER_RETENTION_MS, log);
     await lease.renew();
     const cancels = new CancelListener(o.connection, o.queues.prefix, o.db, this.inFlight, log);
     this.cancels = cancels;
@@ -80,7 +89,7 @@ export class NodeWorker {
     this.heartbeat = setInterval(() => {
       lease.renew().catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
       cancels.sweep().catch((err) => o.log.warn({ err }, "could not check in-flight runs for cancels; retrying"));
-    }, o.heartbeatMs ?? 1000);
+    }, o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeat.unref();
 
     const deps: AttemptDeps = {
@@ -90,11 +99,11 @@ export class NodeWorker {
       workerId: this.id,
       log,
       metrics: o.metrics,
-      leaseMs: o.leaseMs ?? 5000,
+      leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS,
       executing: new Set(),
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
-      unknownTaskGraceMs: o.unknownTaskGraceMs ?? 600_000,
+      unknownTaskGraceMs: o.unknownTaskGraceMs ?? DEFAULT_UNKNOWN_TASK_GRACE_MS,
     };
     const perQueue = Math.max(1, Math.floor(o.concurrency / o.queueNames.length));
     for (const name of o.queueNames) {
@@ -106,8 +115,8 @@ export class NodeWorker {
         connection: o.connection,
         prefix: o.queues.prefix,
         concurrency: perQueue,
-        lockDuration: o.lockDurationMs ?? 5000,
-        stalledInterval: o.stalledIntervalMs ?? 2000,
+        lockDuration: o.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
+        stalledInterval: o.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
         // A stalled job is an attempt whose worker died; the fence decides what happens to it.
         maxStalledCount: 1000,
       });
@@ -124,7 +133,7 @@ export class NodeWorker {
    * are handed back for another attempt and their signals aborted. Closing takes at most a short
    * grace after that, whether or not Redis and PostgreSQL answer.
    */
-  async stop(timeoutMs = 30_000): Promise<void> {
+  async stop(timeoutMs = DEFAULT_STOP_TIMEOUT_MS): Promise<void> {
     const o = this.options;
     const deadline = Date.now() + timeoutMs;
     const workers = this.workers.splice(0);

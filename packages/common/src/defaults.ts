@@ -1,0 +1,25 @@
+/**
+ * Timing defaults, in one place because several packages must agree on them: the reconciler
+ * takes over the attempts of a worker silent for the lease the worker itself assumes, and the
+ * worker, the SDK's `stop()` and the CLI's `--stop-timeout` stop within the same time.
+ * docs/api.md lists them; change both together.
+ */
+
+/** How often a worker process renews its lease in PostgreSQL. */
+export const DEFAULT_HEARTBEAT_MS = 1000;
+/** A worker silent this long is presumed crashed, by the worker's fence and the reconciler alike. */
+export const DEFAULT_LEASE_MS = 5000;
+/** BullMQ's job lock: a dead worker's jobs come back within this plus the stalled interval. */
+export const DEFAULT_LOCK_DURATION_MS = 5000;
+/** How often BullMQ looks for jobs whose lock lapsed. */
+export const DEFAULT_STALLED_INTERVAL_MS = 2000;
+/** How long in-flight attempts may finish on a graceful stop before they are handed back. */
+export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
+/** How often the reconciler runs a pass. */
+export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+/** How long a node may sit `queued` in PostgreSQL before the reconciler re-adds its job. */
+export const DEFAULT_STALE_MS = 10_000;
+/** Rows of workers whose lease lapsed longer ago than this are deleted. */
+export const DEFAULT_DEAD_WORKER_RETENTION_MS = 3_600_000;
+/** How long a job whose task no worker here defines may wait for one that does. */
+export const DEFAULT_UNKNOWN_TASK_GRACE_MS = 600_000;
