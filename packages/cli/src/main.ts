@@ -6,6 +6,7 @@ import { z } from "zod";
 import { Client, parseDuration, Runtime, type Duration, type Flow, type Role } from "ax-scheduler";
 import { advertiseApi, dataDirHolder, migrate, openStore, RUN_STATUSES } from "@ax/store";
 import { closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
+import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 import { startServer } from "@ax/server";
 import { HttpRunsApi } from "./http-client.js";
 import { loadFlows } from "./load-entry.js";
@@ -116,7 +117,11 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
     .option("--queues <names>", "comma-separated worker groups to serve")
     .option("--port <port>", "API port (dev)", "8080")
     .option("--metrics-port <port>", "serve /metrics on this port (worker, coordinator)")
-    .option("--stop-timeout <duration>", "on SIGTERM, how long in-flight attempts may finish before they are handed back", "30s")
+    .option(
+      "--stop-timeout <duration>",
+      "on SIGTERM, how long in-flight attempts may finish before they are handed back",
+      `${DEFAULT_STOP_TIMEOUT_MS / 1000}s`,
+    )
     .action(async (entry: string, raw: Record<string, string | undefined>) => {
       const flags = parseFlags(
         z.object({

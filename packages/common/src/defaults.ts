@@ -21,5 +21,5 @@ export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
 export const DEFAULT_STALE_MS = 10_000;
 /** Rows of workers whose lease lapsed longer ago than this are deleted. */
 export const DEFAULT_DEAD_WORKER_RETENTION_MS = 3_600_000;
-/** How long a job whose task no worker here defines may wait for one that does. */
+/** How long a node may wait with no live worker defining its task in its queue before it fails with AxUnknownTaskError. */
 export const DEFAULT_UNKNOWN_TASK_GRACE_MS = 600_000;

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import { DEFAULT_LEASE_MS, DEFAULT_RECONCILE_INTERVAL_MS, DEFAULT_STALE_MS, DEFAULT_UNKNOWN_TASK_GRACE_MS } from "@ax/common";
 import { nodesToRequeue, type Db, type ReconcileCursor, type RequeueCandidate, type RequeuePage } from "@ax/store";
 import type { Logger } from "pino";
 import { enqueueNodes, jobsMissingFromRedis } from "./enqueue.js";
@@ -15,7 +16,7 @@ export interface ReconcilerOptions {
   intervalMs?: number;
   /** How long a node may sit `queued` in PostgreSQL before the reconciler re-adds its job. @defaultValue 10000 */
   staleMs?: number;
-  /** Running attempts whose worker missed heartbeats this long are handed back. @defaultValue 15000 */
+  /** Running attempts whose worker missed heartbeats this long are handed back. @defaultValue 5000, the worker's own lease */
   leaseMs?: number;
   /** Candidates read from PostgreSQL per page; a pass reads every page. @defaultValue 5000 */
   batch?: number;
@@ -69,7 +70,7 @@ export class Reconciler {
     this.running = true;
     // Jobs dispatched while Redis was away are owed as soon as it is back, not an interval later.
     this.queues.connection.on("ready", this.onRedisReady);
-    this.schedule(this.options.intervalMs ?? 5000);
+    this.schedule(this.options.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
   }
 
   /** One pass; returns how many jobs were (re-)added. */
@@ -97,7 +98,10 @@ export class Reconciler {
       after = page.next;
     } while (after);
     if (stats.requeued > 0) this.log.info({ requeued: stats.requeued }, "reconciler re-added jobs missing from Redis");
-    const window = { graceMs: this.options.unknownTaskGraceMs ?? 600_000, leaseMs: this.options.leaseMs ?? 15_000 };
+    const window = {
+      graceMs: this.options.unknownTaskGraceMs ?? DEFAULT_UNKNOWN_TASK_GRACE_MS,
+      leaseMs: this.options.leaseMs ?? DEFAULT_LEASE_MS,
+    };
     await failUnservedNodes(this.db, this.queues, window, this.log);
     this.lastPass = stats;
     return stats;
@@ -125,7 +129,7 @@ export class Reconciler {
    * moment rather than leave the rest of the candidates unread.
    */
   private async readPage(limit: number, after: ReconcileCursor | undefined): Promise<RequeuePage | undefined> {
-    const window = { staleMs: this.options.staleMs ?? 10_000, leaseMs: this.options.leaseMs ?? 15_000, limit, after };
+    const window = { staleMs: this.options.staleMs ?? DEFAULT_STALE_MS, leaseMs: this.options.leaseMs ?? DEFAULT_LEASE_MS, limit, after };
     for (let tries = 0; ; tries++) {
       const page = await nodesToRequeue(this.db, window);
       if (page || !after || tries >= PAGE_LOCK_TRIES) return page;
@@ -144,7 +148,7 @@ export class Reconciler {
       .catch((error: unknown) => this.log.warn({ err: error }, "reconcile pass failed; will retry"))
       .finally(() => {
         this.pass = undefined;
-        if (this.running) this.schedule(this.options.intervalMs ?? 5000);
+        if (this.running) this.schedule(this.options.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
       });
   }
 

@@ -30,7 +30,7 @@ import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
 import { formatIssues, resolveSchedule, resolveTaskOptions } from "./options.js";
-import { AxConfigError, AxDefinitionError } from "@ax/common";
+import { AxConfigError, AxDefinitionError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
 
@@ -209,7 +209,7 @@ export class Runtime {
    * plus 2 s even while Redis or PostgreSQL is unreachable.
    */
   async stop(options: StopOptions = {}): Promise<void> {
-    const parsed = durationMs.safeParse(options.timeout ?? "30s");
+    const parsed = durationMs.safeParse(options.timeout ?? DEFAULT_STOP_TIMEOUT_MS / 1000);
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;

@@ -2,7 +2,7 @@ import {
   completeAttempts,
   startAttempts,
   type CompleteRequest,
-  type Completed,
+  type Advanced,
   type Db,
   type StartedAttempt,
   type StartRequest,
@@ -12,7 +12,7 @@ import {
 /** The two hot-path writes of a worker process, each group-committed. */
 export class AttemptWrites {
   private readonly starts: GroupCommit<StartRequest, StartedAttempt | undefined>;
-  private readonly completions: GroupCommit<CompleteRequest, Completed>;
+  private readonly completions: GroupCommit<CompleteRequest, Advanced>;
 
   /** `relaxedDb`: connections that do not wait for the disk, where the fence may safely run. */
   constructor(db: Db, relaxedDb: Db, worker: string) {
@@ -25,7 +25,7 @@ export class AttemptWrites {
     return this.starts.submit(request);
   }
 
-  complete(request: CompleteRequest): Promise<Completed> {
+  complete(request: CompleteRequest): Promise<Advanced> {
     return this.completions.submit(request);
   }
 }

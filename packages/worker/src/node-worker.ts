@@ -3,6 +3,14 @@ import { hostname } from "node:os";
 import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import {
+  DEFAULT_DEAD_WORKER_RETENTION_MS,
+  DEFAULT_HEARTBEAT_MS,
+  DEFAULT_LEASE_MS,
+  DEFAULT_LOCK_DURATION_MS,
+  DEFAULT_STALLED_INTERVAL_MS,
+  DEFAULT_STOP_TIMEOUT_MS,
+} from "@ax/common";
 import { msUntil, removeWorker, within, type Db } from "@ax/store";
 import { BatchedEnqueue, LimitGate, taskQueueName, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
@@ -74,7 +82,7 @@ export class NodeWorker {
       .map((t) => ({ task: t.task, name: taskQueueName(t.group, t.task) }));
     const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: served.map((q) => q.name) };
     const log = o.log.child({ worker: this.id });
-    const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? 3_600_000, log);
+    const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? DEFAULT_DEAD_WORKER_RETENTION_MS, log);
     await lease.renew();
     const cancels = new CancelListener(o.connection, o.queues.prefix, o.db, this.inFlight, log);
     this.cancels = cancels;
@@ -82,7 +90,7 @@ export class NodeWorker {
     this.heartbeat = setInterval(() => {
       lease.renew().catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
       cancels.sweep().catch((err) => o.log.warn({ err }, "could not check in-flight runs for cancels; retrying"));
-    }, o.heartbeatMs ?? 1000);
+    }, o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeat.unref();
 
     const deps: AttemptDeps = {
@@ -92,12 +100,12 @@ export class NodeWorker {
       workerId: this.id,
       log,
       metrics: o.metrics,
-      leaseMs: o.leaseMs ?? 5000,
+      leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS,
       executing: new Set(),
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
     };
-    const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? 5000, log });
+    const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
     const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);
     this.dispatcher = new Dispatcher({
       connection: o.connection,
@@ -105,8 +113,8 @@ export class NodeWorker {
       workerId: this.id,
       queues: served,
       concurrency: o.concurrency,
-      lockDurationMs: o.lockDurationMs ?? 5000,
-      stalledIntervalMs: o.stalledIntervalMs ?? 2000,
+      lockDurationMs: o.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
+      stalledIntervalMs: o.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       gate,
       limitsOf: (task) => limitSpecOf(o.tasks.get(task)!.options, clusterLimits()),
       process: (job: Job<NodeJobData>) =>
@@ -121,7 +129,7 @@ export class NodeWorker {
    * are handed back for another attempt and their signals aborted. Closing takes at most a short
    * grace after that, whether or not Redis and PostgreSQL answer.
    */
-  async stop(timeoutMs = 30_000): Promise<void> {
+  async stop(timeoutMs = DEFAULT_STOP_TIMEOUT_MS): Promise<void> {
     const o = this.options;
     const deadline = Date.now() + timeoutMs;
     const dispatcher = this.dispatcher;

@@ -1,29 +1,9 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { TERMINAL_RUN_STATUSES, type RunStatus, type TaskFailure, type TaskStatus } from "../types.js";
-import { jsonParam, rows, uuidList } from "./raw.js";
-
-/** A node of a cancelled run whose BullMQ job (if any) should leave Redis. */
-export interface CancelledNode {
-  nodeKey: string;
-  queue: string;
-  task: string;
-  /** The attempt its job was enqueued for; 0 means it never had a job. */
-  attempt: number;
-  /** Its status just before the cancel (`cancelled` when the run had been cancelled before). */
-  previous: TaskStatus;
-}
-
-export type RunCancellation =
-  | { found: false }
-  | {
-      found: true;
-      /** False when the run was already terminal: nothing changed. */
-      cancelled: boolean;
-      status: RunStatus;
-      /** Nodes cancelled now, or every cancelled node of a run cancelled earlier. */
-      nodes: CancelledNode[];
-    };
+import { jsonParam, rows, uuidList } from "../repositories/raw.js";
+import { TERMINAL_RUN_STATUSES, type TaskFailure, type TaskStatus } from "../types.js";
+import { lockRuns } from "./lock-order.js";
+import type { CancelledNode, RunCancellation } from "./types.js";
 
 const NON_TERMINAL_NODES = sql`('pending', 'queued', 'retrying', 'running')`;
 
@@ -39,7 +19,7 @@ const NON_TERMINAL_NODES = sql`('pending', 'queued', 'retrying', 'running')`;
  */
 export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailure): Promise<RunCancellation> {
   return db.transaction(async (tx) => {
-    const [run] = await rows<{ status: RunStatus }>(tx, sql`select status from runs where id = ${runId} for update`);
+    const [run] = await lockRuns(tx, [runId]);
     const locked = await rows<{ node_key: string; queue: string; task: string; attempt: number; status: TaskStatus }>(
       tx,
       sql`

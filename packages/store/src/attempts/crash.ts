@@ -1,9 +1,16 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
+import { jsonParam, recordset, rows } from "../repositories/raw.js";
+import type { ReadyNode } from "../repositories/ready-node.js";
 import type { TaskFailure } from "../types.js";
-import type { AttemptRef } from "./attempt-lifecycle.js";
-import { jsonParam, recordset, rows } from "./raw.js";
-import type { ReadyNode } from "./ready-node.js";
+import type { AttemptRef } from "./types.js";
+
+/*
+ * An attempt whose worker died (its lease lapsed) or gave it up is taken over by the next job for
+ * its node, which BullMQ's stalled check or the reconciler brings back: that job closes it as
+ * `crashed` through `retryAttempt` or `failNode`. Below are the two ways a live worker lets go of
+ * attempts itself.
+ */
 
 /**
  * Gives back attempts a stopping worker could not finish: each attempt still `running` under
@@ -55,4 +62,25 @@ export async function handBackAttempts(db: Db, worker: string, refs: AttemptRef[
     flowVersionId: r.flow_version_id,
     ...(r.priority ? { priority: r.priority } : {}),
   }));
+}
+
+/**
+ * Gives a running attempt up to the reconciler: its worker is alive but could not record the
+ * attempt's outcome, so the attempt is handled like one whose worker died. True when it applied.
+ */
+export async function abandonAttempt(db: Db, ref: AttemptRef & { worker: string }): Promise<boolean> {
+  const [row] = await rows<{ applied: number }>(
+    db,
+    sql`
+    with abandoned as (
+      update attempts a set abandoned_at = now()
+      from node_runs n
+      where a.run_id = ${ref.runId} and a.node_key = ${ref.nodeKey} and a.n = ${ref.attempt} and a.worker = ${ref.worker}
+        and a.finished_at is null and a.abandoned_at is null
+        and n.run_id = a.run_id and n.node_key = a.node_key and n.attempt = a.n and n.status = 'running'
+      returning 1
+    )
+    select count(*)::int as applied from abandoned`,
+  );
+  return Number(row?.applied ?? 0) > 0;
 }

@@ -1,0 +1,64 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import { jsonParam, rows } from "../repositories/raw.js";
+import type { Json } from "../types.js";
+import type { AttemptRef, RunningAttempt, WaitingNode } from "./types.js";
+
+/** What a job that lost the fence finds: used to tell a duplicate from a crashed attempt. */
+export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): Promise<RunningAttempt | undefined> {
+  const lease = sql`make_interval(secs => ${leaseMs / 1000})`;
+  const [row] = await rows<{
+    flow: string;
+    business_key: string | null;
+    status: string;
+    attempt: number;
+    worker: string | null;
+    worker_lost: boolean;
+    abandoned: boolean;
+    lease_left_ms: number | null;
+  }>(
+    db,
+    sql`
+    select r.flow, r.business_key, n.status, n.attempt, a.worker,
+      (w.id is null or w.heartbeat_at < now() - ${lease} or a.abandoned_at is not null) as worker_lost,
+      a.abandoned_at is not null as abandoned,
+      greatest(0, extract(epoch from (w.heartbeat_at + ${lease} - now())) * 1000)::float8 as lease_left_ms
+    from node_runs n
+    join runs r on r.id = n.run_id
+    left join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
+    left join workers w on w.id = a.worker
+    where n.run_id = ${ref.runId} and n.node_key = ${ref.nodeKey}`,
+  );
+  if (!row) return undefined;
+  return {
+    flow: row.flow,
+    businessKey: row.business_key,
+    status: row.status,
+    attempt: row.attempt,
+    worker: row.worker,
+    workerLost: row.worker_lost,
+    abandoned: row.abandoned,
+    leaseLeftMs: row.worker_lost ? 0 : Math.ceil(Number(row.lease_left_ms ?? 0)),
+  };
+}
+
+/** Stores a running attempt's reported progress on its node. */
+export async function recordProgress(db: Db, ref: AttemptRef & { progress: Json }): Promise<void> {
+  await db.execute(sql`
+    update node_runs set progress = ${jsonParam(ref.progress)}::jsonb
+    where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'`);
+}
+
+/** How long a node has been waiting for a worker to start this attempt. */
+export async function nodeWaiting(db: Db, ref: AttemptRef): Promise<WaitingNode | undefined> {
+  const [row] = await rows<{ waiting: boolean; due_for_ms: number | null }>(
+    db,
+    sql`
+    select n.status in ('queued', 'retrying') and n.attempt = ${ref.attempt} as waiting,
+      extract(epoch from now() - greatest(n.queued_at, n.next_retry_at)) * 1000 as due_for_ms
+    from node_runs n
+    where n.run_id = ${ref.runId} and n.node_key = ${ref.nodeKey}`,
+  );
+  if (!row) return undefined;
+  return { waiting: row.waiting, dueForMs: Math.max(0, Number(row.due_for_ms ?? 0)) };
+}

@@ -1,0 +1,30 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import { jsonParam, rows } from "../repositories/raw.js";
+import type { AttemptOutcome, TaskFailure } from "../types.js";
+import type { AttemptRef } from "./types.js";
+
+/**
+ * Closes a failed attempt and schedules the next one `delayMs` from now by PostgreSQL's clock,
+ * the one the reconciler compares it with; the caller enqueues the job with the same delay.
+ */
+export async function retryAttempt(
+  db: Db,
+  ref: AttemptRef & { outcome: AttemptOutcome; error: TaskFailure; delayMs: number },
+): Promise<boolean> {
+  const [row] = await rows<{ applied: number }>(
+    db,
+    sql`
+    with waiting as (
+      update node_runs set status = 'retrying', attempt = attempt + 1, error = ${jsonParam(ref.error)}::jsonb,
+        next_retry_at = now() + make_interval(secs => ${ref.delayMs / 1000}), queued_at = now()
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
+      returning run_id
+    ), closed as (
+      update attempts set finished_at = now(), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
+      where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from waiting)
+    )
+    select count(*)::int as applied from waiting`,
+  );
+  return Number(row?.applied ?? 0) > 0;
+}

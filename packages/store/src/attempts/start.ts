@@ -1,0 +1,96 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import { recordset, rows } from "../repositories/raw.js";
+import type { Json } from "../types.js";
+import type { StartedAttempt, StartRequest } from "./types.js";
+
+/**
+ * The fence for many attempts at once: each node moves from `queued`/`retrying` to `running` for
+ * exactly its attempt, and the attempt is recorded. Undefined in the answer means that job is a
+ * duplicate or stale. A run moves `pending` -> `running` with its first start; that step skips
+ * a run row another transaction holds, so concurrent starters never wait on each other.
+ *
+ * Idempotent for its worker: an attempt already `running` under `worker` (and not given up)
+ * is answered as started again, because a start whose reply was lost is retried and must not
+ * lose to itself. The caller makes sure it is not executing that attempt already. Answers are
+ * matched by attempt, so a stale job for attempt N never takes the answer of attempt N+1.
+ *
+ * Pass `store.relaxed`: it is safe not to wait for the disk here. If a crash loses this commit,
+ * the node is `queued` again with no attempt, the worker's completion fails its fence, and the
+ * reconciler requeues the node (at-least-once holds). WAL is flushed in order, so any later
+ * durable commit, such as this attempt's completion, makes this one durable too.
+ */
+export async function startAttempts(db: Db, worker: string, requests: StartRequest[]): Promise<(StartedAttempt | undefined)[]> {
+  const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
+  const found = await startStatement(db, worker, input);
+  const byAttempt = new Map(found.map((row) => [`${row.run_id}/${row.node_key}/${row.attempt}`, row]));
+  return requests.map((request) => {
+    const row = byAttempt.get(`${request.runId}/${request.nodeKey}/${request.attempt}`);
+    if (!row) return undefined;
+    return {
+      flow: row.flow,
+      payload: row.payload,
+      businessKey: row.business_key,
+      logicalDate: row.logical_date === null ? null : new Date(row.logical_date).toISOString(),
+      // Raw statements bypass drizzle's column mapping: PGlite answers timestamps as text.
+      queuedAt: row.queued_at === null ? null : new Date(row.queued_at),
+      startedAt: new Date(row.started_at),
+      runStarted: row.run_started,
+      upstream: row.upstream ?? {},
+    };
+  });
+}
+
+interface StartRow {
+  run_id: string;
+  node_key: string;
+  attempt: number;
+  flow: string;
+  payload: Json;
+  business_key: string | null;
+  logical_date: Date | string | null;
+  queued_at: Date | string | null;
+  started_at: Date | string;
+  run_started: boolean;
+  upstream: Record<string, Json> | null;
+}
+
+type StartInput = { run_id: string; node_key: string; attempt: number; upstream: string[] }[];
+
+function startStatement(db: Db, worker: string, input: StartInput): Promise<StartRow[]> {
+  return rows<StartRow>(
+    db,
+    sql`
+    with input as (
+      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, upstream jsonb")} as x
+    ), started as (
+      update node_runs n set status = 'running', started_at = coalesce(n.started_at, now()), next_retry_at = null
+      from input i
+      where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and n.status in ('queued', 'retrying')
+      returning n.run_id, n.node_key, n.attempt, n.queued_at, now() as started_at
+    ), recorded as (
+      insert into attempts (run_id, node_key, n, worker, started_at)
+      select run_id, node_key, attempt, ${worker}, now() from started
+    ), resumed as (
+      select n.run_id, n.node_key, n.attempt, n.queued_at, a.started_at
+      from input i
+      join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and n.status = 'running'
+      join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
+      where a.worker = ${worker} and a.finished_at is null and a.abandoned_at is null
+    ), answered as (
+      select * from started union all select * from resumed
+    ), run_started as (
+      update runs set status = 'running', started_at = now()
+      where id in (
+        select id from runs where id in (select run_id from started) and status = 'pending'
+        for update skip locked)
+      returning id
+    )
+    select s.run_id, s.node_key, s.attempt, r.flow, r.payload, r.business_key, r.logical_date, s.queued_at, s.started_at,
+      exists (select 1 from run_started rs where rs.id = s.run_id) as run_started,
+      (select jsonb_object_agg(u.node_key, u.result) from input i, node_runs u
+        where i.run_id = s.run_id and i.node_key = s.node_key and i.attempt = s.attempt and u.run_id = s.run_id
+          and u.node_key in (select jsonb_array_elements_text(i.upstream))) as upstream
+    from answered s join runs r on r.id = s.run_id`,
+  );
+}
