@@ -76,7 +76,9 @@ describe("FLUSHALL with 100 runs in flight loses no run", () => {
       );
       inFlight = row!;
     }
-    const waitingJobs = await redis.llen(`${env.prefix}:default:wait`);
+    // Each task has its own queue (`default.<task>`).
+    const lengths = await Promise.all(["first", "left", "right", "last"].map((t) => redis.llen(`${env.prefix}:default.${t}:wait`)));
+    const waitingJobs = lengths.reduce((a, b) => a + b, 0);
     expect(await redis.flushall()).toBe("OK");
     expect(inFlight.running).toBeGreaterThanOrEqual(5);
     expect(waitingJobs).toBeGreaterThan(0);

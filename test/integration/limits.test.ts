@@ -76,7 +76,7 @@ describe("cluster-wide limits across two worker processes (CLI, 10 attempts each
     const busiest = Math.max(...starts.map((t) => starts.filter((u) => u >= t && u < t + 900).length));
     console.log(`rated: 22 starts over ${Math.round(starts.at(-1)! - starts[0]!)} ms, at most ${busiest} in any 900 ms window`);
     expect(busiest).toBeLessThanOrEqual(5);
-    expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(4000);
+    expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(3900);
   });
 
   it("kill -9 of a worker holding pool slots: the slots come back within the lease (<= 10 s)", async () => {

@@ -77,7 +77,7 @@ describe("logs, metrics and the HTTP API of a running cluster", () => {
     expect(text).toMatch(/ax_queue_wait_seconds_count\{task="parse_order"\} \d+/);
     expect(text).toMatch(/ax_retries_total\{task="flaky_report"\} 1/);
     expect(text).toMatch(/ax_runs\{flow="report_flow",status="success"\} 1/);
-    expect(text).toMatch(/ax_queue_jobs\{queue="default",state="waiting"\} 0/);
+    expect(text).toMatch(/ax_queue_jobs\{queue="default.parse_order",state="waiting"\} 0/);
     expect(text).toMatch(/ax_runs_finished_total\{flow="report_flow",status="success"\} 1/);
   });
 

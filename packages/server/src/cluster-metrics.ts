@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from "prom-client";
-import { countRunsByStatus, countStuckRuns, knownQueues, type Db } from "@ax/store";
-import { taskQueueName, type QueueRegistry } from "@ax/coordinator";
+import { countRunsByStatus, countStuckRuns, type Db } from "@ax/store";
+import { queueOverview, type QueueRegistry } from "@ax/coordinator";
 
 export interface ClusterMetricsOptions {
   db: Db;
@@ -39,15 +39,13 @@ export function registerClusterMetrics(options: ClusterMetricsOptions): void {
   });
   new Gauge({
     name: "ax_queue_jobs",
-    help: "BullMQ jobs by task queue (group.task) and state (waiting, delayed, active)",
+    help: "BullMQ jobs by task queue (group.task: in use, or served by a live worker) and state (waiting, delayed, active)",
     labelNames: ["queue", "state"],
     registers,
     async collect() {
       this.reset();
-      for (const node of await knownQueues(db)) {
-        const name = taskQueueName(node.queue, node.task);
-        const counts = await queues.get(name).getJobCounts("waiting", "delayed", "active");
-        for (const [state, count] of Object.entries(counts)) this.set({ queue: name, state }, count);
+      for (const q of await queueOverview(db, queues)) {
+        for (const state of ["waiting", "delayed", "active"] as const) this.set({ queue: q.name, state }, q[state]);
       }
     },
   });
