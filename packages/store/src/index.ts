@@ -30,3 +30,4 @@ export * from "./repositories/schedules.js";
 export * from "./repositories/admission.js";
 export * from "./repositories/rerun-source.js";
 export * from "./repositories/backfills.js";
+export * from "./repositories/config-versions.js";

@@ -53,6 +53,10 @@ export interface NodeWorkerOptions {
   unknownTaskGraceMs?: number | undefined;
   /** Rows of workers whose lease lapsed longer ago than this are deleted. @defaultValue 3600000 (1 h) */
   deadWorkerRetentionMs?: number | undefined;
+  /** The cluster-wide limits of the config in force now (`max_concurrency`, `pools`); read it at each use, it changes live. */
+  clusterLimits?: (() => { maxConcurrency: number | null; pools: Record<string, number> }) | undefined;
+  /** The config version this process applies, reported with each lease renewal. */
+  configVersion?: (() => number | null) | undefined;
 }
 
 /** After the stop deadline, how long closing connections may take before they are just dropped. */
@@ -70,7 +74,7 @@ export class NodeWorker {
 
   async start(): Promise<void> {
     const o = this.options;
-    const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: o.queueNames };
+    const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: o.queueNames, configVersion: o.configVersion };
     const log = o.log.child({ worker: this.id });
     const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? 3_600_000, log);
     await lease.renew();
