@@ -316,6 +316,7 @@ export class Runtime {
     const stored = await latestConfigVersion(db);
     if (stored) {
       this.applyVersion(stored);
+      this.appliedVersion = stored.version;
       if (file !== undefined && fileText !== stored.yaml) {
         this.log.warn(
           { file, version: stored.version },
@@ -331,13 +332,14 @@ export class Runtime {
       flows: [...cluster.flows, ...this.flows.map((f) => f.name)],
     });
     const author = `${process.env.USER ?? userInfo().username}@${hostname()}`;
-    this.applyVersion(await insertFirstConfigVersion(db, { yaml: fileText, parsed: parsed as unknown as Json, author, file }));
+    const first = await insertFirstConfigVersion(db, { yaml: fileText, parsed: parsed as unknown as Json, author, file });
+    this.applyVersion(first);
+    this.appliedVersion = first.version;
   }
 
-  /** Parses a stored version (throwing AxConfigError, with nothing changed, if this process cannot) and makes it the one in force. */
+  /** Parses a stored version (throwing AxConfigError, with nothing changed, if this process cannot) and applies it in memory. */
   private applyVersion(version: ConfigVersion): void {
     this.applyConfig(parseRuntimeConfig(version.yaml, `${version.file} (config v${version.version})`));
-    this.appliedVersion = version.version;
   }
 
   /**
@@ -345,23 +347,18 @@ export class Runtime {
    * the stored flow settings and schedules are rewritten so the coordinators act on them.
    */
   private async applyNewVersion(version: ConfigVersion): Promise<void> {
-    const previous = this.appliedVersion;
     this.applyVersion(version);
-    try {
-      await this.registerFlows();
-      if (this.schedules) {
-        await registerSchedules(
-          this.connections!.store.db,
-          this.flows.map((f) => f.name),
-          this.scheduleDefinitions(),
-        );
-        await this.schedules.reload();
-      }
-    } catch (error) {
-      // Not applied in full: the next poll applies it again.
-      this.appliedVersion = previous;
-      throw error;
+    // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.
+    await this.registerFlows();
+    if (this.schedules) {
+      await registerSchedules(
+        this.connections!.store.db,
+        this.flows.map((f) => f.name),
+        this.scheduleDefinitions(),
+      );
+      await this.schedules.reload();
     }
+    this.appliedVersion = version.version;
     this.log.info({ version: version.version, author: version.author, file: version.file }, "config version applied");
   }
 
