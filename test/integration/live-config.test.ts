@@ -30,8 +30,8 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
   let a: Runtime;
   let b: Runtime;
   let client: Client;
-  let store: ReturnType<typeof openStore> | undefined;
-  const openStoreDb = () => (store ??= openStore({ url: env.storage })).db;
+  let store: ReturnType<typeof openStore>;
+  const openStoreDb = () => store.db;
 
   beforeAll(async () => {
     // Each Runtime has its own Redis and PostgreSQL connections, as two processes would.
@@ -40,6 +40,7 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
     await a.start();
     await b.start();
     client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+    store = openStore({ url: env.storage });
   });
 
   afterAll(async () => {
@@ -106,7 +107,10 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
       ['flows:\n  flaky_a:\n    schedule: "61 * * * *"\n', { line: 3, column: 5, key: "flows.flaky_a.schedule", says: /minute|61/ }],
       ["tasks:\n  fails_on_b: { retrys: 2 }\n", { line: 2, column: 17, key: "tasks.fails_on_b.retrys", says: /expected one of: retries,/ }],
       ["tasks:\n  fails_on_b: { retries: three }\n", { line: 2, column: 17, key: "tasks.fails_on_b.retries", says: /expected number/ }],
-      ["pools: { core_db: 2 }\ntasks:\n  fails_on_b: { pool: other_db }\n", { line: 3, column: 17, key: "tasks.fails_on_b.pool", says: /pool "other_db"/ }],
+      [
+        "pools: { core_db: 2 }\ntasks:\n  fails_on_b: { pool: other_db }\n",
+        { line: 3, column: 17, key: "tasks.fails_on_b.pool", says: /pool "other_db"/ },
+      ],
     ];
     for (const [text, expected] of bad) {
       const error = await client.config.apply(text, "config/bad.yaml", "mallory").then(
@@ -121,7 +125,9 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
         column: expected.column,
         key: expected.key,
       });
-      expect(e.message).toMatch(new RegExp(`^config/bad\\.yaml:${expected.line}:${expected.column}: ${expected.key.replace(/\./g, "\\.")}: `));
+      expect(e.message).toMatch(
+        new RegExp(`^config/bad\\.yaml:${expected.line}:${expected.column}: ${expected.key.replace(/\./g, "\\.")}: `),
+      );
       expect(e.message).toMatch(expected.says);
     }
     expect(await latestConfigVersionNumber(openStoreDb())).toBe(before);
@@ -130,7 +136,15 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
 
   it("shows each option's effective value and source: yaml vN, code, default", async () => {
     const v = await client.config.apply(
-      ["max_concurrency: 4", "pools: { core_db: 3 }", "tasks:", "  fails_on_a: { retries: 2, pool: core_db }", "flows:", "  flaky_a: { max_concurrent_runs: 7 }", ""].join("\n"),
+      [
+        "max_concurrency: 4",
+        "pools: { core_db: 3 }",
+        "tasks:",
+        "  fails_on_a: { retries: 2, pool: core_db }",
+        "flows:",
+        "  flaky_a: { max_concurrent_runs: 7 }",
+        "",
+      ].join("\n"),
       FILE,
       "dave",
     );

@@ -227,6 +227,7 @@ export class Runtime {
         port: this.options.port,
         host: this.options.host,
         flows: servedFlows(this.flows, this.config.flows),
+        config: this.live,
       });
     } else if (this.options.metricsPort !== undefined) {
       this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
@@ -380,7 +381,8 @@ export class Runtime {
       ) as Record<string, Json>;
     const tasks = new Map<string, CodeOptionsRow>();
     for (const flow of this.flows) {
-      for (const task of flow.tasks.values()) tasks.set(task.taskName, { kind: "task", name: task.taskName, options: asJson(task.codeOptions) });
+      for (const task of flow.tasks.values())
+        tasks.set(task.taskName, { kind: "task", name: task.taskName, options: asJson(task.codeOptions) });
     }
     const flows = this.flows.map((flow): CodeOptionsRow => {
       const { name: _name, ...options } = flow.options;

@@ -188,7 +188,9 @@ export class LiveConfig {
       ["flow", filter.flow, flowNames],
     ] as const) {
       if (wanted !== undefined && !names.includes(wanted)) {
-        throw new AxConfigError(`unknown ${kind} "${wanted}" (known: ${names.join(", ") || "none"}); a ${kind} is known once a Runtime defining it has started`);
+        throw new AxConfigError(
+          `unknown ${kind} "${wanted}" (known: ${names.join(", ") || "none"}); a ${kind} is known once a Runtime defining it has started`,
+        );
       }
     }
     const tasks: Record<string, EffectiveOption[]> = {};
