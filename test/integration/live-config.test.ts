@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AxConfigError, ax, Client, type RunInfo, type Runtime } from "ax-scheduler";
@@ -176,6 +179,25 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
     expect((await flowSettings(openStoreDb(), "flaky_a"))?.maxConcurrentRuns).toBe(7);
   });
 
+  it("a schedule set in YAML starts ticking without a restart, and stops once removed", async () => {
+    const scheduledRuns = async () =>
+      (await client.listRuns({ flow: "flaky_a", limit: 500 })).filter((r) => r.trigger === "schedule").length;
+    const on = await client.config.apply('flows:\n  flaky_a: { schedule: "* * * * * *", overlap: allow }\n', FILE, "ops");
+    await appliedEverywhere(on.version);
+    const started = Date.now();
+    while ((await scheduledRuns()) === 0) {
+      if (Date.now() - started > APPLY_WITHIN_MS) throw new Error("no scheduled run within 5 s of the version that added the schedule");
+      await sleep(50);
+    }
+    console.log(`first scheduled run ${Date.now() - started} ms after the schedule was applied`);
+    const off = await client.config.apply("flows:\n  flaky_a: { max_concurrent_runs: 7 }\n", FILE, "ops");
+    await appliedEverywhere(off.version);
+    await sleep(300);
+    const settled = await scheduledRuns();
+    await sleep(2500);
+    expect(await scheduledRuns()).toBe(settled);
+  });
+
   it("the poll applies a version whose message was never published, and each worker reports its version", async () => {
     const started = Date.now();
     const { version } = await insertConfigVersion(openStoreDb(), { yaml: retriesYaml(1), parsed: {}, author: "sql", file: FILE });
@@ -189,5 +211,22 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
         [b.workerId, version],
       ]),
     );
+  });
+
+  it("a Runtime started with a config file takes the stored version instead once one exists", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ax-live-"));
+    const file = join(dir, "runtime.yaml");
+    writeFileSync(file, "max_concurrency: 99\n");
+    const newest = await latestConfigVersionNumber(openStoreDb());
+    const late = testRuntime(env, { flows: [flakyA, flakyB], roles: ["api"], port: 0, config: file });
+    try {
+      await late.start();
+      expect(late.configVersion).toBe(newest);
+      expect(late.clusterLimits().maxConcurrency).toBeNull();
+      expect(await latestConfigVersionNumber(openStoreDb())).toBe(newest);
+    } finally {
+      await late.stop({ timeout: 1 });
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -42,7 +42,9 @@ describe("runtime.yaml", () => {
       /^config\/runtime\.yaml:4:5: tasks\.create_invoice\.retry_bakoff: unknown key "retry_bakoff" \(expected one of: retries, retry_backoff, backoff,/,
     );
     expect(error).toMatchObject({ file: "config/runtime.yaml", line: 4, column: 5, key: "tasks.create_invoice.retry_bakoff" });
-    expect(refusal("max_concurency: 4").message).toMatch(/^config\/runtime\.yaml:1:1: max_concurency: unknown key .*expected one of: max_concurrency, pools,/);
+    expect(refusal("max_concurency: 4").message).toMatch(
+      /^config\/runtime\.yaml:1:1: max_concurency: unknown key .*expected one of: max_concurrency, pools,/,
+    );
   });
 
   it("refuses a value of the wrong type, at its line", () => {
