@@ -1,9 +1,11 @@
+import { existsSync } from "node:fs";
+import { userInfo } from "node:os";
 import { resolve } from "node:path";
 import { Command } from "commander";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Client, parseDuration, Runtime, type Duration, type Flow, type Role } from "ax-scheduler";
+import { Client, LiveConfig, parseDuration, Runtime, type Duration, type Flow, type Role } from "ax-scheduler";
 import { advertiseApi, dataDirHolder, migrate, openStore, RUN_STATUSES } from "@ax/store";
 import { closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
@@ -16,6 +18,8 @@ import { printRunOrWait, renderRun } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
 import { addScheduleCommands } from "./schedule-commands.js";
 import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
+import { addConfigCommands } from "./config-commands.js";
+import { watchConfigFile } from "./watch-config.js";
 
 function connection(program: Command): ConnectionFlags {
   const o = program.opts();
@@ -30,6 +34,9 @@ function connection(program: Command): ConnectionFlags {
     "",
   );
 }
+
+/** The config file `ax dev` watches when no --config is given, if it exists (DESIGN §1's project layout). */
+const DEV_CONFIG = "config/runtime.yaml";
 
 /** Where `ax dev` keeps its embedded history when no --data-dir is given (as `openStore` does). */
 const DEFAULT_DATA_DIR = ".ax/data";
@@ -83,8 +90,9 @@ const EXIT_GRACE_MS = 4000;
  * handed back. The process exits within `stopTimeout` plus a few seconds whatever Redis and
  * PostgreSQL do; a second signal exits at once.
  */
-async function serve(runtime: Runtime, what: string, stopTimeout: Duration): Promise<void> {
+async function serve(runtime: Runtime, what: string, stopTimeout: Duration, afterStart?: () => () => void): Promise<void> {
   await runtime.start();
+  const unwatch = afterStart?.();
   runtime.log.info({ worker: runtime.workerId, api: runtime.url }, `ax ${what} started`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", resolve);
@@ -102,6 +110,7 @@ async function serve(runtime: Runtime, what: string, stopTimeout: Duration): Pro
   }, parseDuration(stopTimeout) + EXIT_GRACE_MS);
   hardExit.unref();
   runtime.log.info({ signal, stopTimeout }, `ax ${what} stopping`);
+  unwatch?.();
   await runtime.stop({ timeout: stopTimeout });
   runtime.log.info(`ax ${what} stopped`);
   // A task that ignored its abort may still hold timers or sockets: they must not keep the process.
@@ -112,8 +121,11 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
   program
     .command(`${name} <entry>`)
     .description(description)
-    .option("--config <file>", "runtime.yaml overriding task and flow options")
-    .option("--concurrency <n>", "attempts at once in this process")
+    .option(
+      "--config <file>",
+      "runtime.yaml: stored as version 1 when none is stored; `ax dev` applies it on every save (default config/runtime.yaml if it exists)",
+    )
+    .option("--concurrency <n>", "attempts at once in this process (default 10; YAML max_concurrency is the cluster-wide limit)")
     .option("--queues <names>", "comma-separated worker groups to serve")
     .option("--port <port>", "API port (dev)", "8080")
     .option("--metrics-port <port>", "serve /metrics on this port (worker, coordinator)")
@@ -136,12 +148,13 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         name,
       );
       const c = connection(program);
+      const config = flags.config ?? (name === "dev" && existsSync(DEV_CONFIG) ? DEV_CONFIG : undefined);
       // Other processes (the CLI) reach an embedded history through this API while this one holds it.
       if (!c.storage && roles.includes("api") && flags.port !== 0) advertiseApi(`http://127.0.0.1:${flags.port}`);
       const runtime = new Runtime({
         ...c,
         flows: await loadFlows(entry),
-        config: flags.config,
+        config,
         maxConcurrency: flags.concurrency,
         queues: flags.queues
           ?.split(",")
@@ -151,7 +164,12 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         port: flags.port,
         metricsPort: flags.metricsPort,
       });
-      await serve(runtime, name, flags.stopTimeout);
+      // `ax dev` applies the file on every save (and at start: the file being edited wins over the stored version).
+      const watchConfig =
+        name === "dev" && config !== undefined
+          ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER ?? userInfo().username} (ax dev)`, runtime.log)
+          : undefined;
+      await serve(runtime, name, flags.stopTimeout, watchConfig);
     });
 
 export async function main(argv: string[]): Promise<void> {
@@ -196,7 +214,15 @@ export async function main(argv: string[]): Promise<void> {
       const log = pino({ level: process.env.AX_LOG_LEVEL ?? "info" });
       const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
       const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
-      const server = await startServer({ db: store.db, queues, registry: new Registry(), log, port: flags.port, host: flags.host });
+      const server = await startServer({
+        db: store.db,
+        queues,
+        registry: new Registry(),
+        log,
+        port: flags.port,
+        host: flags.host,
+        config: new LiveConfig(store.db, redis, queues.prefix),
+      });
       log.info(
         { url: server.url },
         "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",
@@ -322,6 +348,7 @@ export async function main(argv: string[]): Promise<void> {
 
   addScheduleCommands(program, (fn) => withDirectClient(program, fn));
   addRerunBackfillCommands(program, (fn) => withDirectClient(program, fn));
+  addConfigCommands(program, (fn) => withDirectClient(program, fn));
 
   program
     .command("migrate")

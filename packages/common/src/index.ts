@@ -6,3 +6,4 @@ export * from "./errors/schedules.js";
 export * from "./errors/reruns.js";
 export * from "./defaults.js";
 export * from "./errors/limits.js";
+export * from "./errors/config.js";

@@ -40,6 +40,7 @@ import { parseDuration, type Duration } from "./duration.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { AxConfigError, AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
 import { resolveTiming, type RunTimingOptions } from "./trigger-options.js";
+import { LiveConfig } from "./config/live-config.js";
 
 export interface ClientOptions extends ConnectionOptions {
   /** Flows whose `idempotencyKey`/`businessKey` functions should apply to triggers from here. */
@@ -82,6 +83,8 @@ export class Client {
   private readonly flows: Map<string, Flow<any>>;
   private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();
   private readonly caps: FlowCaps;
+  /** Stored configuration: apply a YAML version (every Runtime follows it live), history, diff, rollback, effective values. */
+  readonly config: LiveConfig;
 
   constructor(
     private readonly options: ClientOptions = {},
@@ -91,6 +94,7 @@ export class Client {
     this.ownsConnections = !shared;
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
     this.caps = new FlowCaps(this.connections.store.db);
+    this.config = new LiveConfig(this.connections.store.db, this.connections.redis, this.connections.queues.prefix);
   }
 
   /**

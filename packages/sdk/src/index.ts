@@ -8,7 +8,15 @@ export { Ref, type RefArgs, type RefOr } from "./definition/ref.js";
 export type { TaskOptions, FlowOptions } from "./options.js";
 export { resolveTaskOptions } from "./options.js";
 export { parseDuration, type Duration } from "./duration.js";
-export { loadRuntimeConfig, parseRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
+export { loadRuntimeConfig, parseRuntimeConfig, readConfigFile, type KnownNames, type RuntimeConfig } from "./config/runtime-config.js";
+export {
+  configChannel,
+  LiveConfig,
+  type ConfigHistoryEntry,
+  type ConfigVersionInfo,
+  type EffectiveConfig,
+  type EffectiveOption,
+} from "./config/live-config.js";
 export type { CancelResult } from "@ax/coordinator";
 export type { ScheduleInfo, QueueInfo } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";

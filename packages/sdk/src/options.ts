@@ -121,6 +121,15 @@ export const scheduleSchema = z
 
 export const DEFAULT_MAX_CATCH_UP = 100;
 
+/** What a flow option is when neither code nor YAML sets it (null: none). */
+export const FLOW_DEFAULTS = {
+  schedule: null,
+  overlap: "skip",
+  catchUp: "none",
+  maxCatchUp: DEFAULT_MAX_CATCH_UP,
+  maxConcurrentRuns: null,
+} as const;
+
 export const flowOverridesSchema = z
   .object({
     schedule: scheduleSchema,
@@ -169,9 +178,9 @@ export function resolveSchedule(flow: string, code: FlowOverrides, yaml: FlowOve
     flow,
     cron,
     timezone: timezone ?? DEFAULT_TIMEZONE,
-    overlap: o.overlap ?? "skip",
-    catchUp: o.catchUp ?? "none",
-    maxCatchUp: o.maxCatchUp ?? DEFAULT_MAX_CATCH_UP,
+    overlap: o.overlap ?? FLOW_DEFAULTS.overlap,
+    catchUp: o.catchUp ?? FLOW_DEFAULTS.catchUp,
+    maxCatchUp: o.maxCatchUp ?? FLOW_DEFAULTS.maxCatchUp,
   };
 }
 

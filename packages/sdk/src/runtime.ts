@@ -1,3 +1,4 @@
+import { hostname, userInfo } from "node:os";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
@@ -11,20 +12,27 @@ import {
   type ReconcilerOptions,
 } from "@ax/coordinator";
 import {
+  insertFirstConfigVersion,
+  latestConfigVersion,
   migrate,
   msUntil,
   registerFlowVersion,
   registerSchedules,
+  saveCodeOptions,
   saveFlowSettings,
   within,
+  type CodeOptionsRow,
+  type ConfigVersion,
   type FlowDag,
+  type Json,
   type ScheduleDefinition,
 } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
 import { servedFlows } from "./served-flows.js";
-import { loadRuntimeConfig, type RuntimeConfig } from "./config/runtime-config.js";
+import { ConfigFollower, LiveConfig } from "./config/live-config.js";
+import { parseRuntimeConfig, readConfigFile, type RuntimeConfig } from "./config/runtime-config.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
@@ -36,10 +44,19 @@ export type Role = "coordinator" | "worker" | "api";
 
 export interface RuntimeOptions extends ConnectionOptions {
   flows: Flow<any>[];
-  /** `runtime.yaml` overriding task and flow options by name (YAML wins over code). */
+  /**
+   * `runtime.yaml` overriding task and flow options by name (YAML wins over code). Stored
+   * versions (`ax config apply`) win over it: the file is stored as version 1 only when no
+   * version is stored yet. Every Runtime follows the newest stored version live.
+   */
   config?: string | undefined;
-  /** Attempts at once in this process. @defaultValue 10 (or `max_concurrency` from YAML) */
+  /**
+   * Attempts at once in this process. YAML's `max_concurrency` is the cluster-wide limit, not
+   * this one. @defaultValue 10
+   */
   maxConcurrency?: number | undefined;
+  /** How often to look for a new config version, besides the Redis message. @defaultValue 2000 */
+  configPollMs?: number | undefined;
   /** @defaultValue ["coordinator", "worker", "api"] */
   roles?: Role[] | undefined;
   /** Worker groups this process serves. @defaultValue every queue its flows' tasks use */
@@ -97,6 +114,10 @@ export class Runtime {
   private readonly tasks = new Map<string, RunnableTask>();
   private readonly flows: Flow<any>[];
   private config: RuntimeConfig = { pools: {}, tasks: {}, flows: {} };
+  /** The stored config version applied now; 0 before any is stored. */
+  private appliedVersion = 0;
+  private live: LiveConfig | undefined;
+  private follower: ConfigFollower | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
     const roles = rolesSchema.safeParse(options.roles ?? ["coordinator", "worker", "api"]);
@@ -113,6 +134,22 @@ export class Runtime {
     return this.worker?.id;
   }
 
+  /** The stored config version this process applies; null while none is stored. */
+  get configVersion(): number | null {
+    return this.appliedVersion || null;
+  }
+
+  /** Stored configuration (apply, history, effective values), once started. */
+  get liveConfig(): LiveConfig {
+    if (!this.live) throw new AxConfigError("start() the Runtime before using its liveConfig");
+    return this.live;
+  }
+
+  /** The cluster-wide limits of the config in force now; changes when a new version is applied. */
+  clusterLimits(): { maxConcurrency: number | null; pools: Record<string, number> } {
+    return { maxConcurrency: this.config.maxConcurrency ?? null, pools: this.config.pools };
+  }
+
   /** The API's base URL, once started with the api role. */
   get url(): string | undefined {
     return this.server?.url;
@@ -125,16 +162,18 @@ export class Runtime {
         'a Runtime was started inside a thread/process executor: it imports the module that defined the task it runs. Define tasks with executor "thread" or "process" in a module that does not start the Runtime.',
       );
     }
-    if (this.options.config)
-      this.applyConfig(loadRuntimeConfig(this.options.config, { tasks: this.tasks.keys(), flows: this.flows.map((f) => f.name) }));
+    const file = this.options.config;
+    const fileText = file === undefined ? undefined : readConfigFile(file);
+    // A malformed file fails the start before any connection opens; its names are checked against the cluster below.
+    if (file !== undefined && fileText !== undefined) parseRuntimeConfig(fileText, file);
     const connections = openConnections(this.options, this.log);
     this.connections = connections;
     const { store, queues } = connections;
     await migrate(store);
-    for (const flow of this.flows) {
-      await registerFlowVersion(store.db, ...this.versionOf(flow));
-      await saveFlowSettings(store.db, this.settingsOf(flow));
-    }
+    this.live = new LiveConfig(store.db, connections.redis, queues.prefix);
+    await saveCodeOptions(store.db, this.codeOptionRows());
+    await this.adoptStartConfig(file, fileText);
+    await this.registerFlows();
 
     if (this.roles.includes("worker")) {
       const source: TaskSource = { get: (name) => this.tasks.get(name), names: () => [...this.tasks.keys()] };
@@ -146,7 +185,8 @@ export class Runtime {
         queues,
         queueNames: this.options.queues ?? [...new Set([...this.tasks.values()].map((t) => t.options.queue))],
         concurrency: this.options.maxConcurrency ?? 10,
-        clusterLimits: () => ({ maxConcurrency: this.config.maxConcurrency ?? null, pools: this.config.pools }),
+        clusterLimits: () => this.clusterLimits(),
+        configVersion: () => this.configVersion,
         tasks: source,
         log: this.log,
         metrics: createWorkerMetrics(this.registry),
@@ -185,10 +225,21 @@ export class Runtime {
         port: this.options.port,
         host: this.options.host,
         flows: servedFlows(this.flows, this.config.flows),
+        config: this.live,
       });
     } else if (this.options.metricsPort !== undefined) {
       this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
     }
+    this.follower = new ConfigFollower({
+      db: store.db,
+      redis: connections.redis,
+      prefix: queues.prefix,
+      log: this.log.child({ component: "config" }),
+      applied: () => this.appliedVersion,
+      apply: (version) => this.applyNewVersion(version),
+      pollMs: this.options.configPollMs,
+    });
+    await this.follower.start();
   }
 
   /** A client sharing this runtime's connections (closing it leaves them open). */
@@ -213,11 +264,12 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections } = this;
+    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections, follower } = this;
     this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
-    this.worker = this.connections = undefined;
+    this.worker = this.connections = this.follower = undefined;
     await within(
       Promise.all([
+        follower?.stop(),
         server?.close(),
         metricsServer?.close(),
         reconciler?.stop(),
@@ -252,6 +304,89 @@ export class Runtime {
       options: task.options,
       moduleUrl: task.moduleUrl,
     });
+  }
+
+  /**
+   * At start: the newest stored version wins over the `config` file; with none stored, the file
+   * (validated against the cluster's flows and this process's) becomes version 1.
+   */
+  private async adoptStartConfig(file: string | undefined, fileText: string | undefined): Promise<void> {
+    const db = this.connections!.store.db;
+    const stored = await latestConfigVersion(db);
+    if (stored) {
+      this.applyVersion(stored);
+      this.appliedVersion = stored.version;
+      if (file !== undefined && fileText !== stored.yaml) {
+        this.log.warn(
+          { file, version: stored.version },
+          "the config file differs from the stored config version, which wins; store the file with `ax config apply` to use it",
+        );
+      }
+      return;
+    }
+    if (file === undefined || fileText === undefined) return;
+    const cluster = await this.live!.knownNames();
+    const parsed = parseRuntimeConfig(fileText, file, {
+      tasks: [...cluster.tasks, ...this.tasks.keys()],
+      flows: [...cluster.flows, ...this.flows.map((f) => f.name)],
+    });
+    const author = `${process.env.USER ?? userInfo().username}@${hostname()}`;
+    const first = await insertFirstConfigVersion(db, { yaml: fileText, parsed: parsed as unknown as Json, author, file });
+    this.applyVersion(first);
+    this.appliedVersion = first.version;
+  }
+
+  /** Parses a stored version (throwing AxConfigError, with nothing changed, if this process cannot) and applies it in memory. */
+  private applyVersion(version: ConfigVersion): void {
+    this.applyConfig(parseRuntimeConfig(version.yaml, `${version.file} (config v${version.version})`));
+  }
+
+  /**
+   * A version stored while running: task options apply to attempts that start from now on, and
+   * the stored flow settings and schedules are rewritten so the coordinators act on them.
+   */
+  private async applyNewVersion(version: ConfigVersion): Promise<void> {
+    this.applyVersion(version);
+    // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.
+    await this.registerFlows();
+    if (this.schedules) {
+      await registerSchedules(
+        this.connections!.store.db,
+        this.flows.map((f) => f.name),
+        this.scheduleDefinitions(),
+      );
+      await this.schedules.reload();
+    }
+    this.appliedVersion = version.version;
+    this.log.info({ version: version.version, author: version.author, file: version.file }, "config version applied");
+  }
+
+  private async registerFlows(): Promise<void> {
+    const db = this.connections!.store.db;
+    for (const flow of this.flows) {
+      await registerFlowVersion(db, ...this.versionOf(flow));
+      await saveFlowSettings(db, this.settingsOf(flow));
+    }
+  }
+
+  /** Options as code sets them, as JSON (error classes by name), for `ax config show`. */
+  private codeOptionRows(): CodeOptionsRow[] {
+    const asJson = (options: object): Record<string, Json> =>
+      JSON.parse(
+        JSON.stringify(options, (key, value: unknown) =>
+          typeof value === "function" ? (key === "idempotencyKey" || key === "businessKey" ? undefined : value.name) : value,
+        ),
+      ) as Record<string, Json>;
+    const tasks = new Map<string, CodeOptionsRow>();
+    for (const flow of this.flows) {
+      for (const task of flow.tasks.values())
+        tasks.set(task.taskName, { kind: "task", name: task.taskName, options: asJson(task.codeOptions) });
+    }
+    const flows = this.flows.map((flow): CodeOptionsRow => {
+      const { name: _name, ...options } = flow.options;
+      return { kind: "flow", name: flow.name, options: asJson(options) };
+    });
+    return [...tasks.values(), ...flows];
   }
 
   private applyConfig(config: RuntimeConfig): void {

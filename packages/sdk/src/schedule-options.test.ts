@@ -89,12 +89,12 @@ describe("schedule options in runtime.yaml", () => {
     expect(config.flows.nightly).toMatchObject({ overlap: "cancel_previous", catchUp: "all", maxCatchUp: 7 });
   });
 
-  it("refuses bad cron, unknown zone, bad overlap with file, line and key", () => {
+  it("refuses bad cron, unknown zone, bad overlap with file, line, column and key", () => {
     const cron = yamlError('{ schedule: "0 25 * * *" }');
-    expect(cron.message).toMatch(/^config\/runtime\.yaml:3: flows\.nightly\.schedule: .*not a valid cron/);
-    expect(cron.line).toBe(3);
+    expect(cron.message).toMatch(/^config\/runtime\.yaml:3:14: flows\.nightly\.schedule: .*not a valid cron/);
+    expect(cron).toMatchObject({ line: 3, column: 14 });
     const zone = yamlError('{ schedule: { cron: "0 2 * * *", timezone: Nowhere/City } }');
-    expect(zone.message).toMatch(/^config\/runtime\.yaml:3: flows\.nightly\.schedule\.timezone: unknown time zone "Nowhere\/City"/);
+    expect(zone.message).toMatch(/^config\/runtime\.yaml:3:45: flows\.nightly\.schedule\.timezone: unknown time zone "Nowhere\/City"/);
     expect(yamlError('{ schedule: "0 2 * * *", overlap: sometimes }').key).toBe("flows.nightly.overlap");
     expect(yamlError('{ schedule: "0 2 * * *", catch_up: everything }').key).toBe("flows.nightly.catch_up");
   });

@@ -44,6 +44,16 @@ export const backfillBody = z
   })
   .strict();
 
+export const configBody = z
+  .object({
+    yaml: z.string().meta({ description: "the whole runtime.yaml text" }),
+    author: z.string().min(1).meta({ description: "who made the change (history)" }),
+    file: z.string().min(1).optional().meta({ description: 'the file name errors and history show; default "api"' }),
+  })
+  .strict();
+
+export const configVersionParams = z.object({ version: z.coerce.number().int().positive().meta({ description: "config version" }) });
+
 export const triggerAnswer = z.object({ runId: z.uuid(), created: z.boolean() });
 
 export const runIdParams = z.object({ id: z.string().meta({ description: "run id (uuid)" }) });
@@ -82,6 +92,18 @@ const runInfo = z.record(z.string(), jsonValue).meta({ description: "RunInfo (se
 const notFound = { description: "unknown run", schema: apiError };
 const pausedAnswer = z.object({ flow: z.string(), paused: z.boolean() });
 const badRequest = { description: "the request does not match its schema", schema: apiError };
+const configVersion = z
+  .object({
+    version: z.number().int(),
+    author: z.string(),
+    file: z.string(),
+    createdAt: z.string(),
+    yaml: z.string(),
+    parsed: jsonValue,
+    diff: z.string().meta({ description: "unified diff from the version before it" }),
+  })
+  .meta({ description: "a stored config version" });
+const configUnavailable = { description: "this server was started without a config service", schema: apiError };
 
 /** Every route of the HTTP API, keyed `METHOD url` as fastify registers it. */
 export const API_ROUTES: Record<string, RouteDoc> = {
@@ -206,6 +228,44 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     responses: {
       200: { description: "the backfill", schema: z.record(z.string(), jsonValue) },
       404: { description: "unknown backfill", schema: apiError },
+    },
+  },
+  "GET /api/config": {
+    summary: "the config version in force (the newest stored), or null",
+    responses: { 200: { description: "the version", schema: z.object({ config: configVersion.nullable() }) }, 501: configUnavailable },
+  },
+  "GET /api/config/versions": {
+    summary: "stored config versions, newest first, with lines added and removed",
+    responses: {
+      200: { description: "versions", schema: z.object({ versions: z.array(z.record(z.string(), jsonValue)) }) },
+      501: configUnavailable,
+    },
+  },
+  "GET /api/config/versions/:version": {
+    summary: "one stored config version with its diff to the one before",
+    params: configVersionParams,
+    responses: {
+      200: { description: "the version", schema: configVersion },
+      400: badRequest,
+      404: { description: "unknown version", schema: apiError },
+      501: configUnavailable,
+    },
+  },
+  "POST /api/config": {
+    summary: "validate runtime.yaml against the cluster's flows, store it as a new version; every process applies it within seconds",
+    body: configBody,
+    responses: {
+      201: { description: "the stored version", schema: configVersion },
+      400: {
+        description: "invalid YAML or request: the error names file, line, column and key; nothing is stored",
+        schema: apiError.extend({
+          file: z.string().optional(),
+          line: z.number().int().optional(),
+          column: z.number().int().optional(),
+          key: z.string().optional(),
+        }),
+      },
+      501: configUnavailable,
     },
   },
   "POST /api/backfills/:id/cancel": {

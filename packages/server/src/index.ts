@@ -3,3 +3,4 @@ export * from "./metrics-server.js";
 export * from "./served-flow.js";
 export * from "./openapi.js";
 export { API_ROUTES, listQuery, triggerBody, type RouteDoc } from "./api-schemas.js";
+export type { ConfigService } from "./config-routes.js";

@@ -20,6 +20,7 @@ import { openApiDocument } from "./openapi.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
 import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
+import { configErrorStatus, registerConfigRoutes, type ConfigService } from "./config-routes.js";
 
 export interface ServerOptions {
   db: Db;
@@ -32,6 +33,8 @@ export interface ServerOptions {
   host?: string | undefined;
   /** Flows whose code this process loaded: their key functions apply to triggers, their options show in `GET /api/flows/:name`. */
   flows?: ServedFlow[] | undefined;
+  /** Stored config versions (`/api/config…`); without it those routes answer 501. */
+  config?: ConfigService | undefined;
 }
 
 export interface RunningServer {
@@ -73,6 +76,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (error instanceof AxUnknownFlowError || error instanceof AxRunNotFoundError)
       return reply.status(404).send({ error: error.name, message: error.message });
     if (error instanceof AxPayloadTooLargeError) return reply.status(413).send({ error: error.name, message: error.message });
+    const configStatus = configErrorStatus(error);
+    if (configStatus) return reply.status(configStatus).send({ error: error.name, message: error.message });
     // AxPayloadError is an AxNotJsonError: both name the JSON path the caller must fix.
     if (error instanceof AxNotJsonError) return reply.status(400).send({ error: error.name, message: error.message });
     if (error.statusCode && error.statusCode < 500)
@@ -150,6 +155,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   await app.register(scheduleRoutes(options.db));
   registerRerunBackfillRoutes(app, { db: options.db, queues: options.queues });
+  registerConfigRoutes(app, options.config);
 
   const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
   return { url, routes, close: () => app.close() };

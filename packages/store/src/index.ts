@@ -27,3 +27,4 @@ export * from "./repositories/admission.js";
 export * from "./repositories/rerun-source.js";
 export * from "./repositories/backfills.js";
 export * from "./repositories/unserved.js";
+export * from "./repositories/config-versions.js";

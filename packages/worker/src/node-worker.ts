@@ -38,8 +38,6 @@ export interface NodeWorkerOptions {
   queueNames: string[];
   /** Attempts at once in this process, across all its queues. @defaultValue 10 */
   concurrency: number;
-  /** Cluster-wide limits (`max_concurrency`, pool sizes), read before each fetch so that changes apply live. */
-  clusterLimits?: (() => ClusterLimits) | undefined;
   tasks: TaskSource;
   log: Logger;
   metrics: WorkerMetrics;
@@ -58,6 +56,10 @@ export interface NodeWorkerOptions {
   stalledIntervalMs?: number | undefined;
   /** Rows of workers whose lease lapsed longer ago than this are deleted. @defaultValue 3600000 (1 h) */
   deadWorkerRetentionMs?: number | undefined;
+  /** The cluster-wide limits of the config in force now (`max_concurrency`, `pools`); read it at each use, it changes live. */
+  clusterLimits?: (() => ClusterLimits) | undefined;
+  /** The config version this process applies, reported with each lease renewal. */
+  configVersion?: (() => number | null) | undefined;
 }
 
 /** After the stop deadline, how long closing connections may take before they are just dropped. */
@@ -80,7 +82,7 @@ export class NodeWorker {
       .map((task) => ({ task, group: o.tasks.get(task)!.options.queue }))
       .filter((t) => o.queueNames.includes(t.group))
       .map((t) => ({ task: t.task, name: taskQueueName(t.group, t.task) }));
-    const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: served.map((q) => q.name) };
+    const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: served.map((q) => q.name), configVersion: o.configVersion };
     const log = o.log.child({ worker: this.id });
     const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? DEFAULT_DEAD_WORKER_RETENTION_MS, log);
     await lease.renew();

@@ -5,7 +5,7 @@ export class AxDefinitionError extends Error {
   override name = "AxDefinitionError";
 }
 
-/** Runtime configuration (YAML or constructor options) is invalid; names file, line and key when it can. */
+/** Runtime configuration (YAML or constructor options) is invalid; names file, line, column and key when it can. */
 export class AxConfigError extends Error {
   override name = "AxConfigError";
   constructor(
@@ -13,6 +13,7 @@ export class AxConfigError extends Error {
     readonly file?: string,
     readonly line?: number,
     readonly key?: string,
+    readonly column?: number,
   ) {
     super(message);
   }

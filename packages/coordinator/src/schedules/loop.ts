@@ -29,6 +29,8 @@ const MAX_DUE_PER_WAKE = 100;
  */
 export class ScheduleLoop {
   private readonly wake = new AbortController();
+  /** Aborted to cut the current sleep short (a reload); replaced after each use. */
+  private nudge = new AbortController();
   private running: Promise<void> | undefined;
   private schedules: StoredSchedule[] = [];
   /** Per flow, the instant up to which fire times have been handled. */
@@ -51,6 +53,19 @@ export class ScheduleLoop {
     this.running = this.loop();
   }
 
+  /**
+   * Re-reads the stored schedules (a new config version changed them): a flow newly scheduled
+   * ticks from now on, a changed cron takes effect at once, a removed one stops.
+   */
+  async reload(): Promise<void> {
+    this.schedules = await getSchedules(this.options.db, this.options.flows);
+    const now = new Date();
+    for (const schedule of this.schedules) if (!this.cursor.has(schedule.flow)) this.cursor.set(schedule.flow, now);
+    if (this.wake.signal.aborted) return;
+    if (!this.running && this.schedules.length > 0) this.running = this.loop();
+    this.nudge.abort();
+  }
+
   async stop(): Promise<void> {
     this.wake.abort();
     await this.running;
@@ -58,6 +73,8 @@ export class ScheduleLoop {
 
   private async loop(): Promise<void> {
     while (!this.wake.signal.aborted) {
+      // Before this pass reads the schedules: a reload during it cuts the coming sleep short.
+      if (this.nudge.signal.aborted) this.nudge = new AbortController();
       let delay: number;
       try {
         await this.releaseQueued();
@@ -66,7 +83,7 @@ export class ScheduleLoop {
         this.options.log.warn({ err: error }, "schedule loop pass failed; will retry");
         delay = this.options.retryMs ?? 1000;
       }
-      await sleep(delay, undefined, { signal: this.wake.signal }).catch(() => undefined);
+      await sleep(delay, undefined, { signal: AbortSignal.any([this.wake.signal, this.nudge.signal]) }).catch(() => undefined);
     }
   }
 

@@ -36,10 +36,15 @@ describe("runtime.yaml", () => {
     expect(config.flows.order_payment_flow).toEqual({ schedule: { cron: "0 2 * * *", timezone: "Asia/Shanghai" }, overlap: "skip" });
   });
 
-  it("names file, line and key of a misspelt option", () => {
+  it("names file, line, column and key of a misspelt option, and the keys expected there", () => {
     const error = refusal(["tasks:", "  create_invoice:", "    retries: 3", "    retry_bakoff: 10s"].join("\n"));
-    expect(error.message).toBe('config/runtime.yaml:4: tasks.create_invoice.retry_bakoff: unknown key "retry_bakoff"');
-    expect(error).toMatchObject({ file: "config/runtime.yaml", line: 4, key: "tasks.create_invoice.retry_bakoff" });
+    expect(error.message).toMatch(
+      /^config\/runtime\.yaml:4:5: tasks\.create_invoice\.retry_bakoff: unknown key "retry_bakoff" \(expected one of: retries, retry_backoff, backoff,/,
+    );
+    expect(error).toMatchObject({ file: "config/runtime.yaml", line: 4, column: 5, key: "tasks.create_invoice.retry_bakoff" });
+    expect(refusal("max_concurency: 4").message).toMatch(
+      /^config\/runtime\.yaml:1:1: max_concurency: unknown key .*expected one of: max_concurrency, pools,/,
+    );
   });
 
   it("refuses a value of the wrong type, at its line", () => {
@@ -50,7 +55,7 @@ describe("runtime.yaml", () => {
 
   it("refuses a task or flow the code does not define, listing the ones it does", () => {
     expect(refusal(["tasks:", "  create_invoce: { retries: 1 }"].join("\n")).message).toMatch(
-      /runtime\.yaml:2: tasks\.create_invoce: unknown task "create_invoce" \(defined: create_invoice, send_notification\)/,
+      /runtime\.yaml:2:3: tasks\.create_invoce: unknown task "create_invoce" \(defined: create_invoice, send_notification\)/,
     );
     expect(refusal(["flows:", "  nightly: { overlap: skip }"].join("\n")).message).toMatch(/unknown flow "nightly"/);
   });

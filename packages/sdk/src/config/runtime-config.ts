@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { LineCounter, parseDocument, isNode } from "yaml";
+import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
 import { AxConfigError } from "@ax/common";
@@ -7,7 +7,7 @@ import { AxConfigError } from "@ax/common";
 /** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
 const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
-const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+export const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 function camelKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(camelKeys);
@@ -56,43 +56,86 @@ export interface RuntimeConfig {
   flows: Record<string, z.output<typeof flowOverridesSchema>>;
 }
 
+/** The tasks and flows the cluster knows (registered flow definitions), what YAML may name. */
 export interface KnownNames {
   tasks: Iterable<string>;
   flows: Iterable<string>;
 }
 
-/**
- * Reads and validates `runtime.yaml`. Every problem is reported with file, line and key, and
- * nothing is applied unless the whole file is valid.
- */
-export function loadRuntimeConfig(file: string, known?: KnownNames): RuntimeConfig {
-  let text: string;
+export function readConfigFile(file: string): string {
   try {
-    text = readFileSync(file, "utf8");
+    return readFileSync(file, "utf8");
   } catch (error) {
     throw new AxConfigError(`cannot read config file ${file}: ${(error as Error).message}`, file);
   }
-  return parseRuntimeConfig(text, file, known);
 }
 
+/**
+ * Reads and validates `runtime.yaml`. Every problem is reported with file, line, column and key,
+ * and nothing is applied unless the whole file is valid.
+ */
+export function loadRuntimeConfig(file: string, known?: KnownNames): RuntimeConfig {
+  return parseRuntimeConfig(readConfigFile(file), file, known);
+}
+
+/** The keys a mapping at `path` (YAML spelling) accepts, for "unknown key" errors; undefined where it is not one of ours. */
+function keysAt(path: (string | number)[]): string[] | undefined {
+  const shape =
+    path.length === 0
+      ? configSchema.shape
+      : path.length === 2 && path[0] === "tasks"
+        ? taskOverridesSchema.shape
+        : path.length === 2 && path[0] === "flows"
+          ? flowOverridesSchema.shape
+          : undefined;
+  return shape && Object.keys(shape).map(snake);
+}
+
+/**
+ * Parses and validates `runtime.yaml` text. With `known` (the tasks and flows the cluster has
+ * registered) a name it lacks is refused too. The error names file, line, column and key, and
+ * says what is expected there.
+ */
 export function parseRuntimeConfig(text: string, file: string, known?: KnownNames): RuntimeConfig {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines });
-  const lineOf = (path: (string | number)[]): number | undefined => {
+  const positionOf = (path: (string | number)[]): { line: number; col: number } | undefined => {
     for (let depth = path.length; depth >= 0; depth--) {
       const node = doc.getIn(path.slice(0, depth), true);
-      if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;
+      if (isNode(node) && node.range) return lines.linePos(node.range[0]);
     }
     return undefined;
   };
+  /** The key's own position when it is a mapping key (an unknown key has no value node worth pointing at). */
+  const keyPositionOf = (path: (string | number)[]): { line: number; col: number } | undefined => {
+    const parent = path.length > 1 ? doc.getIn(path.slice(0, -1), true) : doc.contents;
+    if (isMap(parent)) {
+      const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === path[path.length - 1]);
+      if (pair && isNode(pair.key) && pair.key.range) return lines.linePos(pair.key.range[0]);
+    }
+    return positionOf(path);
+  };
   const fail = (path: (string | number)[], message: string): never => {
-    const line = lineOf(path);
+    const at = keyPositionOf(path);
     const key = path.join(".");
-    throw new AxConfigError(`${file}${line ? `:${line}` : ""}: ${key ? `${key}: ` : ""}${message}`, file, line, key);
+    throw new AxConfigError(
+      `${file}${at ? `:${at.line}:${at.col}` : ""}: ${key ? `${key}: ` : ""}${message}`,
+      file,
+      at?.line,
+      key || undefined,
+      at?.col,
+    );
   };
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!;
-    throw new AxConfigError(`${file}:${first.linePos?.[0]?.line ?? "?"}: YAML syntax: ${first.message}`, file, first.linePos?.[0]?.line);
+    const at = first.linePos?.[0];
+    throw new AxConfigError(
+      `${file}:${at ? `${at.line}:${at.col}` : "?"}: YAML syntax: ${first.message}`,
+      file,
+      at?.line,
+      undefined,
+      at?.col,
+    );
   }
   let raw: unknown;
   try {
@@ -105,7 +148,11 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     if (issue.code === "unrecognized_keys") {
-      fail(yamlPath([...issue.path, issue.keys[0]!]), `unknown key "${snake(issue.keys[0]!)}"`);
+      const expected = keysAt(yamlPath(issue.path));
+      fail(
+        yamlPath([...issue.path, issue.keys[0]!]),
+        `unknown key "${snake(issue.keys[0]!)}"${expected ? ` (expected one of: ${expected.join(", ")})` : ""}`,
+      );
     }
     fail(yamlPath(issue.path), issue.message);
   }

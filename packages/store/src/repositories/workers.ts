@@ -8,6 +8,8 @@ export interface WorkerIdentity {
   hostname: string;
   pid: number;
   queues: string[];
+  /** The config version the process applies now, written with each renewal (`ax config show --cluster`). */
+  configVersion?: (() => number | null) | undefined;
 }
 
 /**
@@ -15,10 +17,12 @@ export interface WorkerIdentity {
  * crashed. Pass `Store.leases`, so a main pool busy with long transactions cannot delay it.
  */
 export async function heartbeatWorker(db: Db, worker: WorkerIdentity): Promise<void> {
+  const { configVersion, ...identity } = worker;
+  const version = configVersion?.() ?? null;
   await db
     .insert(workers)
-    .values({ ...worker, heartbeatAt: sql`now()` })
-    .onConflictDoUpdate({ target: workers.id, set: { heartbeatAt: sql`now()`, queues: worker.queues } });
+    .values({ ...identity, configVersion: version, heartbeatAt: sql`now()` })
+    .onConflictDoUpdate({ target: workers.id, set: { heartbeatAt: sql`now()`, queues: worker.queues, configVersion: version } });
 }
 
 export async function removeWorker(db: Db, id: string): Promise<void> {

@@ -1,0 +1,129 @@
+import { userInfo } from "node:os";
+import type { Command } from "commander";
+import { z } from "zod";
+import { readConfigFile, type Client, type ConfigVersionInfo, type EffectiveOption } from "ax-scheduler";
+import { parseFlags, positiveInt } from "./options.js";
+
+type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+
+const defaultAuthor = () => process.env.USER ?? userInfo().username;
+
+/** Options whose value is a duration: shown with their unit. */
+const DURATIONS = new Set(["retry_backoff", "max_backoff", "timeout", "heartbeat_timeout"]);
+
+function row(o: EffectiveOption): string {
+  const value = typeof o.value === "number" && DURATIONS.has(o.option) ? `${o.value}ms` : JSON.stringify(o.value);
+  return `  ${o.option.padEnd(20)} ${value.padEnd(30)} ${o.source}`;
+}
+
+function stored(v: ConfigVersionInfo): string {
+  return `config v${v.version} stored from ${v.file} by ${v.author} at ${v.createdAt}`;
+}
+
+function versionArg(command: string, text: string): number {
+  const parsed = positiveInt.safeParse(text);
+  if (!parsed.success) throw new Error(`ax config ${command}: "${text}" is not a version number; list versions with \`ax config history\``);
+  return parsed.data;
+}
+
+/** `ax config apply|show|history|diff|rollback`: stored `runtime.yaml` versions every Runtime follows live. */
+export function addConfigCommands(program: Command, withClient: WithClient): void {
+  const config = program
+    .command("config")
+    .description("runtime.yaml versions stored in PostgreSQL; every running process applies a new one within seconds");
+
+  config
+    .command("apply <file>")
+    .description("validate the file against the cluster's flows, store it as a new version and have every process apply it")
+    .option("--author <name>", "who made the change (default: $USER)")
+    .action(async (file: string, raw: { author?: string }) => {
+      const text = readConfigFile(file);
+      await withClient(async (client) => {
+        const version = await client.config.apply(text, file, raw.author ?? defaultAuthor());
+        console.log(`${stored(version)}; running processes apply it within seconds`);
+        console.log(version.diff);
+      });
+    });
+
+  config
+    .command("show")
+    .description("the effective value of every option and its source (yaml vN, code, default)")
+    .option("--task <name>", "only this task")
+    .option("--flow <name>", "only this flow")
+    .option("--cluster", "each worker process and the config version it runs")
+    .option("--json", "print as JSON")
+    .action(async (raw: { task?: string; flow?: string; cluster?: boolean; json?: boolean }) => {
+      await withClient(async (client) => {
+        if (raw.cluster) {
+          const [workers, current] = await Promise.all([client.config.cluster(), client.config.current()]);
+          if (raw.json) {
+            console.log(JSON.stringify({ version: current?.version ?? null, workers }, null, 2));
+            return;
+          }
+          console.log(current ? `newest stored version: v${current.version}` : "no config version stored");
+          for (const w of workers) {
+            const behind = current && w.configVersion !== current.version && w.live ? "  BEHIND" : "";
+            console.log(
+              [
+                w.id,
+                `pid ${w.pid}`,
+                `queues ${w.queues.join(",")}`,
+                w.configVersion === null ? "no version" : `v${w.configVersion}`,
+                w.live ? "live" : `silent since ${w.heartbeatAt.toISOString()}`,
+              ].join("  ") + behind,
+            );
+          }
+          if (workers.length === 0) console.log("no worker processes");
+          return;
+        }
+        const shown = await client.config.effective({ task: raw.task, flow: raw.flow });
+        if (raw.json) {
+          console.log(JSON.stringify(shown, null, 2));
+          return;
+        }
+        console.log(shown.version === null ? "no stored config version: code and defaults only" : `config v${shown.version} in force`);
+        if (raw.task === undefined && raw.flow === undefined) console.log(["cluster", ...shown.cluster.map(row)].join("\n"));
+        for (const [name, options] of Object.entries(shown.tasks)) console.log([`task ${name}`, ...options.map(row)].join("\n"));
+        for (const [name, options] of Object.entries(shown.flows)) console.log([`flow ${name}`, ...options.map(row)].join("\n"));
+      });
+    });
+
+  config
+    .command("history")
+    .description("stored versions, newest first: author, time, file and lines changed")
+    .option("--limit <n>", "how many", "20")
+    .option("--json", "print as JSON")
+    .action(async (raw: { limit: string; json?: boolean }) => {
+      const { limit } = parseFlags(z.object({ limit: positiveInt }), raw, "config history");
+      await withClient(async (client) => {
+        const history = await client.config.history(limit);
+        if (raw.json) console.log(JSON.stringify(history, null, 2));
+        else if (history.length === 0) console.log("no config version stored; store one with `ax config apply <file>`");
+        else for (const h of history) console.log(`v${h.version}  ${h.createdAt}  ${h.author}  ${h.file}  +${h.added} -${h.removed}`);
+      });
+    });
+
+  config
+    .command("diff <a> <b>")
+    .description("unified diff from version a to version b")
+    .action(async (a: string, b: string) => {
+      const from = versionArg("diff", a);
+      const to = versionArg("diff", b);
+      await withClient(async (client) => {
+        console.log(await client.config.diff(from, to));
+      });
+    });
+
+  config
+    .command("rollback <version>")
+    .description("store a new version whose text is that version's; every process applies it")
+    .option("--author <name>", "who made the change (default: $USER)")
+    .action(async (version: string, raw: { author?: string }) => {
+      const v = versionArg("rollback", version);
+      await withClient(async (client) => {
+        const rolled = await client.config.rollback(v, raw.author ?? defaultAuthor());
+        console.log(`${stored(rolled)} (the text of v${v}); running processes apply it within seconds`);
+        console.log(rolled.diff);
+      });
+    });
+}

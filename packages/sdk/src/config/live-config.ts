@@ -1,0 +1,318 @@
+import { createTwoFilesPatch, diffLines } from "diff";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { closeRedis, duplicateRedis } from "@ax/coordinator";
+import {
+  getConfigVersion,
+  insertConfigVersion,
+  latestConfigVersion,
+  latestConfigVersionNumber,
+  latestFlowVersion,
+  listCodeOptions,
+  listConfigVersions,
+  listFlowNames,
+  listWorkerConfigVersions,
+  previousConfigVersion,
+  type ConfigVersion,
+  type Db,
+  type Json,
+  type WorkerConfigState,
+} from "@ax/store";
+import { AxConfigError, AxConfigVersionNotFoundError } from "@ax/common";
+import { FLOW_DEFAULTS, resolveTaskOptions, type FlowOverrides, type TaskOverrides } from "../options.js";
+import { parseRuntimeConfig, snake, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
+
+/** Where a new version's number is published; every Runtime of the prefix subscribes. */
+export function configChannel(prefix: string): string {
+  return `${prefix}:config`;
+}
+
+/** A stored version as the CLI and the API show it. */
+export interface ConfigVersionInfo {
+  version: number;
+  author: string;
+  file: string;
+  createdAt: string;
+  yaml: string;
+  parsed: Json;
+  /** Unified diff from the version before it (version 1: every line added). */
+  diff: string;
+}
+
+export interface ConfigHistoryEntry {
+  version: number;
+  author: string;
+  file: string;
+  createdAt: string;
+  /** Lines added and removed relative to the version before it. */
+  added: number;
+  removed: number;
+}
+
+/** One option's effective value and where it came from. */
+export interface EffectiveOption {
+  /** The option as spelled in YAML. */
+  option: string;
+  /** Durations in milliseconds; null = none/unlimited. */
+  value: Json;
+  source: "code" | "default" | `yaml v${number}`;
+}
+
+export interface EffectiveConfig {
+  /** The stored version in force; null when none is stored (code and defaults only). */
+  version: number | null;
+  cluster: EffectiveOption[];
+  tasks: Record<string, EffectiveOption[]>;
+  flows: Record<string, EffectiveOption[]>;
+}
+
+const iso = (d: Date) => d.toISOString();
+
+function diffText(before: ConfigVersion | undefined, after: ConfigVersion): string {
+  return createTwoFilesPatch(
+    before ? `v${before.version} ${before.file}` : "(none)",
+    `v${after.version} ${after.file}`,
+    before?.yaml ?? "",
+    after.yaml,
+    before ? `${before.author} ${iso(before.createdAt)}` : undefined,
+    `${after.author} ${iso(after.createdAt)}`,
+  );
+}
+
+/** Resolved task option keys carry their unit (`timeoutMs`); YAML's do not. */
+const optionOf = (resolvedKey: string) => snake(resolvedKey.replace(/Ms$/, ""));
+
+function sourceOf(key: string, code: object, yaml: object | undefined, version: number | null): EffectiveOption["source"] {
+  if (yaml && key in yaml && version !== null) return `yaml v${version}`;
+  if (key in code) return "code";
+  return "default";
+}
+
+/**
+ * Stored configuration versions: validate, store and announce new ones, read them back, and tell
+ * each option's effective value and source. The CLI, the API and `ax dev` all go through this.
+ */
+export class LiveConfig {
+  constructor(
+    private readonly db: Db,
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  /** The tasks and flows of every flow's newest registered definition. */
+  async knownNames(): Promise<KnownNames> {
+    const flows = await listFlowNames(this.db);
+    const tasks = new Set<string>();
+    for (const flow of flows) for (const node of (await latestFlowVersion(this.db, flow))?.dag.nodes ?? []) tasks.add(node.task);
+    return { flows, tasks };
+  }
+
+  /** Validates `text` against what the cluster knows; throws AxConfigError naming file, line, column and key. */
+  async validate(text: string, file: string): Promise<RuntimeConfig> {
+    return parseRuntimeConfig(text, file, await this.knownNames());
+  }
+
+  /** Validates, stores as a new version and announces it; nothing is stored when it is invalid. */
+  async apply(text: string, file: string, author: string): Promise<ConfigVersionInfo> {
+    const parsed = await this.validate(text, file);
+    const stored = await insertConfigVersion(this.db, { yaml: text, parsed: parsed as unknown as Json, author, file });
+    await this.announce(stored.version);
+    return this.version(stored.version);
+  }
+
+  /** A new version whose text is `version`'s (re-validated: the cluster's flows may have changed since). */
+  async rollback(version: number, author: string): Promise<ConfigVersionInfo> {
+    const old = await this.stored(version);
+    return this.apply(old.yaml, old.file, author);
+  }
+
+  async current(): Promise<ConfigVersionInfo | undefined> {
+    const latest = await latestConfigVersion(this.db);
+    return latest && this.version(latest.version);
+  }
+
+  async version(version: number): Promise<ConfigVersionInfo> {
+    const row = await this.stored(version);
+    return {
+      version: row.version,
+      author: row.author,
+      file: row.file,
+      createdAt: iso(row.createdAt),
+      yaml: row.yaml,
+      parsed: row.parsed,
+      diff: diffText(await previousConfigVersion(this.db, version), row),
+    };
+  }
+
+  /** Newest first. */
+  async history(limit = 50): Promise<ConfigHistoryEntry[]> {
+    // One extra row: the oldest listed version's diff is taken against it.
+    const rows = await listConfigVersions(this.db, limit + 1);
+    return rows.slice(0, limit).map((row, i) => {
+      let added = 0;
+      let removed = 0;
+      for (const part of diffLines(rows[i + 1]?.yaml ?? "", row.yaml)) {
+        if (part.added) added += part.count ?? 0;
+        if (part.removed) removed += part.count ?? 0;
+      }
+      return { version: row.version, author: row.author, file: row.file, createdAt: iso(row.createdAt), added, removed };
+    });
+  }
+
+  /** Unified diff from version `a` to version `b`. */
+  async diff(a: number, b: number): Promise<string> {
+    return diffText(await this.stored(a), await this.stored(b));
+  }
+
+  /** Every worker with the version its last heartbeat reported; `live` when that was under `liveMs` ago. */
+  async cluster(liveMs = 10_000): Promise<WorkerConfigState[]> {
+    return listWorkerConfigVersions(this.db, liveMs);
+  }
+
+  /**
+   * The effective value of every option and its source: `yaml vN` (the stored version in force),
+   * `code` (as the Runtimes registered it) or `default`. `task`/`flow` narrow it to one of them.
+   */
+  async effective(filter: { task?: string | undefined; flow?: string | undefined } = {}): Promise<EffectiveConfig> {
+    const latest = await latestConfigVersion(this.db);
+    const version = latest?.version ?? null;
+    const yaml = latest ? parseRuntimeConfig(latest.yaml, latest.file) : { pools: {}, tasks: {}, flows: {}, maxConcurrency: undefined };
+    const code = await listCodeOptions(this.db);
+    const codeOf = (kind: "task" | "flow") => new Map(code.filter((c) => c.kind === kind).map((c) => [c.name, c.options]));
+    const taskCode = codeOf("task");
+    const flowCode = codeOf("flow");
+    const taskNames = [...new Set([...taskCode.keys(), ...Object.keys(yaml.tasks)])].sort();
+    const flowNames = [...new Set([...flowCode.keys(), ...Object.keys(yaml.flows)])].sort();
+    for (const [kind, wanted, names] of [
+      ["task", filter.task, taskNames],
+      ["flow", filter.flow, flowNames],
+    ] as const) {
+      if (wanted !== undefined && !names.includes(wanted)) {
+        throw new AxConfigError(
+          `unknown ${kind} "${wanted}" (known: ${names.join(", ") || "none"}); a ${kind} is known once a Runtime defining it has started`,
+        );
+      }
+    }
+    const tasks: Record<string, EffectiveOption[]> = {};
+    for (const name of filter.flow !== undefined && filter.task === undefined ? [] : taskNames) {
+      if (filter.task !== undefined && name !== filter.task) continue;
+      const codeOptions = (taskCode.get(name) ?? {}) as TaskOverrides;
+      const yamlOptions = yaml.tasks[name];
+      const resolved = resolveTaskOptions(name, codeOptions, yamlOptions);
+      tasks[name] = Object.entries(resolved)
+        .filter(([key]) => key !== "name")
+        .map(([key, value]) => {
+          const option = key.replace(/Ms$/, "");
+          return { option: optionOf(key), value: value as Json, source: sourceOf(option, codeOptions, yamlOptions, version) };
+        });
+    }
+    const flows: Record<string, EffectiveOption[]> = {};
+    for (const name of filter.task !== undefined && filter.flow === undefined ? [] : flowNames) {
+      if (filter.flow !== undefined && name !== filter.flow) continue;
+      const codeOptions = (flowCode.get(name) ?? {}) as FlowOverrides;
+      const yamlOptions = yaml.flows[name];
+      const merged: Record<string, unknown> = { ...FLOW_DEFAULTS, ...codeOptions, ...yamlOptions };
+      flows[name] = Object.keys(FLOW_DEFAULTS).map((key) => ({
+        option: snake(key),
+        value: (merged[key] ?? null) as Json,
+        source: sourceOf(key, codeOptions, yamlOptions, version),
+      }));
+    }
+    const fromYaml = (set: boolean): EffectiveOption["source"] => (set && version !== null ? `yaml v${version}` : "default");
+    const cluster: EffectiveOption[] = [
+      { option: "max_concurrency", value: yaml.maxConcurrency ?? null, source: fromYaml(yaml.maxConcurrency !== undefined) },
+      { option: "pools", value: yaml.pools, source: fromYaml(Object.keys(yaml.pools).length > 0) },
+    ];
+    return { version, cluster, tasks, flows };
+  }
+
+  /** Tells every Runtime of the prefix to apply `version` now, rather than at its next poll. */
+  private async announce(version: number): Promise<void> {
+    await this.redis.publish(configChannel(this.prefix), String(version));
+  }
+
+  private async stored(version: number): Promise<ConfigVersion> {
+    const row = await getConfigVersion(this.db, version);
+    if (!row) throw new AxConfigVersionNotFoundError(version, await latestConfigVersionNumber(this.db));
+    return row;
+  }
+}
+
+export interface ConfigFollowerOptions {
+  db: Db;
+  redis: Redis;
+  prefix: string;
+  log: Logger;
+  /** The version applied now (0: none). */
+  applied: () => number;
+  /** Applies a newer stored version; a throw leaves the previous one in force. */
+  apply: (version: ConfigVersion) => Promise<void>;
+  /** The safety net for a missed message (Redis down, subscribed late). @defaultValue 2000 */
+  pollMs?: number | undefined;
+}
+
+/**
+ * Keeps a Runtime on the newest stored version: a Redis message applies it at once, and a poll
+ * of `max(version)` catches any message missed. Checks never overlap; one asked for while
+ * another runs follows it.
+ */
+export class ConfigFollower {
+  private subscriber: Redis | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+  private again = false;
+  /** A version this process could not apply: not retried at every poll, only when a newer one comes. */
+  private refused = 0;
+
+  constructor(private readonly options: ConfigFollowerOptions) {}
+
+  async start(): Promise<void> {
+    const o = this.options;
+    const subscriber = duplicateRedis(o.redis, o.log, "config subscriber");
+    this.subscriber = subscriber;
+    subscriber.on("message", () => this.check());
+    await subscriber.subscribe(configChannel(o.prefix));
+    this.timer = setInterval(() => this.check(), o.pollMs ?? 2000);
+    this.timer.unref();
+    // A version stored between this Runtime's start-up read and the subscription.
+    this.check();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    if (this.subscriber) closeRedis(this.subscriber);
+    this.subscriber = undefined;
+    await this.checking;
+  }
+
+  private check(): void {
+    if (this.checking) {
+      this.again = true;
+      return;
+    }
+    this.checking = this.follow()
+      .catch((err) => this.options.log.warn({ err }, "could not look for a new config version; will retry"))
+      .finally(() => {
+        this.checking = undefined;
+        if (this.again && this.subscriber) {
+          this.again = false;
+          this.check();
+        }
+      });
+  }
+
+  private async follow(): Promise<void> {
+    const o = this.options;
+    const newest = await latestConfigVersionNumber(o.db);
+    if (newest <= o.applied() || newest <= this.refused) return;
+    const version = await getConfigVersion(o.db, newest);
+    if (!version) return;
+    try {
+      await o.apply(version);
+    } catch (err) {
+      // A version this process cannot parse stays refused; a failed write is tried again at the next poll.
+      if (err instanceof AxConfigError) this.refused = newest;
+      o.log.error({ err, version: newest }, "could not apply config version; the previous one stays in force");
+    }
+  }
+}

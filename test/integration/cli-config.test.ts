@@ -1,0 +1,167 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ax, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { AX_BIN, freePort, REPO_ROOT, startAx } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const greet = ax.task({ name: "hello_greet", retries: 1 }, (name: string) => `hello ${name}`);
+const measure = ax.task({ name: "hello_measure" }, (text: string) => text.length);
+const helloFlow = ax.flow({ name: "hello_flow" }, (name) => measure(greet(name)));
+
+async function runAx(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", USER: "erin" },
+      timeout: 80_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
+  }
+}
+
+describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
+  const env = isolate("clicfg");
+  const devEnv = isolate("clicfgdev");
+  const dir = mkdtempSync(join(tmpdir(), "ax-config-"));
+  let runtime: Runtime;
+  const connection = () => ["--storage", env.storage, "--prefix", env.prefix];
+
+  beforeAll(async () => {
+    runtime = testRuntime(env, { flows: [helloFlow], roles: ["coordinator", "worker", "api"], port: 0 });
+    await runtime.start();
+  });
+
+  afterAll(async () => {
+    await runtime?.stop({ timeout: 1 });
+    await env.cleanup();
+    await devEnv.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("apply, refuse a bad file, show sources, history, diff, rollback, show --cluster", async () => {
+    const good = join(dir, "runtime.yaml");
+    writeFileSync(good, "tasks:\n  hello_greet: { retries: 4, timeout: 30s }\n");
+    const applied = await runAx([...connection(), "config", "apply", good]);
+    expect(applied.stderr).toBe("");
+    expect(applied.stdout).toContain(`config v1 stored from ${good} by erin`);
+
+    const bad = join(dir, "bad.yaml");
+    writeFileSync(bad, "tasks:\n  hello_greet:\n    retries: 4\n    timeuot: 30s\n");
+    const refused = await runAx([...connection(), "config", "apply", bad, "--author", "frank"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `AxConfigError: ${bad}:4:5: tasks.hello_greet.timeuot: unknown key "timeuot" (expected one of: retries,`,
+    );
+
+    writeFileSync(good, "tasks:\n  hello_greet: { retries: 2, timeout: 30s }\n");
+    expect((await runAx([...connection(), "config", "apply", good, "--author", "grace"])).stdout).toContain("config v2 stored");
+
+    const shown = await runAx([...connection(), "config", "show", "--task", "hello_greet"]);
+    expect(shown.stdout).toContain("config v2 in force");
+    expect(shown.stdout).toMatch(/retries\s+2\s+yaml v2/);
+    expect(shown.stdout).toMatch(/timeout\s+30000ms\s+yaml v2/);
+    expect(shown.stdout).toMatch(/retry_backoff\s+1000ms\s+default/);
+    const flow = await runAx([...connection(), "config", "show", "--flow", "hello_flow", "--json"]);
+    expect(JSON.parse(flow.stdout).flows.hello_flow).toContainEqual({ option: "overlap", value: "skip", source: "default" });
+
+    const history = await runAx([...connection(), "config", "history"]);
+    expect(history.stdout.trim().split("\n")).toEqual([
+      expect.stringMatching(new RegExp(`^v2  \\S+  grace  ${good}  \\+1 -1$`)),
+      expect.stringMatching(new RegExp(`^v1  \\S+  erin  ${good}  \\+2 -0$`)),
+    ]);
+    const diff = await runAx([...connection(), "config", "diff", "1", "2"]);
+    expect(diff.stdout).toContain("-  hello_greet: { retries: 4, timeout: 30s }\n+  hello_greet: { retries: 2, timeout: 30s }");
+
+    const rollback = await runAx([...connection(), "config", "rollback", "1"]);
+    expect(rollback.stdout).toContain("config v3 stored");
+    const started = Date.now();
+    while (runtime.configVersion !== 3 && Date.now() - started < 5000) await sleep(20);
+    expect(runtime.configVersion).toBe(3);
+
+    await sleep(1200);
+    const cluster = await runAx([...connection(), "config", "show", "--cluster"]);
+    expect(cluster.stdout).toContain("newest stored version: v3");
+    expect(cluster.stdout).toMatch(new RegExp(`${runtime.workerId}  pid \\d+  queues default  v3  live`));
+  });
+
+  it("the API: POST /api/config stores a version, a bad one is a 400 naming line and column, versions list and read back", async () => {
+    const base = runtime.url!;
+    const post = (body: object) =>
+      fetch(`${base}/api/config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const badAnswer = await post({ yaml: "tasks:\n  hello_measure: { retries: -2 }\n", author: "api-user" });
+    expect(badAnswer.status).toBe(400);
+    expect(await badAnswer.json()).toMatchObject({
+      error: "AxConfigError",
+      file: "api",
+      line: 2,
+      column: 20,
+      key: "tasks.hello_measure.retries",
+    });
+
+    const before = ((await (await fetch(`${base}/api/config`)).json()) as { config: { version: number } }).config.version;
+    const created = await post({ yaml: "tasks:\n  hello_measure: { retries: 3 }\n", author: "api-user", file: "console" });
+    expect(created.status).toBe(201);
+    const version = (await created.json()) as { version: number; diff: string };
+    expect(version.version).toBe(before + 1);
+    expect(((await (await fetch(`${base}/api/config`)).json()) as { config: { version: number } }).config.version).toBe(version.version);
+    const listed = (await (await fetch(`${base}/api/config/versions`)).json()) as { versions: { version: number; author: string }[] };
+    expect(listed.versions[0]).toMatchObject({ version: version.version, author: "api-user" });
+    const one = await fetch(`${base}/api/config/versions/${version.version}`);
+    expect(await one.json()).toMatchObject({
+      version: version.version,
+      file: "console",
+      diff: expect.stringContaining("+  hello_measure: { retries: 3 }"),
+    });
+    expect((await fetch(`${base}/api/config/versions/999`)).status).toBe(404);
+  });
+
+  it("ax dev applies config/runtime.yaml on save; a bad save is logged with line and column and changes nothing", async () => {
+    const file = join(dir, "dev-runtime.yaml");
+    writeFileSync(file, "tasks:\n  hello_greet: { retries: 1 }\n");
+    const port = await freePort();
+    const dev = startAx(
+      [
+        "dev",
+        "test/fixtures/hello-flow.ts",
+        "--config",
+        file,
+        "--port",
+        String(port),
+        "--storage",
+        devEnv.storage,
+        "--prefix",
+        devEnv.prefix,
+      ],
+      {
+        AX_LOG_LEVEL: "info",
+      },
+    );
+    try {
+      await dev.waitFor(/ax dev started/, 80_000);
+      const current = async () =>
+        ((await (await fetch(`http://127.0.0.1:${port}/api/config`)).json()) as { config: { version: number; yaml: string } }).config;
+      expect((await current()).version).toBe(1);
+
+      // Saved the way many editors do: a new file renamed over the old one.
+      writeFileSync(`${file}.tmp`, "tasks:\n  hello_greet: { retries: 5 }\n");
+      renameSync(`${file}.tmp`, file);
+      await dev.waitFor(/config file applied as version 2/, 10_000);
+      expect((await current()).yaml).toContain("retries: 5");
+
+      writeFileSync(file, "tasks:\n  hello_greet: { retries: five }\n");
+      await dev.waitFor(/dev-runtime\.yaml:2:18: tasks\.hello_greet\.retries: .*the version in force stays/, 10_000);
+      expect((await current()).version).toBe(2);
+    } finally {
+      await dev.stop();
+    }
+  });
+});
