@@ -82,7 +82,13 @@ export class NodeWorker {
       .map((task) => ({ task, group: o.tasks.get(task)!.options.queue }))
       .filter((t) => o.queueNames.includes(t.group))
       .map((t) => ({ task: t.task, name: taskQueueName(t.group, t.task) }));
-    const identity = { id: this.id, hostname: hostname(), pid: process.pid, queues: served.map((q) => q.name), configVersion: o.configVersion };
+    const identity = {
+      id: this.id,
+      hostname: hostname(),
+      pid: process.pid,
+      queues: served.map((q) => q.name),
+      configVersion: o.configVersion,
+    };
     const log = o.log.child({ worker: this.id });
     const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? DEFAULT_DEAD_WORKER_RETENTION_MS, log);
     await lease.renew();

@@ -1,0 +1,87 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ax, type Client, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { attemptSpans, maxOverlap, type Span } from "../helpers/limits.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const hot = ax.task({ name: "hot_slow" }, async () => {
+  await sleep(200);
+  return "done";
+});
+const hotFlow = ax.flow({ name: "hot" }, () => {
+  hot();
+});
+const pooled = ax.task({ name: "hot_pooled", pool: "hot_db" }, async () => {
+  await sleep(200);
+  return "done";
+});
+const pooledFlow = ax.flow({ name: "hot_pool" }, () => {
+  pooled();
+});
+
+const FILE = "config/runtime.yaml";
+const yaml = (concurrency: number, pool: number) =>
+  ["pools:", `  hot_db: ${pool}`, "tasks:", `  hot_slow: { concurrency: ${concurrency} }`, ""].join("\n");
+
+describe("limits follow the live configuration on 2 worker processes, without a restart", () => {
+  const env = isolate("livelimits");
+  let a: Runtime;
+  let b: Runtime;
+  let client: Client;
+
+  beforeAll(async () => {
+    a = testRuntime(env, { flows: [hotFlow, pooledFlow], maxConcurrency: 10 });
+    b = testRuntime(env, { flows: [hotFlow, pooledFlow], maxConcurrency: 10, roles: ["worker"] });
+    await a.start();
+    await b.start();
+    client = a.client();
+  });
+
+  afterAll(async () => {
+    await Promise.all([a?.stop({ timeout: 1 }), b?.stop({ timeout: 1 })]);
+    await env.cleanup();
+  });
+
+  async function appliedEverywhere(version: number): Promise<number> {
+    const started = Date.now();
+    while (a.configVersion !== version || b.configVersion !== version) {
+      if (Date.now() - started > 5000) throw new Error(`version ${version} not applied on both within 5 s`);
+      await sleep(10);
+    }
+    return Date.now() - started;
+  }
+
+  /** Runs `n` runs of `flow` and answers the spans of exactly those runs' attempts. */
+  async function burst(flow: string, task: string, n: number): Promise<Span[]> {
+    const since = Date.now();
+    const ids = await client.triggerFlows(
+      flow,
+      Array.from({ length: n }, () => null),
+    );
+    for (const id of ids) expect((await client.waitForRun(id, { timeout: "30s" })).status).toBe("success");
+    return (await attemptSpans(env, task)).filter((s) => s.start >= since - 50);
+  }
+
+  it("concurrency 1 -> 4 and pool 1 -> 3 apply to the next attempts within 5 s; rollback restores them", async () => {
+    const v1 = await client.config.apply(yaml(1, 1), FILE, "alice");
+    await appliedEverywhere(v1.version);
+    const one = await burst("hot", "hot_slow", 8);
+    expect(maxOverlap(one)).toBe(1);
+    expect(maxOverlap(await burst("hot_pool", "hot_pooled", 6))).toBe(1);
+
+    const v2 = await client.config.apply(yaml(4, 3), FILE, "bob");
+    const appliedMs = await appliedEverywhere(v2.version);
+    const four = await burst("hot", "hot_slow", 16);
+    const three = await burst("hot_pool", "hot_pooled", 12);
+    console.log(`v${v2.version} applied on both processes in ${appliedMs} ms; overlap ${maxOverlap(four)} and pool ${maxOverlap(three)}`);
+    expect(maxOverlap(four)).toBe(4);
+    expect(new Set(four.map((s) => s.worker)).size).toBe(2);
+    expect(maxOverlap(three)).toBe(3);
+
+    const v3 = await client.config.rollback(v1.version, "carol");
+    await appliedEverywhere(v3.version);
+    expect(maxOverlap(await burst("hot", "hot_slow", 8))).toBe(1);
+    expect(maxOverlap(await burst("hot_pool", "hot_pooled", 6))).toBe(1);
+  }, 90_000);
+});
