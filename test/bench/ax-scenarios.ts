@@ -1,3 +1,6 @@
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ax, Runtime, type Client, type Ref } from "ax-scheduler";
 import type { Isolated } from "../helpers/isolated.js";
@@ -23,20 +26,30 @@ const chain = ax.flow({ name: "bench_chain40" }, (input) => {
 const latency = ax.flow({ name: "bench_latency" }, (input) => {
   noop(input);
 });
+/** A no-op under a task concurrency limit and a pool: every fetch takes a permit from the gate first. */
+export const LIMITED_CONCURRENCY = 50;
+export const LIMITED_POOL = 80;
+const limitedNoop = ax.task({ name: "bench_limited", concurrency: LIMITED_CONCURRENCY, pool: "bench_db" }, (..._args: unknown[]) => null);
+const limited = ax.flow({ name: "bench_limited" }, (input) => {
+  limitedNoop(input);
+});
 const warmup = ax.flow({ name: "bench_warmup" }, (input) => {
   const a = noop(input);
   noop(a, noop(a));
 });
 
 export function benchRuntime(env: Isolated, concurrency: number): Runtime {
+  const config = join(tmpdir(), `${env.prefix}-runtime.yaml`);
+  writeFileSync(config, `pools:\n  bench_db: ${LIMITED_POOL}\n`);
   return new Runtime({
+    config,
     storage: env.storage,
     redis: env.redis,
     prefix: env.prefix,
     roles: ["worker", "coordinator"],
     maxConcurrency: concurrency,
     logLevel: process.env.AX_LOG_LEVEL ?? "warn",
-    flows: [single, diamond, chain, latency, warmup],
+    flows: [single, diamond, chain, latency, warmup, limited],
   });
 }
 
@@ -105,6 +118,10 @@ export async function warmUp(client: Client, env: Isolated, runs: number, batch:
 
 export function singleNodeThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {
   return throughput(client, env, "bench_single", 1, runs, batch);
+}
+
+export function limitedThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {
+  return throughput(client, env, "bench_limited", 1, runs, batch);
 }
 
 export function diamondThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {

@@ -8,6 +8,9 @@ import {
   chainWallTime,
   CHAIN_LENGTH,
   diamondThroughput,
+  LIMITED_CONCURRENCY,
+  LIMITED_POOL,
+  limitedThroughput,
   singleNodeThroughput,
   triggerToStart,
   warmUp,
@@ -32,6 +35,7 @@ interface Results {
   baselineChain: BaselineChain;
   baselineLatency: BaselineLatency;
   single: Throughput;
+  limited: Throughput;
   diamond: Throughput;
   chain: ChainResult;
   latency: LatencyResult;
@@ -59,6 +63,8 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       await warmUp(client, env, Math.max(100, Math.round(sizes.axRuns / 10)), sizes.triggerBatch);
       log(`ax single-node: ${sizes.axRuns} runs, ${sizes.triggerBatch} triggers in flight`);
       const single = await singleNodeThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
+      log(`ax single-node under concurrency ${LIMITED_CONCURRENCY} and pool ${LIMITED_POOL}: ${sizes.axRuns} runs`);
+      const limited = await limitedThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
       log(`ax diamond: ${sizes.diamondRuns} runs x 3 nodes`);
       const diamond = await diamondThroughput(client, env, sizes.diamondRuns, sizes.triggerBatch);
       log(`ax chain of ${CHAIN_LENGTH}: ${sizes.chainRepeats} runs, one at a time`);
@@ -66,7 +72,7 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       log(`ax trigger -> start: ${sizes.latencyRuns} runs, one at a time, ${sizes.latencyGapMs} ms apart`);
       const latency = await triggerToStart(client, env, sizes.latencyRuns, sizes.latencyGapMs);
       const health = await attemptHealth(env);
-      return { baseline, baselineChain, baselineLatency, single, diamond, chain, latency, health };
+      return { baseline, baselineChain, baselineLatency, single, limited, diamond, chain, latency, health };
     } finally {
       await runtime.stop();
     }
@@ -93,6 +99,12 @@ function report(r: Results): void {
       value: `${Math.round(r.single.tasksPerS)} /s`,
       vsBaseline: faster(r.single.tasksPerS),
       detail: `${r.single.runs} runs in ${Math.round(r.single.ms)} ms (triggering ${r.single.triggerMs} ms); ${perTask(r.single.counts, r.single.tasks)}, node CPU ${r.single.cpuMsPerTask.toFixed(2)} ms/task`,
+    },
+    {
+      name: `ax single-node, concurrency ${LIMITED_CONCURRENCY} + pool`,
+      value: `${Math.round(r.limited.tasksPerS)} /s`,
+      vsBaseline: faster(r.limited.tasksPerS),
+      detail: `${r.limited.runs} runs in ${Math.round(r.limited.ms)} ms; ${perTask(r.limited.counts, r.limited.tasks)}, node CPU ${r.limited.cpuMsPerTask.toFixed(2)} ms/task`,
     },
     {
       name: "ax 3-node diamond",
@@ -130,6 +142,7 @@ function report(r: Results): void {
       bullmq_tasks_per_s: Math.round(base),
       ax_tasks_per_s: Math.round(r.single.tasksPerS),
       ratio: round(r.single.tasksPerS / base, 3),
+      limited_ratio: round(r.limited.tasksPerS / base, 3),
       diamond_tasks_per_s: Math.round(r.diamond.tasksPerS),
       chain40_ms: round(r.chain.medianMs),
       trigger_start_p50_ms: round(r.latency.p50, 2),

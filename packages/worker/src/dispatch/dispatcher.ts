@@ -79,6 +79,8 @@ export class Dispatcher {
   private readonly running = new Set<Promise<void>>();
   private free: number;
   private cursor = 0;
+  /** Freed-limit messages seen, so an acquire refused just before a release does not sleep through it. */
+  private freed = 0;
   private tokens = 0;
   private stopping = false;
   private loops: Promise<void>[] = [];
@@ -206,9 +208,10 @@ export class Dispatcher {
       return false;
     }
     if (isLimited(spec)) {
+      const freed = this.freed;
       const answer = await this.o.gate.acquire(spec);
       if (!answer.ok) {
-        this.blockOn(state, answer.blocked);
+        this.blockOn(state, answer.blocked, this.freed !== freed);
         return false;
       }
       permit = answer.permit;
@@ -258,9 +261,11 @@ export class Dispatcher {
     }
   }
 
-  private blockOn(state: QueueState, blocked: Blocked): void {
-    if (blocked.kind === "rate") this.block(state, describeBlocked(blocked), Date.now() + Math.max(1, blocked.retryInMs), []);
-    else this.block(state, describeBlocked(blocked), Date.now() + LIMIT_RECHECK_MS, [blocked.key]);
+  /** `freedMeanwhile`: a limit was freed while the refused acquire was in flight, so try again at once. */
+  private blockOn(state: QueueState, blocked: Blocked, freedMeanwhile: boolean): void {
+    const reason = describeBlocked(blocked);
+    if (blocked.kind === "rate") this.block(state, reason, Date.now() + Math.max(1, blocked.retryInMs), []);
+    else this.block(state, reason, freedMeanwhile ? 0 : Date.now() + LIMIT_RECHECK_MS, [blocked.key]);
   }
 
   private block(state: QueueState, reason: string, until: number, keys: string[]): void {
@@ -301,6 +306,7 @@ export class Dispatcher {
   }
 
   private onFreed(keys: string[]): void {
+    this.freed++;
     const freed = new Set(keys);
     for (const state of this.states) if (state.blockedOn.some((k) => freed.has(k))) state.blockedUntil = 0;
     this.wakeup.notify();
