@@ -53,6 +53,9 @@ interface QueueState extends ServedQueue {
   reasonAt: number;
   /** Wake messages seen, so a fetch that found nothing can tell whether jobs arrived meanwhile. */
   wakes: number;
+  /** Its task had limits at the last fetch: then one fetch at a time, so fetchers do not stampede the gate. */
+  limited: boolean;
+  fetching: number;
 }
 
 /** An empty queue is fetched again this often even without a wake message (a lost message, a stalled job moved back). */
@@ -61,8 +64,8 @@ const IDLE_POLL_MS = 1000;
 const LIMIT_RECHECK_MS = 1000;
 /** A published waiting reason is refreshed this often while it holds, so readers can tell it from a stale one. */
 const REASON_REFRESH_MS = 2000;
-/** Fetches in flight at once, so that a Redis round trip per fetch does not bound throughput. */
-const FETCHERS = 4;
+/** Fetches in flight at once (one at a time per limited queue), so that a Redis round trip per fetch does not bound throughput. */
+const FETCHERS = 16;
 
 /**
  * Takes jobs across this process's task queues in turn (round robin), at most `concurrency` at
@@ -108,6 +111,8 @@ export class Dispatcher {
       reason: null,
       reasonAt: 0,
       wakes: 0,
+      limited: false,
+      fetching: 0,
     }));
     this.byName = new Map(this.states.map((s) => [s.name, s]));
     for (const s of this.states) s.worker.on("error", (err) => o.log.warn({ err, queue: s.name }, "BullMQ worker error"));
@@ -169,6 +174,7 @@ export class Dispatcher {
         continue;
       }
       this.free--;
+      state.fetching++;
       let started = false;
       try {
         started = await this.fetchFrom(state);
@@ -176,6 +182,7 @@ export class Dispatcher {
         this.o.log.warn({ err, queue: state.name }, "could not fetch from the queue; trying again shortly");
         state.idleUntil = Date.now() + IDLE_POLL_MS;
       } finally {
+        state.fetching--;
         if (!started) this.free++;
       }
     }
@@ -186,7 +193,7 @@ export class Dispatcher {
     const now = Date.now();
     for (let i = 0; i < this.states.length; i++) {
       const state = this.states[(this.cursor + i) % this.states.length]!;
-      if (state.idleUntil <= now && state.blockedUntil <= now) {
+      if (state.idleUntil <= now && state.blockedUntil <= now && !(state.limited && state.fetching > 0)) {
         this.cursor = (this.cursor + i + 1) % this.states.length;
         return state;
       }
@@ -202,6 +209,7 @@ export class Dispatcher {
 
   private async fetchFrom(state: QueueState): Promise<boolean> {
     const spec = this.o.limitsOf(state.task);
+    state.limited = "reason" in spec || isLimited(spec);
     let permit: Permit | undefined;
     if ("reason" in spec) {
       this.block(state, spec.reason, Date.now() + LIMIT_RECHECK_MS, []);
