@@ -55,7 +55,8 @@ export const runs = pgTable(
     nodesRemaining: integer("nodes_remaining").notNull(),
     /** Failed nodes whose failure fails the run (onFailure "fail"). */
     blockingFailures: integer("blocking_failures").notNull().default(0),
-    createdAt: at("created_at").defaultNow().notNull(),
+    /** The write's own clock, not its transaction's start: a transaction that waited on a lock does not date its run earlier. */
+    createdAt: at("created_at").default(sql`clock_timestamp()`).notNull(),
     startedAt: at("started_at"),
     finishedAt: at("finished_at"),
   },
