@@ -13,7 +13,7 @@ import { startServer } from "@ax/server";
 import { HttpRunsApi } from "./http-client.js";
 import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
-import { renderQueues } from "./render-queues.js";
+import { renderBusyKeys, renderQueues } from "./render-queues.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
 import { addScheduleCommands } from "./schedule-commands.js";
@@ -338,9 +338,15 @@ export async function main(argv: string[]): Promise<void> {
   program
     .command("queues")
     .description("each task queue: waiting, active, delayed, the limit holding it, live workers serving it")
+    .option("--keys <task>", "the task's business keys with runs waiting on their concurrency limit, busiest first")
     .option("--json", "print them as JSON")
-    .action(async (raw: { json?: boolean }) => {
+    .action(async (raw: { json?: boolean; keys?: string }) => {
       await withDirectClient(program, async (client) => {
+        if (raw.keys) {
+          const keys = await client.listBusyKeys(raw.keys);
+          console.log(raw.json ? JSON.stringify(keys, null, 2) : renderBusyKeys(raw.keys, keys));
+          return;
+        }
         const queues = await client.listQueues();
         console.log(raw.json ? JSON.stringify(queues, null, 2) : renderQueues(queues));
       });

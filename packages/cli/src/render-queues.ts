@@ -1,17 +1,6 @@
-import type { QueueInfo } from "ax-scheduler";
+import type { BusyKey, QueueInfo } from "ax-scheduler";
 
-/** `ax queues` as a table: one line per task queue, the limit holding it last. */
-export function renderQueues(queues: QueueInfo[]): string {
-  if (queues.length === 0) return "no task queues have work or workers";
-  const header = ["QUEUE", "WAITING", "ACTIVE", "DELAYED", "WORKERS", "LIMITED"];
-  const rows = queues.map((q) => [
-    q.name,
-    String(q.waiting),
-    String(q.active),
-    String(q.delayed),
-    q.workers === 0 ? "0 (none serves it)" : String(q.workers),
-    q.limited ?? "-",
-  ]);
+function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   return [header, ...rows]
     .map((r) =>
@@ -21,4 +10,29 @@ export function renderQueues(queues: QueueInfo[]): string {
         .trimEnd(),
     )
     .join("\n");
+}
+
+/** `ax queues` as a table: one line per task queue, the limit holding it last. */
+export function renderQueues(queues: QueueInfo[]): string {
+  if (queues.length === 0) return "no task queues have work or workers";
+  return table(
+    ["QUEUE", "WAITING", "ACTIVE", "DELAYED", "WORKERS", "LIMITED"],
+    queues.map((q) => [
+      q.name,
+      String(q.waiting),
+      String(q.active),
+      String(q.delayed),
+      q.workers === 0 ? "0 (none serves it)" : String(q.workers),
+      q.limited ?? "-",
+    ]),
+  );
+}
+
+/** `ax queues --keys <task>`: one line per business key with runs waiting on its concurrency limit. */
+export function renderBusyKeys(task: string, keys: BusyKey[]): string {
+  if (keys.length === 0) return `no key of task ${task} has runs waiting on its concurrency limit`;
+  return table(
+    ["KEY", "WAITING", "RUNNING"],
+    keys.map((k) => [k.key, String(k.waiting), String(k.running)]),
+  );
 }

@@ -34,10 +34,11 @@ export interface CancelResult {
  * reports later is dropped by the attempt fences, as is any job that escaped removal.
  *
  * The Redis half is repeated when a cancelled run is cancelled again, so a call that failed
- * after the commit can simply be retried. Returns undefined for an unknown run.
+ * after the commit can simply be retried. Returns undefined for an unknown run. `reason` goes into
+ * the cancelled nodes' error (ax cancelling a run for a concurrency key's strategy).
  */
-export async function cancelRun(deps: CancelDeps, runId: string): Promise<CancelResult | undefined> {
-  const error = new AxCancelledError(runId);
+export async function cancelRun(deps: CancelDeps, runId: string, reason?: string): Promise<CancelResult | undefined> {
+  const error = new AxCancelledError(runId, reason);
   const outcome = await cancelRunRecords(deps.db, runId, { name: error.name, message: error.message, stack: null, kind: "error" });
   if (!outcome.found) return undefined;
   if (outcome.status !== "cancelled") return { runId, cancelled: false, status: outcome.status, removedJobs: 0 };

@@ -1,6 +1,7 @@
 import { DEFAULT_LEASE_MS } from "@ax/common";
 import { knownQueues, servedQueues, type Db } from "@ax/store";
 import { taskQueueName, type QueueRegistry } from "./queues.js";
+import { Waitlist, type BusyKey } from "./limits/waitlist.js";
 import { waitingReasons } from "./wake.js";
 
 /** One task queue as `ax queues` shows it. */
@@ -48,4 +49,9 @@ export async function queueOverview(db: Db, queues: QueueRegistry): Promise<Queu
       };
     }),
   );
+}
+
+/** The keys of `task`'s per-key limit that have runs waiting, busiest first (`ax queues --keys`). */
+export function busyKeys(queues: QueueRegistry, task: string, limit = 20): Promise<BusyKey[]> {
+  return new Waitlist(queues.connection, queues.prefix).busiest(`key:${task}:`, limit);
 }

@@ -1,7 +1,7 @@
-import { servedQueues, type Db, type RunInfo } from "@ax/store";
+import { servedQueues, type Db, type RunInfo, type TaskRunInfo } from "@ax/store";
 import { DEFAULT_LEASE_MS } from "@ax/common";
-import { taskQueueName, type QueueRegistry } from "./queues.js";
-import { waitingReasons } from "./wake.js";
+import { nodeJobId, taskQueueName, type QueueRegistry } from "./queues.js";
+import { parkedReasons, waitingReasons } from "./wake.js";
 
 /**
  * Fills `waitingFor` of the run's nodes that are due to start but have not: the limit their
@@ -17,16 +17,19 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
   );
   if (due.length === 0) return run;
   const names = [...new Set(due.map((t) => taskQueueName(t.queue, t.task)))];
-  const [reasons, served] = await Promise.all([
+  const jobId = (t: TaskRunInfo) => nodeJobId(run.id, t.key, Math.max(1, t.attempts.length + 1));
+  const [reasons, parked, served] = await Promise.all([
     waitingReasons(queues.connection, queues.prefix, names),
+    parkedReasons(queues.connection, queues.prefix, due.map(jobId)),
     servedQueues(db, DEFAULT_LEASE_MS),
   ]);
   const groups = new Set([...served.keys()].map((name) => name.slice(0, name.indexOf("."))));
-  const explain = (queue: string, task: string): string | null => {
-    const name = taskQueueName(queue, task);
-    if (served.has(name)) return reasons.get(name) ?? null;
+  const explain = (t: TaskRunInfo): string | null => {
+    const name = taskQueueName(t.queue, t.task);
+    if (served.has(name)) return parked.get(jobId(t)) ?? reasons.get(name) ?? null;
+    const { queue, task } = t;
     return groups.has(queue) ? `no worker defines task ${task} in queue ${queue}` : `no worker serves queue ${queue}`;
   };
   const explained = new Set(due);
-  return { ...run, tasks: run.tasks.map((t) => (explained.has(t) ? { ...t, waitingFor: explain(t.queue, t.task) } : t)) };
+  return { ...run, tasks: run.tasks.map((t) => (explained.has(t) ? { ...t, waitingFor: explain(t) } : t)) };
 }

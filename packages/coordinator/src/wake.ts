@@ -50,3 +50,24 @@ export async function waitingReasons(redis: Redis, prefix: string, queues: strin
   });
   return found;
 }
+
+export function parkedReasonsKey(prefix: string): string {
+  return `${prefix}:ax:parked`;
+}
+
+/** Why a parked job (its key at its limit) waits; cleared when it is admitted. No TTL: a job may wait long. */
+export async function setParkedReason(redis: Redis, prefix: string, jobId: string, reason: string | null): Promise<void> {
+  if (reason === null) await redis.hdel(parkedReasonsKey(prefix), jobId);
+  else await redis.hset(parkedReasonsKey(prefix), jobId, reason);
+}
+
+/** The reasons recorded for the given jobs (by job id). */
+export async function parkedReasons(redis: Redis, prefix: string, jobIds: string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (jobIds.length === 0) return found;
+  const values = await redis.hmget(parkedReasonsKey(prefix), ...jobIds);
+  jobIds.forEach((id, i) => {
+    if (values[i]) found.set(id, values[i]!);
+  });
+  return found;
+}

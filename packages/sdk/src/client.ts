@@ -17,6 +17,8 @@ import {
   type TriggerRequest,
   explainWaitingNodes,
   queueOverview,
+  busyKeys,
+  type BusyKey,
   type QueueInfo,
 } from "@ax/coordinator";
 import { AxBackfillNotFoundError } from "@ax/common";
@@ -254,6 +256,11 @@ export class Client {
   /** Each task queue: jobs waiting, active and delayed, the limit holding it, live workers serving it. */
   listQueues(): Promise<QueueInfo[]> {
     return queueOverview(this.connections.store.db, this.connections.queues);
+  }
+
+  /** The business keys of `task`'s per-key concurrency limit with runs waiting, busiest first. */
+  listBusyKeys(task: string, limit = 20): Promise<BusyKey[]> {
+    return busyKeys(this.connections.queues, task, limit);
   }
 
   async close(): Promise<void> {

@@ -18,7 +18,7 @@ export {
   type EffectiveOption,
 } from "./config/live-config.js";
 export type { CancelResult } from "@ax/coordinator";
-export type { ScheduleInfo, QueueInfo } from "@ax/coordinator";
+export type { ScheduleInfo, QueueInfo, BusyKey } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
 export type { RerunOptions, BackfillStarted } from "@ax/coordinator";
 export type { BackfillInfo } from "@ax/store";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { DEFAULT_TIMEZONE, scheduleProblem } from "@ax/coordinator";
 import { CATCH_UP_POLICIES, OVERLAP_POLICIES, type ScheduleDefinition } from "@ax/store";
-import type { ErrorMatcher, ResolvedTaskOptions } from "@ax/worker";
+import { KEY_STRATEGIES, type ErrorMatcher, type KeyedLimit, type ResolvedTaskOptions } from "@ax/worker";
 import { durationMs, timerMs, type Duration } from "./duration.js";
 
 export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
@@ -13,6 +13,12 @@ const errorMatcher = z.union([
 
 /** Task names become node keys and job names: `#` is reserved for repeated uses. */
 export const taskName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, "use letters, digits, _ . and - (starting with a letter or _)");
+
+/** A business key: a function of the task's arguments (code), or a dotted path into its first argument (code or YAML). */
+const keyOption = z.union([
+  z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, "a dotted path into the task's input, e.g. user_id or order.customer.id"),
+  z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", "a function of the task's input"),
+]);
 
 /** Options a task may set in code (camelCase) or YAML (snake_case, mapped to these). */
 export const taskOverridesSchema = z
@@ -27,8 +33,11 @@ export const taskOverridesSchema = z
     timeout: timerMs,
     heartbeatTimeout: timerMs,
     onFailure: z.enum(["fail", "notify_only"]),
-    concurrency: z.number().int().positive(),
-    rateLimit: z.object({ max: z.number().int().positive(), per: durationMs }).strict(),
+    concurrency: z.union([
+      z.number().int().positive(),
+      z.object({ max: z.number().int().positive(), key: keyOption.optional(), strategy: z.enum(KEY_STRATEGIES).optional() }).strict(),
+    ]),
+    rateLimit: z.object({ max: z.number().int().positive(), per: durationMs, key: keyOption.optional() }).strict(),
     pool: z.union([z.string().min(1), z.object({ name: z.string().min(1), slots: z.number().int().positive() }).strict()]),
     queue: z.string().regex(/^[A-Za-z0-9_-]+$/, "use letters, digits, _ and -"),
     executor: z.enum(["inline", "thread", "process"]),
@@ -64,10 +73,15 @@ export interface TaskOptions {
   heartbeatTimeout?: Duration;
   /** @defaultValue "fail" */
   onFailure?: "fail" | "notify_only";
-  /** Max attempts of this task at once across the cluster. @defaultValue unlimited */
-  concurrency?: number;
-  /** Starts of this task across the cluster. @defaultValue none */
-  rateLimit?: { max: number; per: Duration };
+  /**
+   * Max attempts of this task at once across the cluster; `{ max, key }` counts them per business
+   * key (`key`: a function of the task's arguments, or a dotted path into its first argument),
+   * `strategy` says what a node whose key is busy does: wait (`queue`), cancel the runs holding
+   * the key (`cancel_in_progress`), or be cancelled (`cancel_newest`). @defaultValue unlimited
+   */
+  concurrency?: number | { max: number; key?: KeyOption; strategy?: "queue" | "cancel_in_progress" | "cancel_newest" };
+  /** Starts of this task across the cluster, or per business key with `key`. @defaultValue none */
+  rateLimit?: { max: number; per: Duration; key?: KeyOption };
   /** Resource pool (semaphore) whose slots it takes. @defaultValue none */
   pool?: string | { name: string; slots: number };
   /** Worker group that runs it. @defaultValue "default" */
@@ -83,6 +97,23 @@ export interface TaskOptions {
 }
 
 export type TaskOverrides = z.output<typeof taskOverridesSchema>;
+
+/** How a keyed limit names its key: a dotted path into the task's first argument, or a function of its arguments. */
+export type KeyOption = string | ((...args: any[]) => unknown);
+
+/** Reads the business key off a node's arguments; a missing value is the key "null". */
+function compileKey(key: KeyOption): KeyedLimit {
+  if (typeof key === "function") return { key: (args) => String(key(...args)), keySource: "function" };
+  const path = key.split(".");
+  return {
+    key: (args) => {
+      let value: unknown = args[0];
+      for (const part of path) value = value !== null && typeof value === "object" ? (value as Record<string, unknown>)[part] : undefined;
+      return String(value ?? null);
+    },
+    keySource: key,
+  };
+}
 
 /** Code defaults, then the task's own options, then YAML overrides (YAML wins). */
 export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: TaskOverrides = {}): ResolvedTaskOptions {
@@ -100,8 +131,13 @@ export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: Task
     timeoutMs: o.timeout ?? null,
     heartbeatTimeoutMs: o.heartbeatTimeout ?? null,
     onFailure: o.onFailure ?? "fail",
-    concurrency: o.concurrency ?? null,
-    rateLimit: o.rateLimit ? { max: o.rateLimit.max, perMs: o.rateLimit.per } : null,
+    concurrency: typeof o.concurrency === "number" ? o.concurrency : o.concurrency && !o.concurrency.key ? o.concurrency.max : null,
+    rateLimit: o.rateLimit && !o.rateLimit.key ? { max: o.rateLimit.max, perMs: o.rateLimit.per } : null,
+    concurrencyKey:
+      typeof o.concurrency === "object" && o.concurrency.key
+        ? { ...compileKey(o.concurrency.key), max: o.concurrency.max, strategy: o.concurrency.strategy ?? "queue" }
+        : null,
+    rateLimitKey: o.rateLimit?.key ? { ...compileKey(o.rateLimit.key), max: o.rateLimit.max, perMs: o.rateLimit.per } : null,
     pool,
     queue: o.queue ?? "default",
     executor: o.executor ?? "inline",

@@ -180,6 +180,16 @@ export const API_ROUTES: Record<string, RouteDoc> = {
       },
     },
   },
+  "GET /api/queues/:task/keys": {
+    summary: "the task's business keys with runs waiting on their concurrency limit, busiest first",
+    params: z.object({ task: z.string() }),
+    responses: {
+      200: {
+        description: "keys",
+        schema: z.object({ keys: z.array(z.object({ key: z.string(), waiting: z.number(), running: z.number() })) }),
+      },
+    },
+  },
   "GET /api/schedules": {
     summary: "every stored schedule with its next fire times and last tick",
     responses: { 200: { description: "schedules", schema: z.object({ schedules: z.array(z.record(z.string(), jsonValue)) }) } },

@@ -5,6 +5,7 @@ import type { Registry } from "prom-client";
 import { z } from "zod";
 import { getRunInfo, latestFlowVersion, listFlowNames, listRunSummaries, toStorableText, type Db } from "@ax/store";
 import {
+  busyKeys,
   cancelRun,
   DEFAULT_MAX_PAYLOAD_BYTES,
   explainWaitingNodes,
@@ -101,6 +102,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.get("/api/flows", async () => ({ flows: await listFlowNames(options.db) }));
 
   app.get("/api/queues", async () => ({ queues: await queueOverview(options.db, options.queues) }));
+
+  app.get<{ Params: { task: string } }>("/api/queues/:task/keys", async (request) => ({
+    keys: await busyKeys(options.queues, request.params.task),
+  }));
 
   app.get("/api/openapi.json", async () => openApi);
 

@@ -12,11 +12,12 @@ import {
   DEFAULT_STOP_TIMEOUT_MS,
 } from "@ax/common";
 import { msUntil, removeWorker, within, type Db } from "@ax/store";
-import { BatchedEnqueue, LimitGate, taskQueueName, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
+import { BatchedEnqueue, cancelRun, LimitGate, taskQueueName, Waitlist, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
 import { AttemptWrites } from "./attempt-writes.js";
 import { DagCache } from "./dag-cache.js";
 import { Dispatcher, type ServedQueue } from "./dispatch/dispatcher.js";
+import { KeyedAdmission, PARKED_SWEEP_MS, promoteParked } from "./dispatch/keyed-admission.js";
 import { limitSpecOf, NO_CLUSTER_LIMITS, type ClusterLimits } from "./dispatch/limit-spec.js";
 import { closeExecutors } from "./executors/index.js";
 import { WorkerLease } from "./lease.js";
@@ -70,6 +71,7 @@ export class NodeWorker {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   private dispatcher: Dispatcher | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
   private readonly inFlight = new InFlightAttempts();
   private cancels: CancelListener | undefined;
 
@@ -115,6 +117,22 @@ export class NodeWorker {
     };
     const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
     const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);
+    const keyed = new KeyedAdmission({
+      db: o.db,
+      redis: o.connection,
+      prefix: o.queues.prefix,
+      gate,
+      waitlist: new Waitlist(o.connection, o.queues.prefix),
+      dags: deps.dags,
+      log,
+      cancelRun: (runId, reason) => cancelRun({ db: o.db, queues: o.queues }, runId, reason),
+      promote: (waiter) => promoteParked(o.queues, waiter, log),
+    });
+    const keyedTasks = () => served.some((q) => o.tasks.get(q.task)?.options.concurrencyKey);
+    this.sweeper = setInterval(() => {
+      if (keyedTasks()) keyed.sweep().catch((err) => log.warn({ err }, "could not look for parked jobs whose key came free; retrying"));
+    }, PARKED_SWEEP_MS);
+    this.sweeper.unref();
     this.dispatcher = new Dispatcher({
       connection: o.connection,
       prefix: o.queues.prefix,
@@ -127,6 +145,7 @@ export class NodeWorker {
       limitsOf: (task) => limitSpecOf(o.tasks.get(task)!.options, clusterLimits()),
       process: (job: Job<NodeJobData>) =>
         this.inFlight.track(job.data, (cancel) => withAttemptStore({ db: o.db, workerId: this.id }, () => runAttempt(deps, job, cancel))),
+      admit: (job, token, queue) => keyed.admit(job, token, queue, o.tasks.get(job.name)!.options),
       log,
     });
     await this.dispatcher.start();
@@ -158,6 +177,7 @@ export class NodeWorker {
     }
     const closeBy = Math.min(Date.now(), deadline) + CLOSE_GRACE_MS;
     clearInterval(this.heartbeat);
+    clearInterval(this.sweeper);
     this.cancels?.stop();
     // Closing waits for the fetched jobs to settle: finished here, or handed back at the deadline.
     const closing = dispatcher ? dispatcher.settled().then(() => dispatcher.close()) : Promise.resolve();

@@ -28,6 +28,7 @@ import { emitEvent, type AxEvent } from "./events.js";
 import { execute, type AttemptResult } from "./executors/index.js";
 import { toTaskFailure } from "./failure.js";
 import type { WorkerMetrics } from "./metrics.js";
+import { nodeArgs } from "./node-args.js";
 import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
 import type { ResolvedTaskOptions, RunnableTask, TaskSource } from "./task-definition.js";
@@ -167,9 +168,7 @@ async function executeStarted(
   if (started.queuedAt) {
     deps.metrics.queueWait.observe({ task: node.task }, (started.startedAt.getTime() - started.queuedAt.getTime()) / 1000);
   }
-  const args = node.args.map(
-    (arg): Json => (arg.kind === "input" ? started.payload : arg.kind === "const" ? arg.value : (started.upstream[arg.key] ?? null)),
-  );
+  const args = nodeArgs(node, started.payload, started.upstream);
   // Sizes and summaries cost a serialisation each: only when someone reads info lines.
   const logInfo = log.isLevelEnabled("info");
   if (logInfo) log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");

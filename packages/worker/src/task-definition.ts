@@ -1,5 +1,16 @@
 export type ErrorMatcher = string | (abstract new (...args: never[]) => Error);
 
+/** What to do when a node's concurrency key is at its limit. */
+export type KeyStrategy = "queue" | "cancel_in_progress" | "cancel_newest";
+export const KEY_STRATEGIES = ["queue", "cancel_in_progress", "cancel_newest"] as const;
+
+/** A limit counted per business key: `key` reads the key off the task's arguments. */
+export interface KeyedLimit {
+  key: (args: unknown[]) => string;
+  /** How the key was given, for `ax config show`: the YAML path, or "function". */
+  keySource: string;
+}
+
 /** Task options after defaults and YAML overrides; durations in milliseconds. */
 export interface ResolvedTaskOptions {
   name: string;
@@ -13,8 +24,13 @@ export interface ResolvedTaskOptions {
   timeoutMs: number | null;
   heartbeatTimeoutMs: number | null;
   onFailure: "fail" | "notify_only";
+  /** Attempts at once across the cluster, task-wide (a plain number). */
   concurrency: number | null;
   rateLimit: { max: number; perMs: number } | null;
+  /** `concurrency: { max, key, strategy }`: attempts at once per key. */
+  concurrencyKey: (KeyedLimit & { max: number; strategy: KeyStrategy }) | null;
+  /** `rateLimit: { max, per, key }`: starts per window per key. */
+  rateLimitKey: (KeyedLimit & { max: number; perMs: number }) | null;
   pool: { name: string; slots: number } | null;
   queue: string;
   executor: "inline" | "thread" | "process";

@@ -51,8 +51,12 @@ export class AxPayloadTooLargeError extends Error {
 /** The run was cancelled while this attempt ran: the abort reason its task's `signal` carries. */
 export class AxCancelledError extends Error {
   override name = "AxCancelledError";
-  constructor(readonly runId: string) {
-    super(`run ${runId} was cancelled; this attempt was stopped and its result, if any, is discarded`);
+  constructor(
+    readonly runId: string,
+    /** Why, when ax cancelled it itself (a concurrency key's strategy). */
+    reason?: string,
+  ) {
+    super(`run ${runId} was cancelled${reason ? ` (${reason})` : ""}; this attempt was stopped and its result, if any, is discarded`);
   }
 }
 

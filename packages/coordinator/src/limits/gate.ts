@@ -40,6 +40,20 @@ export interface Permit {
 
 export type Acquired = { ok: true; permit: Permit } | { ok: false; blocked: Blocked };
 
+/**
+ * Join the blocking semaphore's line when refused (see `Waitlist`), atomically with the refusal.
+ * `reason` is recorded for `jobId` in the parked-reasons hash.
+ */
+export interface ParkRequest {
+  waiter: string;
+  jobId: string;
+  reason: string;
+  /** Redis keys: the set of semaphore keys with waiters, their capacities, the parked reasons. */
+  waitingKeys: string;
+  capacities: string;
+  parkedReasons: string;
+}
+
 export interface LimitGateOptions {
   /** A holder that stops renewing loses its slots after this long. Default 5000 ms. */
   leaseMs?: number;
@@ -134,13 +148,14 @@ export class LimitGate {
    * start could ever pass. A call that fails in transit may have taken its slots: nothing renews
    * them, so they come back within the lease.
    */
-  async acquire(spec: LimitSpec): Promise<Acquired> {
+  async acquire(spec: LimitSpec, park?: ParkRequest): Promise<Acquired> {
     validate(spec);
     const id = randomUUID();
     const keys = [...spec.semaphores.map((s) => this.semPrefix + s.key), ...spec.rates.map((r) => this.ratePrefix + r.key)];
     const args: (string | number)[] = [id, this.leaseMs, spec.semaphores.length, this.channel, this.nameFrom];
     for (const sem of spec.semaphores) args.push(sem.capacity, sem.weight);
     for (const rate of spec.rates) args.push(rate.max, rate.perMs);
+    if (park) args.push(park.waiter, park.jobId, park.waitingKeys, park.capacities, park.parkedReasons, park.reason);
     const [ok, index, value] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
     if (ok === 1) {
       const permit = { id, spec };

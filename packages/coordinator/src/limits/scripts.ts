@@ -42,19 +42,34 @@ end
  * KEYS: the semaphores, then the rate limits.
  * ARGV: permit id, lease ms, number of semaphores, freed channel, name offset,
  *       then capacity and weight per semaphore, then max and window ms per rate limit.
+ *       then, to park when a semaphore blocks: waiter, its job id, the waiting-keys set, the
+ *       capacities hash, the parked-reasons hash and the reason (all empty strings otherwise).
  * Returns {1} when everything was taken, or {0, index of the first blocking limit (1-based over
  * KEYS), used weight for a semaphore | ms until a rate slot frees}. Nothing is written unless
- * every limit lets the permit through.
+ * every limit lets the permit through, except that a parking waiter joins the blocking line.
  */
 export const ACQUIRE = `${PRELUDE}${PURGE}
 local id = ARGV[1]
 local lease = tonumber(ARGV[2])
 local nSem = tonumber(ARGV[3])
 local used = purge(nSem, ARGV[4], tonumber(ARGV[5]))
-for i = 1, nSem do
-  if used[i] + tonumber(ARGV[5 + 2 * i]) > tonumber(ARGV[4 + 2 * i]) then return {0, i, used[i]} end
-end
 local rateArgs = 5 + 2 * nSem
+local parkArgs = rateArgs + 2 * (#KEYS - nSem)
+for i = 1, nSem do
+  if used[i] + tonumber(ARGV[5 + 2 * i]) > tonumber(ARGV[4 + 2 * i]) then
+    -- Optionally join the semaphore's line in the same step, so no release can slip in between.
+    local waiter = ARGV[parkArgs + 1]
+    if waiter and waiter ~= '' then
+      local name = string.sub(KEYS[i], tonumber(ARGV[5]))
+      local list = KEYS[i] .. ':waiting'
+      if not redis.call('LPOS', list, waiter) then redis.call('RPUSH', list, waiter) end
+      redis.call('SADD', ARGV[parkArgs + 3], name)
+      redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[4 + 2 * i])
+      redis.call('HSET', ARGV[parkArgs + 5], ARGV[parkArgs + 2], ARGV[parkArgs + 6])
+    end
+    return {0, i, used[i]}
+  end
+end
 for j = 1, #KEYS - nSem do
   local key = KEYS[nSem + j]
   local max = tonumber(ARGV[rateArgs + 2 * j - 1])

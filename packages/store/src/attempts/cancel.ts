@@ -9,7 +9,8 @@ const NON_TERMINAL_NODES = sql`('pending', 'queued', 'retrying', 'running')`;
 
 /**
  * Cancels a run in one transaction: every non-terminal node becomes `cancelled`, running
- * attempts are closed with `failure`, and the run ends `cancelled` with nothing remaining.
+ * attempts are closed with `failure`, which also becomes the error of every cancelled node that
+ * had none (a retrying node keeps its last attempt's), and the run ends `cancelled`.
  * A terminal run is left as it is.
  *
  * Locks follow the order of every multi-row write of a run (`lockRuns`: the run row, then its
@@ -37,7 +38,7 @@ export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailu
     // can precede the finish of a node whose completion committed while we waited.
     await tx.execute(sql`
       update node_runs set status = 'cancelled', finished_at = clock_timestamp(), next_retry_at = null,
-        error = case when status = 'running' then ${failureJson}::jsonb else error end
+        error = case when status = 'running' then ${failureJson}::jsonb else coalesce(error, ${failureJson}::jsonb) end
       where run_id = ${runId} and status in ${NON_TERMINAL_NODES}`);
     await tx.execute(sql`
       update attempts set finished_at = clock_timestamp(), outcome = 'failed', error = ${failureJson}::jsonb

@@ -14,6 +14,7 @@ import {
   type WakeMessage,
 } from "@ax/coordinator";
 import type { LimitSpec } from "@ax/coordinator";
+import type { Admission } from "./keyed-admission.js";
 import { isLimited, type Unsatisfiable } from "./limit-spec.js";
 import { Wakeup } from "./wakeup.js";
 
@@ -38,6 +39,8 @@ export interface DispatcherOptions {
   limitsOf: (task: string) => LimitSpec | Unsatisfiable;
   /** Runs one job to its end; a thrown `DelayedError` means the job moved itself back to the queue. */
   process: (job: Job<NodeJobData>) => Promise<void>;
+  /** Checked after the fetch, before the job runs: limits per business key (the key needs the job's input). */
+  admit?: ((job: Job<NodeJobData>, token: string, queue: string) => Promise<Admission>) | undefined;
   log: Logger;
 }
 
@@ -240,13 +243,43 @@ export class Dispatcher {
       return false;
     }
     this.clearReason(state);
-    const running = this.run(state, job, token, permit);
+    const admission = await this.admit(state, job, token);
+    if (!admission.ok) {
+      if (permit) await this.o.gate.release(permit, { unused: true }).catch(() => undefined);
+      if (admission.finish === "complete") {
+        await job
+          .moveToCompleted(null, token, false)
+          .catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close a cancelled job"));
+      }
+      return false;
+    }
+    const running = this.run(state, job, token, permit, admission.release);
     this.running.add(running);
     void running.finally(() => this.running.delete(running));
     return true;
   }
 
-  private async run(state: QueueState, job: Job<NodeJobData>, token: string, permit: Permit | undefined): Promise<void> {
+  /** A job whose admission could not be decided (Redis refused) stays locked and comes back as stalled. */
+  private async admit(state: QueueState, job: Job<NodeJobData>, token: string): Promise<Admission> {
+    if (!this.o.admit) return { ok: true };
+    try {
+      return await this.o.admit(job, token, state.name);
+    } catch (err) {
+      this.o.log.warn(
+        { err, jobId: job.id, queue: state.name },
+        "could not check the job's limits per key; it is fetched again once its lock lapses",
+      );
+      return { ok: false, finish: "none" };
+    }
+  }
+
+  private async run(
+    state: QueueState,
+    job: Job<NodeJobData>,
+    token: string,
+    permit: Permit | undefined,
+    releaseKeyed: (() => Promise<void>) | undefined,
+  ): Promise<void> {
     this.active.set(token, job);
     let finish: () => Promise<unknown> = () => job.moveToCompleted(null, token, false);
     try {
@@ -259,7 +292,7 @@ export class Dispatcher {
       }
     } finally {
       this.active.delete(token);
-      const released = permit ? this.o.gate.release(permit) : Promise.resolve();
+      const released = Promise.all([permit ? this.o.gate.release(permit) : undefined, releaseKeyed?.()]);
       this.free++;
       this.wakeup.notify();
       await Promise.all([

@@ -1,0 +1,152 @@
+import type { Redis } from "ioredis";
+import type { ParkRequest } from "./gate.js";
+import { parkedReasonsKey } from "../wake.js";
+
+/**
+ * Who waits for a busy semaphore, in arrival order, so that a limit per business key does not
+ * make workers fetch the same parked jobs again and again. A job whose key is busy joins the
+ * key's list (by `LimitGate.acquire`, in the same step that refuses it), then moves to BullMQ's
+ * delayed set with a long safety delay. Whoever frees a slot of that key pops the next names and
+ * promotes their jobs; a name popped before its job reached the delayed set is promoted again a
+ * moment later. A sweep on every worker pops for keys whose holder died (its lease lapsed with no
+ * release), so nothing waits for the safety delay unless Redis itself lost the list.
+ *
+ * Keys: `<prefix>:limits:sem:<key>` is the gate's semaphore; `…:waiting` its list; `…:holders` a
+ * hash permit id -> run id (for `cancel_in_progress`); `<prefix>:limits:waiting-keys` the set of
+ * semaphore keys that have waiters, with their capacities in `<prefix>:limits:waiting-capacity`.
+ */
+
+/** Purges expired holders of KEYS[1] and answers the weight still held (as the gate counts it). */
+const USED = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function used(sem)
+  redis.call('ZREMRANGEBYSCORE', sem, '-inf', now)
+  local total = 0
+  for _, m in ipairs(redis.call('ZRANGE', sem, 0, -1)) do total = total + tonumber(string.match(m, '^(%d+):')) end
+  return total
+end
+`;
+
+/** KEYS: semaphore, its list, waiting-keys set. ARGV: capacity, key. Pops as many waiters as there is room for. */
+const WAKE = `${USED}
+local room = tonumber(ARGV[1]) - used(KEYS[1])
+local woken = {}
+while room > 0 do
+  local w = redis.call('LPOP', KEYS[2])
+  if not w then break end
+  woken[#woken + 1] = w
+  room = room - 1
+end
+if redis.call('LLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[2]) end
+return woken
+`;
+
+/** KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, how many keys to look at. */
+const SWEEP = `${USED}
+local woken = {}
+for _, key in ipairs(redis.call('SRANDMEMBER', KEYS[1], tonumber(ARGV[2]))) do
+  local sem = ARGV[1] .. key
+  local list = sem .. ':waiting'
+  local room = tonumber(redis.call('HGET', KEYS[2], key) or '1') - used(sem)
+  while room > 0 do
+    local w = redis.call('LPOP', list)
+    if not w then break end
+    woken[#woken + 1] = w
+    room = room - 1
+  end
+  if redis.call('LLEN', list) == 0 then
+    redis.call('SREM', KEYS[1], key)
+    redis.call('HDEL', KEYS[2], key)
+  end
+end
+return woken
+`;
+
+interface WaitlistCommands {
+  axWaitWake(numKeys: number, ...args: (string | number)[]): Promise<string[]>;
+  axWaitSweep(numKeys: number, ...args: (string | number)[]): Promise<string[]>;
+}
+
+/** A key with waiters, as `ax queues --keys` lists them. */
+export interface BusyKey {
+  key: string;
+  waiting: number;
+  running: number;
+}
+
+export class Waitlist {
+  private readonly commands: WaitlistCommands;
+  private readonly semPrefix: string;
+  private readonly waitingKeys: string;
+  private readonly capacities: string;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {
+    this.semPrefix = `${prefix}:limits:sem:`;
+    this.waitingKeys = `${prefix}:limits:waiting-keys`;
+    this.capacities = `${prefix}:limits:waiting-capacity`;
+    redis.defineCommand("axWaitWake", { lua: WAKE });
+    redis.defineCommand("axWaitSweep", { lua: SWEEP });
+    this.commands = redis as unknown as WaitlistCommands;
+  }
+
+  /** What `LimitGate.acquire` needs to put a refused job (`queue|jobId`) in its key's line. */
+  parkRequest(queue: string, jobId: string, reason: string): ParkRequest {
+    return {
+      waiter: `${queue}|${jobId}`,
+      jobId,
+      reason,
+      waitingKeys: this.waitingKeys,
+      capacities: this.capacities,
+      parkedReasons: parkedReasonsKey(this.prefix),
+    };
+  }
+
+  /** After a slot of `key` was released: the waiters that may start now, first come first. */
+  wake(key: string, capacity: number): Promise<string[]> {
+    const sem = this.semPrefix + key;
+    return this.commands.axWaitWake(3, sem, `${sem}:waiting`, this.waitingKeys, capacity, key);
+  }
+
+  /** Waiters of up to `keys` keys whose slots came free without a release (a holder died). */
+  sweep(keys = 100): Promise<string[]> {
+    return this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys);
+  }
+
+  /** Records which run holds a permit of `key`, for `cancel_in_progress`. */
+  async hold(key: string, permitId: string, runId: string): Promise<void> {
+    await this.redis.hset(`${this.semPrefix}${key}:holders`, permitId, runId);
+  }
+
+  async unhold(key: string, permitId: string): Promise<void> {
+    await this.redis.hdel(`${this.semPrefix}${key}:holders`, permitId);
+  }
+
+  /** The runs holding `key` now (a dead holder's run may linger until its lease lapses). */
+  async holders(key: string): Promise<string[]> {
+    return this.redis.hvals(`${this.semPrefix}${key}:holders`);
+  }
+
+  /** Keys starting with `keyPrefix` that have waiters, busiest first. */
+  async busiest(keyPrefix: string, limit: number): Promise<BusyKey[]> {
+    const keys = (await this.redis.smembers(this.waitingKeys)).filter((k) => k.startsWith(keyPrefix));
+    if (keys.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const key of keys) {
+      pipeline.llen(`${this.semPrefix}${key}:waiting`);
+      pipeline.zcard(`${this.semPrefix}${key}`);
+    }
+    const answers = (await pipeline.exec()) ?? [];
+    return keys
+      .map((key, i) => ({
+        key: key.slice(keyPrefix.length),
+        waiting: Number(answers[2 * i]?.[1] ?? 0),
+        running: Number(answers[2 * i + 1]?.[1] ?? 0),
+      }))
+      .sort((a, b) => b.waiting - a.waiting)
+      .slice(0, limit);
+  }
+}

@@ -1,0 +1,41 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import { recordset, rows } from "../repositories/raw.js";
+import type { Json } from "../types.js";
+import type { AttemptRef } from "./types.js";
+
+export interface NodeInputs {
+  payload: Json;
+  /** Results of the upstream nodes asked for, by node key. */
+  upstream: Record<string, Json>;
+}
+
+export interface InputRequest extends AttemptRef {
+  upstreamKeys: string[];
+}
+
+/**
+ * What waiting nodes' arguments are made of, read before their start so that a limit per business
+ * key can be checked without starting the attempt; many nodes in one statement (workers classify
+ * a burst of jobs at once). Undefined for a node that no longer waits for that attempt (a stale
+ * or duplicate job: the fence drops it).
+ */
+export async function waitingNodeInputs(db: Db, requests: InputRequest[]): Promise<(NodeInputs | undefined)[]> {
+  const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
+  const found = await rows<{ run_id: string; node_key: string; attempt: number; payload: Json; upstream: Record<string, Json> | null }>(
+    db,
+    sql`
+    select i.run_id, i.node_key, i.attempt, r.payload,
+      (select jsonb_object_agg(u.node_key, u.result) from node_runs u
+        where u.run_id = i.run_id and u.node_key in (select jsonb_array_elements_text(i.upstream))) as upstream
+    from ${recordset(input, "run_id uuid, node_key text, attempt int, upstream jsonb")} as i
+    join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt
+      and n.status in ('queued', 'retrying')
+    join runs r on r.id = i.run_id`,
+  );
+  const byRef = new Map(found.map((row) => [`${row.run_id}/${row.node_key}/${row.attempt}`, row]));
+  return requests.map((r) => {
+    const row = byRef.get(`${r.runId}/${r.nodeKey}/${r.attempt}`);
+    return row ? { payload: row.payload ?? null, upstream: row.upstream ?? {} } : undefined;
+  });
+}

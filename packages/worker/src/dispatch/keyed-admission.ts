@@ -1,0 +1,165 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Job } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { GroupCommit, waitingNodeInputs, type Db, type InputRequest, type NodeInputs } from "@ax/store";
+import {
+  describeBlocked,
+  setParkedReason,
+  type LimitGate,
+  type LimitSpec,
+  type NodeJobData,
+  type Permit,
+  type QueueRegistry,
+  type Waitlist,
+} from "@ax/coordinator";
+import type { DagCache } from "../dag-cache.js";
+import { withDbRetry } from "../db-retry.js";
+import { nodeArgs } from "../node-args.js";
+import type { ResolvedTaskOptions } from "../task-definition.js";
+
+/** What the dispatcher does with a fetched job whose task has limits per business key. */
+export type Admission =
+  | { ok: true; release?: () => Promise<void> }
+  /** The job moved itself out of the way (parked or delayed), or its run was cancelled: finish nothing, or complete it. */
+  | { ok: false; finish: "none" | "complete" };
+
+export interface KeyedAdmissionDeps {
+  db: Db;
+  redis: Redis;
+  prefix: string;
+  gate: LimitGate;
+  waitlist: Waitlist;
+  dags: DagCache;
+  log: Logger;
+  /** Cancels a run, saying why (a key's `cancel_newest` / `cancel_in_progress` strategy). */
+  cancelRun: (runId: string, reason: string) => Promise<unknown>;
+  /** Puts a parked job (`queue|jobId`) back in its queue. */
+  promote: (waiter: string) => Promise<void>;
+}
+
+/**
+ * A parked job is also delayed this long in BullMQ, as a safety net should its name be lost from
+ * the key's line (Redis lost data): then it is fetched again and finds its place anew.
+ */
+const PARK_SAFETY_MS = 5 * 60_000;
+/** How often each worker looks for parked jobs whose key came free without a release (its holder died). */
+export const PARKED_SWEEP_MS = 2000;
+/** Spread the retries of jobs waiting on one key's rate limit, so they do not all come back at once. */
+const RATE_JITTER_MS = 25;
+
+/**
+ * Limits per business key (`concurrency: { max, key, strategy }`, `rateLimit: { max, per, key }`).
+ * The key is read off the node's arguments, which exist only once its upstream finished, so it is
+ * checked after the fetch: a job whose key is at its limit is parked (BullMQ delayed, its name in
+ * the key's line) and woken by whoever frees a slot of that key. Each job is fetched at most once
+ * more, however long the line, so a key with thousands of waiting runs does not hold other keys back.
+ */
+export class KeyedAdmission {
+  /** Inputs of jobs fetched at the same time are read in one statement. */
+  private readonly inputs: GroupCommit<InputRequest, NodeInputs | undefined>;
+
+  constructor(private readonly deps: KeyedAdmissionDeps) {
+    this.inputs = new GroupCommit((requests) => waitingNodeInputs(deps.db, requests));
+  }
+
+  async admit(job: Job<NodeJobData>, token: string, queue: string, options: ResolvedTaskOptions): Promise<Admission> {
+    const { concurrencyKey, rateLimitKey } = options;
+    if (!concurrencyKey && !rateLimitKey) return { ok: true };
+    const d = this.deps;
+    const { runId, nodeKey, attempt, flowVersionId } = job.data;
+    const dag = await withDbRetry(() => d.dags.get(flowVersionId));
+    const node = dag.nodes.get(nodeKey);
+    const inputs = node ? await withDbRetry(() => this.inputs.submit({ runId, nodeKey, attempt, upstreamKeys: node.upstream })) : undefined;
+    // A stale or duplicate job: the attempt fence drops it, no key needed.
+    if (!node || !inputs) return { ok: true };
+    const key = this.keyOf(options, nodeArgs(node, inputs.payload, inputs.upstream));
+    const semKey = `key:${options.name}:${key}`;
+    const spec: LimitSpec = {
+      semaphores: concurrencyKey ? [{ key: semKey, capacity: concurrencyKey.max, weight: 1, label: `concurrency key ${key}` }] : [],
+      rates: rateLimitKey
+        ? [{ key: `keyrate:${options.name}:${key}`, max: rateLimitKey.max, perMs: rateLimitKey.perMs, label: `rate limit key ${key}` }]
+        : [],
+    };
+    const parking = concurrencyKey && concurrencyKey.strategy !== "cancel_newest";
+    const fullReason = concurrencyKey ? `concurrency key ${key} (${concurrencyKey.max}/${concurrencyKey.max})` : "";
+    const answer = await d.gate.acquire(spec, parking ? d.waitlist.parkRequest(queue, job.id!, fullReason) : undefined);
+    if (answer.ok) {
+      await setParkedReason(d.redis, d.prefix, job.id!, null);
+      if (concurrencyKey) await d.waitlist.hold(semKey, answer.permit.id, runId);
+      return { ok: true, release: () => this.release(answer.permit, semKey, concurrencyKey?.max) };
+    }
+    const reason = describeBlocked(answer.blocked);
+    if (answer.blocked.kind === "rate") {
+      await job.moveToDelayed(Date.now() + answer.blocked.retryInMs + Math.floor(Math.random() * RATE_JITTER_MS), token);
+      await setParkedReason(d.redis, d.prefix, job.id!, reason);
+      return { ok: false, finish: "none" };
+    }
+    if (concurrencyKey!.strategy === "cancel_newest") {
+      await d.cancelRun(runId, `${reason} was busy: strategy cancel_newest`);
+      return { ok: false, finish: "complete" };
+    }
+    if (concurrencyKey!.strategy === "cancel_in_progress") {
+      for (const holder of new Set(await d.waitlist.holders(semKey))) {
+        if (holder !== runId) await d.cancelRun(holder, `superseded by run ${runId} on ${reason}: strategy cancel_in_progress`);
+      }
+    }
+    // Already in the key's line (the refusal put it there): now out of the fetchable queue.
+    await job.moveToDelayed(Date.now() + PARK_SAFETY_MS, token);
+    return { ok: false, finish: "none" };
+  }
+
+  /** Wakes the parked jobs of keys whose holder died: its slot came free when its lease lapsed, with no release to wake them. */
+  async sweep(): Promise<void> {
+    for (const waiter of await this.deps.waitlist.sweep()) await this.deps.promote(waiter);
+  }
+
+  private keyOf(options: ResolvedTaskOptions, args: unknown[]): string {
+    const limit = options.concurrencyKey ?? options.rateLimitKey!;
+    try {
+      return limit.key(args);
+    } catch (err) {
+      // Every node whose key cannot be read shares one key, so the limit still holds for them.
+      this.deps.log.error(
+        { err, task: options.name },
+        `the concurrency key (${limit.keySource}) threw; the node is counted under the key "!error"`,
+      );
+      return "!error";
+    }
+  }
+
+  private async release(permit: Permit, semKey: string, capacity: number | undefined): Promise<void> {
+    const d = this.deps;
+    await d.gate.release(permit);
+    if (capacity === undefined) return;
+    await d.waitlist.unhold(semKey, permit.id);
+    for (const waiter of await d.waitlist.wake(semKey, capacity)) await d.promote(waiter);
+  }
+}
+
+/** How long a woken waiter's job may take to reach the delayed set (it joins the line a moment before). */
+const PROMOTE_TRIES = 50;
+const PROMOTE_PAUSE_MS = 20;
+
+/**
+ * Moves a parked job (`queue|jobId`) from delayed back to its queue. A job still active is on its
+ * way to the delayed set (it joined the line first): it is tried again shortly. One gone, or
+ * waiting already, is left alone.
+ */
+export async function promoteParked(queues: QueueRegistry, waiter: string, log: Logger): Promise<void> {
+  const split = waiter.indexOf("|");
+  const queue = queues.get(waiter.slice(0, split));
+  const id = waiter.slice(split + 1);
+  for (let tries = 0; tries < PROMOTE_TRIES; tries++) {
+    const job = await queue.getJob(id);
+    if (!job) return;
+    const state = await job.getState();
+    if (state === "delayed") {
+      await job.promote().catch((err: unknown) => log.debug({ err, waiter }, "a parked job left the delayed set meanwhile"));
+      return;
+    }
+    if (state !== "active") return;
+    await sleep(PROMOTE_PAUSE_MS);
+  }
+  log.warn({ waiter }, "a woken job stayed active; it comes back when its safety delay ends");
+}
