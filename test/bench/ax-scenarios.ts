@@ -33,6 +33,15 @@ const limitedNoop = ax.task({ name: "bench_limited", concurrency: LIMITED_CONCUR
 const limited = ax.flow({ name: "bench_limited" }, (input) => {
   limitedNoop(input);
 });
+/** A no-op under `concurrency: { max: 1, key }` over 100 keys: each fetch reads the input and takes the key's permit. */
+export const KEYED_KEYS = 100;
+const keyedNoop = ax.task(
+  { name: "bench_keyed", concurrency: { max: 1, key: (input: { i: number }) => input.i % KEYED_KEYS } },
+  (..._args: unknown[]) => null,
+);
+const keyed = ax.flow({ name: "bench_keyed" }, (input) => {
+  keyedNoop(input);
+});
 const warmup = ax.flow({ name: "bench_warmup" }, (input) => {
   const a = noop(input);
   noop(a, noop(a));
@@ -49,7 +58,7 @@ export function benchRuntime(env: Isolated, concurrency: number): Runtime {
     roles: ["worker", "coordinator"],
     maxConcurrency: concurrency,
     logLevel: process.env.AX_LOG_LEVEL ?? "warn",
-    flows: [single, diamond, chain, latency, warmup, limited],
+    flows: [single, diamond, chain, latency, warmup, limited, keyed],
   });
 }
 
@@ -122,6 +131,10 @@ export function singleNodeThroughput(client: Client, env: Isolated, runs: number
 
 export function limitedThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {
   return throughput(client, env, "bench_limited", 1, runs, batch);
+}
+
+export function keyedThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {
+  return throughput(client, env, "bench_keyed", 1, runs, batch);
 }
 
 export function diamondThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {

@@ -8,6 +8,8 @@ import {
   chainWallTime,
   CHAIN_LENGTH,
   diamondThroughput,
+  KEYED_KEYS,
+  keyedThroughput,
   LIMITED_CONCURRENCY,
   LIMITED_POOL,
   limitedThroughput,
@@ -36,6 +38,7 @@ interface Results {
   baselineLatency: BaselineLatency;
   single: Throughput;
   limited: Throughput;
+  keyed: Throughput;
   diamond: Throughput;
   chain: ChainResult;
   latency: LatencyResult;
@@ -65,6 +68,8 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       const single = await singleNodeThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
       log(`ax single-node under concurrency ${LIMITED_CONCURRENCY} and pool ${LIMITED_POOL}: ${sizes.axRuns} runs`);
       const limited = await limitedThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
+      log(`ax single-node under concurrency { max: 1, key } over ${KEYED_KEYS} keys: ${sizes.axRuns} runs`);
+      const keyed = await keyedThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
       log(`ax diamond: ${sizes.diamondRuns} runs x 3 nodes`);
       const diamond = await diamondThroughput(client, env, sizes.diamondRuns, sizes.triggerBatch);
       log(`ax chain of ${CHAIN_LENGTH}: ${sizes.chainRepeats} runs, one at a time`);
@@ -72,7 +77,7 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       log(`ax trigger -> start: ${sizes.latencyRuns} runs, one at a time, ${sizes.latencyGapMs} ms apart`);
       const latency = await triggerToStart(client, env, sizes.latencyRuns, sizes.latencyGapMs);
       const health = await attemptHealth(env);
-      return { baseline, baselineChain, baselineLatency, single, limited, diamond, chain, latency, health };
+      return { baseline, baselineChain, baselineLatency, single, limited, keyed, diamond, chain, latency, health };
     } finally {
       await runtime.stop();
     }
@@ -105,6 +110,12 @@ function report(r: Results): void {
       value: `${Math.round(r.limited.tasksPerS)} /s`,
       vsBaseline: faster(r.limited.tasksPerS),
       detail: `${r.limited.runs} runs in ${Math.round(r.limited.ms)} ms; ${perTask(r.limited.counts, r.limited.tasks)}, node CPU ${r.limited.cpuMsPerTask.toFixed(2)} ms/task`,
+    },
+    {
+      name: `ax single-node, 1 per key (${KEYED_KEYS} keys)`,
+      value: `${Math.round(r.keyed.tasksPerS)} /s`,
+      vsBaseline: faster(r.keyed.tasksPerS),
+      detail: `${r.keyed.runs} runs in ${Math.round(r.keyed.ms)} ms; ${perTask(r.keyed.counts, r.keyed.tasks)}, node CPU ${r.keyed.cpuMsPerTask.toFixed(2)} ms/task`,
     },
     {
       name: "ax 3-node diamond",
@@ -143,6 +154,7 @@ function report(r: Results): void {
       ax_tasks_per_s: Math.round(r.single.tasksPerS),
       ratio: round(r.single.tasksPerS / base, 3),
       limited_ratio: round(r.limited.tasksPerS / base, 3),
+      keyed_ratio: round(r.keyed.tasksPerS / base, 3),
       diamond_tasks_per_s: Math.round(r.diamond.tasksPerS),
       chain40_ms: round(r.chain.medianMs),
       trigger_start_p50_ms: round(r.latency.p50, 2),
