@@ -17,3 +17,7 @@ export * from "./waiting-nodes.js";
 export * from "./unserved.js";
 export * from "./limits/gate.js";
 export * from "./queue-overview.js";
+export * from "./events/event.js";
+export * from "./events/publisher.js";
+export * from "./events/reader.js";
+export * from "./events/hub.js";

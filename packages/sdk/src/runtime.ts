@@ -4,6 +4,7 @@ import { Registry } from "prom-client";
 import { z } from "zod";
 import {
   Admission,
+  attachEventSource,
   Reconciler,
   ScheduleLoop,
   scheduleLagMetric,
@@ -118,6 +119,7 @@ export class Runtime {
   private appliedVersion = 0;
   private live: LiveConfig | undefined;
   private follower: ConfigFollower | undefined;
+  private detachEvents: (() => Promise<void>) | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
     const roles = rolesSchema.safeParse(options.roles ?? ["coordinator", "worker", "api"]);
@@ -174,6 +176,7 @@ export class Runtime {
     await saveCodeOptions(store.db, this.codeOptionRows());
     await this.adoptStartConfig(file, fileText);
     await this.registerFlows();
+    this.detachEvents = attachEventSource(connections.redis, queues.prefix, this.log.child({ component: "events" }));
 
     if (this.roles.includes("worker")) {
       const source: TaskSource = { get: (name) => this.tasks.get(name), names: () => [...this.tasks.keys()] };
@@ -264,11 +267,13 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections, follower } = this;
+    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections, follower, detachEvents } =
+      this;
     this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
-    this.worker = this.connections = this.follower = undefined;
+    this.worker = this.connections = this.follower = this.detachEvents = undefined;
     await within(
       Promise.all([
+        detachEvents?.(),
         follower?.stop(),
         server?.close(),
         metricsServer?.close(),
