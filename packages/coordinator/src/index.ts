@@ -21,3 +21,6 @@ export * from "./events/event.js";
 export * from "./events/publisher.js";
 export * from "./events/reader.js";
 export * from "./events/hub.js";
+export * from "./alerts/types.js";
+export * from "./alerts/sinks.js";
+export * from "./alerts/evaluator.js";

@@ -4,12 +4,15 @@ import { Registry } from "prom-client";
 import { z } from "zod";
 import {
   Admission,
+  AlertEvaluator,
+  alertDeliveriesMetric,
   attachEventSource,
   Reconciler,
   ScheduleLoop,
   scheduleLagMetric,
   TriggerListener,
   type AdmissionOptions,
+  type AlertGroup,
   type ReconcilerOptions,
 } from "@ax/coordinator";
 import {
@@ -34,6 +37,7 @@ import { Client } from "./client.js";
 import { servedFlows } from "./served-flows.js";
 import { ConfigFollower, LiveConfig } from "./config/live-config.js";
 import { parseRuntimeConfig, readConfigFile, type RuntimeConfig } from "./config/runtime-config.js";
+import { resolveAlertGroups } from "./config/alerts-config.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
@@ -73,6 +77,8 @@ export interface RuntimeOptions extends ConnectionOptions {
   reconciler?: ReconcilerOptions | undefined;
   /** Held runs (`maxConcurrentRuns`, backfills) are released by a loop of the coordinator role. */
   admission?: AdmissionOptions | undefined;
+  /** Alert evaluation (coordinator role, when `alerts:` defines a group). */
+  alerts?: { /** How often to look for runs stuck `running`. @defaultValue 30000 */ stuckScanMs?: number } | undefined;
   worker?:
     | {
         heartbeatMs?: number;
@@ -114,7 +120,9 @@ export class Runtime {
   private readonly roles: Role[];
   private readonly tasks = new Map<string, RunnableTask>();
   private readonly flows: Flow<any>[];
-  private config: RuntimeConfig = { pools: {}, tasks: {}, flows: {} };
+  private config: RuntimeConfig = { pools: {}, tasks: {}, flows: {}, alerts: {} };
+  private alertGroups: Record<string, AlertGroup> = {};
+  private alerts: AlertEvaluator | undefined;
   /** The stored config version applied now; 0 before any is stored. */
   private appliedVersion = 0;
   private live: LiveConfig | undefined;
@@ -218,6 +226,8 @@ export class Runtime {
       await this.triggerListener.start();
       this.admission = new Admission({ db: store.db, queues }, this.log.child({ component: "admission" }), this.options.admission);
       this.admission.start();
+      alertDeliveriesMetric(this.registry);
+      await this.syncAlerts();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -267,12 +277,13 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections, follower, detachEvents } =
+    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections, follower, detachEvents, alerts } =
       this;
     this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
-    this.worker = this.connections = this.follower = this.detachEvents = undefined;
+    this.worker = this.connections = this.follower = this.detachEvents = this.alerts = undefined;
     await within(
       Promise.all([
+        alerts?.stop(),
         detachEvents?.(),
         follower?.stop(),
         server?.close(),
@@ -362,6 +373,7 @@ export class Runtime {
       );
       await this.schedules.reload();
     }
+    if (this.roles.includes("coordinator")) await this.syncAlerts();
     this.appliedVersion = version.version;
     this.log.info({ version: version.version, author: version.author, file: version.file }, "config version applied");
   }
@@ -394,8 +406,26 @@ export class Runtime {
     return [...tasks.values(), ...flows];
   }
 
+  /** Alerts are evaluated only once a group is defined: a cluster without `alerts:` pays nothing for them. */
+  private async syncAlerts(): Promise<void> {
+    if (this.alerts || Object.keys(this.alertGroups).length === 0 || !this.connections) return;
+    const { store, redis, queues } = this.connections;
+    const alerts = new AlertEvaluator({
+      db: store.db,
+      redis,
+      prefix: queues.prefix,
+      log: this.log.child({ component: "alerts" }),
+      registry: this.registry,
+      groups: () => this.alertGroups,
+      stuckScanMs: this.options.alerts?.stuckScanMs,
+    });
+    await alerts.start();
+    this.alerts = alerts;
+  }
+
   private applyConfig(config: RuntimeConfig): void {
     this.config = config;
+    this.alertGroups = resolveAlertGroups(config.alerts);
     for (const flow of this.flows) {
       for (const task of flow.tasks.values()) {
         const runnable = this.tasks.get(task.taskName)!;
