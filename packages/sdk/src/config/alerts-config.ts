@@ -32,7 +32,7 @@ export const alertGroupSchema = z
         recovery: z.boolean().default(true),
       })
       .strict()
-      .default({}),
+      .prefault({}),
     flows: z.array(z.string().min(1)).optional(),
   })
   .strict()
