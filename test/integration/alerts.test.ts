@@ -1,10 +1,13 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
+import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 import { startWebhookSink, validSignature, type Received } from "../helpers/webhook-sink.js";
 
@@ -37,7 +40,22 @@ const stuckTask = ax.task({ name: "alert_stuck" }, async (ms: number) => {
 });
 const stuckFlow = ax.flow({ name: "alert_stuck_flow" }, (input) => stuckTask(input));
 
-const flows = [chargeFlow, burstFlow, slowFlow, stuckFlow];
+const streakTask = ax.task({ name: "alert_streak", alertGroup: "streak" }, (n: number) => {
+  throw new Error(`nightly import ${n} found no file`);
+});
+const streakFlow = ax.flow({ name: "alert_streak_flow" }, (input) => streakTask(input));
+
+const flows = [chargeFlow, burstFlow, slowFlow, stuckFlow, streakFlow];
+
+async function runAx(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], { cwd: REPO_ROOT, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
+  }
+}
 
 function configYaml(url: string): string {
   return [
@@ -58,6 +76,9 @@ function configYaml(url: string): string {
     "    flows: [alert_stuck_flow]",
     "    silence: 1h",
     "    triggers: { stuck_running: 1s }",
+    "  streak:",
+    `    sinks: [{ type: webhook, url: "${url}/streak", secret: ${SECRET} }]`,
+    "    triggers: { terminal_failure: false, consecutive_failures: 3 }",
     "",
   ].join("\n");
 }
@@ -160,5 +181,31 @@ describe("alerts: terminal failures only, one per silence window across coordina
     expect(at("/stuck")[0]!.json).toMatchObject({ flow: "alert_stuck_flow", runId, details: { thresholdMs: 1000 } });
     expect((await client.waitForRun(runId, { timeout: "20s" })).status).toBe("success");
     expect(at("/stuck")).toHaveLength(1);
+  });
+
+  it("N consecutive terminal failures of a task raise one alert, at the Nth", async () => {
+    for (let i = 0; i < 2; i++) await client.waitForRun(await client.triggerFlow("alert_streak_flow", i), { timeout: "20s" });
+    await sleep(1000);
+    expect(at("/streak")).toHaveLength(0);
+    for (let i = 2; i < 5; i++) await client.waitForRun(await client.triggerFlow("alert_streak_flow", i), { timeout: "20s" });
+    await expect.poll(() => at("/streak", "consecutive_failures").length, { timeout: 10_000 }).toBe(1);
+    await sleep(1000);
+    expect(at("/streak")).toHaveLength(1);
+    expect(at("/streak")[0]!.json).toMatchObject({ task: "alert_streak", details: { failures: 3 } });
+  });
+
+  it("ax alerts test <group> sends a signed test alert through the group's sinks; an unknown group is refused", async () => {
+    const sent = await runAx(["--storage", env.storage, "--prefix", env.prefix, "alerts", "test", "burst"]);
+    expect(sent.stderr).toBe("");
+    expect(sent.code).toBe(0);
+    expect(sent.stdout).toMatch(/sent\s+webhook http:\/\/127\.0\.0\.1:\d+\/burst/);
+    expect(sent.stdout).toMatch(/sent\s+log/);
+    const tests = at("/burst", "test");
+    expect(tests).toHaveLength(1);
+    expect(validSignature(tests[0]!, SECRET)).toBe(true);
+
+    const unknown = await runAx(["--storage", env.storage, "--prefix", env.prefix, "alerts", "test", "pagers"]);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain('alert group "pagers" is not defined (defined: default, burst, slow, stuck, streak)');
   });
 });

@@ -1,6 +1,9 @@
-import type { AlertGroup, AlertSink } from "@ax/coordinator";
+import type { Logger } from "pino";
+import { deliverAlert, type Alert, type AlertGroup, type AlertSink, type DeliveryResult } from "@ax/coordinator";
 import { z } from "zod";
+import { AxAlertGroupNotFoundError } from "@ax/common";
 import { durationMs, timerMs } from "../duration.js";
+import type { RuntimeConfig } from "./runtime-config.js";
 
 const webhookSinkSchema = z
   .object({
@@ -83,4 +86,32 @@ export function resolveAlertGroups(config: AlertsConfig, env: NodeJS.ProcessEnv 
       },
     ]),
   );
+}
+
+/**
+ * Sends a `test` alert through every sink of `group` (`ax alerts test`), bypassing triggers and
+ * silence windows; answers each sink's outcome.
+ */
+export async function sendTestAlert(config: RuntimeConfig, group: string, log: Logger): Promise<DeliveryResult[]> {
+  const groups = resolveAlertGroups(config.alerts);
+  const found = groups[group];
+  if (!found) throw new AxAlertGroupNotFoundError(group, Object.keys(groups));
+  const alert: Alert = {
+    kind: "test",
+    group,
+    summary: `test alert of group ${group} (ax alerts test)`,
+    flow: "",
+    task: null,
+    runId: null,
+    nodeKey: null,
+    attempt: null,
+    businessKey: null,
+    error: null,
+    fingerprint: null,
+    suppressed: 0,
+    details: {},
+    eventId: null,
+    at: new Date().toISOString(),
+  };
+  return deliverAlert(alert, found.sinks, log);
 }
