@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
-import { alertsSchema, type AlertsConfig } from "./alerts-config.js";
+import { alertGroupSchema, alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { AxConfigError } from "@ax/common";
 
 /** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
@@ -90,7 +90,9 @@ function keysAt(path: (string | number)[]): string[] | undefined {
         ? taskOverridesSchema.shape
         : path.length === 2 && path[0] === "flows"
           ? flowOverridesSchema.shape
-          : undefined;
+          : path.length === 2 && path[0] === "alerts"
+            ? alertGroupSchema.shape
+            : undefined;
   return shape && Object.keys(shape).map(snake);
 }
 
