@@ -23,7 +23,8 @@ export async function startWebhookSink(): Promise<{
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8");
-      if (status === 200) received.push({ path: req.url ?? "", body, json: JSON.parse(body) as Record<string, unknown>, headers: req.headers });
+      if (status === 200)
+        received.push({ path: req.url ?? "", body, json: JSON.parse(body) as Record<string, unknown>, headers: req.headers });
       res.statusCode = status;
       res.end();
     });

@@ -135,7 +135,11 @@ describe("alerts: terminal failures only, one per silence window across coordina
     const ok = await client.waitForRun(await client.triggerFlow("alert_charge_flow", { fail: false, n: 1 }), { timeout: "20s" });
     expect(ok.status).toBe("success");
     await expect.poll(() => at("/default", "recovered").length, { timeout: 10_000 }).toBe(1);
-    expect(at("/default", "recovered")[0]!.json).toMatchObject({ flow: "alert_charge_flow", task: "alert_charge", details: { failures: 1 } });
+    expect(at("/default", "recovered")[0]!.json).toMatchObject({
+      flow: "alert_charge_flow",
+      task: "alert_charge",
+      details: { failures: 1 },
+    });
   });
 
   it("20 failures of the same task within the silence window, two coordinator Runtimes: one alert", async () => {

@@ -17,8 +17,11 @@ const DASHBOARDS = join(REPO_ROOT, "deploy/grafana/dashboards");
 function panelExprs(): { where: string; expr: string }[] {
   const found: { where: string; expr: string }[] = [];
   for (const file of readdirSync(DASHBOARDS).filter((f) => f.endsWith(".json"))) {
-    const dashboard = JSON.parse(readFileSync(join(DASHBOARDS, file), "utf8")) as { panels: { title: string; targets?: { expr: string }[] }[] };
-    for (const panel of dashboard.panels) for (const t of panel.targets ?? []) found.push({ where: `${file}: ${panel.title}`, expr: t.expr });
+    const dashboard = JSON.parse(readFileSync(join(DASHBOARDS, file), "utf8")) as {
+      panels: { title: string; targets?: { expr: string }[] }[];
+    };
+    for (const panel of dashboard.panels)
+      for (const t of panel.targets ?? []) found.push({ where: `${file}: ${panel.title}`, expr: t.expr });
   }
   return found;
 }

@@ -277,8 +277,19 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections, follower, detachEvents, alerts } =
-      this;
+    const {
+      server,
+      metricsServer,
+      reconciler,
+      schedules,
+      triggerListener,
+      admission,
+      worker,
+      connections,
+      follower,
+      detachEvents,
+      alerts,
+    } = this;
     this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
     this.worker = this.connections = this.follower = this.detachEvents = this.alerts = undefined;
     await within(

@@ -5,7 +5,12 @@ import { RUN_STATUSES, toStorableText } from "@ax/store";
 export const storableText = z.string().refine((text) => toStorableText(text) === text, "contains a NUL or a lone UTF-16 surrogate");
 
 /** `GET /api/events`: replay from after this event id (`<ms>-<seq>`; `0` = everything the stream holds). */
-export const eventsQuery = z.object({ after: z.string().regex(/^\d+(-\d+)?$/, "an event id such as 1700000000000-0").optional() });
+export const eventsQuery = z.object({
+  after: z
+    .string()
+    .regex(/^\d+(-\d+)?$/, "an event id such as 1700000000000-0")
+    .optional(),
+});
 
 export const listQuery = z.object({
   flow: storableText.optional(),

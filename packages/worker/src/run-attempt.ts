@@ -222,7 +222,12 @@ async function executeStarted(
   deps.metrics.consecutiveFailures.inc({ task: node.task });
   const failure = toTaskFailure(checked.error);
   log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
-  if (outcome === "timed_out") deps.events.publish({ name: "task_timed_out", ...nodeEvent(deps, run, node, attempt), error: { name: failure.name, message: failure.message } });
+  if (outcome === "timed_out")
+    deps.events.publish({
+      name: "task_timed_out",
+      ...nodeEvent(deps, run, node, attempt),
+      error: { name: failure.name, message: failure.message },
+    });
   await closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task.options, run }, ended);
 }
 

@@ -2,7 +2,16 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
-import { claimAlert, endFailureStreak, markStreakAlerted, recordTerminalFailure, runDurationMs, stuckRuns, type AlertKey, type Db } from "@ax/store";
+import {
+  claimAlert,
+  endFailureStreak,
+  markStreakAlerted,
+  recordTerminalFailure,
+  runDurationMs,
+  stuckRuns,
+  type AlertKey,
+  type Db,
+} from "@ax/store";
 import { eventStreamKey, parseEntry, type AxEvent } from "../events/event.js";
 import { closeRedis, duplicateRedis } from "../redis.js";
 import { deliverAlert } from "./sinks.js";
@@ -20,7 +29,12 @@ export function alertDeliveriesMetric(registry: Registry): Counter<"sink" | "out
   const name = "ax_alert_deliveries_total";
   return (
     (registry.getSingleMetric(name) as Counter<"sink" | "outcome"> | undefined) ??
-    new Counter({ name, help: "Alert deliveries by sink and outcome (sent, failed, silenced)", labelNames: ["sink", "outcome"], registers: [registry] })
+    new Counter({
+      name,
+      help: "Alert deliveries by sink and outcome (sent, failed, silenced)",
+      labelNames: ["sink", "outcome"],
+      registers: [registry],
+    })
   );
 }
 
@@ -118,13 +132,18 @@ export class AlertEvaluator {
       }
       for (const [flow, runs] of byFlow) {
         const oldest = runs[0]!;
-        await this.raise(name, group, { kind: "stuck_running", flow, task: "", fingerprint: "" }, {
-          summary: `${runs.length} run(s) of ${flow} still running after more than ${threshold / 1000}s (oldest ${oldest.runId}, since ${oldest.startedAt.toISOString()})`,
-          flow,
-          runId: oldest.runId,
-          businessKey: oldest.businessKey,
-          details: { thresholdMs: threshold, runs: runs.map((r) => ({ runId: r.runId, startedAt: r.startedAt.toISOString() })) },
-        });
+        await this.raise(
+          name,
+          group,
+          { kind: "stuck_running", flow, task: "", fingerprint: "" },
+          {
+            summary: `${runs.length} run(s) of ${flow} still running after more than ${threshold / 1000}s (oldest ${oldest.runId}, since ${oldest.startedAt.toISOString()})`,
+            flow,
+            runId: oldest.runId,
+            businessKey: oldest.businessKey,
+            details: { thresholdMs: threshold, runs: runs.map((r) => ({ runId: r.runId, startedAt: r.startedAt.toISOString() })) },
+          },
+        );
       }
     }
   }
@@ -135,10 +154,15 @@ export class AlertEvaluator {
       try {
         if (Date.now() >= reclaimAt) {
           reclaimAt = Date.now() + RECLAIM_IDLE_MS;
-          const [, claimed] = (await this.redis!.xautoclaim(this.key, ALERTS_CONSUMER_GROUP, this.consumer, RECLAIM_IDLE_MS, "0-0", "COUNT", BATCH)) as [
-            string,
-            [string, string[]][],
-          ];
+          const [, claimed] = (await this.redis!.xautoclaim(
+            this.key,
+            ALERTS_CONSUMER_GROUP,
+            this.consumer,
+            RECLAIM_IDLE_MS,
+            "0-0",
+            "COUNT",
+            BATCH,
+          )) as [string, [string, string[]][]];
           await this.process(claimed.filter((entry) => entry?.[1]));
         }
         const reply = (await this.redis!.xreadgroup(
@@ -188,7 +212,10 @@ export class AlertEvaluator {
     const group = groups[name];
     if (!group && event.alertGroup && !this.warnedGroups.has(name)) {
       this.warnedGroups.add(name);
-      this.o.log.warn({ group: name, task: event.task }, `task ${event.task} names alert group "${name}", which alerts: does not define; its failures alert no one`);
+      this.o.log.warn(
+        { group: name, task: event.task },
+        `task ${event.task} names alert group "${name}", which alerts: does not define; its failures alert no one`,
+      );
     }
     return group && [name, group];
   }
@@ -225,20 +252,30 @@ export class AlertEvaluator {
     };
     let sent = false;
     if (triggers.terminalFailure) {
-      sent = await this.raise(name, group, { kind: "task_failed", flow: event.flow, task: event.task, fingerprint }, {
-        ...base,
-        summary: `${event.flow}/${event.nodeKey ?? event.task} failed after ${event.attempt ?? 1} attempt(s): ${error.name}: ${error.message}`,
-        details: {},
-      });
+      sent = await this.raise(
+        name,
+        group,
+        { kind: "task_failed", flow: event.flow, task: event.task, fingerprint },
+        {
+          ...base,
+          summary: `${event.flow}/${event.nodeKey ?? event.task} failed after ${event.attempt ?? 1} attempt(s): ${error.name}: ${error.message}`,
+          details: {},
+        },
+      );
     }
     const n = triggers.consecutiveFailures;
     if (n !== undefined && streak && streak.failures === n) {
       sent =
-        (await this.raise(name, group, { kind: "consecutive_failures", flow: event.flow, task: event.task, fingerprint: "" }, {
-          ...base,
-          summary: `${event.flow}/${event.task} failed ${n} times in a row (last: ${error.name}: ${error.message})`,
-          details: { failures: streak.failures },
-        })) || sent;
+        (await this.raise(
+          name,
+          group,
+          { kind: "consecutive_failures", flow: event.flow, task: event.task, fingerprint: "" },
+          {
+            ...base,
+            summary: `${event.flow}/${event.task} failed ${n} times in a row (last: ${error.name}: ${error.message})`,
+            details: { failures: streak.failures },
+          },
+        )) || sent;
     }
     if (sent && streak && !streak.alerted) await markStreakAlerted(this.o.db, event.flow, event.task);
   }
@@ -275,14 +312,19 @@ export class AlertEvaluator {
       const threshold = group.triggers.slowRunMs!;
       if (durationMs <= threshold) continue;
       const outcome = event.name === "run_succeeded" ? "succeeded" : "failed";
-      await this.raise(name, group, { kind: "slow_run", flow: event.flow, task: "", fingerprint: "" }, {
-        flow: event.flow,
-        runId: event.runId,
-        businessKey: event.businessKey,
-        eventId: event.id,
-        summary: `run ${event.runId} of ${event.flow} ${outcome} but took ${Math.round(durationMs)} ms, over the ${threshold} ms threshold`,
-        details: { durationMs: Math.round(durationMs), thresholdMs: threshold, outcome },
-      });
+      await this.raise(
+        name,
+        group,
+        { kind: "slow_run", flow: event.flow, task: "", fingerprint: "" },
+        {
+          flow: event.flow,
+          runId: event.runId,
+          businessKey: event.businessKey,
+          eventId: event.id,
+          summary: `run ${event.runId} of ${event.flow} ${outcome} but took ${Math.round(durationMs)} ms, over the ${threshold} ms threshold`,
+          details: { durationMs: Math.round(durationMs), thresholdMs: threshold, outcome },
+        },
+      );
     }
   }
 

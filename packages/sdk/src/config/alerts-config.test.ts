@@ -34,7 +34,15 @@ describe("alerts: in runtime.yaml", () => {
     const groups = resolveAlertGroups(config.alerts, { AX_HOOK_SECRET: "k" });
     expect(groups.default).toEqual({
       sinks: [
-        { type: "webhook", url: "https://hooks.example.com/ax", secret: "k", timeoutMs: 3000, retries: 1, retryBackoffMs: 1000, headers: undefined },
+        {
+          type: "webhook",
+          url: "https://hooks.example.com/ax",
+          secret: "k",
+          timeoutMs: 3000,
+          retries: 1,
+          retryBackoffMs: 1000,
+          headers: undefined,
+        },
         { type: "log", level: "error" },
       ],
       silenceMs: 600_000,
