@@ -13,16 +13,20 @@ export interface Received {
 export async function startWebhookSink(): Promise<{
   url: string;
   received: Received[];
+  /** Every request, answered 200 or not. */
+  hits(): number;
   setStatus(code: number): void;
   close(): Promise<void>;
 }> {
   const received: Received[] = [];
   let status = 200;
+  let hits = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8");
+      hits++;
       if (status === 200)
         received.push({ path: req.url ?? "", body, json: JSON.parse(body) as Record<string, unknown>, headers: req.headers });
       res.statusCode = status;
@@ -34,6 +38,7 @@ export async function startWebhookSink(): Promise<{
   return {
     url: `http://127.0.0.1:${port}/hook`,
     received,
+    hits: () => hits,
     setStatus: (code) => {
       status = code;
     },

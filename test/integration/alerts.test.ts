@@ -212,4 +212,23 @@ describe("alerts: terminal failures only, one per silence window across coordina
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toContain('alert group "pagers" is not defined (defined: default, burst, slow, stuck, streak)');
   });
+
+  it("a webhook answering 500 is tried retries + 1 times with backoff, then reported failed", async () => {
+    const failing = await startWebhookSink();
+    failing.setStatus(500);
+    try {
+      const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "failing.yaml");
+      writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${failing.url}", retries: 2, retry_backoff: 200ms }]\n`);
+      const started = Date.now();
+      const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain(`FAILED webhook ${failing.url}`);
+      expect(result.stdout).toMatch(/failed 3 time\(s\), last: HTTP 500/);
+      expect(failing.hits()).toBe(3);
+      // 200 ms then 400 ms between the three tries.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    } finally {
+      await failing.close();
+    }
+  });
 });

@@ -27,12 +27,12 @@ export function registerEventRoutes(app: App, deps: { queues: QueueRegistry; log
   const clients = new Set<(events: AxEvent[]) => void>();
   const open = new Set<ServerResponse>();
   let reader: EventStreamReader | undefined;
-  const ensureReader = async () => {
+  const ensureReader = () => {
     if (reader) return;
     reader = new EventStreamReader(deps.queues.connection, deps.queues.prefix, deps.log, (events) => {
       for (const client of clients) client(events);
     });
-    await reader.start();
+    reader.start();
   };
 
   // Open streams would keep the server from closing: end them first.
@@ -46,7 +46,7 @@ export function registerEventRoutes(app: App, deps: { queues: QueueRegistry; log
     const lastEventId = request.headers["last-event-id"];
     const given = query.after ?? (typeof lastEventId === "string" && /^\d+(-\d+)?$/.test(lastEventId) ? lastEventId : undefined);
     const after = given === undefined || given.includes("-") ? given : `${given}-0`;
-    await ensureReader();
+    ensureReader();
 
     reply.hijack();
     const res = reply.raw;

@@ -75,6 +75,8 @@ export class AlertEvaluator {
   private readonly key: string;
   private readonly deliveries: Counter<"sink" | "outcome">;
   private readonly warnedGroups = new Set<string>();
+  /** Deliveries under way: a webhook retrying with backoff must not hold up the evaluation of later events. */
+  private readonly sending = new Set<Promise<unknown>>();
 
   constructor(private readonly o: AlertEvaluatorOptions) {
     this.key = eventStreamKey(o.prefix);
@@ -100,10 +102,10 @@ export class AlertEvaluator {
     clearInterval(this.stuckTimer);
     if (this.redis) closeRedis(this.redis);
     await this.running;
+    await Promise.all(this.sending);
   }
 
-  /** Evaluates one event; exposed for tools and tests that feed events by hand. */
-  async handle(event: AxEvent): Promise<void> {
+  private async handle(event: AxEvent): Promise<void> {
     const groups = this.o.groups();
     if (Object.keys(groups).length === 0) return;
     switch (event.name) {
@@ -120,7 +122,7 @@ export class AlertEvaluator {
   }
 
   /** One pass over runs stuck `running`: one alert per flow per silence window. */
-  async scanStuck(): Promise<void> {
+  private async scanStuck(): Promise<void> {
     const groups = this.o.groups();
     for (const [name, group] of Object.entries(groups)) {
       const threshold = group.triggers.stuckRunningMs;
@@ -288,7 +290,7 @@ export class AlertEvaluator {
     // The delete hands the ended streak to exactly one coordinator: no claim needed for the notice.
     const ended = await endFailureStreak(this.o.db, event.flow, event.task);
     if (!ended?.alerted || !group.triggers.recovery) return;
-    await this.send(name, group, {
+    this.send(name, group, {
       kind: "recovered",
       flow: event.flow,
       task: event.task,
@@ -335,11 +337,11 @@ export class AlertEvaluator {
       this.deliveries.inc({ sink: "-", outcome: "silenced" });
       return false;
     }
-    await this.send(name, group, { ...alert, kind: key.kind as AlertKind, task: key.task || null }, claim.suppressed);
+    this.send(name, group, { ...alert, kind: key.kind as AlertKind, task: key.task || null }, claim.suppressed);
     return true;
   }
 
-  private async send(name: string, group: AlertGroup, fields: AlertFields & { kind: AlertKind }, suppressed = 0): Promise<void> {
+  private send(name: string, group: AlertGroup, fields: AlertFields & { kind: AlertKind }, suppressed = 0): void {
     const alert: Alert = {
       task: null,
       runId: null,
@@ -354,7 +356,8 @@ export class AlertEvaluator {
       suppressed,
       at: new Date().toISOString(),
     };
-    await deliverAlert(alert, group.sinks, this.o.log, this.deliveries);
+    const sending = deliverAlert(alert, group.sinks, this.o.log, this.deliveries).finally(() => this.sending.delete(sending));
+    this.sending.add(sending);
   }
 }
 

@@ -37,9 +37,7 @@ function startReader(source: Source): void {
   if (source.reader || listeners.size === 0) return;
   const reader = new EventStreamReader(source.redis, source.prefix, source.log, deliver);
   source.reader = reader;
-  reader.start().catch((error: unknown) => {
-    source.log.warn({ err: error }, "cannot follow the cluster's event stream; onEvent listeners receive nothing until restart");
-  });
+  reader.start();
 }
 
 /**

@@ -37,11 +37,10 @@ export class EventStreamReader {
     private readonly deliver: (events: AxEvent[]) => void,
   ) {}
 
-  /** Starts after `after` (an event id), or after the newest event now in the stream. */
-  async start(after?: string): Promise<void> {
+  /** Starts after `after` (an event id), or after the newest event in the stream once Redis answers. */
+  start(after?: string): void {
     this.redis = duplicateRedis(this.base, this.log, "events");
-    const from = after ?? (await lastEventId(this.base, this.prefix));
-    this.running = this.loop(from);
+    this.running = this.loop(after);
   }
 
   async stop(): Promise<void> {
@@ -50,11 +49,12 @@ export class EventStreamReader {
     await this.running;
   }
 
-  private async loop(from: string): Promise<void> {
+  private async loop(from: string | undefined): Promise<void> {
     const key = eventStreamKey(this.prefix);
     let last = from;
     while (!this.stopped) {
       try {
+        last ??= await lastEventId(this.redis!, this.prefix);
         const reply = (await this.redis!.xread("COUNT", BATCH, "BLOCK", BLOCK_MS, "STREAMS", key, last)) as StreamReply;
         const entries = reply?.[0]?.[1] ?? [];
         if (entries.length === 0) continue;
