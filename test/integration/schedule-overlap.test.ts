@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ax, type Client, type Runtime } from "ax-scheduler";
+import { ax, type AxEvent, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 import { steps, ticksOf, type TickRow } from "../helpers/schedule-ticks.js";
@@ -21,8 +21,13 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
   let runtime: Runtime;
   let client: Client;
   const ticks = new Map<string, TickRow[]>();
+  const skippedEvents: AxEvent[] = [];
+  let unsubscribe: (() => void) | undefined;
 
   beforeAll(async () => {
+    unsubscribe = ax.onEvent((event) => {
+      if (event.name === "schedule_skipped") skippedEvents.push(event);
+    });
     runtime = testRuntime(env, { flows, maxConcurrency: 20 });
     await runtime.start();
     client = runtime.client();
@@ -42,6 +47,7 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
   }, 60_000);
 
   afterAll(async () => {
+    unsubscribe?.();
     await runtime?.stop();
     await env.cleanup();
   });
@@ -64,6 +70,10 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
     const skipped = recorded.filter((t) => t.status === "skipped");
     expect(skipped.length).toBeGreaterThanOrEqual(2);
     expect(skipped.every((t) => /run [0-9a-f-]{36} of this flow is still unfinished \(overlap: skip\)/.test(t.reason ?? ""))).toBe(true);
+    // Each skipped tick is also a cluster event, with the tick's logical date and reason.
+    const events = skippedEvents.filter((e) => e.flow === "overlap_skip");
+    expect(events.map((e) => e.logicalDate).sort()).toEqual(skipped.map((t) => new Date(t.at).toISOString()).sort());
+    expect(events.every((e) => e.reason?.includes("(overlap: skip)"))).toBe(true);
     expect(runs.every((r) => r.run_status === "success")).toBe(true);
   });
 

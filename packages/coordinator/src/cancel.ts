@@ -43,6 +43,9 @@ export async function cancelRun(deps: CancelDeps, runId: string, reason?: string
   if (!outcome.found) return undefined;
   if (outcome.status !== "cancelled") return { runId, cancelled: false, status: outcome.status, removedJobs: 0 };
 
+  if (outcome.cancelled && outcome.flow !== undefined) {
+    deps.queues.events.publish({ name: "run_cancelled", runId, flow: outcome.flow, businessKey: outcome.businessKey ?? null });
+  }
   const message: CancelMessage = { runId };
   await deps.queues.connection.publish(cancelChannel(deps.queues.prefix), JSON.stringify(message));
   const removed = await Promise.all(

@@ -2,6 +2,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { within } from "@ax/store";
+import { EventPublisher } from "./events/publisher.js";
 
 /** What a node's BullMQ job carries: enough to find everything else in PostgreSQL. */
 export interface NodeJobData {
@@ -29,6 +30,8 @@ export function taskQueueName(group: string, task: string): string {
 /** One BullMQ `Queue` per task queue, sharing one Redis connection. */
 export class QueueRegistry {
   private readonly queues = new Map<string, Queue<NodeJobData>>();
+  /** The cluster's lifecycle events, batched onto its stream over the shared connection. */
+  readonly events: EventPublisher;
 
   constructor(
     /** Also carries cluster messages such as cancels (a publish needs no dedicated connection). */
@@ -36,7 +39,9 @@ export class QueueRegistry {
     readonly prefix: string,
     /** Where the queues' connection errors go. */
     readonly log: Logger,
-  ) {}
+  ) {
+    this.events = new EventPublisher(connection, prefix, log);
+  }
 
   /** The queue a node's jobs go to: its task's queue in its worker group. */
   forNode(node: { queue: string; task: string }): Queue<NodeJobData> {
@@ -58,6 +63,7 @@ export class QueueRegistry {
   async close(timeoutMs = 5000): Promise<void> {
     const queues = [...this.queues.values()];
     this.queues.clear();
+    await within(this.events.flush(), timeoutMs);
     await within(Promise.all(queues.map((q) => q.close())), timeoutMs);
   }
 }

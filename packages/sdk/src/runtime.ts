@@ -4,11 +4,15 @@ import { Registry } from "prom-client";
 import { z } from "zod";
 import {
   Admission,
+  AlertEvaluator,
+  alertDeliveriesMetric,
+  attachEventSource,
   Reconciler,
   ScheduleLoop,
   scheduleLagMetric,
   TriggerListener,
   type AdmissionOptions,
+  type AlertGroup,
   type ReconcilerOptions,
 } from "@ax/coordinator";
 import {
@@ -33,6 +37,7 @@ import { Client } from "./client.js";
 import { servedFlows } from "./served-flows.js";
 import { ConfigFollower, LiveConfig } from "./config/live-config.js";
 import { parseRuntimeConfig, readConfigFile, type RuntimeConfig } from "./config/runtime-config.js";
+import { resolveAlertGroups } from "./config/alerts-config.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
@@ -72,6 +77,8 @@ export interface RuntimeOptions extends ConnectionOptions {
   reconciler?: ReconcilerOptions | undefined;
   /** Held runs (`maxConcurrentRuns`, backfills) are released by a loop of the coordinator role. */
   admission?: AdmissionOptions | undefined;
+  /** Alert evaluation (coordinator role, when `alerts:` defines a group). */
+  alerts?: { /** How often to look for runs stuck `running`. @defaultValue 30000 */ stuckScanMs?: number } | undefined;
   worker?:
     | {
         heartbeatMs?: number;
@@ -113,11 +120,14 @@ export class Runtime {
   private readonly roles: Role[];
   private readonly tasks = new Map<string, RunnableTask>();
   private readonly flows: Flow<any>[];
-  private config: RuntimeConfig = { pools: {}, tasks: {}, flows: {} };
+  private config: RuntimeConfig = { pools: {}, tasks: {}, flows: {}, alerts: {} };
+  private alertGroups: Record<string, AlertGroup> = {};
+  private alerts: AlertEvaluator | undefined;
   /** The stored config version applied now; 0 before any is stored. */
   private appliedVersion = 0;
   private live: LiveConfig | undefined;
   private follower: ConfigFollower | undefined;
+  private detachEvents: (() => Promise<void>) | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
     const roles = rolesSchema.safeParse(options.roles ?? ["coordinator", "worker", "api"]);
@@ -174,6 +184,7 @@ export class Runtime {
     await saveCodeOptions(store.db, this.codeOptionRows());
     await this.adoptStartConfig(file, fileText);
     await this.registerFlows();
+    this.detachEvents = attachEventSource(connections.redis, queues.prefix, this.log.child({ component: "events" }));
 
     if (this.roles.includes("worker")) {
       const source: TaskSource = { get: (name) => this.tasks.get(name), names: () => [...this.tasks.keys()] };
@@ -215,6 +226,8 @@ export class Runtime {
       await this.triggerListener.start();
       this.admission = new Admission({ db: store.db, queues }, this.log.child({ component: "admission" }), this.options.admission);
       this.admission.start();
+      alertDeliveriesMetric(this.registry);
+      await this.syncAlerts();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -264,11 +277,25 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections, follower } = this;
+    const {
+      server,
+      metricsServer,
+      reconciler,
+      schedules,
+      triggerListener,
+      admission,
+      worker,
+      connections,
+      follower,
+      detachEvents,
+      alerts,
+    } = this;
     this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
-    this.worker = this.connections = this.follower = undefined;
+    this.worker = this.connections = this.follower = this.detachEvents = this.alerts = undefined;
     await within(
       Promise.all([
+        alerts?.stop(),
+        detachEvents?.(),
         follower?.stop(),
         server?.close(),
         metricsServer?.close(),
@@ -357,6 +384,7 @@ export class Runtime {
       );
       await this.schedules.reload();
     }
+    if (this.roles.includes("coordinator")) await this.syncAlerts();
     this.appliedVersion = version.version;
     this.log.info({ version: version.version, author: version.author, file: version.file }, "config version applied");
   }
@@ -389,8 +417,26 @@ export class Runtime {
     return [...tasks.values(), ...flows];
   }
 
+  /** Alerts are evaluated only once a group is defined: a cluster without `alerts:` pays nothing for them. */
+  private async syncAlerts(): Promise<void> {
+    if (this.alerts || Object.keys(this.alertGroups).length === 0 || !this.connections) return;
+    const { store, redis, queues } = this.connections;
+    const alerts = new AlertEvaluator({
+      db: store.db,
+      redis,
+      prefix: queues.prefix,
+      log: this.log.child({ component: "alerts" }),
+      registry: this.registry,
+      groups: () => this.alertGroups,
+      stuckScanMs: this.options.alerts?.stuckScanMs,
+    });
+    await alerts.start();
+    this.alerts = alerts;
+  }
+
   private applyConfig(config: RuntimeConfig): void {
     this.config = config;
+    this.alertGroups = resolveAlertGroups(config.alerts);
     for (const flow of this.flows) {
       for (const task of flow.tasks.values()) {
         const runnable = this.tasks.get(task.taskName)!;

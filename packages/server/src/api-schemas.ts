@@ -4,6 +4,14 @@ import { RUN_STATUSES, toStorableText } from "@ax/store";
 /** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
 export const storableText = z.string().refine((text) => toStorableText(text) === text, "contains a NUL or a lone UTF-16 surrogate");
 
+/** `GET /api/events`: replay from after this event id (`<ms>-<seq>`; `0` = everything the stream holds). */
+export const eventsQuery = z.object({
+  after: z
+    .string()
+    .regex(/^\d+(-\d+)?$/, "an event id such as 1700000000000-0")
+    .optional(),
+});
+
 export const listQuery = z.object({
   flow: storableText.optional(),
   status: z.enum(RUN_STATUSES).optional(),
@@ -157,6 +165,11 @@ export const API_ROUTES: Record<string, RouteDoc> = {
       404: { description: "unknown flow", schema: apiError },
       413: { description: "payload over the size cap", schema: apiError },
     },
+  },
+  "GET /api/events": {
+    summary: "the cluster's events as server-sent events (`id:` event id, `data:` AxEvent JSON), replaying those after `after`",
+    query: eventsQuery,
+    responses: { 200: { description: "an endless event stream", contentType: "text/event-stream" }, 400: badRequest },
   },
   "GET /api/queues": {
     summary: "each task queue: waiting, active and delayed jobs, the limit holding it, live workers serving it",

@@ -28,3 +28,4 @@ export * from "./repositories/rerun-source.js";
 export * from "./repositories/backfills.js";
 export * from "./repositories/unserved.js";
 export * from "./repositories/config-versions.js";
+export * from "./repositories/alerts.js";

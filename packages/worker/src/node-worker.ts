@@ -114,6 +114,7 @@ export class NodeWorker {
       executing: new Set(),
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
+      events: o.queues.events,
     };
     const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
     const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);

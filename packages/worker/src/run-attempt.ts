@@ -19,12 +19,11 @@ import {
   type StartedAttempt,
   type TaskFailure,
 } from "@ax/store";
-import type { BatchedEnqueue, NodeJobData } from "@ax/coordinator";
+import type { BatchedEnqueue, EventPublisher, NewAxEvent, NodeJobData } from "@ax/coordinator";
 import type { Logger } from "pino";
 import type { AttemptWrites } from "./attempt-writes.js";
 import type { CachedDag, DagCache } from "./dag-cache.js";
 import { withDbRetry } from "./db-retry.js";
-import { emitEvent, type AxEvent } from "./events.js";
 import { execute, type AttemptResult } from "./executors/index.js";
 import { toTaskFailure } from "./failure.js";
 import type { WorkerMetrics } from "./metrics.js";
@@ -55,6 +54,8 @@ export interface AttemptDeps {
   writes: AttemptWrites;
   /** Newly ready and retrying nodes' jobs, added to Redis together. */
   jobs: Pick<BatchedEnqueue, "add">;
+  /** Lifecycle events, to the cluster's stream (buffered: publishing never waits on Redis). */
+  events: Pick<EventPublisher, "publish">;
 }
 
 /** The run a job belongs to, as events and logs name it. */
@@ -163,8 +164,8 @@ async function executeStarted(
   const nodeKey = node.key;
   const ref = { runId, nodeKey, attempt };
   const log = deps.log.child({ runId, flow: run.flow, node: nodeKey, attempt, businessKey: run.businessKey });
-  if (started.runStarted) emitEvent({ name: "run_started", ...run });
-  emitEvent({ name: "task_started", ...nodeEvent(run, node, attempt) });
+  if (started.runStarted) deps.events.publish({ name: "run_started", ...run });
+  deps.events.publish({ name: "task_started", ...nodeEvent(deps, run, node, attempt) });
   if (started.queuedAt) {
     deps.metrics.queueWait.observe({ task: node.task }, (started.startedAt.getTime() - started.queuedAt.getTime()) / 1000);
   }
@@ -220,7 +221,12 @@ async function executeStarted(
   deps.metrics.consecutiveFailures.inc({ task: node.task });
   const failure = toTaskFailure(checked.error);
   log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
-  if (outcome === "timed_out") emitEvent({ name: "task_timed_out", ...nodeEvent(run, node, attempt), error: failure });
+  if (outcome === "timed_out")
+    deps.events.publish({
+      name: "task_timed_out",
+      ...nodeEvent(deps, run, node, attempt),
+      error: { name: failure.name, message: failure.message },
+    });
   await closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task.options, run }, ended);
 }
 
@@ -245,8 +251,10 @@ function failureKind(outcome: AttemptOutcome, error: unknown) {
   return "error" as const;
 }
 
-function nodeEvent(run: RunMeta, node: DagNode, attempt: number): Omit<AxEvent, "name" | "at"> {
-  return { ...run, nodeKey: node.key, task: node.task, attempt };
+function nodeEvent(deps: AttemptDeps, run: RunMeta, node: DagNode, attempt: number): Omit<NewAxEvent, "name"> {
+  // The group travels with the event: the coordinator that evaluates alerts may not have the task's code.
+  const alertGroup = deps.tasks.get(node.task)?.options.alertGroup;
+  return { ...run, nodeKey: node.key, task: node.task, attempt, ...(alertGroup ? { alertGroup } : {}) };
 }
 
 interface FailedAttempt {
@@ -322,15 +330,15 @@ async function afterRecorded(
       );
       return;
     }
-    emitEvent({ name: "task_succeeded", ...nodeEvent(run, node, attempt) });
+    deps.events.publish({ name: "task_succeeded", ...nodeEvent(deps, run, node, attempt) });
     await afterAdvance(deps, recorded.advanced, run);
     return;
   }
-  const event = { ...nodeEvent(run, node, attempt), error: { name: recorded.failure.name, message: recorded.failure.message } };
+  const event = { ...nodeEvent(deps, run, node, attempt), error: { name: recorded.failure.name, message: recorded.failure.message } };
   if (recorded.kind === "retrying") {
     if (!recorded.applied) return;
     deps.metrics.retries.inc({ task: node.task });
-    emitEvent({ name: "task_retrying", ...event });
+    deps.events.publish({ name: "task_retrying", ...event });
     await deps.jobs.add([
       {
         runId: run.runId,
@@ -345,7 +353,7 @@ async function afterRecorded(
     return;
   }
   if (!recorded.advanced.applied) return;
-  emitEvent({ name: "task_failed", ...event });
+  deps.events.publish({ name: "task_failed", ...event });
   await afterAdvance(deps, recorded.advanced, run);
 }
 
@@ -353,8 +361,8 @@ async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta)
   await deps.jobs.add(advanced.ready);
   if (!advanced.runFinished) return;
   deps.metrics.runsFinished.inc({ flow: run.flow, status: advanced.runFinished });
-  if (advanced.runFinished === "success") emitEvent({ name: "run_succeeded", ...run });
-  if (advanced.runFinished === "failed") emitEvent({ name: "run_failed", ...run });
+  if (advanced.runFinished === "success") deps.events.publish({ name: "run_succeeded", ...run });
+  if (advanced.runFinished === "failed") deps.events.publish({ name: "run_failed", ...run });
 }
 
 /**

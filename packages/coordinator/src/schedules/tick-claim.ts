@@ -88,6 +88,16 @@ export async function claimTick(deps: TickDeps, flow: string, overlap: Overlap, 
     return { status: "created", reason: null, released, cancel: decision.cancel, run };
   });
   if (!("run" in decided)) return decided;
+  if (decided.status === "skipped") {
+    deps.queues.events.publish({
+      name: "schedule_skipped",
+      runId: "",
+      flow,
+      businessKey: null,
+      logicalDate: logicalDate.toISOString(),
+      reason: decided.reason ?? "",
+    });
+  }
   const createdAt = new Date();
   for (const runId of decided.cancel) await cancelRun(deps, runId);
   await deps.jobs.add(await readyOf(deps, flow, [decided.released, decided.run]));

@@ -176,7 +176,9 @@ export class LiveConfig {
   async effective(filter: { task?: string | undefined; flow?: string | undefined } = {}): Promise<EffectiveConfig> {
     const latest = await latestConfigVersion(this.db);
     const version = latest?.version ?? null;
-    const yaml = latest ? parseRuntimeConfig(latest.yaml, latest.file) : { pools: {}, tasks: {}, flows: {}, maxConcurrency: undefined };
+    const yaml = latest
+      ? parseRuntimeConfig(latest.yaml, latest.file)
+      : { pools: {}, tasks: {}, flows: {}, alerts: {}, maxConcurrency: undefined };
     const code = await listCodeOptions(this.db);
     const codeOf = (kind: "task" | "flow") => new Map(code.filter((c) => c.kind === kind).map((c) => [c.name, c.options]));
     const taskCode = codeOf("task");

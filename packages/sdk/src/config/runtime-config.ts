@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
+import { alertGroupSchema, alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { AxConfigError } from "@ax/common";
 
 /** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
@@ -45,7 +46,7 @@ const configSchema = z
     tasks: z.record(z.string(), taskOverridesSchema).optional(),
     flows: z.record(z.string(), flowOverridesSchema).optional(),
     retention: z.string().optional(),
-    alerts: z.record(z.string(), z.unknown()).optional(),
+    alerts: alertsSchema.optional(),
   })
   .strict();
 
@@ -54,6 +55,8 @@ export interface RuntimeConfig {
   pools: Record<string, number>;
   tasks: Record<string, TaskOverrides>;
   flows: Record<string, z.output<typeof flowOverridesSchema>>;
+  /** `alerts:` groups by name (durations in ms; `secret_env` not yet read). */
+  alerts: AlertsConfig;
 }
 
 /** The tasks and flows the cluster knows (registered flow definitions), what YAML may name. */
@@ -87,7 +90,9 @@ function keysAt(path: (string | number)[]): string[] | undefined {
         ? taskOverridesSchema.shape
         : path.length === 2 && path[0] === "flows"
           ? flowOverridesSchema.shape
-          : undefined;
+          : path.length === 2 && path[0] === "alerts"
+            ? alertGroupSchema.shape
+            : undefined;
   return shape && Object.keys(shape).map(snake);
 }
 
@@ -166,6 +171,11 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     for (const name of Object.keys(config.flows ?? {})) {
       if (!flows.has(name)) fail(["flows", name], `unknown flow "${name}" (defined: ${[...flows].join(", ") || "none"})`);
     }
+    for (const [group, settings] of Object.entries(config.alerts ?? {})) {
+      (settings.flows ?? []).forEach((name, i) => {
+        if (!flows.has(name)) fail(["alerts", group, "flows", i], `unknown flow "${name}" (defined: ${[...flows].join(", ") || "none"})`);
+      });
+    }
   }
   for (const [name, task] of Object.entries(config.tasks ?? {})) {
     const pool = typeof task.pool === "string" ? task.pool : task.pool?.name;
@@ -176,5 +186,6 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     pools: config.pools ?? {},
     tasks: config.tasks ?? {},
     flows: config.flows ?? {},
+    alerts: config.alerts ?? {},
   };
 }

@@ -44,13 +44,18 @@ export async function cancelRunRecords(db: Db, runId: string, failure: TaskFailu
       update attempts set finished_at = clock_timestamp(), outcome = 'failed', error = ${failureJson}::jsonb
       where run_id = ${runId} and finished_at is null`);
     // The run is terminal from here on: nothing remains for the lifecycle to count down.
-    await tx.execute(sql`
+    const [ended] = await rows<{ flow: string; business_key: string | null }>(
+      tx,
+      sql`
       update runs set status = 'cancelled', finished_at = clock_timestamp(), nodes_remaining = 0
-      where id = ${runId}`);
+      where id = ${runId} returning flow, business_key`,
+    );
     return {
       found: true,
       cancelled: true,
       status: "cancelled",
+      flow: ended!.flow,
+      businessKey: ended!.business_key,
       nodes: locked.map((n) => ({ nodeKey: n.node_key, queue: n.queue, task: n.task, attempt: Number(n.attempt), previous: n.status })),
     };
   });

@@ -81,4 +81,7 @@ export type RunCancellation =
       status: RunStatus;
       /** Nodes cancelled now, or every cancelled node of a run cancelled earlier. */
       nodes: CancelledNode[];
+      /** Set when cancelled now (for the `run_cancelled` event). */
+      flow?: string;
+      businessKey?: string | null;
     };

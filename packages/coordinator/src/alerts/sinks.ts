@@ -1,0 +1,68 @@
+import { createHmac } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
+import type { Counter } from "prom-client";
+import { AxAlertDeliveryError } from "@ax/common";
+import type { Alert, AlertSink } from "./types.js";
+
+export const SIGNATURE_HEADER = "X-Ax-Signature";
+
+/** `sha256=<hex>`: HMAC-SHA256 of the exact body bytes with the sink's secret. */
+export function signBody(body: string, secret: string): string {
+  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+}
+
+export interface DeliveryResult {
+  sink: AlertSink["type"];
+  target: string;
+  ok: boolean;
+  error?: string;
+}
+
+/** Sends `alert` to every sink of its group; one sink's failure does not stop the others. */
+export async function deliverAlert(
+  alert: Alert,
+  sinks: AlertSink[],
+  log: Logger,
+  deliveries?: Counter<"sink" | "outcome">,
+): Promise<DeliveryResult[]> {
+  return Promise.all(
+    sinks.map(async (sink): Promise<DeliveryResult> => {
+      const target = sink.type === "webhook" ? sink.url : "log";
+      try {
+        if (sink.type === "webhook") await postWebhook(alert, sink);
+        else log[sink.level]({ alert }, `alert: ${alert.summary}`);
+        deliveries?.inc({ sink: sink.type, outcome: "sent" });
+        return { sink: sink.type, target, ok: true };
+      } catch (error) {
+        deliveries?.inc({ sink: sink.type, outcome: "failed" });
+        log.error({ err: error, alert: { kind: alert.kind, flow: alert.flow, task: alert.task } }, "alert not delivered");
+        return { sink: sink.type, target, ok: false, error: (error as Error).message };
+      }
+    }),
+  );
+}
+
+async function postWebhook(alert: Alert, sink: Extract<AlertSink, { type: "webhook" }>): Promise<void> {
+  const body = JSON.stringify(alert);
+  const headers: Record<string, string> = { ...sink.headers, "content-type": "application/json", "user-agent": "ax-scheduler" };
+  if (sink.secret) headers[SIGNATURE_HEADER] = signBody(body, sink.secret);
+  let reason = "";
+  for (let attempt = 0; attempt <= sink.retries; attempt++) {
+    if (attempt > 0) await sleep(sink.retryBackoffMs * 2 ** (attempt - 1));
+    try {
+      const response = await fetch(sink.url, { method: "POST", headers, body, signal: AbortSignal.timeout(sink.timeoutMs) });
+      await response.arrayBuffer().catch(() => undefined);
+      if (response.ok) return;
+      reason = `HTTP ${response.status}`;
+      // A 4xx other than 408/429 will not get better by asking again.
+      if (response.status < 500 && response.status !== 408 && response.status !== 429) {
+        throw new AxAlertDeliveryError(sink.url, attempt + 1, reason);
+      }
+    } catch (error) {
+      if (error instanceof AxAlertDeliveryError) throw error;
+      reason = (error as Error).name === "TimeoutError" ? `no answer within ${sink.timeoutMs} ms` : (error as Error).message;
+    }
+  }
+  throw new AxAlertDeliveryError(sink.url, sink.retries + 1, reason);
+}

@@ -1,0 +1,100 @@
+import { randomUUID } from "node:crypto";
+import { sql } from "drizzle-orm";
+import type { Db } from "../connect.js";
+import { rows } from "./raw.js";
+
+export interface AlertKey {
+  /** The trigger: `task_failed`, `consecutive_failures`, `slow_run`, `stuck_running`, `recovered`. */
+  kind: string;
+  flow: string;
+  /** Empty for run-level alerts. */
+  task: string;
+  /** Error name + normalised message, or empty. */
+  fingerprint: string;
+}
+
+export interface AlertClaim {
+  /** True for exactly one claimant per key per silence window. */
+  send: boolean;
+  /** Alerts of this key held back before this one (send), or so far (not send). */
+  suppressed: number;
+}
+
+/**
+ * Claims the right to send the alert of `key`: granted when none was sent within `silenceMs`.
+ * One upsert under the key's row lock, so concurrent coordinators agree on a single sender.
+ */
+export async function claimAlert(db: Db, key: AlertKey, silenceMs: number): Promise<AlertClaim> {
+  const claim = randomUUID();
+  const [row] = await rows<{ claim: string; suppressed: number; held: number }>(
+    db,
+    sql`
+    insert into alert_dedupe as d (kind, flow, task, fingerprint, last_sent_at, suppressed, claim)
+    values (${key.kind}, ${key.flow}, ${key.task}, ${key.fingerprint}, clock_timestamp(), 0, ${claim})
+    on conflict (kind, flow, task, fingerprint) do update set
+      last_sent_at = case when d.last_sent_at <= clock_timestamp() - make_interval(secs => ${silenceMs / 1000})
+        then clock_timestamp() else d.last_sent_at end,
+      claim = case when d.last_sent_at <= clock_timestamp() - make_interval(secs => ${silenceMs / 1000})
+        then ${claim}::uuid else d.claim end,
+      suppressed = case when d.last_sent_at <= clock_timestamp() - make_interval(secs => ${silenceMs / 1000})
+        then 0 else d.suppressed + 1 end
+    returning d.claim, d.suppressed, (select suppressed from alert_dedupe o
+      where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as held`,
+  );
+  if (row!.claim === claim) return { send: true, suppressed: Number(row!.held ?? 0) };
+  return { send: false, suppressed: Number(row!.suppressed) };
+}
+
+/** Counts one more terminal failure of a task in a row; answers the streak so far. */
+export async function recordTerminalFailure(db: Db, flow: string, task: string): Promise<{ failures: number; alerted: boolean }> {
+  const [row] = await rows<{ failures: number; alerted: boolean }>(
+    db,
+    sql`
+    insert into alert_streaks as s (flow, task, failures) values (${flow}, ${task}, 1)
+    on conflict (flow, task) do update set failures = s.failures + 1, updated_at = now()
+    returning failures, alerted`,
+  );
+  return { failures: Number(row!.failures), alerted: row!.alerted };
+}
+
+/** Notes that an alert went out during the task's current failure streak, so its next success sends a recovery notice. */
+export async function markStreakAlerted(db: Db, flow: string, task: string): Promise<void> {
+  await db.execute(sql`update alert_streaks set alerted = true where flow = ${flow} and task = ${task}`);
+}
+
+/** A success ends the task's failure streak; answers the streak it ended, if any. */
+export async function endFailureStreak(db: Db, flow: string, task: string): Promise<{ failures: number; alerted: boolean } | undefined> {
+  const [row] = await rows<{ failures: number; alerted: boolean }>(
+    db,
+    sql`delete from alert_streaks where flow = ${flow} and task = ${task} returning failures, alerted`,
+  );
+  return row && { failures: Number(row.failures), alerted: row.alerted };
+}
+
+/** How long a finished run took, from its start (or creation) to its end; undefined for an unknown or unfinished run. */
+export async function runDurationMs(db: Db, runId: string): Promise<number | undefined> {
+  const [row] = await rows<{ ms: number | null }>(
+    db,
+    sql`select extract(epoch from (finished_at - coalesce(started_at, created_at))) * 1000 as ms from runs where id = ${runId}`,
+  );
+  return row?.ms == null ? undefined : Number(row.ms);
+}
+
+export interface StuckRun {
+  runId: string;
+  flow: string;
+  businessKey: string | null;
+  startedAt: Date;
+}
+
+/** Runs `running` for longer than `olderThanMs`, oldest first. */
+export async function stuckRuns(db: Db, olderThanMs: number, limit = 100): Promise<StuckRun[]> {
+  const found = await rows<{ id: string; flow: string; business_key: string | null; started_at: Date | string }>(
+    db,
+    sql`
+    select id, flow, business_key, started_at from runs
+    where status = 'running' and started_at < now() - make_interval(secs => ${olderThanMs / 1000})
+    order by started_at limit ${limit}`,
+  );
+  return found.map((r) => ({ runId: r.id, flow: r.flow, businessKey: r.business_key, startedAt: new Date(r.started_at) }));
+}

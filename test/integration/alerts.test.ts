@@ -1,0 +1,234 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ax, type Client, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+import { startWebhookSink, validSignature, type Received } from "../helpers/webhook-sink.js";
+
+const SECRET = "s3cret-for-tests";
+
+class ChargeDeclinedError extends Error {
+  override name = "ChargeDeclinedError";
+}
+
+const charge = ax.task({ name: "alert_charge", retries: 2, retryBackoff: "50ms" }, (input: { fail: boolean; n: number }) => {
+  if (input.fail) throw new ChargeDeclinedError(`card ${input.n} declined at attempt ${ax.context().attempt}`);
+  return "charged";
+});
+const chargeFlow = ax.flow({ name: "alert_charge_flow" }, (input) => charge(input));
+
+const burst = ax.task({ name: "alert_burst", alertGroup: "burst" }, (n: number) => {
+  throw new Error(`upstream 503 for item ${n}`);
+});
+const burstFlow = ax.flow({ name: "alert_burst_flow" }, (input) => burst(input));
+
+const slowTask = ax.task({ name: "alert_slow" }, async (ms: number) => {
+  await sleep(ms);
+  return ms;
+});
+const slowFlow = ax.flow({ name: "alert_slow_flow" }, (input) => slowTask(input));
+
+const stuckTask = ax.task({ name: "alert_stuck" }, async (ms: number) => {
+  await sleep(ms);
+  return ms;
+});
+const stuckFlow = ax.flow({ name: "alert_stuck_flow" }, (input) => stuckTask(input));
+
+const streakTask = ax.task({ name: "alert_streak", alertGroup: "streak" }, (n: number) => {
+  throw new Error(`nightly import ${n} found no file`);
+});
+const streakFlow = ax.flow({ name: "alert_streak_flow" }, (input) => streakTask(input));
+
+const flows = [chargeFlow, burstFlow, slowFlow, stuckFlow, streakFlow];
+
+async function runAx(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], { cwd: REPO_ROOT, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
+  }
+}
+
+function configYaml(url: string): string {
+  return [
+    "alerts:",
+    "  default:",
+    `    sinks: [{ type: webhook, url: "${url}/default", secret: ${SECRET}, timeout: 2s, retries: 2, retry_backoff: 100ms }]`,
+    "    silence: 1h",
+    "  burst:",
+    `    sinks: [{ type: webhook, url: "${url}/burst", secret: ${SECRET} }, { type: log, level: warn }]`,
+    "    silence: 1h",
+    "    triggers: { recovery: false }",
+    "  slow:",
+    `    sinks: [{ type: webhook, url: "${url}/slow", secret: ${SECRET} }]`,
+    "    flows: [alert_slow_flow]",
+    "    triggers: { slow_run: 300ms, terminal_failure: false }",
+    "  stuck:",
+    `    sinks: [{ type: webhook, url: "${url}/stuck", secret: ${SECRET} }]`,
+    "    flows: [alert_stuck_flow]",
+    "    silence: 1h",
+    "    triggers: { stuck_running: 1s }",
+    "  streak:",
+    `    sinks: [{ type: webhook, url: "${url}/streak", secret: ${SECRET} }]`,
+    "    triggers: { terminal_failure: false, consecutive_failures: 3 }",
+    "",
+  ].join("\n");
+}
+
+describe("alerts: terminal failures only, one per silence window across coordinators, slow and stuck runs", () => {
+  const env = isolate("alerts");
+  const runtimes: Runtime[] = [];
+  let client: Client;
+  let sink: Awaited<ReturnType<typeof startWebhookSink>>;
+
+  const at = (path: string, kind?: string): Received[] =>
+    sink.received.filter((r) => r.path === path && (kind === undefined || r.json.kind === kind));
+
+  beforeAll(async () => {
+    sink = await startWebhookSink();
+    const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "runtime.yaml");
+    writeFileSync(file, configYaml(sink.url.replace(/\/hook$/, "")));
+    // Two coordinators (each also a worker) share the event stream's consumer group and the dedupe rows.
+    for (let i = 0; i < 2; i++) {
+      const runtime = testRuntime(env, { flows, config: file, maxConcurrency: 20, alerts: { stuckScanMs: 300 } });
+      await runtime.start();
+      runtimes.push(runtime);
+    }
+    client = runtimes[0]!.client();
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all(runtimes.map((r) => r.stop()));
+    await sink?.close();
+    await env.cleanup();
+  });
+
+  it("a task failing 3 times then finally: exactly one webhook, signed, and a recovery notice after its next success", async () => {
+    const run = await client.waitForRun(await client.triggerFlow("alert_charge_flow", { fail: true, n: 4242 }), { timeout: "20s" });
+    expect(run.status).toBe("failed");
+    expect(run.tasks[0]!.attempts).toHaveLength(3);
+    await expect.poll(() => at("/default", "task_failed").length, { timeout: 10_000 }).toBe(1);
+    await sleep(1500);
+    const [alert] = at("/default", "task_failed");
+    expect(at("/default", "task_failed")).toHaveLength(1);
+    expect(validSignature(alert!, SECRET)).toBe(true);
+    expect(validSignature({ ...alert!, body: `${alert!.body} ` }, SECRET)).toBe(false);
+    expect(alert!.json).toMatchObject({
+      kind: "task_failed",
+      group: "default",
+      flow: "alert_charge_flow",
+      task: "alert_charge",
+      runId: run.id,
+      attempt: 3,
+      error: { name: "ChargeDeclinedError", message: "card 4242 declined at attempt 3" },
+      fingerprint: "ChargeDeclinedError: card <n> declined at attempt <n>",
+    });
+
+    const ok = await client.waitForRun(await client.triggerFlow("alert_charge_flow", { fail: false, n: 1 }), { timeout: "20s" });
+    expect(ok.status).toBe("success");
+    await expect.poll(() => at("/default", "recovered").length, { timeout: 10_000 }).toBe(1);
+    expect(at("/default", "recovered")[0]!.json).toMatchObject({
+      flow: "alert_charge_flow",
+      task: "alert_charge",
+      details: { failures: 1 },
+    });
+  });
+
+  it("20 failures of the same task within the silence window, two coordinator Runtimes: one alert", async () => {
+    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => client.triggerFlow("alert_burst_flow", i)));
+    for (const id of ids) expect((await client.waitForRun(id, { timeout: "20s" })).status).toBe("failed");
+    await expect.poll(() => at("/burst").length, { timeout: 10_000 }).toBe(1);
+    // Every event evaluated (by either coordinator) before counting: 1 sent + 19 silenced.
+    const outcomes = async () => {
+      const totals: Record<string, number> = {};
+      for (const runtime of runtimes) {
+        const metric = await runtime.registry.getSingleMetric("ax_alert_deliveries_total")!.get();
+        for (const v of metric.values) {
+          const key = `${v.labels.sink}:${v.labels.outcome}`;
+          totals[key] = (totals[key] ?? 0) + v.value;
+        }
+      }
+      return totals;
+    };
+    await expect.poll(async () => (await outcomes())["-:silenced"] ?? 0, { timeout: 10_000 }).toBeGreaterThanOrEqual(19);
+    await sleep(1000);
+    expect(at("/burst")).toHaveLength(1);
+    expect(at("/burst")[0]!.json).toMatchObject({ kind: "task_failed", group: "burst", task: "alert_burst", suppressed: 0 });
+    expect(at("/burst")[0]!.json.fingerprint).toBe("Error: upstream <n> for item <n>");
+    console.log("alert deliveries by sink:outcome across both coordinators:", JSON.stringify(await outcomes()));
+  });
+
+  it("a successful run slower than the threshold raises a slow-run alert; a quick one does not", async () => {
+    const quick = await client.waitForRun(await client.triggerFlow("alert_slow_flow", 10), { timeout: "20s" });
+    const slow = await client.waitForRun(await client.triggerFlow("alert_slow_flow", 700), { timeout: "20s" });
+    expect([quick.status, slow.status]).toEqual(["success", "success"]);
+    await expect.poll(() => at("/slow", "slow_run").length, { timeout: 10_000 }).toBe(1);
+    await sleep(1000);
+    expect(at("/slow")).toHaveLength(1);
+    const alert = at("/slow")[0]!;
+    expect(validSignature(alert, SECRET)).toBe(true);
+    expect(alert.json).toMatchObject({ runId: slow.id, flow: "alert_slow_flow", details: { outcome: "succeeded", thresholdMs: 300 } });
+    expect((alert.json.details as { durationMs: number }).durationMs).toBeGreaterThan(700);
+  });
+
+  it("a run still running past the threshold raises one stuck-running alert", async () => {
+    const runId = await client.triggerFlow("alert_stuck_flow", 3000);
+    await expect.poll(() => at("/stuck", "stuck_running").length, { timeout: 10_000 }).toBe(1);
+    expect(at("/stuck")[0]!.json).toMatchObject({ flow: "alert_stuck_flow", runId, details: { thresholdMs: 1000 } });
+    expect((await client.waitForRun(runId, { timeout: "20s" })).status).toBe("success");
+    expect(at("/stuck")).toHaveLength(1);
+  });
+
+  it("N consecutive terminal failures of a task raise one alert, at the Nth", async () => {
+    for (let i = 0; i < 2; i++) await client.waitForRun(await client.triggerFlow("alert_streak_flow", i), { timeout: "20s" });
+    await sleep(1000);
+    expect(at("/streak")).toHaveLength(0);
+    for (let i = 2; i < 5; i++) await client.waitForRun(await client.triggerFlow("alert_streak_flow", i), { timeout: "20s" });
+    await expect.poll(() => at("/streak", "consecutive_failures").length, { timeout: 10_000 }).toBe(1);
+    await sleep(1000);
+    expect(at("/streak")).toHaveLength(1);
+    expect(at("/streak")[0]!.json).toMatchObject({ task: "alert_streak", details: { failures: 3 } });
+  });
+
+  it("ax alerts test <group> sends a signed test alert through the group's sinks; an unknown group is refused", async () => {
+    const sent = await runAx(["--storage", env.storage, "--prefix", env.prefix, "alerts", "test", "burst"]);
+    expect(sent.stderr).toBe("");
+    expect(sent.code).toBe(0);
+    expect(sent.stdout).toMatch(/sent\s+webhook http:\/\/127\.0\.0\.1:\d+\/burst/);
+    expect(sent.stdout).toMatch(/sent\s+log/);
+    const tests = at("/burst", "test");
+    expect(tests).toHaveLength(1);
+    expect(validSignature(tests[0]!, SECRET)).toBe(true);
+
+    const unknown = await runAx(["--storage", env.storage, "--prefix", env.prefix, "alerts", "test", "pagers"]);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain('alert group "pagers" is not defined (defined: default, burst, slow, stuck, streak)');
+  });
+
+  it("a webhook answering 500 is tried retries + 1 times with backoff, then reported failed", async () => {
+    const failing = await startWebhookSink();
+    failing.setStatus(500);
+    try {
+      const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "failing.yaml");
+      writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${failing.url}", retries: 2, retry_backoff: 200ms }]\n`);
+      const started = Date.now();
+      const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain(`FAILED webhook ${failing.url}`);
+      expect(result.stdout).toMatch(/failed 3 time\(s\), last: HTTP 500/);
+      expect(failing.hits()).toBe(3);
+      // 200 ms then 400 ms between the three tries.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    } finally {
+      await failing.close();
+    }
+  });
+});
