@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Client, Runtime } from "ax-scheduler";
+import type { Client } from "ax-scheduler";
 import { burstFlow, latestFlow, newestFlow, ratedKeyFlow, syncFlow } from "../fixtures/keyed-limits.js";
 import { isolate } from "../helpers/isolated.js";
 import { maxOverlap, waitUntil, type Span } from "../helpers/limits.js";
-import { startAx, type Child } from "../helpers/processes.js";
-import { testRuntime } from "../helpers/runtime.js";
+import { startCliCluster, type CliCluster } from "../helpers/cli-cluster.js";
 
 function byKey<T extends { key: string }>(spans: T[]): Map<string, T[]> {
   const groups = new Map<string, T[]>();
@@ -14,8 +13,7 @@ function byKey<T extends { key: string }>(spans: T[]): Map<string, T[]> {
 
 describe("limits per business key across two worker processes (CLI, 10 attempts each)", () => {
   const env = isolate("keyed");
-  const workers: Child[] = [];
-  let coordinator: Runtime;
+  let cluster: CliCluster;
   let client: Client;
 
   /** Finished attempts of `task` with the key of their run's payload. */
@@ -31,17 +29,12 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
   }
 
   beforeAll(async () => {
-    const args = ["worker", "test/fixtures/keyed-limits.ts", "--storage", env.storage, "--prefix", env.prefix, "--concurrency", "10"];
-    for (let i = 0; i < 2; i++) workers.push(startAx(args, { AX_LOG_LEVEL: "info" }));
-    coordinator = testRuntime(env, { flows: [syncFlow, burstFlow, newestFlow, latestFlow, ratedKeyFlow], roles: ["coordinator"] });
-    await coordinator.start();
-    client = coordinator.client();
-    await Promise.all(workers.map((w) => w.waitFor(/ax worker started/, 50_000)));
+    cluster = await startCliCluster(env, "test/fixtures/keyed-limits.ts", [syncFlow, burstFlow, newestFlow, latestFlow, ratedKeyFlow], []);
+    client = cluster.client;
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await coordinator?.stop();
+    await cluster?.stop();
     await env.cleanup();
   });
 

@@ -1,30 +1,30 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Client, Runtime } from "ax-scheduler";
+import type { Client } from "ax-scheduler";
 import { hogFlow, limitedFlow, pooledFlow, ratedFlow } from "../fixtures/limited-flows.js";
 import { isolate } from "../helpers/isolated.js";
-import { startAx, type Child } from "../helpers/processes.js";
-import { testRuntime } from "../helpers/runtime.js";
+import type { Child } from "../helpers/processes.js";
+import { startCliCluster, type CliCluster } from "../helpers/cli-cluster.js";
 import { attemptSpans, maxOverlap, waitUntil } from "../helpers/limits.js";
 
 describe("cluster-wide limits across two worker processes (CLI, 10 attempts each)", () => {
   const env = isolate("limits");
-  const workers: Child[] = [];
-  let coordinator: Runtime;
+  let cluster: CliCluster;
+  let workers: Child[];
   let client: Client;
 
   beforeAll(async () => {
-    const args = ["worker", "test/fixtures/limited-flows.ts", "--storage", env.storage, "--prefix", env.prefix];
-    const flags = ["--concurrency", "10", "--config", "test/fixtures/limits.yaml"];
-    for (let i = 0; i < 2; i++) workers.push(startAx([...args, ...flags], { AX_LOG_LEVEL: "info" }));
-    coordinator = testRuntime(env, { flows: [limitedFlow, pooledFlow, hogFlow, ratedFlow], roles: ["coordinator"] });
-    await coordinator.start();
-    client = coordinator.client();
-    await Promise.all(workers.map((w) => w.waitFor(/ax worker started/, 50_000)));
+    cluster = await startCliCluster(
+      env,
+      "test/fixtures/limited-flows.ts",
+      [limitedFlow, pooledFlow, hogFlow, ratedFlow],
+      ["--config", "test/fixtures/limits.yaml"],
+    );
+    client = cluster.client;
+    workers = cluster.workers;
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await coordinator?.stop();
+    await cluster?.stop();
     await env.cleanup();
   });
 
