@@ -1,5 +1,6 @@
 import { admitHeldRuns, flowsWithHeldRuns, type Db } from "@ax/store";
 import type { Logger } from "pino";
+import { cancelRun } from "./cancel.js";
 import { enqueueNodes } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
 
@@ -8,10 +9,14 @@ export interface AdmissionDeps {
   queues: QueueRegistry;
 }
 
-/** Releases what the flow's free slots allow of its held runs and enqueues their first nodes. */
+/**
+ * Releases what the flow's free slots allow of its held runs and enqueues their first nodes;
+ * cancels the runs a key's strategy says to (`cancel_newest`, `cancel_in_progress`).
+ */
 export async function admitFlow(deps: AdmissionDeps, flow: string): Promise<number> {
-  const ready = await admitHeldRuns(deps.db, flow);
+  const { ready, cancel } = await admitHeldRuns(deps.db, flow);
   await enqueueNodes(deps.queues, ready);
+  for (const run of cancel) await cancelRun(deps, run.runId, run.reason);
   return new Set(ready.map((n) => n.runId)).size;
 }
 

@@ -1,5 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { createRuns, descendantsOf, flowSettings, flowVersionById, rerunSource, type Db, type Json, type RerunSource } from "@ax/store";
+import {
+  admitsRuns,
+  createRuns,
+  descendantsOf,
+  flowSettings,
+  flowVersionById,
+  rerunSource,
+  type Db,
+  type Json,
+  type RerunSource,
+} from "@ax/store";
 import { admitFlow } from "./admission.js";
 import { enqueueNodes } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
@@ -51,7 +61,7 @@ export async function rerunRun(deps: RerunDeps, runId: string, options: RerunOpt
   }
   const payload = options.payload === undefined ? source.payload : checkPayload(options.payload, deps.maxPayloadBytes);
   const results = new Map<string, Json>(source.nodes.filter((n) => !rerun.has(n.key)).map((n) => [n.key, n.result]));
-  const capped = (await flowSettings(deps.db, source.flow))?.maxConcurrentRuns != null;
+  const capped = admitsRuns(await flowSettings(deps.db, source.flow));
   const [created] = await createRuns(deps.db, [
     {
       id: randomUUID(),

@@ -42,7 +42,7 @@ export async function triggerRuns(deps: TriggerDeps, requests: TriggerRequest[],
   const created = into ? await createRunsInTransaction(into.tx, into.schema, toWrite) : await writeRuns(deps.writer.db, toWrite);
   if (!into) {
     const ready: ReadyNode[] = created.flatMap((c, i) => (c.created && !capped.has(runs[i]!.flow.name) ? c.ready : []));
-    for (const name of capped) ready.push(...(await admitHeldRuns(deps.writer.db, name)));
+    for (const name of capped) ready.push(...(await admitHeldRuns(deps.writer.db, name)).ready);
     await deps.writer.jobs.dispatch(ready);
   }
   return created.map((c) => ({ runId: c.runId, created: c.created }));

@@ -17,7 +17,7 @@ import {
 } from "@ax/store";
 import type { Logger } from "pino";
 import { BatchedEnqueue } from "./enqueue.js";
-import { flowCap } from "./flow-caps.js";
+import { flowAdmitsRuns } from "./flow-caps.js";
 import type { QueueRegistry } from "./queues.js";
 import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxUnknownFlowError } from "@ax/common";
 
@@ -62,8 +62,8 @@ export interface TriggerDeps {
   maxPayloadBytes?: number | undefined;
   /** Looks up the flow's current version; callers may cache. */
   resolveFlow?: (name: string) => Promise<FlowVersion | undefined>;
-  /** The flow's `maxConcurrentRuns` (null: none); callers may cache (FlowCaps). @defaultValue read from flow_settings */
-  capOf?: (flow: string) => Promise<number | null>;
+  /** Whether the flow's runs go through admission (`maxConcurrentRuns`, `concurrency` per key); callers may cache (FlowCaps). @defaultValue read from flow_settings */
+  capOf?: (flow: string) => Promise<boolean>;
 }
 
 export interface Triggered {
@@ -83,13 +83,14 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   // A capped flow's runs all go through admission, which alone decides who takes a free slot.
   const created = await deps.writer.create(capped ? { ...run, held: {} } : run);
   if (!created.created) return { runId: created.runId, created: false };
-  await deps.writer.jobs.dispatch(capped ? await admitHeldRuns(deps.writer.db, run.flow.name) : created.ready);
+  // Runs admission decides to cancel (a key's strategy) are cancelled by the coordinator's admission loop.
+  await deps.writer.jobs.dispatch(capped ? (await admitHeldRuns(deps.writer.db, run.flow.name)).ready : created.ready);
   return { runId: created.runId, created: true };
 }
 
-/** Whether the flow has a `maxConcurrentRuns` cap, so its runs must be written held. */
+/** Whether the flow's runs must be written held, for admission to start (`maxConcurrentRuns`, `concurrency` per key). */
 export async function isCapped(deps: TriggerDeps, flow: string): Promise<boolean> {
-  return (await (deps.capOf ?? ((name) => flowCap(deps.writer.db, name)))(flow)) !== null;
+  return (deps.capOf ?? ((name) => flowAdmitsRuns(deps.writer.db, name)))(flow);
 }
 
 /** Checks the request (payload, keys, flow) and makes the run to write; throws before anything is written. */

@@ -15,8 +15,9 @@ const errorMatcher = z.union([
 export const taskName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, "use letters, digits, _ . and - (starting with a letter or _)");
 
 /** A business key: a function of the task's arguments (code), or a dotted path into its first argument (code or YAML). */
+const KEY_PATH = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
 const keyOption = z.union([
-  z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, "a dotted path into the task's input, e.g. user_id or order.customer.id"),
+  z.string().regex(KEY_PATH, "a dotted path into the task's input, e.g. user_id or order.customer.id"),
   z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", "a function of the task's input"),
 ]);
 
@@ -164,6 +165,7 @@ export const FLOW_DEFAULTS = {
   catchUp: "none",
   maxCatchUp: DEFAULT_MAX_CATCH_UP,
   maxConcurrentRuns: null,
+  concurrency: null,
 } as const;
 
 export const flowOverridesSchema = z
@@ -173,6 +175,13 @@ export const flowOverridesSchema = z
     catchUp: z.enum(CATCH_UP_POLICIES),
     maxCatchUp: z.number().int().positive(),
     maxConcurrentRuns: z.number().int().positive(),
+    concurrency: z
+      .object({
+        max: z.number().int().positive(),
+        key: z.string().regex(KEY_PATH, "a dotted path into the run's payload, e.g. order_id or order.customer.id"),
+        strategy: z.enum(KEY_STRATEGIES).optional(),
+      })
+      .strict(),
   })
   .partial()
   .strict();
@@ -197,6 +206,13 @@ export interface FlowOptions<Input> {
   /** Most missed ticks `catchUp: "all"` runs (the newest ones). @defaultValue 100 */
   maxCatchUp?: number;
   maxConcurrentRuns?: number;
+  /**
+   * At most `max` runs at once per business key: `key` is a dotted path into the run's payload
+   * (coordinators read it in SQL, so any producer can trigger). `strategy` when the key is busy:
+   * hold the run (`queue`), cancel the runs holding the key (`cancel_in_progress`), or cancel the
+   * new run (`cancel_newest`). @defaultValue none
+   */
+  concurrency?: { max: number; key: string; strategy?: "queue" | "cancel_in_progress" | "cancel_newest" };
   /** A trigger whose key exists returns the existing run. */
   idempotencyKey?: (input: Input) => string;
   /** Shown and searchable everywhere (order id, batch id). */

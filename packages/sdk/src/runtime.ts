@@ -27,6 +27,7 @@ import {
   within,
   type CodeOptionsRow,
   type ConfigVersion,
+  type FlowConcurrency,
   type FlowDag,
   type Json,
   type ScheduleDefinition,
@@ -42,7 +43,7 @@ import { openConnections, type ConnectionOptions, type Connections } from "./con
 import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
-import { formatIssues, resolveSchedule, resolveTaskOptions } from "./options.js";
+import { formatIssues, resolveSchedule, resolveTaskOptions, type FlowOverrides } from "./options.js";
 import { AxConfigError, AxDefinitionError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
@@ -457,6 +458,7 @@ export class Runtime {
       flow: flow.name,
       maxConcurrentRuns: yaml?.maxConcurrentRuns ?? flow.options.maxConcurrentRuns ?? null,
       schedule: yaml?.schedule ?? flow.options.schedule ?? null,
+      concurrency: keyedConcurrency(yaml?.concurrency ?? flow.options.concurrency),
     };
   }
 
@@ -468,4 +470,9 @@ export class Runtime {
     };
     return [dag, dagHash(dag)];
   }
+}
+
+/** A flow's `concurrency` as coordinators store it: the strategy made explicit. */
+function keyedConcurrency(option: FlowOverrides["concurrency"]): FlowConcurrency | null {
+  return option ? { max: option.max, key: option.key, strategy: option.strategy ?? "queue" } : null;
 }

@@ -11,7 +11,7 @@ import {
 } from "@ax/store";
 import type { Logger } from "pino";
 import { cancelRun } from "../cancel.js";
-import { flowCap } from "../flow-caps.js";
+import { flowAdmitsRuns } from "../flow-caps.js";
 import type { BatchedEnqueue } from "../enqueue.js";
 import type { QueueRegistry } from "../queues.js";
 import { decideOverlap } from "./overlap.js";
@@ -38,7 +38,7 @@ interface ScheduledRun {
 async function createScheduledRun(tx: Db, flow: string, logicalDate: Date): Promise<ScheduledRun> {
   const version = await latestFlowVersion(tx, flow);
   if (!version) throw new AxScheduledRunError(flow, logicalDate, "the flow has no stored version; start a coordinator that defines it");
-  const held = (await flowCap(tx, flow)) !== null;
+  const held = await flowAdmitsRuns(tx, flow);
   const run = { id: randomUUID(), flow: version, trigger: "schedule" as const, payload: null, logicalDate };
   const [created] = await createRuns(tx, [held ? { ...run, held: {} } : run]);
   if (!created?.created) throw new AxScheduledRunError(flow, logicalDate, "the run was not written; the tick is retried");
@@ -120,6 +120,6 @@ export async function releaseQueuedTick(deps: TickDeps, flow: string): Promise<s
 /** The jobs to add for runs just committed: their first nodes, or what admission releases for a capped flow. */
 async function readyOf(deps: TickDeps, flow: string, runs: (ScheduledRun | undefined)[]): Promise<ReadyNode[]> {
   const made = runs.filter((r): r is ScheduledRun => r !== undefined);
-  if (made.some((r) => r.held)) return admitHeldRuns(deps.db, flow);
+  if (made.some((r) => r.held)) return (await admitHeldRuns(deps.db, flow)).ready;
   return made.flatMap((r) => r.ready);
 }

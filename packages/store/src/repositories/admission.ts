@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
+import type { FlowConcurrency } from "../schema/index.js";
 import type { Json } from "../types.js";
 import { rows, uuidList } from "./raw.js";
 import { firstNodeOf, type FirstNodeRow, type ReadyNode } from "./ready-node.js";
@@ -7,27 +8,38 @@ import { firstNodeOf, type FirstNodeRow, type ReadyNode } from "./ready-node.js"
 /** How many held runs one admission pass of a flow looks at. */
 const ADMIT_WINDOW = 1000;
 
+export type { FlowConcurrency };
+
 export interface FlowSettingsRow {
   flow: string;
   maxConcurrentRuns: number | null;
   schedule: Json;
+  concurrency?: FlowConcurrency | null | undefined;
+}
+
+/** Whether the flow's runs are written held and started by admission (a cap or a limit per key). */
+export function admitsRuns(settings: FlowSettingsRow | undefined): boolean {
+  return settings?.maxConcurrentRuns != null || settings?.concurrency != null;
 }
 
 /** What coordinators act on for a flow; the Runtime writes it (code options, then YAML) at start. */
 export async function saveFlowSettings(db: Db, settings: FlowSettingsRow): Promise<void> {
   await db.execute(sql`
-    insert into flow_settings (flow, max_concurrent_runs, schedule, updated_at)
-    values (${settings.flow}, ${settings.maxConcurrentRuns}, ${JSON.stringify(settings.schedule)}::jsonb, now())
+    insert into flow_settings (flow, max_concurrent_runs, schedule, concurrency, updated_at)
+    values (${settings.flow}, ${settings.maxConcurrentRuns}, ${JSON.stringify(settings.schedule)}::jsonb,
+      ${JSON.stringify(settings.concurrency ?? null)}::jsonb, now())
     on conflict (flow) do update set max_concurrent_runs = excluded.max_concurrent_runs,
-      schedule = excluded.schedule, updated_at = now()`);
+      schedule = excluded.schedule, concurrency = excluded.concurrency, updated_at = now()`);
 }
 
 export async function flowSettings(db: Db, flow: string): Promise<FlowSettingsRow | undefined> {
-  const [row] = await rows<{ max_concurrent_runs: number | null; schedule: Json }>(
+  const [row] = await rows<{ max_concurrent_runs: number | null; schedule: Json; concurrency: FlowConcurrency | null }>(
     db,
-    sql`select max_concurrent_runs, schedule from flow_settings where flow = ${flow}`,
+    sql`select max_concurrent_runs, schedule, concurrency from flow_settings where flow = ${flow}`,
   );
-  return row ? { flow, maxConcurrentRuns: row.max_concurrent_runs, schedule: row.schedule ?? null } : undefined;
+  return row
+    ? { flow, maxConcurrentRuns: row.max_concurrent_runs, schedule: row.schedule ?? null, concurrency: row.concurrency ?? null }
+    : undefined;
 }
 
 export async function flowsWithHeldRuns(db: Db): Promise<string[]> {
@@ -53,22 +65,23 @@ const activeOfBackfill = sql`
  * coordinators never both admit into the last free slot. Held rows of runs that ended (cancelled
  * while held) are dropped.
  */
-export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> {
+export async function admitHeldRuns(db: Db, flow: string): Promise<Admitted> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`ax.admit:${flow}`}))`);
     await tx.execute(sql`
       delete from held_runs h using runs r
       where h.flow = ${flow} and r.id = h.run_id and r.status not in ('pending', 'running')`);
-    const [state] = await rows<{ cap: number | null; active: number }>(
+    const [state] = await rows<{ cap: number | null; concurrency: FlowConcurrency | null; active: number }>(
       tx,
-      sql`select (select max_concurrent_runs from flow_settings where flow = ${flow}) as cap, (${activeOfFlow(flow)}) as active`,
+      sql`select s.max_concurrent_runs as cap, s.concurrency, (${activeOfFlow(flow)}) as active
+        from (select 1) one left join flow_settings s on s.flow = ${flow}`,
     );
+    const none: Admitted = { ready: [], cancel: [] };
     let free = state?.cap == null ? Number.POSITIVE_INFINITY : state.cap - state.active;
-    if (free <= 0) return [];
-    const held = await rows<{ run_id: string; backfill_id: string | null }>(
-      tx,
-      sql`select run_id, backfill_id from held_runs where flow = ${flow} order by seq limit ${ADMIT_WINDOW}`,
-    );
+    if (free <= 0) return none;
+    const keyed = state?.concurrency ?? null;
+    const held = await heldCandidates(tx, flow, keyed);
+    const perKey = keyed ? await activeByKey(tx, flow, keyed) : new Map<string, string[]>();
     const backfillIds = [...new Set(held.flatMap((h) => (h.backfill_id ? [h.backfill_id] : [])))];
     const backfills = new Map(
       backfillIds.length === 0
@@ -82,16 +95,32 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> 
           ).map((b) => [b.id, { free: b.status === "active" ? b.cap - b.active : 0 }]),
     );
     const released: string[] = [];
+    const cancel: RunToCancel[] = [];
     for (const h of held) {
       if (free <= 0) break;
       const backfill = h.backfill_id ? backfills.get(h.backfill_id) : undefined;
       // A backfill at its own cap waits without holding back the flow's other runs.
       if (backfill && backfill.free <= 0) continue;
+      if (keyed) {
+        const holders = perKey.get(h.key!) ?? [];
+        if (holders.length >= keyed.max) {
+          const reason = `concurrency key ${h.key} (${holders.length}/${keyed.max})`;
+          if (keyed.strategy === "cancel_newest") cancel.push({ runId: h.run_id, reason: `${reason} was busy: strategy cancel_newest` });
+          if (keyed.strategy === "cancel_in_progress") {
+            for (const holder of holders)
+              cancel.push({ runId: holder, reason: `superseded by run ${h.run_id} on ${reason}: strategy cancel_in_progress` });
+            // The key is free once they are cancelled: the next pass admits this run.
+            perKey.set(h.key!, []);
+          }
+          continue;
+        }
+        perKey.set(h.key!, [...holders, h.run_id]);
+      }
       if (backfill) backfill.free--;
       free--;
       released.push(h.run_id);
     }
-    if (released.length === 0) return [];
+    if (released.length === 0) return { ready: [], cancel };
     await tx.execute(sql`delete from held_runs where run_id in ${uuidList(released)}`);
     // A released run keeps its trigger's timing: due at its runAt (a delayed job), at its priority.
     const ready = await rows<FirstNodeRow>(
@@ -103,8 +132,61 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<ReadyNode[]> 
       returning n.run_id, n.node_key, n.task, n.queue, r.flow_version_id, r.priority,
         greatest(0, ceil(extract(epoch from (r.run_at - now())) * 1000))::int as delay_ms`,
     );
-    return ready.map(firstNodeOf);
+    return { ready: ready.map(firstNodeOf), cancel };
   });
+}
+
+/** A run admission decided to cancel (a key's `cancel_newest` / `cancel_in_progress`), and why. */
+export interface RunToCancel {
+  runId: string;
+  reason: string;
+}
+
+export interface Admitted {
+  /** First nodes of released runs, to enqueue. */
+  ready: ReadyNode[];
+  cancel: RunToCancel[];
+}
+
+/** A run's business key for the flow's `concurrency`: the payload at the dotted path, "null" when missing. */
+function keyOf(keyed: FlowConcurrency) {
+  return sql`coalesce(r.payload #>> ${`{${keyed.key.split(".").join(",")}}`}::text[], 'null')`;
+}
+
+/**
+ * Held runs to consider, oldest first: with a limit per key, at most `max` per key, so that one
+ * key's long line does not fill the window and hide the other keys' runs.
+ */
+async function heldCandidates(
+  tx: Db,
+  flow: string,
+  keyed: FlowConcurrency | null,
+): Promise<{ run_id: string; backfill_id: string | null; key: string | null }[]> {
+  if (!keyed) {
+    return rows(tx, sql`select run_id, backfill_id, null as key from held_runs where flow = ${flow} order by seq limit ${ADMIT_WINDOW}`);
+  }
+  return rows(
+    tx,
+    sql`
+    select run_id, backfill_id, key from (
+      select h.run_id, h.backfill_id, h.seq, ${keyOf(keyed)} as key,
+        row_number() over (partition by ${keyOf(keyed)} order by h.seq) as nth
+      from held_runs h join runs r on r.id = h.run_id where h.flow = ${flow}
+    ) x where nth <= ${keyed.max} order by seq limit ${ADMIT_WINDOW}`,
+  );
+}
+
+/** The flow's admitted, unfinished runs by business key. */
+async function activeByKey(tx: Db, flow: string, keyed: FlowConcurrency): Promise<Map<string, string[]>> {
+  const found = await rows<{ key: string; ids: string[] }>(
+    tx,
+    sql`
+    select ${keyOf(keyed)} as key, array_agg(r.id::text) as ids from runs r
+    where r.flow = ${flow} and r.status in ('pending', 'running')
+      and not exists (select 1 from held_runs h where h.run_id = r.id)
+    group by 1`,
+  );
+  return new Map(found.map((r) => [r.key, r.ids]));
 }
 
 /**
@@ -136,5 +218,11 @@ export async function waitingFor(db: Db, runId: string): Promise<string | null> 
   if (row.cap !== null && row.active >= row.cap) return `maxConcurrentRuns ${row.active}/${row.cap}`;
   if (row.bf_status === "cancelled") return "backfill cancelled";
   if (row.bf_cap !== null && (row.bf_active ?? 0) >= row.bf_cap) return `backfill maxConcurrentRuns ${row.bf_active}/${row.bf_cap}`;
+  const keyed = (await flowSettings(db, row.flow))?.concurrency;
+  if (keyed) {
+    const [own] = await rows<{ key: string }>(db, sql`select ${keyOf(keyed)} as key from runs r where r.id = ${runId}`);
+    const holders = (await activeByKey(db, row.flow, keyed)).get(own?.key ?? "null")?.length ?? 0;
+    if (holders >= keyed.max) return `concurrency key ${own?.key} (${holders}/${keyed.max})`;
+  }
   return "admission";
 }

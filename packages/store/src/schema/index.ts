@@ -175,6 +175,13 @@ export const schedules = pgTable("schedules", {
   updatedAt: at("updated_at").defaultNow().notNull(),
 });
 
+/** At most `max` runs of a flow at once per business key, read from the payload at `key` (a dotted path). */
+export interface FlowConcurrency {
+  max: number;
+  key: string;
+  strategy: "queue" | "cancel_in_progress" | "cancel_newest";
+}
+
 /** Per-flow settings the coordinators act on, written by every Runtime when it registers its flows. */
 export const flowSettings = pgTable("flow_settings", {
   flow: text("flow").primaryKey(),
@@ -182,6 +189,8 @@ export const flowSettings = pgTable("flow_settings", {
   maxConcurrentRuns: integer("max_concurrent_runs"),
   /** The flow's `schedule` option as defined (`"cron"` or `{ cron, timezone }`); null = none. */
   schedule: jsonb("schedule").$type<string | { cron: string; timezone?: string }>(),
+  /** The flow's `concurrency: { max, key, strategy }`: runs at once per business key (a dotted path into the payload); null = none. */
+  concurrency: jsonb("concurrency").$type<FlowConcurrency>(),
   updatedAt: at("updated_at").defaultNow().notNull(),
 });
 
