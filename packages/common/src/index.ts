@@ -7,3 +7,4 @@ export * from "./errors/reruns.js";
 export * from "./defaults.js";
 export * from "./errors/limits.js";
 export * from "./errors/config.js";
+export * from "./errors/retention.js";
