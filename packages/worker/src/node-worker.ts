@@ -24,6 +24,7 @@ import type { WorkerMetrics } from "./metrics.js";
 import { withAttemptStore } from "./once-scope.js";
 import { runAttempt, type AttemptDeps } from "./run-attempt.js";
 import { handBackInFlight } from "./shutdown.js";
+import { TaskLogWriter } from "./task-logs.js";
 import type { TaskSource } from "./task-definition.js";
 
 export interface NodeWorkerOptions {
@@ -72,6 +73,7 @@ export class NodeWorker {
   private heartbeat: NodeJS.Timeout | undefined;
   private readonly inFlight = new InFlightAttempts();
   private cancels: CancelListener | undefined;
+  private taskLogs: TaskLogWriter | undefined;
 
   constructor(private readonly options: NodeWorkerOptions) {}
 
@@ -112,6 +114,7 @@ export class NodeWorker {
       executing: new Set(),
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
+      taskLogs: (this.taskLogs = new TaskLogWriter(o.db, log)),
     };
     const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
     const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);
@@ -159,12 +162,14 @@ export class NodeWorker {
     const closeBy = Math.min(Date.now(), deadline) + CLOSE_GRACE_MS;
     clearInterval(this.heartbeat);
     this.cancels?.stop();
+    const taskLogs = this.taskLogs?.close() ?? Promise.resolve();
     // Closing waits for the fetched jobs to settle: finished here, or handed back at the deadline.
     const closing = dispatcher ? dispatcher.settled().then(() => dispatcher.close()) : Promise.resolve();
     const [closed] = await Promise.all([
       within(closing, msUntil(closeBy)),
       within(closeExecutors(), msUntil(closeBy)),
       within(removeWorker(o.leasesDb ?? o.db, this.id), msUntil(closeBy)),
+      within(taskLogs, msUntil(closeBy)),
     ]);
     // A job whose processor never settled (its writes retrying against a database that is gone),
     // or Redis unreachable: drop BullMQ's connections rather than wait.
