@@ -17,3 +17,4 @@ export * from "./waiting-nodes.js";
 export * from "./unserved.js";
 export * from "./limits/gate.js";
 export * from "./queue-overview.js";
+export * from "./retention.js";

@@ -5,11 +5,13 @@ import { z } from "zod";
 import {
   Admission,
   Reconciler,
+  RetentionLoop,
   ScheduleLoop,
   scheduleLagMetric,
   TriggerListener,
   type AdmissionOptions,
   type ReconcilerOptions,
+  type RetentionOptions,
 } from "@ax/coordinator";
 import {
   insertFirstConfigVersion,
@@ -25,6 +27,7 @@ import {
   type ConfigVersion,
   type FlowDag,
   type Json,
+  type PruneResult,
   type ScheduleDefinition,
 } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
@@ -38,7 +41,7 @@ import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
 import { formatIssues, resolveSchedule, resolveTaskOptions } from "./options.js";
-import { AxConfigError, AxDefinitionError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
+import { AxConfigError, AxDefinitionError, DEFAULT_RETENTION_MS, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
 
@@ -72,6 +75,8 @@ export interface RuntimeOptions extends ConnectionOptions {
   reconciler?: ReconcilerOptions | undefined;
   /** Held runs (`maxConcurrentRuns`, backfills) are released by a loop of the coordinator role. */
   admission?: AdmissionOptions | undefined;
+  /** The hourly prune of history older than YAML's `retention` (default 90 days), by the coordinator role. */
+  retention?: RetentionOptions | undefined;
   worker?:
     | {
         heartbeatMs?: number;
@@ -108,6 +113,7 @@ export class Runtime {
   private schedules: ScheduleLoop | undefined;
   private triggerListener: TriggerListener | undefined;
   private admission: Admission | undefined;
+  private retention: RetentionLoop | undefined;
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
@@ -215,6 +221,13 @@ export class Runtime {
       await this.triggerListener.start();
       this.admission = new Admission({ db: store.db, queues }, this.log.child({ component: "admission" }), this.options.admission);
       this.admission.start();
+      this.retention = new RetentionLoop(
+        store,
+        () => this.config.retentionMs ?? DEFAULT_RETENTION_MS,
+        this.log.child({ component: "retention" }),
+        this.options.retention,
+      );
+      this.retention.start();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -248,6 +261,12 @@ export class Runtime {
     return new Client({ flows: this.flows }, this.connections);
   }
 
+  /** One retention pass now (tests, tools); undefined when another process is pruning. */
+  async pruneHistory(): Promise<PruneResult | undefined> {
+    if (!this.retention) throw new AxConfigError("this Runtime has no coordinator role");
+    return this.retention.runOnce();
+  }
+
   /** One reconcile pass now (tests, tools); normally it runs on its interval. */
   async reconcile(): Promise<number> {
     if (!this.reconciler) throw new AxConfigError("this Runtime has no coordinator role");
@@ -264,8 +283,8 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const { server, metricsServer, reconciler, schedules, triggerListener, admission, worker, connections, follower } = this;
-    this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
+    const { server, metricsServer, reconciler, schedules, triggerListener, admission, retention, worker, connections, follower } = this;
+    this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = this.retention = undefined;
     this.worker = this.connections = this.follower = undefined;
     await within(
       Promise.all([
@@ -276,6 +295,7 @@ export class Runtime {
         schedules?.stop(),
         triggerListener?.stop(),
         admission?.stop(),
+        retention?.stop(),
       ]),
       msUntil(deadline),
     );

@@ -51,8 +51,21 @@ export interface TaskLogQuery {
   after?: number | undefined;
 }
 
+/** A stored line as readers get it (`GET /api/runs/:id/logs`, `client.getLogs`). */
+export interface LogLineInfo {
+  node: string;
+  attempt: number;
+  /** 1, 2, … within its attempt. */
+  seq: number;
+  /** ISO 8601. */
+  at: string;
+  level: TaskLogLevel;
+  msg: string;
+  fields: Json | null;
+}
+
 export interface TaskLogs {
-  lines: Omit<TaskLogLine, "runId" | "dropped">[];
+  lines: LogLineInfo[];
   /** Attempts whose lines went past the bound: the stored ones end with a note saying how many were dropped. */
   truncated: { node: string; attempt: number }[];
 }
@@ -89,7 +102,7 @@ export async function readTaskLogs(db: Db, runId: string, query: TaskLogQuery = 
       node: r.node_key,
       attempt: r.attempt,
       seq: r.seq,
-      at: new Date(r.at),
+      at: new Date(r.at).toISOString(),
       level: r.level,
       msg: r.msg,
       fields: r.fields,
