@@ -19,6 +19,7 @@ import type { RunsApi } from "./runs-api.js";
 import { addScheduleCommands } from "./schedule-commands.js";
 import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
 import { addConfigCommands } from "./config-commands.js";
+import { addLogsPruneCommands } from "./logs-prune-commands.js";
 import { watchConfigFile } from "./watch-config.js";
 
 function connection(program: Command): ConnectionFlags {
@@ -349,6 +350,11 @@ export async function main(argv: string[]): Promise<void> {
   addScheduleCommands(program, (fn) => withDirectClient(program, fn));
   addRerunBackfillCommands(program, (fn) => withDirectClient(program, fn));
   addConfigCommands(program, (fn) => withDirectClient(program, fn));
+  addLogsPruneCommands(
+    program,
+    (fn) => withClient(program, fn),
+    (fn) => withDirectClient(program, fn),
+  );
 
   program
     .command("migrate")

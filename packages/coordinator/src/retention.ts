@@ -51,7 +51,8 @@ export class RetentionLoop {
         pauseMs: this.options.pauseMs ?? 20,
         signal: this.abort.signal,
       });
-      if (result.runs + result.onceKeys + result.scheduleTicks > 0) this.log.info({ ...result, cutoff }, "pruned history older than the retention");
+      if (result.runs + result.onceKeys + result.scheduleTicks > 0)
+        this.log.info({ ...result, cutoff }, "pruned history older than the retention");
       return result;
     } catch (error) {
       if (error instanceof AxPruneBusyError) return undefined;

@@ -1,6 +1,13 @@
 export { ax } from "./ax.js";
 export { Runtime, type Role, type RuntimeOptions, type StopOptions } from "./runtime.js";
-export { Client, type ClientOptions, type TriggerOptions, type TriggerManyOptions, type BackfillOptions, type PruneRequest } from "./client.js";
+export {
+  Client,
+  type ClientOptions,
+  type TriggerOptions,
+  type TriggerManyOptions,
+  type BackfillOptions,
+  type PruneRequest,
+} from "./client.js";
 export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow } from "./definition/flow.js";
 export type { Task } from "./definition/task.js";

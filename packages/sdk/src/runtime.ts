@@ -284,7 +284,14 @@ export class Runtime {
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
     const { server, metricsServer, reconciler, schedules, triggerListener, admission, retention, worker, connections, follower } = this;
-    this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = this.retention = undefined;
+    this.server =
+      this.metricsServer =
+      this.reconciler =
+      this.schedules =
+      this.triggerListener =
+      this.admission =
+      this.retention =
+        undefined;
     this.worker = this.connections = this.follower = undefined;
     await within(
       Promise.all([

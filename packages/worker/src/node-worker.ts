@@ -103,6 +103,8 @@ export class NodeWorker {
     }, o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeat.unref();
 
+    const taskLogs = new TaskLogWriter(o.db, log);
+    this.taskLogs = taskLogs;
     const deps: AttemptDeps = {
       db: o.db,
       dags: new DagCache(o.db),
@@ -114,7 +116,7 @@ export class NodeWorker {
       executing: new Set(),
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
-      taskLogs: (this.taskLogs = new TaskLogWriter(o.db, log)),
+      taskLogs,
     };
     const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
     const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);

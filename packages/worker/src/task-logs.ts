@@ -98,7 +98,10 @@ export class AttemptLog {
     this.closed = true;
     if (this.dropped > 0) {
       const msg = `${this.dropped} more line(s) dropped: task logs keep ${TASK_LOG_MAX_LINES} lines / ${TASK_LOG_MAX_BYTES / 1024} KiB per attempt (stdout has them all)`;
-      this.writer.push({ ...this.row(this.seq + 1, { at: Date.now(), level: "warn", msg, fields: null, bytes: 0 }), dropped: this.dropped });
+      this.writer.push({
+        ...this.row(this.seq + 1, { at: Date.now(), level: "warn", msg, fields: null, bytes: 0 }),
+        dropped: this.dropped,
+      });
     }
     if (this.seq > 0 || this.dropped > 0) this.writer.flushSoon();
   }

@@ -149,7 +149,9 @@ async function pruneRunPage(
 ): Promise<RunPage> {
   const { flow, before, after, batch, archive } = page;
   return db.transaction(async (tx) => {
-    const from = after ? sql`and created_at >= ${after.createdAt}::timestamptz and (created_at, id) > (${after.createdAt}::timestamptz, ${after.id}::uuid)` : sql``;
+    const from = after
+      ? sql`and created_at >= ${after.createdAt}::timestamptz and (created_at, id) > (${after.createdAt}::timestamptz, ${after.id}::uuid)`
+      : sql``;
     const found = await rows<{ id: string; created_at: string; done: boolean }>(
       tx,
       sql`select id, created_at::text as created_at, (${FINISHED} and finished_at < ${before}::timestamptz) as done
@@ -172,7 +174,10 @@ async function pruneRunPage(
       sql`with d as (delete from attempt_logs where run_id in ${doomed} returning 1) select count(*)::int as n from d`,
     );
     // Nodes, attempts, idempotency keys, held and backfill links go by cascade.
-    const [deleted] = await rows<{ n: number }>(tx, sql`with d as (delete from runs where id in ${doomed} returning 1) select count(*)::int as n from d`);
+    const [deleted] = await rows<{ n: number }>(
+      tx,
+      sql`with d as (delete from runs where id in ${doomed} returning 1) select count(*)::int as n from d`,
+    );
     return { runs: deleted!.n, logLines: logs!.n, next };
   });
 }

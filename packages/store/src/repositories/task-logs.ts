@@ -92,7 +92,10 @@ export async function readTaskLogs(db: Db, runId: string, query: TaskLogQuery = 
     msg: string;
     fields: Json | null;
     dropped: number | null;
-  }>(db, sql`select node_key, attempt, seq, at, level, msg, fields, dropped from attempt_logs where ${filter} ${after} order by at, node_key, attempt, seq`);
+  }>(
+    db,
+    sql`select node_key, attempt, seq, at, level, msg, fields, dropped from attempt_logs where ${filter} ${after} order by at, node_key, attempt, seq`,
+  );
   const truncated = await rows<{ node_key: string; attempt: number }>(
     db,
     sql`select node_key, attempt from attempt_logs where ${filter} and dropped is not null order by node_key, attempt`,
