@@ -27,9 +27,9 @@ export async function seedHistory(env: Isolated, o: SeedOptions): Promise<void> 
   const finished = o.status === "running" ? "null" : "g.created_at + interval '50 milliseconds'";
   await env.sql(
     `insert into runs (id, flow, flow_version_id, status, trigger, payload, business_key, idempotency_key, nodes_remaining, created_at, started_at, finished_at)
-     select md5($1 || g.i)::uuid, $2, $3, $4, 'event', jsonb_build_object('n', g.i), 'order-' || g.i, $1 || g.i, 0,
+     select (substr(g.h, 1, 12) || '4' || substr(g.h, 14, 3) || '8' || substr(g.h, 18, 15))::uuid, $2, $3, $4, 'event', jsonb_build_object('n', g.i), 'order-' || g.i, $1 || g.i, 0,
             g.created_at, g.created_at + interval '1 millisecond', ${finished}
-     from (select i, $5::timestamptz - make_interval(secs => (i - 1) * $6::float8) as created_at from generate_series(1, $7::int) i) g`,
+     from (select i, md5($1 || i) as h, $5::timestamptz - make_interval(secs => (i - 1) * $6::float8) as created_at from generate_series(1, $7::int) i) g`,
     [o.tag, o.flow, version.id, o.status ?? "success", o.newest.toISOString(), spreadSecs, o.runs],
   );
   const mine = "r.idempotency_key like $1 || '%' and r.flow = $2";

@@ -82,4 +82,5 @@ CREATE INDEX "attempts_archive_run" ON "attempts_archive" USING btree ("run_id")
 CREATE INDEX "node_runs_archive_run" ON "node_runs_archive" USING btree ("run_id");--> statement-breakpoint
 CREATE INDEX "runs_archive_id" ON "runs_archive" USING btree ("id");--> statement-breakpoint
 CREATE INDEX "runs_archive_flow_created" ON "runs_archive" USING btree ("flow","created_at");--> statement-breakpoint
-CREATE INDEX "idempotency_keys_run" ON "idempotency_keys" USING btree ("run_id");
+CREATE INDEX "idempotency_keys_run" ON "idempotency_keys" USING btree ("run_id");--> statement-breakpoint
+CREATE INDEX "runs_created" ON "runs" USING btree ("created_at" DESC NULLS LAST);

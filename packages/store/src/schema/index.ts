@@ -62,6 +62,8 @@ export const runs = pgTable(
   },
   (t) => [
     index("runs_flow_created").on(t.flow, t.createdAt.desc()),
+    // The newest runs of the whole cluster (`ax runs`, the console) without sorting the history.
+    index("runs_created").on(t.createdAt.desc()),
     index("runs_status").on(t.status),
     index("runs_business_key").on(t.businessKey),
   ],
