@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { attempts, flowDefinitions, nodeRuns, runs } from "../schema/index.js";
 import { flowVersionById } from "./flow-definitions.js";
