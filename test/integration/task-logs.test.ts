@@ -36,6 +36,7 @@ const quietFlow = ax.flow({ name: "quiet_flow" }, () => quiet());
 
 describe("task logs: ax.context().log lines stored per attempt", () => {
   const env = isolate("tlog");
+  const quietEnv = isolate("tlogq");
   let runtime: Runtime;
   let client: Client;
   let api: string;
@@ -72,6 +73,28 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
     expect(info.status).toBe("success");
     return info.id;
   }
+
+  it("stores info lines and above even when the process logs only errors; debug only when the logger prints it", async () => {
+    const quietRuntime = testRuntime(quietEnv, {
+      flows: [inlineFlow],
+      logger: pino({ level: "error" }, new Writable({ write: (_c, _e, done) => done() })),
+    });
+    await quietRuntime.start();
+    try {
+      const quietClient = quietRuntime.client();
+      const info = await quietClient.waitForRun(await quietClient.triggerFlow("logging_inline_flow", { order: "Q" }), { timeout: "30s" });
+      const deadline = Date.now() + 10_000;
+      let logs = await quietClient.getLogs(info.id);
+      while (logs.lines.length < 4 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        logs = await quietClient.getLogs(info.id);
+      }
+      expect(logs.lines.map((l) => l.level)).toEqual(["info", "warn", "info", "error"]);
+    } finally {
+      await quietRuntime.stop();
+      await quietEnv.cleanup();
+    }
+  });
 
   it("stores each line with level, message, fields and child bindings, in order; stdout keeps the pino lines with the attempt's ids", async () => {
     const runId = await run("logging_inline_flow", { order: "A1" });

@@ -39,6 +39,12 @@ function toJson(fields: Record<string, unknown>): { json: Json; text: string } {
   }
 }
 
+/**
+ * Stored whatever the process's log level: a quiet stdout (AX_LOG_LEVEL=warn) must not empty the
+ * console's log view. debug and trace are stored only where the logger prints them.
+ */
+const ALWAYS_STORED = new Set(["info", "warn", "error", "fatal"]);
+
 /** pino's call forms: (msg, ...args), (obj, msg?, ...args), (err, msg?, ...args). */
 export function captureLine(method: string, args: unknown[], bindings: Record<string, unknown> | undefined): CapturedLine {
   let fields: Record<string, unknown> | undefined = bindings ? { ...bindings } : undefined;
@@ -67,15 +73,15 @@ export function captureLine(method: string, args: unknown[], bindings: Record<st
 }
 
 /**
- * The task's logger: every call still goes to pino (stdout, with the attempt's bindings), and the
- * lines pino would print also go to `sink`. Children keep capturing, with their bindings as fields.
+ * The task's logger: every call still goes to pino (stdout, with the attempt's bindings), and its
+ * lines also go to `sink` (see ALWAYS_STORED). Children keep capturing, with their bindings as fields.
  */
 export function capturingLogger(log: Logger, sink: (line: CapturedLine) => void, bindings?: Record<string, unknown>): Logger {
   return new Proxy(log, {
     get(target, prop) {
       if (typeof prop === "string" && prop in STORED_LEVEL) {
         return (...args: unknown[]) => {
-          if (target.isLevelEnabled(prop)) sink(captureLine(prop, args, bindings));
+          if (ALWAYS_STORED.has(prop) || target.isLevelEnabled(prop)) sink(captureLine(prop, args, bindings));
           return (target[prop as keyof Logger] as (...a: unknown[]) => unknown)(...args);
         };
       }
