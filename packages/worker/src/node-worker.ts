@@ -103,7 +103,8 @@ export class NodeWorker {
     }, o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeat.unref();
 
-    const taskLogs = new TaskLogWriter(o.db, log);
+    // Lines lost in a database crash are still on stdout: their commits need not wait for the disk.
+    const taskLogs = new TaskLogWriter(o.relaxedDb ?? o.db, log);
     this.taskLogs = taskLogs;
     const deps: AttemptDeps = {
       db: o.db,
