@@ -6,6 +6,8 @@ import {
   type Duration,
   type RunInfo,
   type RunSummary,
+  type TaskLogQuery,
+  type TaskLogs,
   type TriggerOptions,
 } from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
@@ -65,6 +67,12 @@ export class HttpRunsApi implements RunsApi {
     for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, String(value));
     const { runs } = await this.request<{ runs: RunSummary[] }>("GET", `/api/runs?${query}`);
     return runs;
+  }
+
+  async getLogs(runId: string, query: TaskLogQuery = {}): Promise<TaskLogs> {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+    return this.request<TaskLogs>("GET", `/api/runs/${encodeURIComponent(runId)}/logs?${params}`, undefined, runId);
   }
 
   async close(): Promise<void> {}

@@ -20,6 +20,7 @@ import { addScheduleCommands } from "./schedule-commands.js";
 import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
 import { addConfigCommands } from "./config-commands.js";
 import { addAlertsCommands } from "./alerts-commands.js";
+import { addLogsPruneCommands } from "./logs-prune-commands.js";
 import { watchConfigFile } from "./watch-config.js";
 
 function connection(program: Command): ConnectionFlags {
@@ -357,6 +358,11 @@ export async function main(argv: string[]): Promise<void> {
   addRerunBackfillCommands(program, (fn) => withDirectClient(program, fn));
   addConfigCommands(program, (fn) => withDirectClient(program, fn));
   addAlertsCommands(program, (fn) => withDirectClient(program, fn));
+  addLogsPruneCommands(
+    program,
+    (fn) => withClient(program, fn),
+    (fn) => withDirectClient(program, fn),
+  );
 
   program
     .command("migrate")

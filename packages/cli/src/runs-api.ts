@@ -1,4 +1,4 @@
-import type { Duration, RunInfo, RunSummary, TriggerOptions } from "ax-scheduler";
+import type { Duration, RunInfo, RunSummary, TaskLogQuery, TaskLogs, TriggerOptions } from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
 import type { RunFilter } from "@ax/store";
 
@@ -9,5 +9,6 @@ export interface RunsApi {
   getRun(runId: string): Promise<RunInfo>;
   cancel(runId: string): Promise<CancelResult>;
   listRuns(filter?: RunFilter): Promise<RunSummary[]>;
+  getLogs(runId: string, query?: TaskLogQuery): Promise<TaskLogs>;
   close(): Promise<void>;
 }

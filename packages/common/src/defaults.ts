@@ -23,3 +23,10 @@ export const DEFAULT_STALE_MS = 10_000;
 export const DEFAULT_DEAD_WORKER_RETENTION_MS = 3_600_000;
 /** How long a node may wait with no live worker defining its task in its queue before it fails with AxUnknownTaskError. */
 export const DEFAULT_UNKNOWN_TASK_GRACE_MS = 600_000;
+/** Finished runs (and their nodes, attempts, task logs) older than this are pruned by the coordinators. */
+export const DEFAULT_RETENTION_MS = 90 * 86_400_000;
+/** How often a coordinator runs a retention pass (one at a time cluster-wide). */
+export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
+/** Task log lines stored per attempt; past either bound, one note says how many were dropped. */
+export const TASK_LOG_MAX_LINES = 500;
+export const TASK_LOG_MAX_BYTES = 64 * 1024;

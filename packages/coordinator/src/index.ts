@@ -25,3 +25,4 @@ export * from "./events/hub.js";
 export * from "./alerts/types.js";
 export * from "./alerts/sinks.js";
 export * from "./alerts/evaluator.js";
+export * from "./retention.js";

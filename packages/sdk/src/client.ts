@@ -36,11 +36,19 @@ import {
   type RunFilter,
   type RunInfo,
   type RunSummary,
+  countPrunable,
+  prune,
+  readTaskLogs,
+  type PruneCounts,
+  type PruneResult,
+  type TaskLogQuery,
+  type TaskLogs,
 } from "@ax/store";
 import type { Flow } from "./definition/flow.js";
 import { parseDuration, type Duration } from "./duration.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
-import { AxConfigError, AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
+import { AxConfigError, AxRetentionError, AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
+import { retentionMs } from "./config/runtime-config.js";
 import { resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 import { LiveConfig } from "./config/live-config.js";
 
@@ -49,6 +57,20 @@ export interface ClientOptions extends ConnectionOptions {
   flows?: Flow<any>[] | undefined;
   /** @defaultValue 1 MiB */
   maxPayloadBytes?: number | undefined;
+}
+
+export interface PruneRequest {
+  /** History older than this goes: a duration such as "90d" (at least 1h). */
+  olderThan: Duration;
+  /** Copy into the `*_archive` tables before deleting. */
+  archive?: boolean | undefined;
+  /** Count what would go; change nothing. */
+  dryRun?: boolean | undefined;
+  /** Runs per transaction. @defaultValue 1000 */
+  batch?: number | undefined;
+  /** After each transaction: runs pruned so far, of `total` counted at the start. */
+  onProgress?: ((runs: number, total: number) => void) | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 export interface BackfillOptions {
@@ -161,6 +183,39 @@ export class Client {
       await sleep(Math.min(pause, Math.max(1, deadline - Date.now())));
       pause = Math.min(pause * 2, 250);
     }
+  }
+
+  /**
+   * The `ax.context().log` lines of a run's attempts, in the order logged (500 lines / 64 KiB per
+   * attempt; `truncated` names the attempts that logged more). `after` returns only lines with a
+   * greater `seq` within their attempt. Throws AxRunNotFoundError for an unknown id.
+   */
+  async getLogs(runId: string, query: TaskLogQuery = {}): Promise<TaskLogs> {
+    const logs = UUID.test(runId) ? await readTaskLogs(this.connections.store.db, runId, query) : undefined;
+    if (!logs) throw new AxRunNotFoundError(runId);
+    return logs;
+  }
+
+  /**
+   * Deletes (with `archive`, first copies into the `*_archive` tables) finished runs older than
+   * `olderThan` with their nodes, attempts, task logs and idempotency keys, and once keys and
+   * schedule ticks older than it, in short transactions (`ax prune`). `dryRun` only counts.
+   * Throws AxPruneBusyError while another prune (a coordinator's hourly pass) runs.
+   */
+  async prune(options: PruneRequest): Promise<PruneResult | (PruneCounts & { dryRun: true })> {
+    const parsed = retentionMs.safeParse(options.olderThan);
+    if (!parsed.success) throw new AxRetentionError(`olderThan: ${parsed.error.issues[0]!.message}`);
+    const cutoff = new Date(Date.now() - parsed.data);
+    const { store } = this.connections;
+    if (options.dryRun) return { ...(await countPrunable(store.db, cutoff)), dryRun: true };
+    const total = options.onProgress ? (await countPrunable(store.db, cutoff)).runs : 0;
+    return prune(store, {
+      cutoff,
+      archive: options.archive,
+      batch: options.batch,
+      onProgress: options.onProgress && ((runs) => options.onProgress!(runs, total)),
+      signal: options.signal,
+    });
   }
 
   /**

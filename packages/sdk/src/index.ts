@@ -1,6 +1,13 @@
 export { ax } from "./ax.js";
 export { Runtime, type Role, type RuntimeOptions, type StopOptions } from "./runtime.js";
-export { Client, type ClientOptions, type TriggerOptions, type TriggerManyOptions, type BackfillOptions } from "./client.js";
+export {
+  Client,
+  type ClientOptions,
+  type TriggerOptions,
+  type TriggerManyOptions,
+  type BackfillOptions,
+  type PruneRequest,
+} from "./client.js";
 export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow } from "./definition/flow.js";
 export type { Task } from "./definition/task.js";
@@ -23,7 +30,7 @@ export type { CancelResult } from "@ax/coordinator";
 export type { ScheduleInfo, QueueInfo, BusyKey } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
 export type { RerunOptions, BackfillStarted } from "@ax/coordinator";
-export type { BackfillInfo } from "@ax/store";
+export type { BackfillInfo, LogLineInfo, TaskLogs, TaskLogQuery, PruneCounts, PruneResult } from "@ax/store";
 export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
 export type { TaskContext, AxEvent, AxEventName, ResolvedTaskOptions } from "@ax/worker";
 // Every error ax throws or stores, one family per module of @ax/common.

@@ -8,12 +8,14 @@ import {
   alertDeliveriesMetric,
   attachEventSource,
   Reconciler,
+  RetentionLoop,
   ScheduleLoop,
   scheduleLagMetric,
   TriggerListener,
   type AdmissionOptions,
   type AlertGroup,
   type ReconcilerOptions,
+  type RetentionOptions,
 } from "@ax/coordinator";
 import {
   insertFirstConfigVersion,
@@ -30,6 +32,7 @@ import {
   type FlowConcurrency,
   type FlowDag,
   type Json,
+  type PruneResult,
   type ScheduleDefinition,
 } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
@@ -44,7 +47,7 @@ import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
 import { formatIssues, resolveSchedule, resolveTaskOptions, type FlowOverrides } from "./options.js";
-import { AxConfigError, AxDefinitionError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
+import { AxConfigError, AxDefinitionError, DEFAULT_RETENTION_MS, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
 
@@ -80,6 +83,8 @@ export interface RuntimeOptions extends ConnectionOptions {
   admission?: AdmissionOptions | undefined;
   /** Alert evaluation (coordinator role, when `alerts:` defines a group). */
   alerts?: { /** How often to look for runs stuck `running`. @defaultValue 30000 */ stuckScanMs?: number } | undefined;
+  /** The hourly prune of history older than YAML's `retention` (default 90 days), by the coordinator role. */
+  retention?: RetentionOptions | undefined;
   worker?:
     | {
         heartbeatMs?: number;
@@ -116,6 +121,7 @@ export class Runtime {
   private schedules: ScheduleLoop | undefined;
   private triggerListener: TriggerListener | undefined;
   private admission: Admission | undefined;
+  private retention: RetentionLoop | undefined;
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
@@ -229,6 +235,13 @@ export class Runtime {
       this.admission.start();
       alertDeliveriesMetric(this.registry);
       await this.syncAlerts();
+      this.retention = new RetentionLoop(
+        store,
+        () => this.config.retentionMs ?? DEFAULT_RETENTION_MS,
+        this.log.child({ component: "retention" }),
+        this.options.retention,
+      );
+      this.retention.start();
     }
     if (this.roles.includes("api")) {
       this.server = await startServer({
@@ -262,6 +275,12 @@ export class Runtime {
     return new Client({ flows: this.flows }, this.connections);
   }
 
+  /** One retention pass now (tests, tools); undefined when another process is pruning. */
+  async pruneHistory(): Promise<PruneResult | undefined> {
+    if (!this.retention) throw new AxConfigError("this Runtime has no coordinator role");
+    return this.retention.runOnce();
+  }
+
   /** One reconcile pass now (tests, tools); normally it runs on its interval. */
   async reconcile(): Promise<number> {
     if (!this.reconciler) throw new AxConfigError("this Runtime has no coordinator role");
@@ -285,13 +304,21 @@ export class Runtime {
       schedules,
       triggerListener,
       admission,
+      retention,
       worker,
       connections,
       follower,
       detachEvents,
       alerts,
     } = this;
-    this.server = this.metricsServer = this.reconciler = this.schedules = this.triggerListener = this.admission = undefined;
+    this.server =
+      this.metricsServer =
+      this.reconciler =
+      this.schedules =
+      this.triggerListener =
+      this.admission =
+      this.retention =
+        undefined;
     this.worker = this.connections = this.follower = this.detachEvents = this.alerts = undefined;
     await within(
       Promise.all([
@@ -304,6 +331,7 @@ export class Runtime {
         schedules?.stop(),
         triggerListener?.stop(),
         admission?.stop(),
+        retention?.stop(),
       ]),
       msUntil(deadline),
     );

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { RUN_STATUSES, toStorableText } from "@ax/store";
+import { logsAnswer, logsQuery } from "./log-schemas.js";
 
 /** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
 export const storableText = z.string().refine((text) => toStorableText(text) === text, "contains a NUL or a lone UTF-16 surrogate");
@@ -142,6 +143,12 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     summary: "one run with its nodes and attempts",
     params: runIdParams,
     responses: { 200: { description: "the run", schema: runInfo }, 404: notFound },
+  },
+  "GET /api/runs/:id/logs": {
+    summary: "a run's task log lines (ax.context().log), per node and attempt",
+    params: runIdParams,
+    query: logsQuery,
+    responses: { 200: { description: "log lines in the order logged", schema: logsAnswer }, 400: badRequest, 404: notFound },
   },
   "POST /api/runs/:id/cancel": {
     summary: "cancel a run",

@@ -21,6 +21,7 @@ import { openApiDocument } from "./openapi.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
 import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
+import { registerLogRoutes } from "./log-routes.js";
 import { configErrorStatus, registerConfigRoutes, type ConfigService } from "./config-routes.js";
 import { registerEventRoutes } from "./event-routes.js";
 
@@ -163,6 +164,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerRerunBackfillRoutes(app, { db: options.db, queues: options.queues });
   registerConfigRoutes(app, options.config);
   registerEventRoutes(app, { queues: options.queues, log: options.log.child({ component: "events-api" }) });
+  registerLogRoutes(app, { db: options.db });
 
   const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
   return { url, routes, close: () => app.close() };

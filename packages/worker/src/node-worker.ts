@@ -25,6 +25,7 @@ import type { WorkerMetrics } from "./metrics.js";
 import { withAttemptStore } from "./once-scope.js";
 import { runAttempt, type AttemptDeps } from "./run-attempt.js";
 import { handBackInFlight } from "./shutdown.js";
+import { TaskLogWriter } from "./task-logs.js";
 import type { TaskSource } from "./task-definition.js";
 
 export interface NodeWorkerOptions {
@@ -74,6 +75,7 @@ export class NodeWorker {
   private sweeper: NodeJS.Timeout | undefined;
   private readonly inFlight = new InFlightAttempts();
   private cancels: CancelListener | undefined;
+  private taskLogs: TaskLogWriter | undefined;
 
   constructor(private readonly options: NodeWorkerOptions) {}
 
@@ -103,6 +105,9 @@ export class NodeWorker {
     }, o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeat.unref();
 
+    // Lines lost in a database crash are still on stdout: their commits need not wait for the disk.
+    const taskLogs = new TaskLogWriter(o.relaxedDb ?? o.db, log);
+    this.taskLogs = taskLogs;
     const deps: AttemptDeps = {
       db: o.db,
       dags: new DagCache(o.db),
@@ -115,6 +120,7 @@ export class NodeWorker {
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
       jobs: new BatchedEnqueue(o.queues),
       events: o.queues.events,
+      taskLogs,
     };
     const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
     const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);
@@ -180,12 +186,14 @@ export class NodeWorker {
     clearInterval(this.heartbeat);
     clearInterval(this.sweeper);
     this.cancels?.stop();
+    const taskLogs = this.taskLogs?.close() ?? Promise.resolve();
     // Closing waits for the fetched jobs to settle: finished here, or handed back at the deadline.
     const closing = dispatcher ? dispatcher.settled().then(() => dispatcher.close()) : Promise.resolve();
     const [closed] = await Promise.all([
       within(closing, msUntil(closeBy)),
       within(closeExecutors(), msUntil(closeBy)),
       within(removeWorker(o.leasesDb ?? o.db, this.id), msUntil(closeBy)),
+      within(taskLogs, msUntil(closeBy)),
     ]);
     // A job whose processor never settled (its writes retrying against a database that is gone),
     // or Redis unreachable: drop BullMQ's connections rather than wait.

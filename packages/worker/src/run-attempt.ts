@@ -30,6 +30,7 @@ import type { WorkerMetrics } from "./metrics.js";
 import { nodeArgs } from "./node-args.js";
 import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
+import type { TaskLogWriter } from "./task-logs.js";
 import type { ResolvedTaskOptions, RunnableTask, TaskSource } from "./task-definition.js";
 import {
   AxAttemptAbandonedError,
@@ -56,6 +57,8 @@ export interface AttemptDeps {
   jobs: Pick<BatchedEnqueue, "add">;
   /** Lifecycle events, to the cluster's stream (buffered: publishing never waits on Redis). */
   events: Pick<EventPublisher, "publish">;
+  /** Where `ax.context().log` lines are stored. */
+  taskLogs: TaskLogWriter;
 }
 
 /** The run a job belongs to, as events and logs name it. */
@@ -174,6 +177,7 @@ async function executeStarted(
   const logInfo = log.isLevelEnabled("info");
   if (logInfo) log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");
 
+  const taskLog = deps.taskLogs.attempt(ref);
   const t0 = performance.now();
   // From here the attempt's function runs; once it ends, its outcome is recorded within a bound.
   const executed: AttemptResult = await execute({
@@ -186,13 +190,15 @@ async function executeStarted(
       attempt,
       idempotencyKey: `${runId}:${nodeKey}`,
       logicalDate: started.logicalDate,
-      log,
+      log: taskLog.wrap(log),
     },
     onProgress: (progress) => {
       recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
     },
+    onLog: (line) => taskLog.add(line),
     cancel,
   });
+  taskLog.close();
   const checked = executed.ok ? checkResult(task.options, executed.value) : executed;
   const durationMs = Math.round(performance.now() - t0);
   const ended = Date.now();

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
+import { durationMs } from "../duration.js";
 import { flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
 import { alertGroupSchema, alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { AxConfigError } from "@ax/common";
@@ -39,13 +40,21 @@ function yamlPath(path: PropertyKey[]): (string | number)[] {
   );
 }
 
+/** Pruning history younger than an hour would delete runs people are still looking at. */
+const MIN_RETENTION_MS = 3_600_000;
+
+/** `retention: 90d`: how long finished runs are kept, a duration (a number is seconds). */
+export const retentionMs = durationMs.refine((ms) => ms >= MIN_RETENTION_MS, {
+  message: 'must be at least 1h (write a duration such as "90d", "30d" or "12h")',
+});
+
 const configSchema = z
   .object({
     maxConcurrency: z.number().int().positive().optional(),
     pools: z.record(z.string(), z.number().int().positive()).optional(),
     tasks: z.record(z.string(), taskOverridesSchema).optional(),
     flows: z.record(z.string(), flowOverridesSchema).optional(),
-    retention: z.string().optional(),
+    retention: retentionMs.optional(),
     alerts: alertsSchema.optional(),
   })
   .strict();
@@ -57,6 +66,8 @@ export interface RuntimeConfig {
   flows: Record<string, z.output<typeof flowOverridesSchema>>;
   /** `alerts:` groups by name (durations in ms; `secret_env` not yet read). */
   alerts: AlertsConfig;
+  /** `retention`, ms; unset: DEFAULT_RETENTION_MS (90 days). */
+  retentionMs?: number | undefined;
 }
 
 /** The tasks and flows the cluster knows (registered flow definitions), what YAML may name. */
@@ -187,5 +198,6 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     tasks: config.tasks ?? {},
     flows: config.flows ?? {},
     alerts: config.alerts ?? {},
+    retentionMs: config.retention,
   };
 }

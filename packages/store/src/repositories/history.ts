@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { attempts, flowDefinitions, nodeRuns, runs } from "../schema/index.js";
 import { flowVersionById } from "./flow-definitions.js";
@@ -167,7 +167,8 @@ export async function listRunSummaries(db: Db, filter: RunFilter = {}): Promise<
     .select()
     .from(runs)
     .where(where.length ? and(...where) : undefined)
-    .orderBy(desc(runs.createdAt))
+    // NULLS LAST, as the indexes are built: a plain DESC (nulls first) could not read them in order.
+    .orderBy(sql`${runs.createdAt} desc nulls last`)
     .limit(filter.limit ?? 50);
   const versions = found.length
     ? await db

@@ -1,5 +1,6 @@
 import type { AttemptOutcome, Json } from "@ax/store";
 import { taskContextStorage, type TaskContext } from "../context.js";
+import type { CapturedLine } from "../log-capture.js";
 import type { RunnableTask } from "../task-definition.js";
 import { AxHeartbeatLostError, AxTimeoutError } from "@ax/common";
 
@@ -10,6 +11,8 @@ export interface AttemptInput {
   args: Json[];
   context: Omit<TaskContext, "signal" | "heartbeat">;
   onProgress(progress: Json): void;
+  /** A line the task logged in a thread or process child (inline, `context.log` stores its own). */
+  onLog(line: CapturedLine): void;
   /** Aborts the attempt from outside (cancel, shutdown). */
   cancel?: AbortSignal | undefined;
 }

@@ -4,6 +4,7 @@ import pino, { type Logger } from "pino";
 import type { Json } from "@ax/store";
 import { taskContextStorage, type TaskContext } from "../context.js";
 import { findTaskDefinition } from "../defined-tasks.js";
+import { capturingLogger } from "../log-capture.js";
 import { withOnceGate } from "../once-scope.js";
 import { markExecutorChild } from "./child-marker.js";
 import { ParentOnceGate } from "./once-channel.js";
@@ -67,7 +68,7 @@ async function run(message: RunMessage): Promise<void> {
       heartbeat(progress?: Json) {
         send(progress === undefined ? { type: "heartbeat" } : { type: "heartbeat", progress });
       },
-      log: loggerFor(message.log),
+      log: capturingLogger(loggerFor(message.log), (line) => send({ type: "log", line })),
     };
     send({ type: "started" });
     const value = await withOnceGate(onceGate, () =>

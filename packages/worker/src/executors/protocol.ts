@@ -1,5 +1,6 @@
 import type { Json } from "@ax/store";
 import type { AttemptIdentity } from "../context.js";
+import type { CapturedLine } from "../log-capture.js";
 
 /** What a thread or process child is told to run: one attempt, its module and its context. */
 export interface RunMessage {
@@ -44,6 +45,8 @@ export type ChildMessage =
   | { type: "heartbeat"; progress?: Json }
   | { type: "result"; value: unknown }
   | { type: "once"; id: number; request: OnceRequest }
+  /** An `ax.context().log` line, stored by the parent with the attempt's others. */
+  | { type: "log"; line: CapturedLine }
   /** `fatal`: thrown outside the task's own call chain; the child is exiting. */
   | { type: "error"; error: SerialisedError; fatal?: boolean };
 

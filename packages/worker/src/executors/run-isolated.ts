@@ -91,7 +91,8 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
     else if (event.type === "heartbeat") {
       armHeartbeat();
       if (event.progress !== undefined) input.onProgress(event.progress);
-    } else if (event.type === "once") {
+    } else if (event.type === "log") input.onLog(event.line);
+    else if (event.type === "once") {
       void once.answer(event.request).then((answer) => {
         // After the attempt ended the child is stopped or idle: nothing there awaits the answer.
         if (!first) child!.send({ type: "once-reply", id: event.id, ...answer });

@@ -1,0 +1,17 @@
+/** Errors of task logs and retention (pruning old history). */
+
+/** Another prune (a coordinator's retention pass or `ax prune`) holds the cluster-wide prune lock. */
+export class AxPruneBusyError extends Error {
+  override name = "AxPruneBusyError";
+  constructor() {
+    super("another prune is running (a coordinator's hourly retention pass or another `ax prune`); try again when it has finished");
+  }
+}
+
+/** A retention period that cannot be used (too short, or not a duration). */
+export class AxRetentionError extends Error {
+  override name = "AxRetentionError";
+  constructor(detail: string) {
+    super(`retention: ${detail}; write a duration such as "90d", "30d" or "12h"`);
+  }
+}

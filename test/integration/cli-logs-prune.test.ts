@@ -1,0 +1,96 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { ax, type Client, type Runtime } from "ax-scheduler";
+import { seedHistory } from "../helpers/history.js";
+import { isolate } from "../helpers/isolated.js";
+import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const DAY = 86_400_000;
+
+const audit = ax.task({ name: "audit" }, (order: string) => {
+  const { log } = ax.context();
+  log.info("auditing %s", order);
+  log.warn({ reason: "late" }, "order is late");
+  return order;
+});
+const auditFlow = ax.flow({ name: "audit_flow" }, (order) => audit(order));
+
+interface Exited {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function runAx(args: string[]): Promise<Exited> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+      timeout: 80_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
+  }
+}
+
+// Each `ax` start loads TypeScript through tsx: the commands run concurrently, under a long timeout.
+describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {
+  const env = isolate("clilogs");
+  let runtime: Runtime;
+  let client: Client;
+  let runId: string;
+  const connection = () => ["--storage", env.storage, "--prefix", env.prefix];
+
+  beforeAll(async () => {
+    runtime = testRuntime(env, { flows: [auditFlow] });
+    await runtime.start();
+    client = runtime.client();
+    runId = await client.triggerFlow("audit_flow", "ord-9");
+    await client.waitForRun(runId, { timeout: "30s" });
+    await seedHistory(env, { flow: "audit_flow", runs: 2_500, tag: "old:", newest: new Date(Date.now() - 120 * DAY), logEvery: 1 });
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await env.cleanup();
+  });
+
+  it("ax logs prints the run's lines: time, node#attempt, level, message, fields", async ({ expect }) => {
+    // The lines are written shortly after the attempt; --follow waits for the run to end and looks once more.
+    const printed = await runAx(["logs", runId, "--follow", ...connection()]);
+    expect(printed.stderr).toBe("");
+    expect(printed.code).toBe(0);
+    const lines = printed.stdout.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z audit#1 INFO {2}auditing ord-9$/);
+    expect(lines[1]).toMatch(/^\S+ audit#1 WARN {2}order is late \{"reason":"late"\}$/);
+    const unknown = await runAx(["logs", "00000000-0000-4000-8000-000000000000", ...connection()]);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/no run with id 00000000-0000-4000-8000-000000000000/);
+  });
+
+  it("ax prune --dry-run counts; ax prune --archive archives with a progress bar", async ({ expect }) => {
+    const dry = await runAx(["prune", "--older-than", "90d", "--dry-run", ...connection()]);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain(
+      "would prune 2500 run(s) with their nodes, attempts and task logs, 0 once key(s), 0 schedule tick(s) older than 90d",
+    );
+    const pruned = await runAx(["prune", "--older-than", "90d", "--archive", "--batch", "500", ...connection()]);
+    expect(pruned.stderr).toBe("");
+    expect(pruned.code).toBe(0);
+    expect(pruned.stdout).toMatch(/prune \[.*\] 2500\/2500 runs/);
+    expect(pruned.stdout).toContain(
+      "archived and deleted 2500 run(s) (5000 task log line(s)), 0 once key(s), 0 schedule tick(s) older than 90d",
+    );
+    expect(await env.sql("select (select count(*)::int from runs) as live, (select count(*)::int from runs_archive) as archived")).toEqual([
+      { live: 1, archived: 2_500 },
+    ]);
+    const bad = await runAx(["prune", "--older-than", "5m", ...connection()]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/retention: olderThan: must be at least 1h/);
+  });
+});
