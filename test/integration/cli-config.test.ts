@@ -90,7 +90,9 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     await sleep(1200);
     const cluster = await runAx([...connection(), "config", "show", "--cluster"]);
     expect(cluster.stdout).toContain("newest stored version: v3");
-    expect(cluster.stdout).toMatch(new RegExp(`${runtime.workerId}  pid \\d+  queues default\\.hello_greet,default\\.hello_measure  v3  live`));
+    expect(cluster.stdout).toMatch(
+      new RegExp(`${runtime.workerId}  pid \\d+  queues default\\.hello_greet,default\\.hello_measure  v3  live`),
+    );
   });
 
   it("the API: POST /api/config stores a version, a bad one is a 400 naming line and column, versions list and read back", async () => {
