@@ -36,9 +36,9 @@ export function ErrorNote({ error }: { error: Error | undefined }) {
 
 export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: React.ReactNode }) {
   useEffect(() => {
-    const escape = (e: KeyboardEvent) => e.key === "Escape" && onClose();
-    window.addEventListener("keydown", escape);
-    return () => window.removeEventListener("keydown", escape);
+    const onKey = (e: KeyboardEvent) => e.key === "Escape" && onClose();
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
   }, [onClose]);
   return (
     <div className="modal-backdrop">
