@@ -23,8 +23,10 @@ describe("the web console in a real browser", () => {
   const runIdOf = () => new URL(page.url()).pathname.split("/")[2]!;
 
   beforeAll(async () => {
-    if (!existsSync(CONSOLE_DIST)) throw new Error("the console is not built: run `npx -y pnpm@9.15.9 --filter @ax/console build` (pnpm test does)");
-    if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
+    if (!existsSync(CONSOLE_DIST))
+      throw new Error("the console is not built: run `npx -y pnpm@9.15.9 --filter @ax/console build` (pnpm test does)");
+    if (!existsSync(CHROMIUM))
+      throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
     mkdirSync(ARTIFACTS, { recursive: true });
     runtime = testRuntime(env, {
       flows,
@@ -88,7 +90,9 @@ describe("the web console in a real browser", () => {
 
     await node("create_invoice").click();
     const panel = page.locator('[data-panel="create_invoice"]');
-    await expect(panel.locator(".error-box").innerText()).resolves.toContain("InvoiceApiError: invoice service unavailable (user user_002)");
+    await expect(panel.locator(".error-box").innerText()).resolves.toContain(
+      "InvoiceApiError: invoice service unavailable (user user_002)",
+    );
     await expect(panel.locator("tr[data-attempt]").count()).resolves.toBe(4);
     await expect(panel.getByText("No log lines.").or(panel.locator(".logs")).first().isVisible()).resolves.toBe(true);
     await shot("05-failed-node");
@@ -112,7 +116,9 @@ describe("the web console in a real browser", () => {
     await shot("07-workers-zh");
     await page.getByTestId("language").click();
 
-    await page.route("**/api/**", (route) => route.fulfill({ status: 401, body: JSON.stringify({ error: "Unauthorized", message: "token" }) }));
+    await page.route("**/api/**", (route) =>
+      route.fulfill({ status: 401, body: JSON.stringify({ error: "Unauthorized", message: "token" }) }),
+    );
     await page.goto(`${runtime.url}/runs`);
     await page.getByRole("heading", { name: "Sign in to ax" }).waitFor();
     await page.locator("input[name=token]").fill("secret-token");
