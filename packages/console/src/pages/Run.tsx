@@ -186,10 +186,11 @@ function NodePanel({
       ? run.payload
       : Object.fromEntries(task.upstream.map((u) => [u, run.tasks.find((n) => n.key === u)?.result ?? null]));
   const runStart = Date.parse(task.attempts[0]?.startedAt ?? run.createdAt);
+  const spanMs = Math.max(1, ...task.attempts.map((a) => (a.finishedAt ? Date.parse(a.finishedAt) : now) - runStart));
   const bars = task.attempts.map((a) => {
     const start = Date.parse(a.startedAt) - runStart;
     const end = (a.finishedAt ? Date.parse(a.finishedAt) : now) - runStart;
-    return { name: `#${a.n}`, span: [start, Math.max(end, start + 1)] as [number, number], outcome: a.outcome ?? "running" };
+    return { name: `#${a.n}`, span: [start, Math.max(end, start + spanMs / 150)] as [number, number], outcome: a.outcome ?? "running" };
   });
   return (
     <section className="panel node-panel" data-panel={task.key}>
