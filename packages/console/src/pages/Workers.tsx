@@ -57,7 +57,7 @@ export function WorkersPage() {
         <table className="table">
           <thead>
             <tr>
-              <th>queue</th>
+              <th>{t("queues.name")}</th>
               <th>{t("queues.waiting")}</th>
               <th>{t("queues.active")}</th>
               <th>{t("queues.delayed")}</th>
