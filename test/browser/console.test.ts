@@ -108,12 +108,25 @@ describe("the web console in a real browser", () => {
     expect(rerun).toMatchObject({ status: "success", rerunOf: failedId, trigger: "rerun" });
   });
 
+  it("shows a flow's schedule-less page, versions and recent runs, and the config in force with its history", async () => {
+    await page.goto(`${runtime.url}/flows/order_payment_flow`);
+    await page.getByRole("heading", { name: "Versions" }).waitFor();
+    await page.locator(".strip .cell").first().waitFor();
+    await shot("07-flow");
+    await page.goto(`${runtime.url}/config`);
+    await page.locator("td", { hasText: "retry_backoff" }).first().waitFor();
+    await expect(page.locator("td", { hasText: "max_backoff" }).count()).resolves.toBe(0);
+    await expect(page.locator(".pill", { hasText: "yaml v1" }).count()).resolves.toBeGreaterThan(0);
+    await page.locator("pre.diff .add", { hasText: "max_concurrency: 10" }).waitFor();
+    await shot("08-config");
+  });
+
   it("switches to Chinese and shows the login screen on a 401", async () => {
     await page.goto(`${runtime.url}/workers`);
     await page.getByTestId("language").click();
     await page.getByRole("heading", { name: "工作进程与队列" }).waitFor();
     await page.locator("table tbody tr", { hasText: runtime.workerId }).waitFor();
-    await shot("07-workers-zh");
+    await shot("09-workers-zh");
     await page.getByTestId("language").click();
 
     await page.route("**/api/**", (route) =>
@@ -131,6 +144,6 @@ describe("the web console in a real browser", () => {
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("heading", { name: "Runs" }).waitFor();
     await expect.poll(() => sent).toBe("Bearer secret-token");
-    await shot("08-after-login");
+    await shot("10-after-login");
   });
 });

@@ -12,8 +12,10 @@ interface Effective {
   flows: Record<string, EffectiveOption[]>;
 }
 
-function Options({ title, options }: { title: string; options: EffectiveOption[] }) {
+function Options({ title, options, all }: { title: string; options: EffectiveOption[]; all: boolean }) {
   const { t } = useI18n();
+  const shown = all ? options : options.filter((o) => o.source !== "default");
+  if (shown.length === 0) return null;
   return (
     <section className="panel">
       <h3>{title}</h3>
@@ -26,7 +28,7 @@ function Options({ title, options }: { title: string; options: EffectiveOption[]
           </tr>
         </thead>
         <tbody>
-          {options.map((o) => (
+          {shown.map((o) => (
             <tr key={o.option}>
               <td className="mono">{o.option}</td>
               <td className="mono">{JSON.stringify(o.value)}</td>
@@ -46,6 +48,8 @@ export function ConfigPage() {
   const effective = useApi<Effective>("/api/config/effective");
   const history = useApi<{ versions: ConfigHistoryEntry[] }>("/api/config/versions");
   const [picked, setPicked] = useState<number>();
+  // Defaults are most of the options: without them the page shows what someone chose.
+  const [all, setAll] = useState(false);
   const shown = picked ?? history.data?.versions[0]?.version;
   const version = useApi<ConfigVersionInfo>(shown === undefined ? undefined : `/api/config/versions/${shown}`);
   return (
@@ -57,13 +61,16 @@ export function ConfigPage() {
         <div>
           <h2>
             {t("config.effective")} {effective.data?.version != null && <span className="muted">v{effective.data.version}</span>}
+            <label className="toggle">
+              <input type="checkbox" checked={all} onChange={(e) => setAll(e.target.checked)} /> {t("config.showDefaults")}
+            </label>
           </h2>
-          {effective.data && <Options title={t("config.cluster")} options={effective.data.cluster} />}
+          {effective.data && <Options title={t("config.cluster")} options={effective.data.cluster} all={all} />}
           {Object.entries(effective.data?.tasks ?? {}).map(([name, options]) => (
-            <Options key={`t-${name}`} title={`task ${name}`} options={options} />
+            <Options key={`t-${name}`} title={`task ${name}`} options={options} all={all} />
           ))}
           {Object.entries(effective.data?.flows ?? {}).map(([name, options]) => (
-            <Options key={`f-${name}`} title={`flow ${name}`} options={options} />
+            <Options key={`f-${name}`} title={`flow ${name}`} options={options} all={all} />
           ))}
         </div>
         <div>

@@ -79,7 +79,12 @@ export function FlowPage({ name }: { name: string }) {
         </button>
       </div>
       <ErrorNote error={flow.error} />
-      {flow.data && <Dag nodes={flow.data.nodes} height={280} />}
+      {flow.data && (
+        <Dag
+          nodes={flow.data.nodes.map((n) => ({ ...n, detail: n.task === n.key ? `queue ${n.queue}` : `${n.task} · queue ${n.queue}` }))}
+          height={280}
+        />
+      )}
       <div className="grid-3">
         <section className="panel">
           <h3>{t("flows.recent")}</h3>
