@@ -19,7 +19,7 @@ function Options({ title, options, all }: { title: string; options: EffectiveOpt
   return (
     <section className="panel">
       <h3>{title}</h3>
-      <table className="table compact">
+      <table className="table compact options">
         <thead>
           <tr>
             <th>{t("config.option")}</th>
@@ -41,6 +41,13 @@ function Options({ title, options, all }: { title: string; options: EffectiveOpt
       </table>
     </section>
   );
+}
+
+function diffClass(line: string): string {
+  if (/^(\+\+\+|---|===)/.test(line)) return "muted";
+  if (line.startsWith("+")) return "add";
+  if (line.startsWith("-")) return "del";
+  return line.startsWith("@@") ? "hunk" : "";
 }
 
 export function ConfigPage() {
@@ -92,7 +99,7 @@ export function ConfigPage() {
             <pre className="code diff">
               {version.data.diff.split("\n").map((line, i) => (
                 // biome-ignore lint/suspicious/noArrayIndexKey: diff lines have no identity besides their place
-                <span key={i} className={line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : ""}>
+                <span key={i} className={diffClass(line)}>
                   {line}
                   {"\n"}
                 </span>
