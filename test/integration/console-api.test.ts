@@ -84,6 +84,21 @@ describe("console API", () => {
     expect(missing.status).toBe(404);
   });
 
+  it("ends open streams when the server closes", async () => {
+    // A second API process: stopping it must not wait for the stream it serves.
+    const other = testRuntime(env, { flows: [helloFlow], roles: ["api"], port: 0 });
+    await other.start();
+    const runId = await client.triggerFlow("hello_flow", { name: "later" }, { delay: "1h" });
+    const response = await fetch(`${other.url}/api/runs/${runId}/stream`);
+    const reader = response.body!.getReader();
+    await reader.read();
+    const started = Date.now();
+    await other.stop();
+    expect(Date.now() - started).toBeLessThan(5000);
+    await expect(reader.read().then((r) => r.done)).resolves.toBe(true);
+    await client.cancel(runId);
+  });
+
   it("lists live workers with their queues and load, and a flow's versions", async () => {
     const { body } = await get<{ workers: { id: string; queues: string[]; live: boolean; running: number }[] }>("/api/workers");
     const me = body.workers.find((w) => w.id === runtime.workerId);

@@ -39,7 +39,8 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
     return run && explainWaitingNodes(deps.db, deps.queues, run);
   };
   const feed = new RunFeed(readRun, (err, runId) => app.log.warn({ err, runId }, "run stream poll failed"), deps.streamPollMs);
-  app.addHook("onClose", async () => feed.close());
+  // preClose: the server waits for open connections before onClose hooks run, and a stream stays open.
+  app.addHook("preClose", async () => feed.close());
 
   app.get<{ Params: { id: string } }>("/api/runs/:id/stream", async (request, reply) => {
     const id = z.uuid().safeParse(request.params.id);
