@@ -20,7 +20,8 @@ function useLiveRun(id: string): { run: RunInfo | undefined; error: Error | unde
     const abort = new AbortController();
     setRun(undefined);
     setError(undefined);
-    const follow = async () => {
+    let ended = false;
+    const follow = async (): Promise<void> => {
       setLive(true);
       try {
         await stream(
@@ -28,9 +29,12 @@ function useLiveRun(id: string): { run: RunInfo | undefined; error: Error | unde
           (data, event) => {
             if (event === "message") setRun(JSON.parse(data) as RunInfo);
             if (event === "error") setError(new Error((JSON.parse(data) as { message: string }).message));
+            if (event === "end" || event === "error") ended = true;
           },
           abort.signal,
         );
+        // Closed without `end`: the server stopped (a restart, a deploy); follow the run again.
+        if (!ended && !abort.signal.aborted) throw new Error("stream closed");
       } catch (e) {
         if (abort.signal.aborted) return;
         if (e instanceof ApiError && e.status === 404) {
