@@ -163,6 +163,7 @@ export function RunPage({ id }: { id: string }) {
         />
       ) : (
         <section className="panel">
+          <p className="muted small hint">{t("run.hint")}</p>
           <h3>{t("run.payload")}</h3>
           <pre className="code">{summary(run.payload, 4000)}</pre>
         </section>
