@@ -64,6 +64,11 @@ export function Dag({
     id: n.key,
     type: "task",
     position: positions.get(n.key) ?? { x: 0, y: 0 },
+    // Fixed size, known up front: React Flow rebuilds a node whose object changed (every state
+    // update here) and hides it until measured again unless its dimensions are given.
+    width: WIDTH,
+    height: HEIGHT,
+    measured: { width: WIDTH, height: HEIGHT },
     data: { node: n, selected: n.key === selected },
     draggable: false,
   }));
