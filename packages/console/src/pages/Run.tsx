@@ -61,7 +61,7 @@ function nodeDetail(task: TaskRunInfo, now: number, t: ReturnType<typeof useI18n
   if (task.reusedFrom) return `${t("status.reused")} · ${task.reusedFrom.slice(0, 8)}`;
   if (task.status === "retrying" && task.nextRetryAt) {
     const left = Date.parse(task.nextRetryAt) - now;
-    return `${t("node.retryIn")} ${left > 0 ? duration(left) : "0 s"} · #${task.attempts.length + 1}`;
+    return `${left > 0 ? `${t("node.retryIn")} ${duration(left)}` : t("node.retryDue")} · #${task.attempts.length + 1}`;
   }
   if (task.status === "running") {
     const progress =
