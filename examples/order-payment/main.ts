@@ -2,6 +2,8 @@
  * The article's §4 end to end: start a runtime, trigger one "payment succeeded" event, wait for
  * the run and print its DAG with each node's state. Needs Redis; PostgreSQL is optional
  * (DATABASE_URL), without it the history lives in embedded PGlite under ./.ax/data.
+ * The web console is served while it runs (AX_PORT, default 8080); `--console` keeps it open
+ * after the run until Ctrl-C.
  */
 import { fileURLToPath } from "node:url";
 import { Runtime } from "ax-scheduler";
@@ -16,7 +18,8 @@ const runtime = new Runtime({
   redis: process.env.REDIS_URL,
   flows,
   config: fileURLToPath(new URL("config/runtime.yaml", import.meta.url)),
-  roles: ["coordinator", "worker"],
+  roles: ["coordinator", "worker", "api"],
+  port: Number(process.env.AX_PORT ?? 8080),
   logLevel: process.env.AX_LOG_LEVEL ?? "warn",
 });
 
@@ -31,12 +34,17 @@ try {
     { payment_id: paymentId, user_id: "user_001", amount: 99.0 },
     { businessKey: "order-123" },
   );
+  console.log(`watch it in the console: ${runtime.url}/runs/${runId}`);
   const run = await client.waitForRun(runId, { timeout: "60s" });
   console.log(renderRun(run));
   console.log(`\nnotifications sent: ${JSON.stringify(notifier.sent)}`);
   const where = process.env.DATABASE_URL ? "" : ` --data-dir ${fileURLToPath(new URL(".ax/data", import.meta.url))}`;
   console.log(`inspect it again (after this process exits) with: npx -y pnpm@9.15.9 ax run ${runId}${where}`);
   process.exitCode = run.status === "success" ? 0 : 1;
+  if (process.argv.includes("--console")) {
+    console.log(`the console stays open at ${runtime.url} until Ctrl-C`);
+    await new Promise((resolve) => process.once("SIGINT", resolve));
+  }
 } finally {
   await client.close();
   await runtime.stop();

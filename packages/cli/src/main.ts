@@ -95,7 +95,10 @@ const EXIT_GRACE_MS = 4000;
 async function serve(runtime: Runtime, what: string, stopTimeout: Duration, afterStart?: () => () => void): Promise<void> {
   await runtime.start();
   const unwatch = afterStart?.();
-  runtime.log.info({ worker: runtime.workerId, api: runtime.url }, `ax ${what} started`);
+  runtime.log.info(
+    { worker: runtime.workerId, api: runtime.url, console: runtime.url ? `${runtime.url}/` : undefined },
+    `ax ${what} started`,
+  );
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
@@ -226,7 +229,7 @@ export async function main(argv: string[]): Promise<void> {
         config: new LiveConfig(store.db, redis, queues.prefix),
       });
       log.info(
-        { url: server.url },
+        { url: server.url, console: `${server.url}/` },
         "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",
       );
       await new Promise<void>((resolve) => {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { RUN_STATUSES, toStorableText } from "@ax/store";
+import { RUN_STATUSES, RUN_TRIGGERS, toStorableText } from "@ax/store";
 import { logsAnswer, logsQuery } from "./log-schemas.js";
 
 /** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
@@ -17,6 +17,10 @@ export const listQuery = z.object({
   flow: storableText.optional(),
   status: z.enum(RUN_STATUSES).optional(),
   businessKey: storableText.optional(),
+  trigger: z.enum(RUN_TRIGGERS).optional(),
+  from: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created at or after this time (ISO 8601)" }),
+  to: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created before this time (ISO 8601)" }),
+  cursor: z.string().min(1).optional().meta({ description: "nextCursor of the previous page" }),
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
 
@@ -112,6 +116,11 @@ const configVersion = z
     diff: z.string().meta({ description: "unified diff from the version before it" }),
   })
   .meta({ description: "a stored config version" });
+const effectiveOption = z.object({
+  option: z.string(),
+  value: jsonValue,
+  source: z.string().meta({ description: "yaml vN, code or default" }),
+});
 const configUnavailable = { description: "this server was started without a config service", schema: apiError };
 
 /** Every route of the HTTP API, keyed `METHOD url` as fastify registers it. */
@@ -137,7 +146,16 @@ export const API_ROUTES: Record<string, RouteDoc> = {
   "GET /api/runs": {
     summary: "runs, newest first",
     query: listQuery,
-    responses: { 200: { description: "run summaries", schema: z.object({ runs: z.array(runSummary) }) }, 400: badRequest },
+    responses: {
+      200: {
+        description: "run summaries",
+        schema: z.object({
+          runs: z.array(runSummary),
+          nextCursor: z.string().nullable().meta({ description: "cursor of the next (older) page; null on the last page" }),
+        }),
+      },
+      400: badRequest,
+    },
   },
   "GET /api/runs/:id": {
     summary: "one run with its nodes and attempts",
@@ -297,6 +315,63 @@ export const API_ROUTES: Record<string, RouteDoc> = {
       },
       501: configUnavailable,
     },
+  },
+  "GET /api/config/effective": {
+    summary: "every option's effective value and its source (yaml vN, code or default); durations in ms",
+    responses: {
+      200: {
+        description: "effective config",
+        schema: z.object({
+          version: z.number().int().nullable(),
+          cluster: z.array(effectiveOption),
+          tasks: z.record(z.string(), z.array(effectiveOption)),
+          flows: z.record(z.string(), z.array(effectiveOption)),
+        }),
+      },
+      501: configUnavailable,
+    },
+  },
+  "GET /api/runs/:id/stream": {
+    summary: "server-sent events: the run (RunInfo) each time it changes, then `event: end` once it is finished",
+    params: runIdParams,
+    responses: { 200: { description: "`data: <RunInfo JSON>` lines", contentType: "text/event-stream" }, 404: notFound },
+  },
+  "GET /api/workers": {
+    summary: "worker processes: their queues, attempts running now, config version, last heartbeat",
+    responses: {
+      200: {
+        description: "workers, newest heartbeat first",
+        schema: z.object({
+          workers: z.array(
+            z.object({
+              id: z.string(),
+              hostname: z.string(),
+              pid: z.number().int(),
+              queues: z.array(z.string()),
+              configVersion: z.number().int().nullable(),
+              heartbeatAt: z.string(),
+              live: z.boolean().meta({ description: "heartbeat in the last 10 s" }),
+              running: z.number().int().meta({ description: "attempts it runs now" }),
+            }),
+          ),
+        }),
+      },
+    },
+  },
+  "GET /api/flows/:name/versions": {
+    summary: "a flow's stored DAG versions, newest first",
+    params: flowNameParams,
+    responses: {
+      200: {
+        description: "versions",
+        schema: z.object({ versions: z.array(z.object({ version: z.number().int(), createdAt: z.string(), nodes: z.number().int() })) }),
+      },
+      404: { description: "unknown flow", schema: apiError },
+    },
+  },
+  "GET /*": {
+    summary: "the web console (its files; any other path outside /api answers its index.html)",
+    responses: { 200: { description: "HTML, scripts, styles", contentType: "text/html" } },
   },
   "POST /api/backfills/:id/cancel": {
     summary: "cancel a backfill: unstarted runs end cancelled, started ones are cancelled",

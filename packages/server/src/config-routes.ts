@@ -12,11 +12,12 @@ export interface ConfigService {
   history(limit?: number): Promise<object[]>;
   version(version: number): Promise<object>;
   apply(yaml: string, file: string, author: string): Promise<object>;
+  effective(): Promise<object>;
 }
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
-/** `GET /api/config`, `GET /api/config/versions[/:version]`, `POST /api/config`. */
+/** `GET /api/config`, `GET /api/config/effective`, `GET /api/config/versions[/:version]`, `POST /api/config`. */
 export function registerConfigRoutes(app: App, service: ConfigService | undefined): void {
   const config = (): ConfigService => {
     if (!service) {
@@ -28,6 +29,8 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
   };
 
   app.get("/api/config", async () => ({ config: (await config().current()) ?? null }));
+
+  app.get("/api/config/effective", async () => config().effective());
 
   app.get("/api/config/versions", async () => ({ versions: await config().history() }));
 

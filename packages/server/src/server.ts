@@ -3,7 +3,7 @@ import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
-import { getRunInfo, latestFlowVersion, listFlowNames, listRunSummaries, toStorableText, type Db } from "@ax/store";
+import { getRunInfo, latestFlowVersion, listFlowNames, listRunPage, toStorableText, type Db } from "@ax/store";
 import {
   busyKeys,
   cancelRun,
@@ -14,7 +14,7 @@ import {
   triggerRun,
   type QueueRegistry,
 } from "@ax/coordinator";
-import { AxNotJsonError, AxPayloadTooLargeError, AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
+import { AxBadCursorError, AxNotJsonError, AxPayloadTooLargeError, AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
 import { listQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
 import { openApiDocument } from "./openapi.js";
@@ -22,6 +22,7 @@ import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
 import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
 import { registerLogRoutes } from "./log-routes.js";
+import { registerConsoleRoutes } from "./console-routes.js";
 import { configErrorStatus, registerConfigRoutes, type ConfigService } from "./config-routes.js";
 import { registerEventRoutes } from "./event-routes.js";
 
@@ -38,6 +39,8 @@ export interface ServerOptions {
   flows?: ServedFlow[] | undefined;
   /** Stored config versions (`/api/config…`); without it those routes answer 501. */
   config?: ConfigService | undefined;
+  /** The built web console served at `/`; default: the @ax/console package's dist. */
+  consoleDir?: string | undefined;
 }
 
 export interface RunningServer {
@@ -78,6 +81,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     if (error instanceof AxUnknownFlowError || error instanceof AxRunNotFoundError)
       return reply.status(404).send({ error: error.name, message: error.message });
+    if (error instanceof AxBadCursorError) return reply.status(400).send({ error: error.name, message: error.message });
     if (error instanceof AxPayloadTooLargeError) return reply.status(413).send({ error: error.name, message: error.message });
     const configStatus = configErrorStatus(error);
     if (configStatus) return reply.status(configStatus).send({ error: error.name, message: error.message });
@@ -126,7 +130,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     };
   });
 
-  app.get("/api/runs", async (request) => ({ runs: await listRunSummaries(options.db, listQuery.parse(request.query)) }));
+  app.get("/api/runs", async (request) => {
+    const { from, to, ...query } = listQuery.parse(request.query);
+    return listRunPage(options.db, {
+      ...query,
+      from: from === undefined ? undefined : new Date(from),
+      to: to === undefined ? undefined : new Date(to),
+    });
+  });
 
   app.get<{ Params: { id: string } }>("/api/runs/:id", async (request) => {
     const id = z.uuid().safeParse(request.params.id);
@@ -165,6 +176,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerConfigRoutes(app, options.config);
   registerEventRoutes(app, { queues: options.queues, log: options.log.child({ component: "events-api" }) });
   registerLogRoutes(app, { db: options.db });
+  await registerConsoleRoutes(app, { db: options.db, queues: options.queues, consoleDir: options.consoleDir });
 
   const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
   return { url, routes, close: () => app.close() };

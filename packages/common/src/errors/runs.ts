@@ -97,3 +97,11 @@ export class AxNotInTransactionError extends Error {
     );
   }
 }
+
+/** A run list's `cursor` is not one a previous page returned. */
+export class AxBadCursorError extends Error {
+  override name = "AxBadCursorError";
+  constructor(readonly cursor: string) {
+    super(`cursor "${cursor}" is not a page cursor; pass the nextCursor of the previous page unchanged, or omit it for the first page`);
+  }
+}

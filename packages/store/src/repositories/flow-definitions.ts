@@ -52,3 +52,19 @@ export async function listFlowNames(db: Db): Promise<string[]> {
   const rows = await db.selectDistinct({ name: flowDefinitions.name }).from(flowDefinitions);
   return rows.map((r) => r.name);
 }
+
+export interface FlowVersionSummary {
+  version: number;
+  createdAt: string;
+  nodes: number;
+}
+
+/** A flow's stored DAG versions, newest first. */
+export async function listFlowVersions(db: Db, name: string): Promise<FlowVersionSummary[]> {
+  const found = await db
+    .select({ version: flowDefinitions.version, createdAt: flowDefinitions.createdAt, dag: flowDefinitions.dag })
+    .from(flowDefinitions)
+    .where(eq(flowDefinitions.name, name))
+    .orderBy(desc(flowDefinitions.version));
+  return found.map((f) => ({ version: f.version, createdAt: f.createdAt.toISOString(), nodes: f.dag.nodes.length }));
+}

@@ -1,8 +1,9 @@
-import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { attempts, flowDefinitions, nodeRuns, runs } from "../schema/index.js";
 import { flowVersionById } from "./flow-definitions.js";
 import { waitingFor } from "./admission.js";
+import { AxBadCursorError } from "@ax/common";
 import type { AttemptOutcome, Json, RunStatus, RunTrigger, TaskStatus } from "../types.js";
 
 export interface AttemptInfo {
@@ -68,7 +69,36 @@ export interface RunFilter {
   flow?: string | undefined;
   status?: RunStatus | undefined;
   businessKey?: string | undefined;
+  trigger?: RunTrigger | undefined;
+  /** Runs created at or after this time. */
+  from?: Date | undefined;
+  /** Runs created before this time. */
+  to?: Date | undefined;
+  /** `nextCursor` of the page before: the runs older than its last one. */
+  cursor?: string | undefined;
   limit?: number | undefined;
+}
+
+export interface RunPage {
+  runs: RunSummary[];
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/**
+ * A cursor holds the last run's created_at at PostgreSQL's microsecond precision (a JS Date keeps
+ * milliseconds, and runs created within one millisecond would be skipped or repeated) and its id.
+ */
+function encodeCursor(createdAt: string, id: string): string {
+  return Buffer.from(`${createdAt}|${id}`).toString("base64url");
+}
+
+const CURSOR_SHAPE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f-]{36})$/;
+
+function decodeCursor(cursor: string): { at: string; id: string } {
+  const match = CURSOR_SHAPE.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match) throw new AxBadCursorError(cursor);
+  return { at: match[1]!, id: match[2]! };
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -159,23 +189,46 @@ function summarise(run: typeof runs.$inferSelect, flowVersion: number): RunSumma
 
 /** Newest first. */
 export async function listRunSummaries(db: Db, filter: RunFilter = {}): Promise<RunSummary[]> {
+  return (await listRunPage(db, filter)).runs;
+}
+
+/**
+ * One page of runs, newest first, by keyset on (created_at, id): a deep page costs what the first
+ * does, whatever the history's size.
+ */
+export async function listRunPage(db: Db, filter: RunFilter = {}): Promise<RunPage> {
+  const limit = filter.limit ?? 50;
   const where: SQL[] = [];
   if (filter.flow) where.push(eq(runs.flow, filter.flow));
   if (filter.status) where.push(eq(runs.status, filter.status));
   if (filter.businessKey) where.push(eq(runs.businessKey, filter.businessKey));
+  if (filter.trigger) where.push(eq(runs.trigger, filter.trigger));
+  if (filter.from) where.push(gte(runs.createdAt, filter.from));
+  if (filter.to) where.push(lt(runs.createdAt, filter.to));
+  if (filter.cursor) {
+    const { at, id } = decodeCursor(filter.cursor);
+    where.push(sql`(${runs.createdAt}, ${runs.id}) < (${at}::timestamptz, ${id}::uuid)`);
+  }
   const found = await db
-    .select()
+    .select({
+      run: runs,
+      exactCreatedAt: sql<string>`to_char(${runs.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+    })
     .from(runs)
     .where(where.length ? and(...where) : undefined)
-    // NULLS LAST, as the indexes are built: a plain DESC (nulls first) could not read them in order.
-    .orderBy(sql`${runs.createdAt} desc nulls last`)
-    .limit(filter.limit ?? 50);
-  const versions = found.length
+    .orderBy(desc(runs.createdAt), desc(runs.id))
+    .limit(limit + 1);
+  const page = found.slice(0, limit);
+  const versions = page.length
     ? await db
         .select({ id: flowDefinitions.id, version: flowDefinitions.version })
         .from(flowDefinitions)
-        .where(inArray(flowDefinitions.id, [...new Set(found.map((r) => r.flowVersionId))]))
+        .where(inArray(flowDefinitions.id, [...new Set(page.map((r) => r.run.flowVersionId))]))
     : [];
   const byId = new Map(versions.map((v) => [v.id, v.version]));
-  return found.map((r) => summarise(r, byId.get(r.flowVersionId) ?? 0));
+  const last = page.at(-1);
+  return {
+    runs: page.map((r) => summarise(r.run, byId.get(r.run.flowVersionId) ?? 0)),
+    nextCursor: found.length > limit && last ? encodeCursor(last.exactCreatedAt, last.run.id) : null,
+  };
 }

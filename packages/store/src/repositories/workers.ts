@@ -49,3 +49,17 @@ export async function removeDeadWorkers(db: Db, olderThanMs: number): Promise<nu
   );
   return removed.length;
 }
+
+/** Attempts running now per worker id (its load); a worker running none is absent. */
+export async function runningAttemptsByWorker(db: Db): Promise<Map<string, number>> {
+  const found = await rows<{ worker: string; running: number }>(
+    db,
+    sql`
+    select a.worker, count(*)::int as running
+    from node_runs n
+    join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
+    where n.status = 'running'
+    group by a.worker`,
+  );
+  return new Map(found.map((r) => [r.worker, r.running]));
+}

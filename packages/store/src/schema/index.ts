@@ -61,9 +61,10 @@ export const runs = pgTable(
     finishedAt: at("finished_at"),
   },
   (t) => [
-    index("runs_flow_created").on(t.flow, t.createdAt.desc()),
-    // The newest runs of the whole cluster (`ax runs`, the console) without sorting the history.
-    index("runs_created").on(t.createdAt.desc()),
+    // Run lists page by keyset on (created_at, id), newest first. NULLS FIRST is what ORDER BY … DESC
+    // means: an index declared NULLS LAST cannot give that order and every page would sort the history.
+    index("runs_flow_created").on(t.flow, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("runs_created_id").on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("runs_status").on(t.status),
     index("runs_business_key").on(t.businessKey),
   ],

@@ -1,0 +1,82 @@
+import { useEffect, useState } from "react";
+import { setUnauthorizedHandler, token } from "./api";
+import { I18nProvider, useI18n } from "./i18n";
+import { ConfigPage } from "./pages/Config";
+import { FlowPage, FlowsPage } from "./pages/Flows";
+import { LoginPage } from "./pages/Login";
+import { RunPage } from "./pages/Run";
+import { RunsPage } from "./pages/Runs";
+import { WorkersPage } from "./pages/Workers";
+import { Link, useLocation } from "./router";
+
+const NAV = [
+  { to: "/flows", key: "flows", icon: "M4 6h4v4H4zM16 14h4v4h-4zM8 8h4a2 2 0 0 1 2 2v4a2 2 0 0 0 2 2" },
+  { to: "/runs", key: "runs", icon: "M5 4l14 8-14 8z" },
+  { to: "/workers", key: "workers", icon: "M4 5h16v5H4zM4 14h16v5H4zM7 7.5h.01M7 16.5h.01" },
+  { to: "/config", key: "config", icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM12 2v3M12 19v3M2 12h3M19 12h3" },
+] as const;
+
+function Page({ path }: { path: string }) {
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === "runs" && parts[1]) return <RunPage id={parts[1]} />;
+  if (parts[0] === "runs") return <RunsPage />;
+  if (parts[0] === "flows" && parts[1]) return <FlowPage name={parts[1]} />;
+  if (parts[0] === "config") return <ConfigPage />;
+  if (parts[0] === "workers") return <WorkersPage />;
+  return <FlowsPage />;
+}
+
+function Shell() {
+  const { t, toggle } = useI18n();
+  const location = useLocation();
+  const [loggedOut, setLoggedOut] = useState(false);
+  useEffect(() => setUnauthorizedHandler(() => setLoggedOut(true)), []);
+  if (loggedOut) return <LoginPage onLogin={() => setLoggedOut(false)} />;
+  const section = location.pathname.split("/")[1] || "flows";
+  return (
+    <div className="shell">
+      <nav className="sidebar">
+        <div className="brand">
+          <span className="logo">ax</span>
+          <span>console</span>
+        </div>
+        {NAV.map((n) => (
+          <Link key={n.to} to={n.to} className={`nav${section === n.to.slice(1) ? " active" : ""}`}>
+            <svg width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="1.8" aria-hidden="true">
+              <path d={n.icon} />
+            </svg>
+            {t(n.key)}
+          </Link>
+        ))}
+        <div className="sidebar-foot">
+          <button type="button" className="link" onClick={toggle} data-testid="language">
+            {t("language")}
+          </button>
+          {token.get() && (
+            <button
+              type="button"
+              className="link"
+              onClick={() => {
+                token.clear();
+                setLoggedOut(true);
+              }}
+            >
+              {t("logout")}
+            </button>
+          )}
+        </div>
+      </nav>
+      <main>
+        <Page path={location.pathname} />
+      </main>
+    </div>
+  );
+}
+
+export function App() {
+  return (
+    <I18nProvider>
+      <Shell />
+    </I18nProvider>
+  );
+}

@@ -1,0 +1,53 @@
+import { useState } from "react";
+import { api } from "../api";
+import { useI18n } from "../i18n";
+import { navigate } from "../router";
+import { JsonEditor, parseJson } from "./JsonEditor";
+import { Modal } from "./Status";
+
+export function TriggerDialog({ flow, onClose }: { flow: string; onClose: () => void }) {
+  const { t } = useI18n();
+  const [payload, setPayload] = useState("{\n  \n}");
+  const [businessKey, setBusinessKey] = useState("");
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const parsed = parseJson(payload);
+  const submit = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const body = { payload: parsed.value, ...(businessKey ? { businessKey } : {}) };
+      const { runId } = await api.post<{ runId: string }>(`/api/flows/${encodeURIComponent(flow)}/runs`, body);
+      onClose();
+      navigate(`/runs/${runId}`);
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Modal title={`${t("trigger.title")} ${flow}`} onClose={onClose}>
+      <div className="modal-body">
+        <JsonEditor label={t("trigger.payload")} value={payload} onChange={setPayload} />
+        <label className="field">
+          <span>{t("trigger.businessKey")}</span>
+          <input name="businessKey" value={businessKey} onChange={(e) => setBusinessKey(e.target.value)} />
+        </label>
+        {error && (
+          <div className="error-note" role="alert">
+            {error}
+          </div>
+        )}
+      </div>
+      <footer>
+        <button type="button" onClick={onClose}>
+          {t("cancel")}
+        </button>
+        <button type="button" className="primary" disabled={parsed.error !== null || busy} onClick={submit}>
+          {t("trigger.submit")}
+        </button>
+      </footer>
+    </Modal>
+  );
+}

@@ -1,0 +1,113 @@
+import { useState } from "react";
+import { Empty, ErrorNote } from "../components/Status";
+import { time } from "../format";
+import { useApi } from "../hooks";
+import { useI18n } from "../i18n";
+import type { ConfigHistoryEntry, ConfigVersionInfo, EffectiveOption } from "../types";
+
+interface Effective {
+  version: number | null;
+  cluster: EffectiveOption[];
+  tasks: Record<string, EffectiveOption[]>;
+  flows: Record<string, EffectiveOption[]>;
+}
+
+function Options({ title, options, all }: { title: string; options: EffectiveOption[]; all: boolean }) {
+  const { t } = useI18n();
+  const shown = all ? options : options.filter((o) => o.source !== "default");
+  if (shown.length === 0) return null;
+  return (
+    <section className="panel">
+      <h3>{title}</h3>
+      <table className="table compact options">
+        <thead>
+          <tr>
+            <th>{t("config.option")}</th>
+            <th>{t("config.value")}</th>
+            <th>{t("config.source")}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {shown.map((o) => (
+            <tr key={o.option}>
+              <td className="mono">{o.option}</td>
+              <td className="mono">{JSON.stringify(o.value)}</td>
+              <td>
+                <span className={`pill src-${o.source.split(" ")[0]}`}>{o.source}</span>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function diffClass(line: string): string {
+  if (/^(\+\+\+|---|===)/.test(line)) return "muted";
+  if (line.startsWith("+")) return "add";
+  if (line.startsWith("-")) return "del";
+  return line.startsWith("@@") ? "hunk" : "";
+}
+
+export function ConfigPage() {
+  const { t } = useI18n();
+  const effective = useApi<Effective>("/api/config/effective");
+  const history = useApi<{ versions: ConfigHistoryEntry[] }>("/api/config/versions");
+  const [picked, setPicked] = useState<number>();
+  // Defaults are most of the options: without them the page shows what someone chose.
+  const [all, setAll] = useState(false);
+  const shown = picked ?? history.data?.versions[0]?.version;
+  const version = useApi<ConfigVersionInfo>(shown === undefined ? undefined : `/api/config/versions/${shown}`);
+  return (
+    <>
+      <h1>{t("config")}</h1>
+      <ErrorNote error={effective.error} />
+      {effective.data?.version === null && <Empty>{t("config.none")}</Empty>}
+      <div className="grid-2 top">
+        <div>
+          <h2>
+            {t("config.effective")} {effective.data?.version != null && <span className="muted">v{effective.data.version}</span>}
+            <label className="toggle">
+              <input type="checkbox" checked={all} onChange={(e) => setAll(e.target.checked)} /> {t("config.showDefaults")}
+            </label>
+          </h2>
+          {effective.data && <Options title={t("config.cluster")} options={effective.data.cluster} all={all} />}
+          {Object.entries(effective.data?.tasks ?? {}).map(([name, options]) => (
+            <Options key={`t-${name}`} title={`task ${name}`} options={options} all={all} />
+          ))}
+          {Object.entries(effective.data?.flows ?? {}).map(([name, options]) => (
+            <Options key={`f-${name}`} title={`flow ${name}`} options={options} all={all} />
+          ))}
+        </div>
+        <div>
+          <h2>{t("config.history")}</h2>
+          <ul className="versions">
+            {(history.data?.versions ?? []).map((v) => (
+              <li key={v.version}>
+                <button type="button" className={v.version === shown ? "active" : ""} onClick={() => setPicked(v.version)}>
+                  <strong>v{v.version}</strong> <span className="muted">{v.author}</span>
+                  <span className="diffstat">
+                    <span className="add">+{v.added}</span> <span className="del">−{v.removed}</span>
+                  </span>
+                  <span className="muted small">{time(v.createdAt)}</span>
+                </button>
+              </li>
+            ))}
+          </ul>
+          {version.data && (
+            <pre className="code diff">
+              {version.data.diff.split("\n").map((line, i) => (
+                // biome-ignore lint/suspicious/noArrayIndexKey: diff lines have no identity besides their place
+                <span key={i} className={diffClass(line)}>
+                  {line}
+                  {"\n"}
+                </span>
+              ))}
+            </pre>
+          )}
+        </div>
+      </div>
+    </>
+  );
+}

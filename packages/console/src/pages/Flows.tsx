@@ -1,0 +1,142 @@
+import { useState } from "react";
+import { api } from "../api";
+import { Dag } from "../components/Dag";
+import { RunStrip } from "../components/RunStrip";
+import { Empty, ErrorNote, StatusBadge } from "../components/Status";
+import { TriggerDialog } from "../components/TriggerDialog";
+import { time } from "../format";
+import { useApi } from "../hooks";
+import { useI18n } from "../i18n";
+import { Link } from "../router";
+import type { FlowDescription, RunSummary, ScheduleInfo } from "../types";
+
+export function FlowsPage() {
+  const { t } = useI18n();
+  const flows = useApi<{ flows: string[] }>("/api/flows");
+  const schedules = useApi<{ schedules: ScheduleInfo[] }>("/api/schedules");
+  const names = [...(flows.data?.flows ?? [])].sort();
+  return (
+    <>
+      <h1>{t("flows")}</h1>
+      <ErrorNote error={flows.error} />
+      {flows.data && names.length === 0 && <Empty>{t("flows.empty")}</Empty>}
+      <div className="cards">
+        {names.map((name) => (
+          <FlowCard key={name} name={name} schedule={schedules.data?.schedules.find((s) => s.flow === name)} />
+        ))}
+      </div>
+    </>
+  );
+}
+
+function FlowCard({ name, schedule }: { name: string; schedule: ScheduleInfo | undefined }) {
+  const { t } = useI18n();
+  const flow = useApi<FlowDescription>(`/api/flows/${encodeURIComponent(name)}`);
+  const runs = useApi<{ runs: RunSummary[] }>(`/api/runs?flow=${encodeURIComponent(name)}&limit=30`, 5000);
+  return (
+    <Link to={`/flows/${encodeURIComponent(name)}`} className="card flow-card">
+      <div className="card-head">
+        <h2>{name}</h2>
+        <span className="muted">
+          v{flow.data?.version ?? "…"} · {flow.data?.nodes.length ?? "…"} {t("flows.nodes")}
+        </span>
+      </div>
+      <RunStrip runs={runs.data?.runs ?? []} />
+      <div className="muted small">
+        {schedule
+          ? `${schedule.cron} · ${schedule.paused ? t("flows.paused") : `${t("flows.next")} ${time(schedule.nextFireTimes[0] ?? null)}`}`
+          : t("flows.noSchedule")}
+      </div>
+    </Link>
+  );
+}
+
+export function FlowPage({ name }: { name: string }) {
+  const { t } = useI18n();
+  const [triggering, setTriggering] = useState(false);
+  const flow = useApi<FlowDescription>(`/api/flows/${encodeURIComponent(name)}`);
+  const versions = useApi<{ versions: { version: number; createdAt: string; nodes: number }[] }>(
+    `/api/flows/${encodeURIComponent(name)}/versions`,
+  );
+  const schedules = useApi<{ schedules: ScheduleInfo[] }>("/api/schedules");
+  const runs = useApi<{ runs: RunSummary[] }>(`/api/runs?flow=${encodeURIComponent(name)}&limit=50`, 3000);
+  const schedule = schedules.data?.schedules.find((s) => s.flow === name);
+  const toggle = async () => {
+    await api.post(`/api/flows/${encodeURIComponent(name)}/schedule/${schedule?.paused ? "resume" : "pause"}`);
+    schedules.reload();
+  };
+  return (
+    <>
+      <div className="page-head">
+        <div>
+          <div className="crumbs">
+            <Link to="/flows">{t("flows")}</Link> /
+          </div>
+          <h1>{name}</h1>
+        </div>
+        <button type="button" className="primary" onClick={() => setTriggering(true)}>
+          {t("trigger")}
+        </button>
+      </div>
+      <ErrorNote error={flow.error} />
+      {flow.data && (
+        <Dag
+          nodes={flow.data.nodes.map((n) => ({ ...n, detail: n.task === n.key ? `queue ${n.queue}` : `${n.task} · queue ${n.queue}` }))}
+          height={280}
+        />
+      )}
+      <div className="grid-3">
+        <section className="panel">
+          <h3>{t("flows.recent")}</h3>
+          <RunStrip runs={runs.data?.runs ?? []} />
+          <ul className="plain">
+            {(runs.data?.runs ?? []).slice(0, 6).map((r) => (
+              <li key={r.id}>
+                <Link to={`/runs/${r.id}`}>
+                  <StatusBadge status={r.status} /> <span className="mono">{r.id.slice(0, 8)}</span>{" "}
+                  <span className="muted">{time(r.createdAt)}</span>
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </section>
+        <section className="panel">
+          <h3>{t("flows.schedule")}</h3>
+          {schedule ? (
+            <>
+              <p>
+                <span className="mono">{schedule.cron}</span> <span className="muted">{schedule.timezone}</span>{" "}
+                <span className={`pill ${schedule.paused ? "warn" : "ok"}`}>{schedule.paused ? t("flows.paused") : t("flows.active")}</span>
+              </p>
+              <div className="muted small">{t("flows.next")}</div>
+              <ul className="plain">
+                {schedule.nextFireTimes.map((f) => (
+                  <li key={f}>{time(f)}</li>
+                ))}
+              </ul>
+              <button type="button" onClick={toggle}>
+                {schedule.paused ? t("resume") : t("pause")}
+              </button>
+            </>
+          ) : (
+            <p className="muted">{t("flows.noSchedule")}</p>
+          )}
+        </section>
+        <section className="panel">
+          <h3>{t("flows.versions")}</h3>
+          <ul className="plain">
+            {(versions.data?.versions ?? []).map((v) => (
+              <li key={v.version}>
+                <strong>v{v.version}</strong>{" "}
+                <span className="muted">
+                  {v.nodes} {t("flows.nodes")} · {time(v.createdAt)}
+                </span>
+              </li>
+            ))}
+          </ul>
+        </section>
+      </div>
+      {triggering && <TriggerDialog flow={name} onClose={() => setTriggering(false)} />}
+    </>
+  );
+}

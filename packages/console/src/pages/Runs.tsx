@@ -1,0 +1,145 @@
+import { useState } from "react";
+import { query } from "../api";
+import { Empty, ErrorNote, StatusBadge } from "../components/Status";
+import { between, time } from "../format";
+import { useApi } from "../hooks";
+import { type MessageKey, useI18n } from "../i18n";
+import { Link, navigate, useLocation } from "../router";
+import type { RunSummary } from "../types";
+
+const STATUSES = ["pending", "running", "success", "failed", "cancelled"];
+const TRIGGERS = ["manual", "event", "schedule", "rerun", "backfill"];
+const FILTERS = ["flow", "status", "trigger", "businessKey", "from", "to"] as const;
+
+/** datetime-local has no zone: the browser's own, sent as ISO with offset. */
+const toIso = (local: string | null) => (local ? new Date(local).toISOString() : undefined);
+
+export function RunsPage() {
+  const { t } = useI18n();
+  const location = useLocation();
+  const params = location.searchParams;
+  // Cursors of the pages before this one, so "back" needs no server support.
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const path = `/api/runs${query({
+    flow: params.get("flow") ?? undefined,
+    status: params.get("status") ?? undefined,
+    trigger: params.get("trigger") ?? undefined,
+    businessKey: params.get("businessKey") ?? undefined,
+    from: toIso(params.get("from")),
+    to: toIso(params.get("to")),
+    cursor,
+    limit: "50",
+  })}`;
+  const runs = useApi<{ runs: RunSummary[]; nextCursor: string | null }>(path, cursor ? undefined : 3000);
+  const flows = useApi<{ flows: string[] }>("/api/flows");
+  const set = (key: (typeof FILTERS)[number], value: string) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value);
+    else next.delete(key);
+    setCursors([]);
+    navigate(`/runs?${next.toString()}`);
+  };
+  return (
+    <>
+      <h1>{t("runs")}</h1>
+      <div className="filters">
+        <label>
+          {t("runs.flow")}
+          <select name="flow" value={params.get("flow") ?? ""} onChange={(e) => set("flow", e.target.value)}>
+            <option value="">{t("runs.any")}</option>
+            {(flows.data?.flows ?? []).map((f) => (
+              <option key={f}>{f}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          {t("runs.status")}
+          <select name="status" value={params.get("status") ?? ""} onChange={(e) => set("status", e.target.value)}>
+            <option value="">{t("runs.any")}</option>
+            {STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {t(`status.${s}` as MessageKey)}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          {t("runs.trigger")}
+          <select name="trigger" value={params.get("trigger") ?? ""} onChange={(e) => set("trigger", e.target.value)}>
+            <option value="">{t("runs.any")}</option>
+            {TRIGGERS.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          {t("runs.businessKey")}
+          <input
+            name="businessKey"
+            defaultValue={params.get("businessKey") ?? ""}
+            onKeyDown={(e) => e.key === "Enter" && set("businessKey", e.currentTarget.value)}
+            onBlur={(e) => set("businessKey", e.currentTarget.value)}
+          />
+        </label>
+        <label>
+          {t("runs.from")}
+          <input type="datetime-local" name="from" value={params.get("from") ?? ""} onChange={(e) => set("from", e.target.value)} />
+        </label>
+        <label>
+          {t("runs.to")}
+          <input type="datetime-local" name="to" value={params.get("to") ?? ""} onChange={(e) => set("to", e.target.value)} />
+        </label>
+      </div>
+      <ErrorNote error={runs.error} />
+      {runs.data && runs.data.runs.length === 0 ? (
+        <Empty>{t("runs.empty")}</Empty>
+      ) : (
+        <table className="table">
+          <thead>
+            <tr>
+              <th>{t("runs.status")}</th>
+              <th>Run</th>
+              <th>{t("runs.flow")}</th>
+              <th>{t("runs.trigger")}</th>
+              <th>{t("runs.businessKey")}</th>
+              <th>{t("runs.created")}</th>
+              <th>{t("runs.duration")}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {(runs.data?.runs ?? []).map((r) => (
+              <tr key={r.id} onClick={() => navigate(`/runs/${r.id}`)}>
+                <td>
+                  <StatusBadge status={r.status} />
+                </td>
+                <td>
+                  <Link to={`/runs/${r.id}`} className="mono">
+                    {r.id.slice(0, 8)}
+                  </Link>
+                </td>
+                <td>{r.flow}</td>
+                <td className="muted">{r.trigger}</td>
+                <td>{r.businessKey ?? <span className="muted">—</span>}</td>
+                <td className="muted">{time(r.createdAt)}</td>
+                <td className="muted">{between(r.startedAt, r.finishedAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <div className="pager">
+        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors([])}>
+          {t("runs.newest")}
+        </button>
+        <button
+          type="button"
+          disabled={!runs.data?.nextCursor}
+          onClick={() => runs.data?.nextCursor && setCursors([...cursors, runs.data.nextCursor])}
+        >
+          {t("runs.more")} →
+        </button>
+      </div>
+    </>
+  );
+}

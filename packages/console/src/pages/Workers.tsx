@@ -1,0 +1,84 @@
+import { Empty, ErrorNote } from "../components/Status";
+import { time } from "../format";
+import { useApi } from "../hooks";
+import { useI18n } from "../i18n";
+import type { QueueInfo, WorkerInfo } from "../types";
+
+export function WorkersPage() {
+  const { t } = useI18n();
+  const workers = useApi<{ workers: WorkerInfo[] }>("/api/workers", 2000);
+  const queues = useApi<{ queues: QueueInfo[] }>("/api/queues", 2000);
+  const live = (workers.data?.workers ?? []).filter((w) => w.live);
+  return (
+    <>
+      <h1>{t("workers")}</h1>
+      <ErrorNote error={workers.error ?? queues.error} />
+      <h2>{t("workers.processes")}</h2>
+      {workers.data && live.length === 0 ? (
+        <Empty>{t("workers.none")}</Empty>
+      ) : (
+        <table className="table">
+          <thead>
+            <tr>
+              <th>id</th>
+              <th>{t("workers.host")}</th>
+              <th>{t("workers.queues")}</th>
+              <th>{t("workers.running")}</th>
+              <th>{t("workers.version")}</th>
+              <th>{t("workers.heartbeat")}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {live.map((w) => (
+              <tr key={w.id}>
+                <td className="mono small">{w.id}</td>
+                <td>
+                  {w.hostname} <span className="muted">pid {w.pid}</span>
+                </td>
+                <td>
+                  {w.queues.map((q) => (
+                    <span key={q} className="pill">
+                      {q}
+                    </span>
+                  ))}
+                </td>
+                <td>{w.running}</td>
+                <td>{w.configVersion === null ? "—" : `v${w.configVersion}`}</td>
+                <td className="muted">{time(w.heartbeatAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h2>{t("workers.queues")}</h2>
+      {queues.data && queues.data.queues.length === 0 ? (
+        <Empty>{t("queues.none")}</Empty>
+      ) : (
+        <table className="table">
+          <thead>
+            <tr>
+              <th>{t("queues.name")}</th>
+              <th>{t("queues.waiting")}</th>
+              <th>{t("queues.active")}</th>
+              <th>{t("queues.delayed")}</th>
+              <th>{t("queues.limited")}</th>
+              <th>{t("workers.processes")}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {(queues.data?.queues ?? []).map((q) => (
+              <tr key={q.name}>
+                <td className="mono">{q.name}</td>
+                <td>{q.waiting}</td>
+                <td>{q.active}</td>
+                <td>{q.delayed}</td>
+                <td>{q.limited ?? <span className="muted">—</span>}</td>
+                <td>{q.workers}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}

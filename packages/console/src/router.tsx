@@ -1,0 +1,30 @@
+import { useEffect, useState, type MouseEvent, type ReactNode } from "react";
+
+/** The console's pages live under real paths (`/runs/<id>`): the server answers index.html for them. */
+export function navigate(to: string): void {
+  window.history.pushState(null, "", to);
+  window.dispatchEvent(new PopStateEvent("popstate"));
+}
+
+export function useLocation(): URL {
+  const [href, setHref] = useState(window.location.href);
+  useEffect(() => {
+    const update = () => setHref(window.location.href);
+    window.addEventListener("popstate", update);
+    return () => window.removeEventListener("popstate", update);
+  }, []);
+  return new URL(href);
+}
+
+export function Link({ to, children, className }: { to: string; children: ReactNode; className?: string }) {
+  const click = (e: MouseEvent) => {
+    if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault();
+    navigate(to);
+  };
+  return (
+    <a href={to} onClick={click} className={className}>
+      {children}
+    </a>
+  );
+}

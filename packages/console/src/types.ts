@@ -1,0 +1,131 @@
+/** The API's shapes the console reads (docs/api.md, "Shapes"). */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type RunStatus = "pending" | "running" | "success" | "failed" | "cancelled";
+export type TaskStatus = "pending" | "queued" | "running" | "retrying" | "success" | "failed" | "skipped" | "cancelled";
+export type Trigger = "manual" | "event" | "schedule" | "rerun" | "backfill";
+
+export interface ErrorInfo {
+  name: string;
+  message: string;
+  stack: string | null;
+}
+
+export interface AttemptInfo {
+  n: number;
+  worker: string;
+  startedAt: string;
+  finishedAt: string | null;
+  outcome: string | null;
+  error: ErrorInfo | null;
+}
+
+export interface TaskRunInfo {
+  key: string;
+  task: string;
+  queue: string;
+  upstream: string[];
+  status: TaskStatus;
+  attempts: AttemptInfo[];
+  result: Json;
+  error: ErrorInfo | null;
+  progress: Json;
+  nextRetryAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  reusedFrom: string | null;
+  waitingFor: string | null;
+}
+
+export interface RunSummary {
+  id: string;
+  flow: string;
+  flowVersion: number;
+  status: RunStatus;
+  trigger: Trigger;
+  businessKey: string | null;
+  idempotencyKey: string | null;
+  logicalDate: string | null;
+  rerunOf: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface RunInfo extends RunSummary {
+  payload: Json;
+  waitingFor: string | null;
+  tasks: TaskRunInfo[];
+}
+
+export interface FlowDescription {
+  name: string;
+  version: number;
+  nodes: { key: string; task: string; queue: string; upstream: string[] }[];
+  edges: { from: string; to: string }[];
+  schedule: string | { cron: string; timezone?: string } | null;
+}
+
+export interface ScheduleInfo {
+  flow: string;
+  cron: string;
+  timezone: string;
+  paused: boolean;
+  nextFireTimes: string[];
+  lastTick: { logicalDate: string; status: string; reason: string | null; runId: string | null } | null;
+}
+
+export interface LogLine {
+  node: string;
+  attempt: number;
+  seq: number;
+  at: string;
+  level: "debug" | "info" | "warn" | "error";
+  msg: string;
+  fields: Record<string, Json> | null;
+}
+
+export interface WorkerInfo {
+  id: string;
+  hostname: string;
+  pid: number;
+  queues: string[];
+  configVersion: number | null;
+  heartbeatAt: string;
+  live: boolean;
+  running: number;
+}
+
+export interface QueueInfo {
+  name: string;
+  group: string;
+  task: string;
+  waiting: number;
+  active: number;
+  delayed: number;
+  limited: string | null;
+  workers: number;
+}
+
+export interface EffectiveOption {
+  option: string;
+  value: Json;
+  source: string;
+}
+
+export interface ConfigVersionInfo {
+  version: number;
+  author: string;
+  file: string;
+  createdAt: string;
+  yaml: string;
+  diff: string;
+}
+
+export interface ConfigHistoryEntry {
+  version: number;
+  author: string;
+  file: string;
+  createdAt: string;
+  added: number;
+  removed: number;
+}
