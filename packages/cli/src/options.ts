@@ -6,7 +6,8 @@ export const connectionFlags = z.object({
   redis: z.string().url().optional(),
   prefix: z
     .string()
-    .regex(/^[A-Za-z0-9_-]+$/)
+    .min(1)
+    .regex(/^(\{[A-Za-z0-9_-]+\})?[A-Za-z0-9_-]*$/, "letters, digits, _ and -, optionally after a {hash tag} (for Redis Cluster)")
     .optional(),
   dataDir: z.string().optional(),
 });
