@@ -1,0 +1,8 @@
+// The image has no curl: Node's fetch asks the process's /healthz (API port or --metrics-port).
+const port = process.env.AX_HEALTH_PORT ?? "8080";
+try {
+  const response = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2500) });
+  process.exit(response.ok ? 0 : 1);
+} catch {
+  process.exit(1);
+}
