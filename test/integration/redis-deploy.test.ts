@@ -28,7 +28,7 @@ function capturingLogger(): { log: pino.Logger; lines: Record<string, unknown>[]
 
 const greet = ax.task({ name: "deploy_greet" }, (name: string) => `hello ${name}`);
 const measure = ax.task({ name: "deploy_measure" }, (text: string) => text.length);
-const shout = ax.task({ name: "deploy_shout", concurrency: 1 }, (text: string) => text.toUpperCase());
+const shout = ax.task({ name: "deploy_shout", concurrency: 1, rateLimit: { max: 100, per: "1m" } }, (text: string) => text.toUpperCase());
 const deployFlow = ax.flow({ name: "deploy_flow" }, (name) => {
   const text = greet(name);
   return { length: measure(text), loud: shout(text) };
@@ -139,6 +139,9 @@ describe("a key prefix with a hash tag keeps every key in one Redis Cluster slot
       const keys = await admin.keys("*");
       expect(keys.length).toBeGreaterThan(0);
       expect(keys.filter((key) => !key.startsWith(`${prefix}:`))).toEqual([]);
+      // The limit gate's rate window (its semaphore is gone once released), the event stream and BullMQ's queues are all there.
+      expect(keys.some((key) => key.includes(":limits:"))).toBe(true);
+      expect(keys.some((key) => key.endsWith(":ax:events"))).toBe(true);
       const slots = new Set(await Promise.all(keys.map(async (key) => Number(await admin.call("CLUSTER", "KEYSLOT", key)))));
       expect(slots).toEqual(new Set([Number(await admin.call("CLUSTER", "KEYSLOT", prefix))]));
     } finally {
