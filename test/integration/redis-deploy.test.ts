@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -7,11 +7,11 @@ import { Redis } from "ioredis";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterAll, describe, expect, it } from "vitest";
-import { checkEvictionPolicy } from "@ax/coordinator";
+import { checkEvictionPolicy, redisConnectionOptions } from "@ax/coordinator";
 import { startMetricsServer } from "@ax/server";
 import { ax } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
-import { startPrivateRedis, type Child } from "../helpers/processes.js";
+import { freePort, startChild, startPrivateRedis, type Child } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 /** A pino logger whose JSON lines land in `lines`. */
@@ -150,5 +150,50 @@ describe("a key prefix with a hash tag keeps every key in one Redis Cluster slot
       await env.cleanup();
       rmSync(nodesFile, { force: true });
     }
+  });
+});
+
+describe("Redis behind Sentinel", () => {
+  it("a redis+sentinel:// URL naming only the Sentinels runs a flow on the master they point at", async () => {
+    const master = await privateRedis([]);
+    const sentinelPort = await freePort();
+    const sentinelConf = join(tmpdir(), `ax-sentinel-${randomBytes(4).toString("hex")}.conf`);
+    // Sentinel rewrites its config file, so it must be a writable file of its own.
+    writeFileSync(sentinelConf, `port ${sentinelPort}\nbind 127.0.0.1\nsentinel monitor axmaster 127.0.0.1 ${master.port} 1\n`);
+    const sentinel = startChild("redis-server", [sentinelConf, "--sentinel"]);
+    redisServers.push(sentinel);
+    await sentinel.waitFor(/monitor master axmaster/, 10_000);
+    const env = isolate("sentinel");
+    const runtime = testRuntime({ ...env, redis: `redis+sentinel://127.0.0.1:${sentinelPort}/axmaster` }, { flows: [deployFlow] });
+    const direct = new Redis(master.url);
+    try {
+      await runtime.start();
+      const client = runtime.client();
+      const run = await client.waitForRun(await client.triggerFlow("deploy_flow", "sam"), { timeout: "30s" });
+      expect(run.status).toBe("success");
+      expect((await direct.keys(`${env.prefix}:*`)).length).toBeGreaterThan(0);
+    } finally {
+      await runtime.stop({ timeout: "2s" });
+      direct.disconnect();
+      await env.cleanup();
+      rmSync(sentinelConf, { force: true });
+    }
+  });
+
+  it("a malformed Sentinel URL is refused with the form to write", () => {
+    expect(() => redisConnectionOptions("redis+sentinel://:secret@host-only")).toThrow(
+      /redis\+sentinel:\/\/\[user:password@\]host:26379.*<master name>/,
+    );
+    expect(() => redisConnectionOptions("redis+sentinel://:secret@host-only")).not.toThrow(/secret/);
+    expect(redisConnectionOptions("redis+sentinel://app:p%40ss@s1:26379,s2:26380/main/2")).toEqual({
+      sentinels: [
+        { host: "s1", port: 26379 },
+        { host: "s2", port: 26380 },
+      ],
+      name: "main",
+      username: "app",
+      password: "p@ss",
+      db: 2,
+    });
   });
 });

@@ -3,7 +3,10 @@ import { z } from "zod";
 /** Connection flags every command shares; environment variables are the defaults. */
 export const connectionFlags = z.object({
   storage: z.string().url().optional(),
-  redis: z.string().url().optional(),
+  redis: z
+    .string()
+    .refine((url) => /^rediss?\+sentinel:\/\//.test(url) || URL.canParse(url), "a redis://, rediss:// or redis+sentinel:// URL")
+    .optional(),
   prefix: z
     .string()
     .min(1)
