@@ -25,7 +25,8 @@ function stopTimeoutS(args: string[]): number {
 
 describe("deploy/docker-compose.yml", () => {
   const compose = tool("docker", ["compose", "version"]);
-  if (!compose.ok) console.log(`skipping \`docker compose config\`: docker compose is not available here (${compose.stderr.trim().split("\n")[0]})`);
+  if (!compose.ok)
+    console.log(`skipping \`docker compose config\`: docker compose is not available here (${compose.stderr.trim().split("\n")[0]})`);
 
   it.skipIf(!compose.ok)("validates with docker compose config", () => {
     const result = tool("docker", ["compose", "-f", "deploy/docker-compose.yml", "config", "--quiet"]);
@@ -150,7 +151,9 @@ function validate(docs: unknown[], source: string): void {
     const pod = d.spec.template.spec;
     const c = pod.containers[0]!;
     expect(c.args[0], `${source}: ${d.metadata.name} runs \`ax ${role}\``).toBe(role);
-    expect(matches(d.spec.selector.matchLabels, d.spec.template.metadata.labels), `${source}: ${d.metadata.name} selects its pods`).toBe(true);
+    expect(matches(d.spec.selector.matchLabels, d.spec.template.metadata.labels), `${source}: ${d.metadata.name} selects its pods`).toBe(
+      true,
+    );
     const portNames = new Set((c.ports ?? []).flatMap((p) => [p.name, p.containerPort]));
     for (const p of [c.readinessProbe, c.livenessProbe]) {
       expect(p, `${source}: ${d.metadata.name} has readiness and liveness probes`).toBeDefined();
@@ -164,7 +167,10 @@ function validate(docs: unknown[], source: string): void {
     }
   }
   const jobs = of("Job", job);
-  expect(jobs.map((j) => j.spec.template.spec.containers[0]!.args), source).toEqual([["migrate"]]);
+  expect(
+    jobs.map((j) => j.spec.template.spec.containers[0]!.args),
+    source,
+  ).toEqual([["migrate"]]);
   const pdbs = of("PodDisruptionBudget", pdb);
   for (const d of deployments) {
     const covering = pdbs.filter((p) => matches(p.spec.selector.matchLabels, d.spec.template.metadata.labels));
@@ -177,14 +183,21 @@ function validate(docs: unknown[], source: string): void {
     ).toHaveLength(1);
   }
   const hpas = of("HorizontalPodAutoscaler", hpa);
-  expect(hpas.map((h) => h.spec.scaleTargetRef.name), source).toEqual(["ax-worker"]);
+  expect(
+    hpas.map((h) => h.spec.scaleTargetRef.name),
+    source,
+  ).toEqual(["ax-worker"]);
   const exported = readFileSync(join(REPO_ROOT, "packages/server/src/cluster-metrics.ts"), "utf8");
   for (const h of hpas) {
-    for (const m of h.spec.metrics) expect(exported, `${source}: ${m.external.metric.name} is exported`).toContain(`name: "${m.external.metric.name}"`);
+    for (const m of h.spec.metrics)
+      expect(exported, `${source}: ${m.external.metric.name} is exported`).toContain(`name: "${m.external.metric.name}"`);
   }
   const services = of("Service", service);
   const server = deployments.find((d) => d.metadata.name === "ax-server")!;
-  expect(services.map((s) => matches(s.spec.selector, server.spec.template.metadata.labels)), source).toEqual([true]);
+  expect(
+    services.map((s) => matches(s.spec.selector, server.spec.template.metadata.labels)),
+    source,
+  ).toEqual([true]);
 }
 
 describe("deploy/k8s (kustomize)", () => {
