@@ -57,7 +57,7 @@ export function redisConnectionOptions(url: string): RedisOptions | string {
     ...(username ? { username: decodeURIComponent(username) } : {}),
     ...(password ? { password: decodeURIComponent(password) } : {}),
     ...(db ? { db: Number(db) } : {}),
-    ...(tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    ...(tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
   };
 }
 
