@@ -82,9 +82,10 @@ export async function freePort(): Promise<number> {
 
 /**
  * A throwaway redis-server for tests that must FLUSHALL or kill Redis without touching the shared one.
- * Pass the `port` of one that was stopped to bring it back (empty) where its clients reconnect.
+ * Pass the `port` of one that was stopped to bring it back (empty) where its clients reconnect;
+ * `extraArgs` are more redis-server options (e.g. `--maxmemory-policy allkeys-lru`).
  */
-export async function startPrivateRedis(port?: number): Promise<{ url: string; port: number; child: Child }> {
+export async function startPrivateRedis(port?: number, extraArgs: string[] = []): Promise<{ url: string; port: number; child: Child }> {
   port ??= await freePort();
   const child = startChild("redis-server", [
     "--port",
@@ -97,6 +98,7 @@ export async function startPrivateRedis(port?: number): Promise<{ url: string; p
     "no",
     "--daemonize",
     "no",
+    ...extraArgs,
   ]);
   await child.waitFor(/Ready to accept connections/, 10_000);
   return { url: `redis://127.0.0.1:${port}`, port, child };

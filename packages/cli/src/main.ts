@@ -7,7 +7,7 @@ import { Registry } from "prom-client";
 import { z } from "zod";
 import { Client, LiveConfig, parseDuration, Runtime, type Duration, type Flow, type Role } from "ax-scheduler";
 import { advertiseApi, dataDirHolder, migrate, openStore, RUN_STATUSES } from "@ax/store";
-import { closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
+import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 import { startServer } from "@ax/server";
 import { HttpRunsApi } from "./http-client.js";
@@ -219,10 +219,12 @@ export async function main(argv: string[]): Promise<void> {
       const log = pino({ level: process.env.AX_LOG_LEVEL ?? "info" });
       const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
       const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
+      const registry = new Registry();
+      await checkEvictionPolicy(redis, log, registry);
       const server = await startServer({
         db: store.db,
         queues,
-        registry: new Registry(),
+        registry,
         log,
         port: flags.port,
         host: flags.host,

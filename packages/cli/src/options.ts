@@ -3,10 +3,14 @@ import { z } from "zod";
 /** Connection flags every command shares; environment variables are the defaults. */
 export const connectionFlags = z.object({
   storage: z.string().url().optional(),
-  redis: z.string().url().optional(),
+  redis: z
+    .string()
+    .refine((url) => /^rediss?\+sentinel:\/\//.test(url) || URL.canParse(url), "a redis://, rediss:// or redis+sentinel:// URL")
+    .optional(),
   prefix: z
     .string()
-    .regex(/^[A-Za-z0-9_-]+$/)
+    .min(1)
+    .regex(/^(\{[A-Za-z0-9_-]+\})?[A-Za-z0-9_-]*$/, "letters, digits, _ and -, optionally after a {hash tag} (for Redis Cluster)")
     .optional(),
   dataDir: z.string().optional(),
 });

@@ -1,4 +1,5 @@
 export * from "./redis.js";
+export * from "./eviction-policy.js";
 export * from "./queues.js";
 export * from "./enqueue.js";
 export * from "./trigger.js";

@@ -1,5 +1,6 @@
-import { Redis } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
+import { AxConfigError } from "@ax/common";
 
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 
@@ -25,17 +26,55 @@ export function reportRedisErrors(redis: Redis, log: Logger, connection: string)
   });
 }
 
+const SENTINEL_URL = /^redis(s)?\+sentinel:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)\/([^/?#]+)(?:\/(\d+))?$/;
+
+/**
+ * Where a Redis URL leads: `redis://` and `rediss://` as ioredis reads them, or a master behind
+ * Sentinel as `redis+sentinel://[user:password@]host:port[,host:port…]/<master name>[/<db>]`
+ * (`rediss+sentinel://` for TLS). The password is the master's; ioredis asks the Sentinels where it is
+ * and follows failovers.
+ */
+export function redisConnectionOptions(url: string): RedisOptions | string {
+  if (!/^rediss?\+sentinel:/.test(url)) return url;
+  const match = SENTINEL_URL.exec(url);
+  if (!match) {
+    throw new AxConfigError(
+      `Redis URL "${url.replace(/\/\/[^@/]*@/, "//***@")}" is not a Sentinel URL: write redis+sentinel://[user:password@]host:26379[,host:26379…]/<master name>[/<db>]`,
+    );
+  }
+  const [, tls, username, password, hosts, name, db] = match;
+  const sentinels = (hosts as string).split(",").map((hostPort) => {
+    const at = hostPort.lastIndexOf(":");
+    const port = at === -1 ? 26379 : Number(hostPort.slice(at + 1));
+    if (!Number.isInteger(port) || port <= 0 || port > 65535) {
+      throw new AxConfigError(`Redis Sentinel address "${hostPort}" has no valid port: write host:26379`);
+    }
+    return { host: at === -1 ? hostPort : hostPort.slice(0, at), port };
+  });
+  return {
+    sentinels,
+    name: decodeURIComponent(name as string),
+    ...(username ? { username: decodeURIComponent(username) } : {}),
+    ...(password ? { password: decodeURIComponent(password) } : {}),
+    ...(db ? { db: Number(db) } : {}),
+    ...(tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+  };
+}
+
 /**
  * BullMQ needs `maxRetriesPerRequest: null` so blocking commands survive reconnects. Errors go to
- * `log`; closing never waits on a server that is gone (see `closeRedis`).
+ * `log`; closing never waits on a server that is gone (see `closeRedis`). `url` may name a
+ * Sentinel-managed master (see `redisConnectionOptions`).
  */
 export function connectRedis(url: string, log: Logger): Redis {
-  const redis = new Redis(url, {
+  const options: RedisOptions = {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     connectTimeout: 5000,
     retryStrategy: (times) => Math.min(times * 100, MAX_RECONNECT_DELAY_MS),
-  });
+  };
+  const target = redisConnectionOptions(url);
+  const redis = typeof target === "string" ? new Redis(target, options) : new Redis({ ...target, ...options });
   reportRedisErrors(redis, log, "main");
   return redis;
 }

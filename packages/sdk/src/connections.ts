@@ -8,9 +8,16 @@ export interface ConnectionOptions {
   storage?: string | undefined;
   /** Embedded PGlite directory when `storage` is unset. @defaultValue "./.ax/data" */
   dataDir?: string | undefined;
-  /** @defaultValue "redis://127.0.0.1:6379" */
+  /**
+   * `redis://…`, `rediss://…`, or a master behind Sentinel:
+   * `redis+sentinel://[user:password@]host:26379[,host:26379…]/<master name>[/<db>]`.
+   * @defaultValue "redis://127.0.0.1:6379"
+   */
   redis?: string | undefined;
-  /** Redis key prefix of every queue: separate prefixes are separate clusters. @defaultValue "ax" */
+  /**
+   * Redis key prefix of every queue: separate prefixes are separate clusters. A hash tag (`"{ax}"`)
+   * keeps every key in one Redis Cluster slot. @defaultValue "ax"
+   */
   prefix?: string | undefined;
 }
 

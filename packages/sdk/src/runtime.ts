@@ -7,6 +7,7 @@ import {
   AlertEvaluator,
   alertDeliveriesMetric,
   attachEventSource,
+  checkEvictionPolicy,
   Reconciler,
   RetentionLoop,
   ScheduleLoop,
@@ -187,6 +188,7 @@ export class Runtime {
     this.connections = connections;
     const { store, queues } = connections;
     await migrate(store);
+    await checkEvictionPolicy(connections.redis, this.log, this.registry);
     this.live = new LiveConfig(store.db, connections.redis, queues.prefix);
     await saveCodeOptions(store.db, this.codeOptionRows());
     await this.adoptStartConfig(file, fileText);

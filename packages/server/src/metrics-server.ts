@@ -2,15 +2,22 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 
-/** A bare /metrics endpoint for processes without the API role (workers), so Prometheus can scrape each. */
+/**
+ * A bare /metrics endpoint for processes without the API role (workers, coordinators), so
+ * Prometheus can scrape each, and /healthz for container probes (the process answers, as the API's does).
+ */
 export async function startMetricsServer(
   registry: Registry,
   port: number,
   host = "0.0.0.0",
 ): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((request, response) => {
+    if (request.url === "/healthz") {
+      response.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+      return;
+    }
     if (request.url !== "/metrics") {
-      response.writeHead(404).end("only /metrics here\n");
+      response.writeHead(404).end("only /metrics and /healthz here\n");
       return;
     }
     registry.metrics().then(

@@ -19,7 +19,8 @@ const sources = new Map<string, Source>();
 
 function sourceKey(redis: Redis, prefix: string): string {
   const o = redis.options;
-  return `${o.host ?? ""}:${o.port ?? ""}/${o.db ?? 0}|${prefix}`;
+  // Behind Sentinel host and port are ioredis's defaults: the master's name tells clusters apart.
+  return `${o.name ?? ""}@${o.host ?? ""}:${o.port ?? ""}/${o.db ?? 0}|${prefix}`;
 }
 
 function deliver(events: AxEvent[]): void {
