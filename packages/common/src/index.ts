@@ -8,3 +8,5 @@ export * from "./defaults.js";
 export * from "./errors/limits.js";
 export * from "./errors/config.js";
 export * from "./errors/alerts.js";
+export * from "./errors/auth.js";
+export * from "./redact.js";

@@ -29,3 +29,4 @@ export * from "./repositories/backfills.js";
 export * from "./repositories/unserved.js";
 export * from "./repositories/config-versions.js";
 export * from "./repositories/alerts.js";
+export * from "./repositories/auth.js";
