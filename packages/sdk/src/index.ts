@@ -3,6 +3,7 @@ export { Runtime, type Role, type RuntimeOptions, type StopOptions } from "./run
 export { Client, type ClientOptions, type TriggerOptions, type TriggerManyOptions, type BackfillOptions } from "./client.js";
 export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow } from "./definition/flow.js";
+export { Tokens, type ApiTokenInfo, type AuditEntry, type CreatedApiToken, type TokenScope } from "./tokens.js";
 export type { Task } from "./definition/task.js";
 export { Ref, type RefArgs, type RefOr } from "./definition/ref.js";
 export type { TaskOptions, FlowOptions } from "./options.js";

@@ -96,12 +96,10 @@ const auditEntry = z.object({
   id: z.number().int(),
   at: z.string(),
   actor: z.string().meta({ description: "token name; cli:<user> for token commands run on the storage; anonymous without auth" }),
-  action: z
-    .string()
-    .meta({
-      description:
-        "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, config.apply, schedule.pause, schedule.resume, token.create, token.revoke",
-    }),
+  action: z.string().meta({
+    description:
+      "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, config.apply, schedule.pause, schedule.resume, token.create, token.revoke",
+  }),
   target: z.string().nullable(),
   ip: z.string().nullable(),
   detail: z.unknown().nullable(),
