@@ -1,5 +1,5 @@
 import { hostname, userInfo } from "node:os";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
 import {
@@ -35,6 +35,7 @@ import {
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
+import { axLogger } from "./logger.js";
 import { servedFlows } from "./served-flows.js";
 import { ConfigFollower, LiveConfig } from "./config/live-config.js";
 import { parseRuntimeConfig, readConfigFile, type RuntimeConfig } from "./config/runtime-config.js";
@@ -44,7 +45,7 @@ import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
 import { formatIssues, resolveSchedule, resolveTaskOptions } from "./options.js";
-import { AxConfigError, AxDefinitionError, AxNoTokensError, DEFAULT_REDACT_PATHS, DEFAULT_STOP_TIMEOUT_MS, REDACTED } from "@ax/common";
+import { AxConfigError, AxDefinitionError, AxNoTokensError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
 
@@ -145,12 +146,7 @@ export class Runtime {
     this.roles = roles.data;
     this.flows = options.flows ?? [];
     if (this.flows.length === 0) throw new AxConfigError("Runtime needs at least one flow in `flows`");
-    this.log =
-      options.logger ??
-      pino({
-        level: options.logLevel ?? process.env.AX_LOG_LEVEL ?? "info",
-        redact: { paths: [...DEFAULT_REDACT_PATHS, ...(options.redact ?? [])], censor: REDACTED },
-      });
+    this.log = options.logger ?? axLogger({ level: options.logLevel, redact: options.redact });
     this.collectTasks();
   }
 
