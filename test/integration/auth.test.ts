@@ -232,8 +232,8 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
     expect(text).toContain('"msg":"probe"');
     expect(text).toContain('"msg":"attempt finished"');
     for (const secret of [token.admin!, "pw-1", "t-2", "4111", "hunter2", "k-123"]) expect(text).not.toContain(secret);
-    expect(summarise({ user: "u", Password: "x", nested: { api_key: "y", authToken: "z" }, list: [{ secret: "s" }] })).toBe(
-      '{"user":"u","Password":"[redacted]","nested":{"api_key":"[redacted]","authToken":"[redacted]"},"list":[{"secret":"[redacted]"}]}',
+    expect(summarise({ Password: "x", n: { api_key: "y", authToken: "z" }, list: [{ secret: "s" }] })).toBe(
+      '{"Password":"[redacted]","n":{"api_key":"[redacted]","authToken":"[redacted]"},"list":[{"secret":"[redacted]"}]}',
     );
   });
 
