@@ -154,6 +154,16 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
     expect(await snapshot()).toEqual(before);
   });
 
+  it("the event stream takes its token from ?access_token= (EventSource sends no headers); other routes do not", async () => {
+    const events = await fetch(`${url}/api/events?access_token=${token.read}`, { signal: AbortSignal.timeout(2000) }).catch(
+      () => undefined,
+    );
+    expect(events?.status).toBe(200);
+    await events?.body?.cancel();
+    expect((await fetch(`${url}/api/runs?access_token=${token.read}`)).status).toBe(401);
+    await forgetFailures();
+  });
+
   it("an unlisted /api path needs admin; the console's paths stay public", async () => {
     expect((await call("GET /api/not-a-route")).status).toBe(401);
     expect((await call("GET /api/not-a-route", { token: token.read })).status).toBe(403);

@@ -10,6 +10,7 @@ export const eventsQuery = z.object({
     .string()
     .regex(/^\d+(-\d+)?$/, "an event id such as 1700000000000-0")
     .optional(),
+  access_token: z.string().optional().meta({ description: "the bearer token, for EventSource, which cannot send headers" }),
 });
 
 export const listQuery = z.object({
@@ -133,6 +134,8 @@ export interface RouteDoc {
   scope: RouteScope;
   /** The audit log action a successful call records (who, when, from where, on what). */
   audit?: string;
+  /** The token may come as `?access_token=` (a browser's EventSource cannot send headers); only for reads that stream. */
+  tokenInQuery?: true;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
@@ -227,6 +230,7 @@ export const API_ROUTES: Record<string, RouteDoc> = {
   },
   "GET /api/events": {
     scope: "read",
+    tokenInQuery: true,
     summary: "the cluster's events as server-sent events (`id:` event id, `data:` AxEvent JSON), replaying those after `after`",
     query: eventsQuery,
     responses: { 200: { description: "an endless event stream", contentType: "text/event-stream" }, 400: badRequest },

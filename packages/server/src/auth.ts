@@ -114,7 +114,8 @@ export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; lo
       return refuse(reply, 429, new AxTooManyAuthFailuresError(wait));
     }
     const header = request.headers.authorization;
-    const bearer = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+    const query = doc?.tokenInQuery ? (request.query as { access_token?: unknown }).access_token : undefined;
+    const bearer = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1] ?? (typeof query === "string" ? query : undefined);
     const token = bearer ? await verifyApiToken(deps.db, bearer) : undefined;
     if (!token) {
       await limiter.fail(ip);
