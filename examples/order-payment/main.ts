@@ -20,6 +20,8 @@ const runtime = new Runtime({
   config: fileURLToPath(new URL("config/runtime.yaml", import.meta.url)),
   roles: ["coordinator", "worker", "api"],
   port: Number(process.env.AX_PORT ?? 8080),
+  // A demo on the developer's own machine, on 127.0.0.1, like `ax dev`: no token to create first.
+  insecureNoAuth: true,
   logLevel: process.env.AX_LOG_LEVEL ?? "warn",
 });
 

@@ -28,6 +28,7 @@ async function main(): Promise<void> {
     flows: [busy, rare],
     roles: ["coordinator", "api"],
     port: 0,
+    insecureNoAuth: true,
   });
   try {
     await runtime.start();

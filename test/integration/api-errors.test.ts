@@ -28,6 +28,7 @@ describe("the HTTP API's 500 answers", () => {
       flows: [echoFlow],
       roles: ["api"],
       port: 0,
+      insecureNoAuth: true,
       logger: pino({ level: "error" }, sink),
     });
     await api.start();

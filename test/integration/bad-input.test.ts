@@ -82,6 +82,7 @@ describe("bad input is refused with a clear error and writes nothing", () => {
       flows: [echoFlow, hugeFlow],
       roles: ["api"],
       port: 0,
+      insecureNoAuth: true,
       logLevel: "warn",
     });
     await api.start();

@@ -33,7 +33,9 @@ async function trigger(payload: unknown, ...flags: string[]): Promise<string> {
 describe("ax server <entry> and ax trigger --entry apply the flow's key functions", { timeout: 120_000 }, () => {
   it("the same event, over HTTP twice and from the CLI twice, is one run", async () => {
     const port = await freePort();
-    const server = startAx(["server", "test/fixtures/keyed-flow.ts", "--port", String(port), ...connection], { AX_LOG_LEVEL: "info" });
+    const server = startAx(["server", "test/fixtures/keyed-flow.ts", "--port", String(port), "--insecure-no-auth", ...connection], {
+      AX_LOG_LEVEL: "info",
+    });
     try {
       await server.waitFor(/ax server started/, 80_000);
       const post = async () => {

@@ -137,7 +137,7 @@ describe("GET /api/openapi.json", () => {
     const log = pino({ level: "silent" });
     const redis = connectRedis(env.redis, log);
     const queues = new QueueRegistry(redis, env.prefix, log);
-    const server = await startServer({ db: store.db, queues, registry: new Registry(), log, port: 0 });
+    const server = await startServer({ db: store.db, queues, registry: new Registry(), log, port: 0, auth: { insecureNoAuth: true } });
     try {
       expect([...new Set(server.routes)].sort()).toEqual(Object.keys(API_ROUTES).sort());
       const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>

@@ -2,14 +2,13 @@ import { existsSync } from "node:fs";
 import { userInfo } from "node:os";
 import { resolve } from "node:path";
 import { Command } from "commander";
-import pino from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import { Client, LiveConfig, parseDuration, Runtime, type Duration, type Flow, type Role } from "ax-scheduler";
+import { axLogger, Client, LiveConfig, parseDuration, Runtime, type Duration, type Flow, type Role } from "ax-scheduler";
 import { advertiseApi, dataDirHolder, migrate, openStore, RUN_STATUSES } from "@ax/store";
 import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
-import { startServer } from "@ax/server";
+import { startMetricsServer, startServer } from "@ax/server";
 import { HttpRunsApi } from "./http-client.js";
 import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
@@ -21,6 +20,7 @@ import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
 import { addConfigCommands } from "./config-commands.js";
 import { addAlertsCommands } from "./alerts-commands.js";
 import { addLogsPruneCommands } from "./logs-prune-commands.js";
+import { addTokenCommands } from "./token-commands.js";
 import { watchConfigFile } from "./watch-config.js";
 
 function connection(program: Command): ConnectionFlags {
@@ -168,6 +168,8 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         roles,
         port: flags.port,
         metricsPort: flags.metricsPort,
+        // `ax dev` is a developer's own machine: its API and console need no token (docs/security.md).
+        insecureNoAuth: name === "dev",
       });
       // `ax dev` applies the file on every save (and at start: the file being edited wins over the stored version).
       const watchConfig =
@@ -195,12 +197,23 @@ export async function main(argv: string[]): Promise<void> {
     .option("--port <port>", "API port", "8080")
     .option("--host <host>", "listen address", "127.0.0.1")
     .option("--config <file>", "runtime.yaml overriding flow options (with <entry>)")
-    .action(async (entry: string | undefined, raw: Record<string, string>) => {
+    .option("--insecure-no-auth", "serve every route without a token (only on a network you trust)")
+    .option("--public-metrics", "serve /metrics on the API port without a token (default: a token of any scope)")
+    .option("--metrics-port <port>", "also serve /metrics, without a token, on this port (keep it off the public network)")
+    .action(async (entry: string | undefined, raw: Record<string, unknown>) => {
       const flags = parseFlags(
-        z.object({ port: z.coerce.number().int().min(0).max(65535), host: z.string(), config: z.string().optional() }),
+        z.object({
+          port: z.coerce.number().int().min(0).max(65535),
+          host: z.string(),
+          config: z.string().optional(),
+          insecureNoAuth: z.boolean().optional(),
+          publicMetrics: z.boolean().optional(),
+          metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+        }),
         raw,
         "server",
       );
+      const auth = { insecureNoAuth: flags.insecureNoAuth ?? false, metricsAuth: !flags.publicMetrics };
       if (entry) {
         const runtime = new Runtime({
           ...connection(program),
@@ -209,6 +222,8 @@ export async function main(argv: string[]): Promise<void> {
           roles: ["api"],
           port: flags.port,
           host: flags.host,
+          metricsPort: flags.metricsPort,
+          ...auth,
         });
         await serve(runtime, "server", "5s");
         return;
@@ -216,32 +231,38 @@ export async function main(argv: string[]): Promise<void> {
       const c = connection(program);
       const store = openStore({ url: c.storage, dataDir: c.dataDir });
       await migrate(store);
-      const log = pino({ level: process.env.AX_LOG_LEVEL ?? "info" });
+      const log = axLogger();
       const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
       const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
       const registry = new Registry();
       await checkEvictionPolicy(redis, log, registry);
-      const server = await startServer({
-        db: store.db,
-        queues,
-        registry,
-        log,
-        port: flags.port,
-        host: flags.host,
-        config: new LiveConfig(store.db, redis, queues.prefix),
-      });
-      log.info(
-        { url: server.url, console: `${server.url}/` },
-        "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",
-      );
-      await new Promise<void>((resolve) => {
-        process.once("SIGINT", resolve);
-        process.once("SIGTERM", resolve);
-      });
-      await server.close();
-      await queues.close();
-      closeRedis(redis);
-      await store.close();
+      try {
+        const server = await startServer({
+          db: store.db,
+          queues,
+          registry,
+          log,
+          port: flags.port,
+          host: flags.host,
+          config: new LiveConfig(store.db, redis, queues.prefix),
+          auth,
+        });
+        const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer(registry, flags.metricsPort, flags.host);
+        log.info(
+          { url: server.url, console: `${server.url}/` },
+          "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",
+        );
+        await new Promise<void>((resolve) => {
+          process.once("SIGINT", resolve);
+          process.once("SIGTERM", resolve);
+        });
+        await server.close();
+        await metrics?.close();
+      } finally {
+        await queues.close();
+        closeRedis(redis);
+        await store.close();
+      }
     });
 
   program
@@ -368,6 +389,7 @@ export async function main(argv: string[]): Promise<void> {
     (fn) => withClient(program, fn),
     (fn) => withDirectClient(program, fn),
   );
+  addTokenCommands(program, (fn) => withDirectClient(program, fn));
 
   program
     .command("migrate")

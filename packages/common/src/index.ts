@@ -9,3 +9,5 @@ export * from "./errors/limits.js";
 export * from "./errors/config.js";
 export * from "./errors/alerts.js";
 export * from "./errors/retention.js";
+export * from "./errors/auth.js";
+export * from "./redact.js";

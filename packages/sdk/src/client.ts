@@ -25,6 +25,8 @@ import { AxBackfillNotFoundError } from "@ax/common";
 import {
   backfillInfo,
   callerTransactionDb,
+  listAudit,
+  type AuditEntry,
   listBackfills,
   type BackfillInfo,
   getRunInfo,
@@ -45,6 +47,7 @@ import {
   type TaskLogs,
 } from "@ax/store";
 import type { Flow } from "./definition/flow.js";
+import { Tokens } from "./tokens.js";
 import { parseDuration, type Duration } from "./duration.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { AxConfigError, AxRetentionError, AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
@@ -316,6 +319,16 @@ export class Client {
   /** The business keys of `task`'s per-key concurrency limit with runs waiting, busiest first. */
   listBusyKeys(task: string, limit = 20): Promise<BusyKey[]> {
     return busyKeys(this.connections.queues, task, limit);
+  }
+
+  /** API tokens: create (shown once), list, revoke; recorded in the audit log as `cli:<os user>`. */
+  get tokens(): Tokens {
+    return new Tokens(this.connections.store.db);
+  }
+
+  /** The audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens. */
+  audit(options: { limit?: number } = {}): Promise<AuditEntry[]> {
+    return listAudit(this.connections.store.db, options);
   }
 
   async close(): Promise<void> {

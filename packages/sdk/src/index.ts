@@ -10,11 +10,13 @@ export {
 } from "./client.js";
 export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow } from "./definition/flow.js";
+export { Tokens, type ApiTokenInfo, type AuditEntry, type CreatedApiToken, type TokenScope } from "./tokens.js";
 export type { Task } from "./definition/task.js";
 export { Ref, type RefArgs, type RefOr } from "./definition/ref.js";
 export type { TaskOptions, FlowOptions } from "./options.js";
 export { resolveTaskOptions } from "./options.js";
 export { parseDuration, type Duration } from "./duration.js";
+export { axLogger } from "./logger.js";
 export { resolveAlertGroups, sendTestAlert, type AlertsConfig } from "./config/alerts-config.js";
 export type { Alert, AlertGroup, AlertKind, AlertSink, DeliveryResult } from "@ax/coordinator";
 export { loadRuntimeConfig, parseRuntimeConfig, readConfigFile, type KnownNames, type RuntimeConfig } from "./config/runtime-config.js";

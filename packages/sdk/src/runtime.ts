@@ -1,5 +1,5 @@
 import { hostname, userInfo } from "node:os";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
 import {
@@ -19,6 +19,7 @@ import {
   type RetentionOptions,
 } from "@ax/coordinator";
 import {
+  countApiTokens,
   insertFirstConfigVersion,
   latestConfigVersion,
   migrate,
@@ -39,6 +40,7 @@ import {
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
 import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
 import { Client } from "./client.js";
+import { axLogger } from "./logger.js";
 import { servedFlows } from "./served-flows.js";
 import { ConfigFollower, LiveConfig } from "./config/live-config.js";
 import { parseRuntimeConfig, readConfigFile, type RuntimeConfig } from "./config/runtime-config.js";
@@ -48,7 +50,7 @@ import { dagHash, type Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
 import type { AnyTask } from "./definition/task.js";
 import { formatIssues, resolveSchedule, resolveTaskOptions, type FlowOverrides } from "./options.js";
-import { AxConfigError, AxDefinitionError, DEFAULT_RETENTION_MS, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
+import { AxConfigError, AxDefinitionError, AxNoTokensError, DEFAULT_RETENTION_MS, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
 
@@ -74,8 +76,17 @@ export interface RuntimeOptions extends ConnectionOptions {
   /** API port (role "api"); 0 picks a free one. @defaultValue 8080 */
   port?: number | undefined;
   host?: string | undefined;
-  /** Serve /metrics on this port in a process without the api role (workers). @defaultValue none */
+  /** Serve /metrics on this port (workers; or an API process that keeps metrics off the API port). @defaultValue none */
   metricsPort?: number | undefined;
+  /**
+   * Serve the API to anyone, without tokens (`ax dev`; a network you trust). Without it an API
+   * process refuses to start while no token is stored (`ax token create`). @defaultValue false
+   */
+  insecureNoAuth?: boolean | undefined;
+  /** `/metrics` on the API port needs a token (any scope); false makes it public there. @defaultValue true */
+  metricsAuth?: boolean | undefined;
+  /** pino paths censored in every log line, besides the defaults (`*.password`, `*.token`, `req.headers.authorization`…, docs/security.md). */
+  redact?: string[] | undefined;
   /** @defaultValue process.env.AX_LOG_LEVEL ?? "info" */
   logLevel?: string | undefined;
   logger?: Logger | undefined;
@@ -143,7 +154,7 @@ export class Runtime {
     this.roles = roles.data;
     this.flows = options.flows ?? [];
     if (this.flows.length === 0) throw new AxConfigError("Runtime needs at least one flow in `flows`");
-    this.log = options.logger ?? pino({ level: options.logLevel ?? process.env.AX_LOG_LEVEL ?? "info" });
+    this.log = options.logger ?? axLogger({ level: options.logLevel, redact: options.redact });
     this.collectTasks();
   }
 
@@ -188,6 +199,12 @@ export class Runtime {
     this.connections = connections;
     const { store, queues } = connections;
     await migrate(store);
+    if (this.roles.includes("api") && !this.options.insecureNoAuth && (await countApiTokens(store.db)) === 0) {
+      // Before any role starts: an API open to anyone by accident is worse than a process that does not start.
+      this.connections = undefined;
+      await connections.close();
+      throw new AxNoTokensError();
+    }
     await checkEvictionPolicy(connections.redis, this.log, this.registry);
     this.live = new LiveConfig(store.db, connections.redis, queues.prefix);
     await saveCodeOptions(store.db, this.codeOptionRows());
@@ -255,8 +272,10 @@ export class Runtime {
         host: this.options.host,
         flows: servedFlows(this.flows, this.config.flows),
         config: this.live,
+        auth: { insecureNoAuth: this.options.insecureNoAuth, metricsAuth: this.options.metricsAuth },
       });
-    } else if (this.options.metricsPort !== undefined) {
+    }
+    if (this.options.metricsPort !== undefined) {
       this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
     }
     this.follower = new ConfigFollower({

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { RUN_STATUSES, RUN_TRIGGERS, toStorableText } from "@ax/store";
+import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText, type TokenScope } from "@ax/store";
 import { logsAnswer, logsQuery } from "./log-schemas.js";
 
 /** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
@@ -11,6 +11,7 @@ export const eventsQuery = z.object({
     .string()
     .regex(/^\d+(-\d+)?$/, "an event id such as 1700000000000-0")
     .optional(),
+  access_token: z.string().optional().meta({ description: "the bearer token, for EventSource, which cannot send headers" }),
 });
 
 export const listQuery = z.object({
@@ -74,6 +75,42 @@ export const flowParams = z.object({ flow: z.string().meta({ description: "flow 
 export const backfillIdParams = z.object({ id: z.string().meta({ description: "backfill id (uuid)" }) });
 export const flowNameParams = z.object({ name: z.string().meta({ description: "flow name" }) });
 
+export const auditQuery = z.object({ limit: z.coerce.number().int().min(1).max(1000).optional() });
+
+export const tokenBody = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,64}$/, "1-64 letters, digits, _ . : -")
+      .meta({ description: "unique name (the audit log's actor)" }),
+    scope: z.enum(TOKEN_SCOPES),
+    expiresAt: z.iso.datetime({ offset: true }).optional().meta({ description: "when the token stops working (ISO 8601); none: never" }),
+  })
+  .strict();
+
+export const tokenNameParams = z.object({ name: z.string().meta({ description: "token name" }) });
+
+const tokenInfo = z.object({
+  name: z.string(),
+  scope: z.enum(TOKEN_SCOPES),
+  createdAt: z.string(),
+  expiresAt: z.string().nullable(),
+  lastUsedAt: z.string().nullable(),
+});
+
+const auditEntry = z.object({
+  id: z.number().int(),
+  at: z.string(),
+  actor: z.string().meta({ description: "token name; cli:<user> for token commands run on the storage; anonymous without auth" }),
+  action: z.string().meta({
+    description:
+      "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, config.apply, schedule.pause, schedule.resume, token.create, token.revoke",
+  }),
+  target: z.string().nullable(),
+  ip: z.string().nullable(),
+  detail: z.unknown().nullable(),
+});
+
 export const apiError = z.object({ error: z.string(), message: z.string() });
 
 const jsonValue = z.unknown().meta({ description: "any JSON value" });
@@ -90,9 +127,20 @@ export const flowDescription = z.object({
     .meta({ description: "the flow's schedule, when this server loaded its code and it has one" }),
 });
 
+export type RouteScope = "public" | "metrics" | TokenScope;
+
 /** What a route takes and answers, as the OpenAPI document describes it. */
 export interface RouteDoc {
   summary: string;
+  /**
+   * The token scope the route needs (docs/security.md). Required, so a new route cannot be added
+   * without deciding who may call it. `metrics`: `read` unless the server runs with `metricsAuth: false`.
+   */
+  scope: RouteScope;
+  /** The audit log action a successful call records (who, when, from where, on what). */
+  audit?: string;
+  /** The token may come as `?access_token=` (a browser's EventSource cannot send headers); only for reads that stream. */
+  tokenInQuery?: true;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
@@ -125,25 +173,34 @@ const configUnavailable = { description: "this server was started without a conf
 
 /** Every route of the HTTP API, keyed `METHOD url` as fastify registers it. */
 export const API_ROUTES: Record<string, RouteDoc> = {
-  "GET /healthz": { summary: "liveness", responses: { 200: { description: "alive", schema: z.object({ ok: z.literal(true) }) } } },
+  "GET /healthz": {
+    scope: "public",
+    summary: "liveness",
+    responses: { 200: { description: "alive", schema: z.object({ ok: z.literal(true) }) } },
+  },
   "GET /metrics": {
+    scope: "metrics",
     summary: "Prometheus metrics",
     responses: { 200: { description: "Prometheus text format", contentType: "text/plain" } },
   },
   "GET /api/openapi.json": {
+    scope: "read",
     summary: "this document",
     responses: { 200: { description: "OpenAPI 3.1 document", schema: z.record(z.string(), jsonValue) } },
   },
   "GET /api/flows": {
+    scope: "read",
     summary: "registered flow names",
     responses: { 200: { description: "flow names", schema: z.object({ flows: z.array(z.string()) }) } },
   },
   "GET /api/flows/:name": {
+    scope: "read",
     summary: "a flow's DAG, options and schedule",
     params: flowNameParams,
     responses: { 200: { description: "the flow", schema: flowDescription }, 404: { description: "unknown flow", schema: apiError } },
   },
   "GET /api/runs": {
+    scope: "read",
     summary: "runs, newest first",
     query: listQuery,
     responses: {
@@ -158,17 +215,21 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/runs/:id": {
+    scope: "read",
     summary: "one run with its nodes and attempts",
     params: runIdParams,
     responses: { 200: { description: "the run", schema: runInfo }, 404: notFound },
   },
   "GET /api/runs/:id/logs": {
+    scope: "read",
     summary: "a run's task log lines (ax.context().log), per node and attempt",
     params: runIdParams,
     query: logsQuery,
     responses: { 200: { description: "log lines in the order logged", schema: logsAnswer }, 400: badRequest, 404: notFound },
   },
   "POST /api/runs/:id/cancel": {
+    scope: "trigger",
+    audit: "run.cancel",
     summary: "cancel a run",
     params: runIdParams,
     responses: {
@@ -180,6 +241,8 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "POST /api/flows/:flow/runs": {
+    scope: "trigger",
+    audit: "run.trigger",
     summary: "trigger a run (the flow's idempotencyKey/businessKey functions apply when the server loaded its code)",
     params: flowParams,
     body: triggerBody,
@@ -192,11 +255,14 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/events": {
+    scope: "read",
+    tokenInQuery: true,
     summary: "the cluster's events as server-sent events (`id:` event id, `data:` AxEvent JSON), replaying those after `after`",
     query: eventsQuery,
     responses: { 200: { description: "an endless event stream", contentType: "text/event-stream" }, 400: badRequest },
   },
   "GET /api/queues": {
+    scope: "read",
     summary: "each task queue: waiting, active and delayed jobs, the limit holding it, live workers serving it",
     responses: {
       200: {
@@ -219,6 +285,7 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/queues/:task/keys": {
+    scope: "read",
     summary: "the task's business keys with runs waiting on their concurrency limit, busiest first",
     params: z.object({ task: z.string() }),
     responses: {
@@ -229,15 +296,20 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/schedules": {
+    scope: "read",
     summary: "every stored schedule with its next fire times and last tick",
     responses: { 200: { description: "schedules", schema: z.object({ schedules: z.array(z.record(z.string(), jsonValue)) }) } },
   },
   "POST /api/flows/:flow/schedule/pause": {
+    scope: "admin",
+    audit: "schedule.pause",
     summary: "pause a flow's schedule cluster-wide",
     params: flowParams,
     responses: { 200: { description: "paused", schema: pausedAnswer }, 404: { description: "the flow has no schedule", schema: apiError } },
   },
   "POST /api/flows/:flow/schedule/resume": {
+    scope: "admin",
+    audit: "schedule.resume",
     summary: "resume a flow's schedule",
     params: flowParams,
     responses: {
@@ -246,6 +318,8 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "POST /api/runs/:id/rerun": {
+    scope: "trigger",
+    audit: "run.rerun",
     summary: "rerun a finished run (failed nodes, from a node, or all)",
     params: runIdParams,
     body: rerunBody,
@@ -257,6 +331,8 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "POST /api/flows/:flow/backfills": {
+    scope: "trigger",
+    audit: "backfill.create",
     summary: "one run per schedule tick in [from, to), released a few at a time",
     params: flowParams,
     body: backfillBody,
@@ -267,10 +343,12 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/backfills": {
+    scope: "read",
     summary: "backfills with their progress, newest first",
     responses: { 200: { description: "backfills", schema: z.object({ backfills: z.array(z.record(z.string(), jsonValue)) }) } },
   },
   "GET /api/backfills/:id": {
+    scope: "read",
     summary: "one backfill's progress",
     params: backfillIdParams,
     responses: {
@@ -279,10 +357,12 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/config": {
+    scope: "read",
     summary: "the config version in force (the newest stored), or null",
     responses: { 200: { description: "the version", schema: z.object({ config: configVersion.nullable() }) }, 501: configUnavailable },
   },
   "GET /api/config/versions": {
+    scope: "read",
     summary: "stored config versions, newest first, with lines added and removed",
     responses: {
       200: { description: "versions", schema: z.object({ versions: z.array(z.record(z.string(), jsonValue)) }) },
@@ -290,6 +370,7 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/config/versions/:version": {
+    scope: "read",
     summary: "one stored config version with its diff to the one before",
     params: configVersionParams,
     responses: {
@@ -300,6 +381,8 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "POST /api/config": {
+    scope: "admin",
+    audit: "config.apply",
     summary: "validate runtime.yaml against the cluster's flows, store it as a new version; every process applies it within seconds",
     body: configBody,
     responses: {
@@ -317,6 +400,7 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/config/effective": {
+    scope: "read",
     summary: "every option's effective value and its source (yaml vN, code or default); durations in ms",
     responses: {
       200: {
@@ -332,11 +416,13 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/runs/:id/stream": {
+    scope: "read",
     summary: "server-sent events: the run (RunInfo) each time it changes, then `event: end` once it is finished",
     params: runIdParams,
     responses: { 200: { description: "`data: <RunInfo JSON>` lines", contentType: "text/event-stream" }, 404: notFound },
   },
   "GET /api/workers": {
+    scope: "read",
     summary: "worker processes: their queues, attempts running now, config version, last heartbeat",
     responses: {
       200: {
@@ -359,6 +445,7 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /api/flows/:name/versions": {
+    scope: "read",
     summary: "a flow's stored DAG versions, newest first",
     params: flowNameParams,
     responses: {
@@ -370,15 +457,48 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     },
   },
   "GET /*": {
+    scope: "public",
     summary: "the web console (its files; any other path outside /api answers its index.html)",
     responses: { 200: { description: "HTML, scripts, styles", contentType: "text/html" } },
   },
   "POST /api/backfills/:id/cancel": {
+    scope: "trigger",
+    audit: "backfill.cancel",
     summary: "cancel a backfill: unstarted runs end cancelled, started ones are cancelled",
     params: backfillIdParams,
     responses: {
       200: { description: "cancelled", schema: z.object({ backfillId: z.uuid(), cancelledRuns: z.number().int() }) },
       404: { description: "unknown backfill", schema: apiError },
+    },
+  },
+  "GET /api/audit": {
+    summary: "the audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens",
+    scope: "admin",
+    query: auditQuery,
+    responses: { 200: { description: "entries", schema: z.object({ entries: z.array(auditEntry) }) }, 400: badRequest },
+  },
+  "GET /api/tokens": {
+    summary: "API tokens: names, scopes, last use, expiry (never the tokens themselves)",
+    scope: "admin",
+    responses: { 200: { description: "tokens", schema: z.object({ tokens: z.array(tokenInfo) }) } },
+  },
+  "POST /api/tokens": {
+    summary: "create a token; the answer is the only time the token is shown",
+    scope: "admin",
+    body: tokenBody,
+    responses: {
+      201: { description: "the new token", schema: tokenInfo.extend({ token: z.string() }) },
+      400: badRequest,
+      409: { description: "a token has this name", schema: apiError },
+    },
+  },
+  "DELETE /api/tokens/:name": {
+    summary: "revoke a token: it stops working at once on every server",
+    scope: "admin",
+    params: tokenNameParams,
+    responses: {
+      200: { description: "revoked", schema: z.object({ revoked: z.string() }) },
+      404: { description: "no token has this name", schema: apiError },
     },
   },
 };

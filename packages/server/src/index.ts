@@ -4,3 +4,5 @@ export * from "./served-flow.js";
 export * from "./openapi.js";
 export { API_ROUTES, listQuery, triggerBody, type RouteDoc } from "./api-schemas.js";
 export type { ConfigService } from "./config-routes.js";
+export type { AuthOptions } from "./auth.js";
+export type { RouteScope } from "./api-schemas.js";

@@ -36,8 +36,17 @@ function operation(doc: RouteDoc): JsonSchema {
       },
     ]),
   );
+  if (doc.scope !== "public") {
+    Object.assign(responses, {
+      401: { description: "no token, or an unknown, revoked or expired one" },
+      403: { description: `the token's scope is below "${doc.scope === "metrics" ? "read" : doc.scope}"` },
+      429: { description: "too many failed authentication attempts from this address; see Retry-After" },
+    });
+  }
   return {
     summary: doc.summary,
+    security: doc.scope === "public" ? [] : [{ bearer: [] }],
+    "x-ax-scope": doc.scope,
     ...(doc.params || doc.query ? { parameters: [...parameters(doc.params, "path"), ...parameters(doc.query, "query")] } : {}),
     ...(doc.body ? { requestBody: { required: false, content: { "application/json": { schema: requestSchema(doc.body) } } } } : {}),
     responses,
@@ -65,8 +74,10 @@ export function openApiDocument(version: string): JsonSchema {
     info: {
       title: "ax HTTP API",
       version,
-      description: "Runs, triggers and metrics of an ax cluster. No authentication yet: bind it to a private address.",
+      description:
+        "Runs, triggers and metrics of an ax cluster. Every /api route needs `Authorization: Bearer <token>` with the scope in x-ax-scope (read < trigger < admin), unless the server runs with insecureNoAuth.",
     },
+    components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
     paths,
   };
 }

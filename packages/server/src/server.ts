@@ -3,7 +3,7 @@ import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
-import { getRunInfo, latestFlowVersion, listFlowNames, listRunPage, toStorableText, type Db } from "@ax/store";
+import { countApiTokens, getRunInfo, latestFlowVersion, listFlowNames, listRunPage, toStorableText, type Db } from "@ax/store";
 import {
   busyKeys,
   cancelRun,
@@ -14,7 +14,14 @@ import {
   triggerRun,
   type QueueRegistry,
 } from "@ax/coordinator";
-import { AxBadCursorError, AxNotJsonError, AxPayloadTooLargeError, AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
+import {
+  AxBadCursorError,
+  AxNoTokensError,
+  AxNotJsonError,
+  AxPayloadTooLargeError,
+  AxRunNotFoundError,
+  AxUnknownFlowError,
+} from "@ax/common";
 import { listQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
 import { openApiDocument } from "./openapi.js";
@@ -25,6 +32,8 @@ import { registerLogRoutes } from "./log-routes.js";
 import { registerConsoleRoutes } from "./console-routes.js";
 import { configErrorStatus, registerConfigRoutes, type ConfigService } from "./config-routes.js";
 import { registerEventRoutes } from "./event-routes.js";
+import { registerAuth, type AuthOptions } from "./auth.js";
+import { registerTokenRoutes } from "./token-routes.js";
 
 export interface ServerOptions {
   db: Db;
@@ -41,6 +50,8 @@ export interface ServerOptions {
   config?: ConfigService | undefined;
   /** The built web console served at `/`; default: the @ax/console package's dist. */
   consoleDir?: string | undefined;
+  /** Tokens, scopes, `/metrics` protection (docs/security.md). Without `insecureNoAuth`, at least one token must be stored. */
+  auth?: AuthOptions | undefined;
 }
 
 export interface RunningServer {
@@ -53,8 +64,9 @@ export interface RunningServer {
 /** The API's version in its OpenAPI document. */
 const API_VERSION = "0.1.0";
 
-/** The HTTP API: runs, triggers and Prometheus metrics. */
+/** The HTTP API: runs, triggers and Prometheus metrics, behind bearer tokens unless `auth.insecureNoAuth`. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  if (!options.auth?.insecureNoAuth && (await countApiTokens(options.db)) === 0) throw new AxNoTokensError();
   registerClusterMetrics(options);
   const writer = new RunWriter(options.db, options.queues);
   const flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
@@ -97,6 +109,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       requestId: request.id,
     });
   });
+
+  registerAuth(app, { db: options.db, queues: options.queues, log: options.log.child({ component: "auth" }) }, options.auth);
 
   app.get("/healthz", async () => ({ ok: true }));
 
@@ -174,6 +188,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await app.register(scheduleRoutes(options.db));
   registerRerunBackfillRoutes(app, { db: options.db, queues: options.queues });
   registerConfigRoutes(app, options.config);
+  registerTokenRoutes(app, options.db);
   registerEventRoutes(app, { queues: options.queues, log: options.log.child({ component: "events-api" }) });
   registerLogRoutes(app, { db: options.db });
   await registerConsoleRoutes(app, { db: options.db, queues: options.queues, consoleDir: options.consoleDir });

@@ -31,3 +31,4 @@ export * from "./repositories/config-versions.js";
 export * from "./repositories/alerts.js";
 export * from "./repositories/task-logs.js";
 export * from "./repositories/retention.js";
+export * from "./repositories/auth.js";

@@ -11,3 +11,4 @@ export * from "./cancel-listener.js";
 export * from "./once-scope.js";
 export * from "./db-retry.js";
 export * from "./shutdown.js";
+export { summarise } from "./run-attempt.js";

@@ -38,6 +38,7 @@ import {
   AxResourceLimitError,
   AxResultTooLargeError,
   AxWorkerCrashedError,
+  maskSecrets,
 } from "@ax/common";
 
 export interface AttemptDeps {
@@ -414,7 +415,8 @@ async function awaitLeaseVerdict(deps: AttemptDeps, ref: AttemptRef): Promise<Ru
   }
 }
 
-function summarise(value: Json): string {
-  const text = JSON.stringify(value);
+/** A log line's glimpse of a result: secret-looking keys masked (see docs/security.md), then cut short. */
+export function summarise(value: Json): string {
+  const text = JSON.stringify(maskSecrets(value));
   return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }

@@ -94,6 +94,7 @@ describe("HTTP trigger body, property-based", () => {
       flows: [flow],
       roles: ["api"],
       port: 0,
+      insecureNoAuth: true,
       logLevel: "fatal",
     });
     await api.start();

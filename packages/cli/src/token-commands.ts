@@ -1,0 +1,109 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import { TOKEN_SCOPES } from "@ax/store";
+import type { Client } from "ax-scheduler";
+import { parseFlags, positiveInt } from "./options.js";
+
+type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+
+const iso = (date: Date | null) => (date ? date.toISOString() : "-");
+
+/** `ax token create|list|revoke` and `ax audit`: straight on the storage, recorded as `cli:<os user>`. */
+export function addTokenCommands(program: Command, withClient: WithClient): void {
+  const token = program.command("token").description("API tokens (Authorization: Bearer <token>); PostgreSQL keeps only their hash");
+
+  token
+    .command("create")
+    .description(
+      "create a token and print it once: read reads, trigger also triggers/reruns/cancels, admin also applies config, pauses schedules, manages tokens",
+    )
+    .requiredOption("--name <name>", "unique name, shown in the audit log")
+    .requiredOption("--scope <scope>", TOKEN_SCOPES.join("|"))
+    .option("--expires <duration>", 'stop working after this long, e.g. "30d" (default: never)')
+    .option("--json", "print the token and its details as JSON")
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = parseFlags(
+        z.object({ name: z.string(), scope: z.enum(TOKEN_SCOPES), expires: z.string().optional(), json: z.boolean().optional() }),
+        raw,
+        "token create",
+      );
+      await withClient(async (client) => {
+        const created = await client.tokens.create({ name: flags.name, scope: flags.scope, expires: flags.expires });
+        if (flags.json) {
+          console.log(JSON.stringify(created));
+          return;
+        }
+        console.log(created.token);
+        console.error(
+          `token "${created.name}" (scope ${created.scope}, expires ${iso(created.expiresAt)}): copy it now, it is not shown again`,
+        );
+      });
+    });
+
+  token
+    .command("list")
+    .description("token names, scopes, creation, last use and expiry (never the tokens)")
+    .option("--json", "print them as JSON")
+    .action(async (raw: { json?: boolean }) => {
+      await withClient(async (client) => {
+        const tokens = await client.tokens.list();
+        if (raw.json) {
+          console.log(JSON.stringify(tokens, null, 2));
+          return;
+        }
+        if (tokens.length === 0) console.log("no tokens; create one with `ax token create --name <name> --scope read|trigger|admin`");
+        for (const t of tokens) {
+          const expired = t.expiresAt !== null && t.expiresAt.getTime() <= Date.now() ? " (expired)" : "";
+          console.log(
+            [
+              t.name.padEnd(20),
+              t.scope.padEnd(7),
+              `created ${iso(t.createdAt)}`,
+              `last used ${iso(t.lastUsedAt)}`,
+              `expires ${iso(t.expiresAt)}${expired}`,
+            ].join("  "),
+          );
+        }
+      });
+    });
+
+  token
+    .command("revoke <name>")
+    .description("delete a token: every API process refuses it from the next request")
+    .action(async (name: string) => {
+      await withClient(async (client) => {
+        await client.tokens.revoke(name);
+        console.log(`token "${name}" revoked`);
+      });
+    });
+
+  program
+    .command("audit")
+    .description(
+      "the audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens, from where",
+    )
+    .option("--limit <n>", "how many entries", "50")
+    .option("--json", "print them as JSON")
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = parseFlags(z.object({ limit: positiveInt, json: z.boolean().optional() }), raw, "audit");
+      await withClient(async (client) => {
+        const entries = await client.audit({ limit: flags.limit });
+        if (flags.json) {
+          console.log(JSON.stringify(entries, null, 2));
+          return;
+        }
+        for (const e of entries) {
+          console.log(
+            [
+              e.at.toISOString(),
+              e.actor.padEnd(16),
+              e.action.padEnd(16),
+              e.target ?? "-",
+              e.ip ?? "-",
+              e.detail ? JSON.stringify(e.detail) : "",
+            ].join("  "),
+          );
+        }
+      });
+    });
+}

@@ -1,0 +1,163 @@
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from "fastify";
+import type { Logger } from "pino";
+import { AxForbiddenError, AxTooManyAuthFailuresError, AxUnauthorizedError } from "@ax/common";
+import type { QueueRegistry } from "@ax/coordinator";
+import { scopeCovers, verifyApiToken, writeAudit, type Actor, type Db, type Json, type TokenScope } from "@ax/store";
+import { API_ROUTES, type RouteDoc } from "./api-schemas.js";
+
+export interface AuthOptions {
+  /** Serve every route to anyone, with no token (`ax dev`, a network you trust). @defaultValue false */
+  insecureNoAuth?: boolean | undefined;
+  /** `/metrics` on the API port needs a token (any scope); false: public, for a scraper on a private network. @defaultValue true */
+  metricsAuth?: boolean | undefined;
+  /** Failed authentications per client address per minute before the API answers 429. @defaultValue 10 */
+  maxFailuresPerMinute?: number | undefined;
+}
+
+type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
+
+const FAILURE_WINDOW_MS = 60_000;
+
+/** Answer keys worth keeping in an audit row: ids and outcomes, never payloads or YAML. */
+const AUDIT_DETAIL_KEYS = [
+  "runId",
+  "rerunOf",
+  "backfillId",
+  "version",
+  "created",
+  "cancelled",
+  "status",
+  "paused",
+  "cancelledRuns",
+  "ticks",
+];
+
+const actors = new WeakMap<FastifyRequest, Actor>();
+
+/** Who made the request (the token's name, or `anonymous` without auth), once the auth hook let it through. */
+export function actorOf(request: FastifyRequest): Actor {
+  return actors.get(request) ?? { name: "anonymous", ip: request.ip };
+}
+
+function routeOf(request: FastifyRequest): { key: string; doc: RouteDoc | undefined } {
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  const key = `${method} ${request.routeOptions.url ?? request.url.split("?")[0]}`;
+  return { key, doc: API_ROUTES[key] };
+}
+
+/**
+ * The scope a request needs. A route missing from API_ROUTES is public outside `/api` (the
+ * console's static files) and admin-only inside it, so a route added without a scope fails closed.
+ */
+function neededScope(request: FastifyRequest, doc: RouteDoc | undefined, metricsAuth: boolean): TokenScope | "public" {
+  // The console's catch-all (`GET /*`) is public for its pages, never for an `/api` path it answers with a 404.
+  if (!doc || (doc.scope === "public" && request.url.startsWith("/api"))) return request.url.startsWith("/api") ? "admin" : "public";
+  if (doc.scope === "metrics") return metricsAuth ? "read" : "public";
+  return doc.scope;
+}
+
+/** Failed authentications per client address, counted in Redis so every API process of the cluster shares the limit. */
+class FailureLimiter {
+  constructor(
+    private readonly redis: QueueRegistry["connection"],
+    private readonly prefix: string,
+    private readonly max: number,
+  ) {}
+
+  private key(ip: string): string {
+    return `${this.prefix}:auth-failures:${ip}`;
+  }
+
+  /** Seconds until the address may try again; 0 while under the limit. */
+  async blockedFor(ip: string): Promise<number> {
+    const [count, ttl] = await this.redis
+      .multi()
+      .get(this.key(ip))
+      .pttl(this.key(ip))
+      .exec()
+      .then((r) => r?.map(([, v]) => v) ?? []);
+    return Number(count ?? 0) >= this.max ? Math.max(1, Math.ceil(Number(ttl) / 1000)) : 0;
+  }
+
+  async fail(ip: string): Promise<void> {
+    await this.redis.multi().incr(this.key(ip)).pexpire(this.key(ip), FAILURE_WINDOW_MS, "NX").exec();
+  }
+}
+
+/**
+ * One onRequest hook decides every request from the route -> scope table (API_ROUTES): 401 without
+ * a valid token, 403 when its scope is too small, 429 after too many failures from one address.
+ * It runs before the body is read, so a refused request never reaches a handler and writes
+ * nothing. One onSend hook writes the audit row of each successful call of an audited route.
+ */
+export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; log: Logger }, options: AuthOptions = {}): void {
+  const limiter = new FailureLimiter(deps.queues.connection, deps.queues.prefix, options.maxFailuresPerMinute ?? 10);
+  const metricsAuth = options.metricsAuth ?? true;
+
+  const refuse = (reply: FastifyReply, status: number, error: Error) =>
+    reply.status(status).send({ error: error.name, message: error.message });
+
+  app.addHook("onRequest", async (request, reply) => {
+    const { key, doc } = routeOf(request);
+    const needed = neededScope(request, doc, metricsAuth);
+    if (needed === "public" || options.insecureNoAuth) return;
+    const ip = request.ip;
+    const wait = await limiter.blockedFor(ip);
+    if (wait > 0) {
+      reply.header("retry-after", String(wait));
+      return refuse(reply, 429, new AxTooManyAuthFailuresError(wait));
+    }
+    const header = request.headers.authorization;
+    const query = doc?.tokenInQuery ? (request.query as { access_token?: unknown }).access_token : undefined;
+    const bearer = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1] ?? (typeof query === "string" ? query : undefined);
+    const token = bearer ? await verifyApiToken(deps.db, bearer) : undefined;
+    if (!token) {
+      await limiter.fail(ip);
+      reply.header("www-authenticate", 'Bearer realm="ax"');
+      return refuse(
+        reply,
+        401,
+        new AxUnauthorizedError(
+          bearer
+            ? "the bearer token is unknown, revoked or expired; create a new one with `ax token create`"
+            : "this route needs `Authorization: Bearer <token>`; create a token with `ax token create --name <name> --scope read|trigger|admin`",
+        ),
+      );
+    }
+    if (!scopeCovers(token.scope, needed)) return refuse(reply, 403, new AxForbiddenError(needed, token.scope, key));
+    actors.set(request, { name: token.name, ip });
+  });
+
+  app.addHook("onSend", async (request, reply, payload) => {
+    const { doc } = routeOf(request);
+    if (!doc?.audit || reply.statusCode >= 300) return payload;
+    const params = request.params as Record<string, string> | undefined;
+    const answer = parseAnswer(payload);
+    const target = params?.id ?? params?.flow ?? params?.name ?? (answer.version === undefined ? undefined : String(answer.version));
+    const detail = Object.fromEntries(AUDIT_DETAIL_KEYS.filter((k) => answer[k] !== undefined).map((k) => [k, answer[k] as Json]));
+    try {
+      await writeAudit(deps.db, { actor: actorOf(request), action: doc.audit, target, detail });
+    } catch (error) {
+      // The change is made and committed; failing the answer now would invite a retry that repeats it.
+      deps.log.error({ err: error, action: doc.audit, target, requestId: request.id }, "audit log row not written");
+    }
+    return payload;
+  });
+}
+
+function parseAnswer(payload: unknown): Record<string, unknown> {
+  if (typeof payload !== "string") return {};
+  try {
+    const value = JSON.parse(payload) as unknown;
+    return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
