@@ -4,5 +4,16 @@ export { Client, type ClientOptions, type TriggerOptions, type TriggerManyOption
 export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow } from "./definition/flow.js";
 export type { CancelResult, ScheduleInfo, QueueInfo, BusyKey, RerunOptions, BackfillStarted } from "@ax/coordinator";
-export type { CallerTransactionHandle, BackfillInfo, RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
+export type {
+  CallerTransactionHandle,
+  BackfillInfo,
+  RunInfo,
+  TaskRunInfo,
+  AttemptInfo,
+  RunSummary,
+  RunStatus,
+  TaskStatus,
+  AttemptOutcome,
+  Json,
+} from "@ax/store";
 export * from "@ax/common";
