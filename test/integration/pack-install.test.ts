@@ -35,7 +35,10 @@ beforeAll(async () => {
   await writeFile(join(project, "package.json"), JSON.stringify({ name: "packed-consumer", private: true, type: "module" }));
   for (const file of await readdir(FIXTURES)) await copyFile(join(FIXTURES, file), join(project, file));
   const files = (await readdir(tarballs)).map((file) => join(tarballs, file));
-  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...files], { cwd: project, env: plainEnv() });
+  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...files], {
+    cwd: project,
+    env: plainEnv(),
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -50,7 +53,10 @@ describe("the packed packages in a plain Node project", () => {
     expect(existsSync(join(sdk, "dist/index.js"))).toBe(true);
     expect(existsSync(join(sdk, "dist/index.d.ts"))).toBe(true);
     expect(existsSync(join(sdk, "src"))).toBe(false);
-    const manifest = JSON.parse(await readFile(join(sdk, "package.json"), "utf8")) as { version: string; dependencies: Record<string, string> };
+    const manifest = JSON.parse(await readFile(join(sdk, "package.json"), "utf8")) as {
+      version: string;
+      dependencies: Record<string, string>;
+    };
     // pnpm pack turns workspace:* into the exact shared version.
     expect(manifest.dependencies["@ax/common"]).toBe(manifest.version);
   });
@@ -70,7 +76,14 @@ describe("the packed packages in a plain Node project", () => {
 
     const loaded = [...(await readFile(moduleLog, "utf8")).split("\n"), ...result.commonjs].filter(Boolean);
     expect(loaded.some((url) => url.includes("/node_modules/ax-scheduler/dist/client-entry.js"))).toBe(true);
-    const forbidden = [/\/node_modules\/fastify\//, /\/node_modules\/@ax\/server\//, /\/node_modules\/@ax\/worker\//, /\/node_modules\/@ax\/cli\//, /\/node_modules\/tsx\//];
+    const forbidden = [
+      /\/node_modules\/fastify\//,
+      /\/node_modules\/@ax\/server\//,
+      /\/node_modules\/@ax\/worker\//,
+      /\/node_modules\/@ax\/cli\//,
+      /\/node_modules\/@ax\/console\//,
+      /\/node_modules\/tsx\//,
+    ];
     for (const pattern of forbidden) expect(loaded.filter((url) => pattern.test(url))).toEqual([]);
   });
 });

@@ -8,3 +8,4 @@ export * from "./defaults.js";
 export * from "./errors/limits.js";
 export * from "./errors/config.js";
 export * from "./errors/alerts.js";
+export * from "./key-strategies.js";
