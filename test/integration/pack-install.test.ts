@@ -26,19 +26,25 @@ let runtime: Child | undefined;
 // Building (a turbo cache hit after `pnpm test` has built), packing and an npm install of the
 // third-party dependencies: tens of seconds on a busy machine.
 beforeAll(async () => {
+  const started = Date.now();
   await run("npx", [...PNPM, "build"], { cwd: REPO_ROOT, env: plainEnv() });
+  const built = Date.now();
   project = await mkdtemp(join(tmpdir(), "ax-packed-"));
   const tarballs = join(project, "tarballs");
-  for (const pkg of PUBLISHED) {
-    await run("npx", [...PNPM, "pack", "--pack-destination", tarballs], { cwd: join(REPO_ROOT, "packages", pkg), env: plainEnv() });
-  }
+  await Promise.all(
+    PUBLISHED.map((pkg) =>
+      run("npx", [...PNPM, "pack", "--pack-destination", tarballs], { cwd: join(REPO_ROOT, "packages", pkg), env: plainEnv() }),
+    ),
+  );
   await writeFile(join(project, "package.json"), JSON.stringify({ name: "packed-consumer", private: true, type: "module" }));
   for (const file of await readdir(FIXTURES)) await copyFile(join(FIXTURES, file), join(project, file));
   const files = (await readdir(tarballs)).map((file) => join(tarballs, file));
+  const packed = Date.now();
   await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...files], {
     cwd: project,
     env: plainEnv(),
   });
+  console.log(`pack-install: build ${built - started} ms, pack ${packed - built} ms, npm install ${Date.now() - packed} ms`);
 }, 180_000);
 
 afterAll(async () => {
