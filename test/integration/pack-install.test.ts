@@ -92,4 +92,31 @@ describe("the packed packages in a plain Node project", () => {
     ];
     for (const pattern of forbidden) expect(loaded.filter((url) => pattern.test(url))).toEqual([]);
   });
+
+  it("the installed ax command loads a TypeScript entry through tsx and waits for the run", async () => {
+    expect(runtime, "the runtime of the previous test serves packed_flow").toBeDefined();
+    const { stdout } = await run(
+      join(project, "node_modules/.bin/ax"),
+      [
+        "--storage",
+        env.storage,
+        "--redis",
+        env.redis,
+        "--prefix",
+        env.prefix,
+        "trigger",
+        "packed_flow",
+        "--payload",
+        "4",
+        "--entry",
+        "flows.ts",
+        "--wait",
+      ],
+      { cwd: project, env: plainEnv() },
+    );
+    // `--wait` exits non-zero unless the run succeeded; the DAG it prints names both tasks.
+    expect(stdout).toContain("packed_describe");
+    const [row] = await env.sql<{ business_key: string }>("select business_key from runs where business_key is not null");
+    expect(row?.business_key).toBe("n-4");
+  });
 });
