@@ -1,5 +1,9 @@
 import { defineConfig } from "vitest/config";
 
+// Workspace packages resolve to their TypeScript sources through the `development` export
+// condition, so tests never run a stale build: Vite's default conditions include it in test mode,
+// the test processes' execArgv gives it to their worker threads and forked children, and
+// NODE_OPTIONS to every other node process a test starts.
 export default defineConfig({
   test: {
     reporters: ["default", "./test/helpers/pass-fail-reporter.ts"],
@@ -9,7 +13,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Each file gets its own schema and Redis prefix, so files run in parallel; 2 cores here.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
-    env: { AX_LOG_LEVEL: "error" },
+    poolOptions: { forks: { maxForks: 2, minForks: 1, execArgv: ["--conditions=development"] } },
+    env: { AX_LOG_LEVEL: "error", NODE_OPTIONS: "--conditions=development" },
   },
 });

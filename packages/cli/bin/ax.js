@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// Entry modules are TypeScript: load them through tsx, then hand over to the CLI.
-import { register } from "tsx/esm/api";
-
-register();
-const { main } = await import("../src/main.ts");
-await main(process.argv);
+// Installed, `@ax/cli/main` is the built JavaScript. In the repository, run with
+// `--conditions=development` (as `pnpm ax` does), it is the TypeScript source, which needs tsx.
+const main = import.meta.resolve("@ax/cli/main");
+if (main.endsWith(".ts")) {
+  const { register } = await import("tsx/esm/api");
+  register();
+}
+const { main: run } = await import(main);
+await run(process.argv);

@@ -6,8 +6,23 @@ function isFlow(value: unknown): value is Flow {
   return !!value && typeof value === "object" && "dag" in value && "tasks" in value && (value as Flow).tasks instanceof Map;
 }
 
+const TYPESCRIPT_ENTRY = /\.(ts|mts|cts|tsx)$/;
+let typescriptLoaded = import.meta.url.endsWith(".ts");
+
+/**
+ * The installed CLI is JavaScript; tsx is registered only for an entry written in TypeScript, so
+ * a JavaScript project pays nothing for it. Running from the sources, tsx is already registered.
+ */
+async function loadTypeScript(entry: string): Promise<void> {
+  if (typescriptLoaded || !TYPESCRIPT_ENTRY.test(entry)) return;
+  const { register } = await import("tsx/esm/api");
+  register();
+  typescriptLoaded = true;
+}
+
 /** Imports the user's entry module and collects every flow it exports (directly or in an array). */
 export async function loadFlows(entry: string): Promise<Flow<any>[]> {
+  await loadTypeScript(entry);
   const module = (await import(pathToFileURL(resolve(entry)).href)) as Record<string, unknown>;
   const found = new Map<string, Flow<any>>();
   for (const value of Object.values(module)) {

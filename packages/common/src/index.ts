@@ -11,3 +11,4 @@ export * from "./errors/alerts.js";
 export * from "./errors/retention.js";
 export * from "./errors/auth.js";
 export * from "./redact.js";
+export * from "./key-strategies.js";

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { DEFAULT_TIMEZONE, scheduleProblem } from "@ax/coordinator";
 import { CATCH_UP_POLICIES, OVERLAP_POLICIES, type ScheduleDefinition } from "@ax/store";
-import { KEY_STRATEGIES, type ErrorMatcher, type KeyedLimit, type ResolvedTaskOptions } from "@ax/worker";
+import { KEY_STRATEGIES } from "@ax/common";
+import type { ErrorMatcher, KeyedLimit, ResolvedTaskOptions } from "@ax/worker";
 import { durationMs, timerMs, type Duration } from "./duration.js";
 
 export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;

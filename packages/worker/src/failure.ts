@@ -13,7 +13,7 @@ export function toTaskFailure(thrown: unknown, kind: TaskFailure["kind"] = "erro
     return {
       name: storable(textOf(error.name) || "Error", MAX_MESSAGE),
       message: message + storable(cause, MAX_MESSAGE - message.length),
-      stack: error.stack ? storable(textOf(error.stack), MAX_STACK) : null,
+      stack: stackOf(error),
       kind,
     };
   }
@@ -48,4 +48,13 @@ function storable(text: string, max: number): string {
   if (clean.length <= max) return clean;
   const last = clean.charCodeAt(max - 1);
   return clean.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}
+
+/** V8 formats a stack on first read, turning the message into text: a message that refuses (an object whose toString is not callable) throws there. */
+function stackOf(error: Error): string | null {
+  try {
+    return error.stack ? storable(textOf(error.stack), MAX_STACK) : null;
+  } catch {
+    return null;
+  }
 }

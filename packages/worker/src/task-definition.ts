@@ -1,8 +1,8 @@
 export type ErrorMatcher = string | (abstract new (...args: never[]) => Error);
 
-/** What to do when a node's concurrency key is at its limit. */
-export type KeyStrategy = "queue" | "cancel_in_progress" | "cancel_newest";
-export const KEY_STRATEGIES = ["queue", "cancel_in_progress", "cancel_newest"] as const;
+import type { KeyStrategy } from "@ax/common";
+
+export { KEY_STRATEGIES, type KeyStrategy } from "@ax/common";
 
 /** A limit counted per business key: `key` reads the key off the task's arguments. */
 export interface KeyedLimit {

@@ -11,6 +11,8 @@ const BOOT = fileURLToPath(new URL("./isolated-boot.mjs", import.meta.url));
 const STDERR_TAIL = 4096;
 /** What V8 prints when a heap cap is hit, before it aborts the process. */
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit/i;
+/** Export conditions the parent resolves packages with (`development` in the repository): the child must load the same files. */
+const CONDITIONS = process.execArgv.filter((arg) => arg.startsWith("--conditions="));
 
 /**
  * A child process with its V8 heap capped by `--max-old-space-size`. Its stderr is passed on to
@@ -18,7 +20,7 @@ const OUT_OF_MEMORY = /heap out of memory|Reached heap limit/i;
  */
 export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
   const child = fork(BOOT, [], {
-    execArgv: memoryMb ? [`--max-old-space-size=${memoryMb}`] : [],
+    execArgv: memoryMb ? [...CONDITIONS, `--max-old-space-size=${memoryMb}`] : CONDITIONS,
     // Structured clone, as for threads: results keep their types until checkResult judges them.
     serialization: "advanced",
     stdio: ["ignore", "inherit", "pipe", "ipc"],
