@@ -26,6 +26,34 @@ export function reportRedisErrors(redis: Redis, log: Logger, connection: string)
   });
 }
 
+/**
+ * A dedicated connection subscribed to `channel`. ioredis re-subscribes by itself after a
+ * reconnect, but leaves that command's promise unhandled: a connection lost again at that moment
+ * rejects it with nobody listening, and an unhandled rejection ends a Node process. So this
+ * connection re-subscribes on each `ready` itself, logging a failure (the next reconnect tries
+ * again).
+ */
+export async function subscribeTo(
+  base: Redis,
+  log: Logger,
+  connection: string,
+  channel: string,
+  onMessage: (message: string) => void,
+): Promise<Redis> {
+  const subscriber = base.duplicate({ autoResubscribe: false });
+  reportRedisErrors(subscriber, log, connection);
+  subscriber.on("message", (from: string, message: string) => {
+    if (from === channel) onMessage(message);
+  });
+  subscriber.on("ready", () => {
+    subscriber
+      .subscribe(channel)
+      .catch((err: unknown) => log.debug({ err, connection }, "could not subscribe again; retrying on the next reconnect"));
+  });
+  await subscriber.subscribe(channel);
+  return subscriber;
+}
+
 const SENTINEL_URL = /^redis(s)?\+sentinel:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)\/([^/?#]+)(?:\/(\d+))?$/;
 
 /**

@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { cancelledRunIds, type AttemptRef, type Db } from "@ax/store";
-import { cancelChannel, closeRedis, duplicateRedis, type CancelMessage } from "@ax/coordinator";
+import { cancelChannel, closeRedis, subscribeTo, type CancelMessage } from "@ax/coordinator";
 import { AxCancelledError } from "@ax/common";
 
 /** This process's attempts in flight, by run, each with the controller that aborts it. */
@@ -81,10 +81,9 @@ export class CancelListener {
   ) {}
 
   async start(): Promise<void> {
-    const subscriber = duplicateRedis(this.connection, this.log, "cancel subscriber");
-    this.subscriber = subscriber;
-    subscriber.on("message", (_channel: string, text: string) => this.onMessage(text));
-    await subscriber.subscribe(cancelChannel(this.prefix));
+    this.subscriber = await subscribeTo(this.connection, this.log, "cancel subscriber", cancelChannel(this.prefix), (text) =>
+      this.onMessage(text),
+    );
   }
 
   async sweep(): Promise<void> {

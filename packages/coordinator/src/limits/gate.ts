@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { AxLimitError } from "@ax/common";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { closeRedis, reportRedisErrors } from "../redis.js";
+import pino from "pino";
+import { closeRedis, subscribeTo } from "../redis.js";
 import { ACQUIRE, RELEASE, RENEW, USAGE } from "./scripts.js";
 
 /** At most `capacity` weight held at once, e.g. a pool's slots or a task's concurrency. */
@@ -62,6 +63,9 @@ export interface LimitGateOptions {
 }
 
 export const DEFAULT_LIMIT_LEASE_MS = 5000;
+
+/** Where a gate built without a logger sends its subscriber's connection errors: nowhere. */
+const silentLog = pino({ level: "silent" });
 
 /** The scripts as ioredis runs them once `defineCommand` has registered them (EVALSHA, EVAL on a cache miss). */
 interface GateCommands {
@@ -224,13 +228,10 @@ export class LimitGate {
    * least once per lease, because a holder that died frees its slots without a message.
    */
   async onFreed(cb: (keys: string[]) => void): Promise<() => Promise<void>> {
-    const subscriber = this.redis.duplicate();
-    if (this.options.log) reportRedisErrors(subscriber, this.options.log, "limits");
+    const subscriber = await subscribeTo(this.redis, this.options.log ?? silentLog, "limits", this.channel, (message) =>
+      cb(JSON.parse(message) as string[]),
+    );
     this.subscribers.add(subscriber);
-    subscriber.on("message", (channel: string, message: string) => {
-      if (channel === this.channel) cb(JSON.parse(message) as string[]);
-    });
-    await subscriber.subscribe(this.channel);
     return async () => {
       this.subscribers.delete(subscriber);
       closeRedis(subscriber);

@@ -1,7 +1,7 @@
 import { createTwoFilesPatch, diffLines } from "diff";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { closeRedis, duplicateRedis } from "@ax/coordinator";
+import { closeRedis, subscribeTo } from "@ax/coordinator";
 import {
   getConfigVersion,
   insertConfigVersion,
@@ -270,10 +270,7 @@ export class ConfigFollower {
 
   async start(): Promise<void> {
     const o = this.options;
-    const subscriber = duplicateRedis(o.redis, o.log, "config subscriber");
-    this.subscriber = subscriber;
-    subscriber.on("message", () => this.check());
-    await subscriber.subscribe(configChannel(o.prefix));
+    this.subscriber = await subscribeTo(o.redis, o.log, "config subscriber", configChannel(o.prefix), () => this.check());
     this.timer = setInterval(() => this.check(), o.pollMs ?? 2000);
     this.timer.unref();
     // A version stored between this Runtime's start-up read and the subscription.

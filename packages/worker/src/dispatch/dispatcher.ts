@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import {
   closeRedis,
   describeBlocked,
-  duplicateRedis,
+  subscribeTo,
   setWaitingReason,
   wakeChannel,
   type Blocked,
@@ -123,9 +123,9 @@ export class Dispatcher {
 
   async start(): Promise<void> {
     await Promise.all(this.states.map((s) => s.worker.waitUntilReady()));
-    this.subscriber = duplicateRedis(this.o.connection, this.o.log, "wake subscriber");
-    this.subscriber.on("message", (_channel: string, message: string) => this.onWake(message));
-    await this.subscriber.subscribe(wakeChannel(this.o.prefix));
+    this.subscriber = await subscribeTo(this.o.connection, this.o.log, "wake subscriber", wakeChannel(this.o.prefix), (message) =>
+      this.onWake(message),
+    );
     this.unsubscribeFreed = await this.o.gate.onFreed((keys) => this.onFreed(keys));
     for (const s of this.states) await s.worker.startStalledCheckTimer();
     this.lockTimer = setInterval(() => this.extendLocks(), Math.max(100, Math.floor(this.o.lockDurationMs / 2)));
