@@ -11,7 +11,7 @@ import { REPO_ROOT, startChild, type Child } from "../helpers/processes.js";
 const run = promisify(execFile);
 const PNPM = ["-y", "pnpm@9.15.9"];
 /** Every package a user installs: ax-scheduler and the CLI, with the internal packages they depend on at the same version. */
-const PUBLISHED = ["common", "store", "coordinator", "worker", "server", "sdk", "cli"];
+const PUBLISHED = ["common", "store", "coordinator", "worker", "console", "server", "sdk", "cli"];
 const FIXTURES = join(REPO_ROOT, "test/fixtures/packed");
 
 /** Without the repository's `development` condition: the installed packages must stand on their build. */
