@@ -23,8 +23,22 @@ const chain = ax.flow({ name: "bench_chain40" }, (input) => {
   let previous: Ref<unknown> = noop(input);
   for (let i = 1; i < CHAIN_LENGTH; i++) previous = noop(previous);
 });
+/** 40 tasks of 10 ms each: 400 ms of work, so the rest is what each hop costs. */
+const sleep10 = ax.task({ name: "bench_sleep10" }, async (..._args: unknown[]) => {
+  await sleep(10);
+  return null;
+});
+const chainOf10ms = ax.flow({ name: "bench_chain40_10ms" }, (input) => {
+  let previous: Ref<unknown> = sleep10(input);
+  for (let i = 1; i < CHAIN_LENGTH; i++) previous = sleep10(previous);
+});
 const latency = ax.flow({ name: "bench_latency" }, (input) => {
   noop(input);
+});
+/** Served only by the Runtime the drain scenario starts after triggering: its runs wait in Redis until then. */
+const drainNoop = ax.task({ name: "bench_drain_noop" }, (..._args: unknown[]) => null);
+const drain = ax.flow({ name: "bench_drain" }, (input) => {
+  drainNoop(input);
 });
 /** A no-op under a task concurrency limit and a pool: every fetch takes a permit from the gate first. */
 export const LIMITED_CONCURRENCY = 50;
@@ -58,7 +72,19 @@ export function benchRuntime(env: Isolated, concurrency: number): Runtime {
     roles: ["worker", "coordinator"],
     maxConcurrency: concurrency,
     logLevel: process.env.AX_LOG_LEVEL ?? "warn",
-    flows: [single, diamond, chain, latency, warmup, limited, keyed],
+    flows: [single, diamond, chain, chainOf10ms, latency, warmup, limited, keyed],
+  });
+}
+
+function drainRuntime(env: Isolated, concurrency: number): Runtime {
+  return new Runtime({
+    storage: env.storage,
+    redis: env.redis,
+    prefix: env.prefix,
+    roles: ["worker"],
+    maxConcurrency: concurrency,
+    logLevel: process.env.AX_LOG_LEVEL ?? "warn",
+    flows: [drain],
   });
 }
 
@@ -102,15 +128,23 @@ async function lastFinishedAt(env: Isolated, flow: string): Promise<number> {
   return Number(row!.at);
 }
 
-/** Triggers `runs` runs, `batch` triggerFlow calls in flight at a time, and waits for all to succeed. */
+/** `runs` runs triggered with `triggerFlows`, `batch` payloads per call, one call after the other. */
+async function triggerInBatches(client: Client, flow: string, runs: number, batch: number): Promise<void> {
+  for (let sent = 0; sent < runs; sent += batch) {
+    const n = Math.min(batch, runs - sent);
+    await client.triggerFlows(
+      flow,
+      Array.from({ length: n }, (_, i) => ({ i: sent + i })),
+    );
+  }
+}
+
+/** Triggers `runs` runs in batches while the workers run, and waits for all to succeed. */
 async function throughput(client: Client, env: Isolated, flow: string, nodes: number, runs: number, batch: number): Promise<Throughput> {
   const before = snapshot();
   const cpuBefore = process.cpuUsage();
   const start = Date.now();
-  for (let sent = 0; sent < runs; sent += batch) {
-    const n = Math.min(batch, runs - sent);
-    await Promise.all(Array.from({ length: n }, (_, i) => client.triggerFlow(flow, { i: sent + i })));
-  }
+  await triggerInBatches(client, flow, runs, batch);
   const triggerMs = Date.now() - start;
   await waitForFlow(env, flow, runs, 25, 10 * 60_000);
   const counts = since(before);
@@ -137,6 +171,46 @@ export function keyedThroughput(client: Client, env: Isolated, runs: number, bat
   return throughput(client, env, "bench_keyed", 1, runs, batch);
 }
 
+/**
+ * Drain only: `runs` runs are triggered first while no worker serves their task, then a worker
+ * Runtime is started; from its start() call to the last run's `finished_at`.
+ */
+export async function drainThroughput(
+  client: Client,
+  env: Isolated,
+  runs: number,
+  batch: number,
+  concurrency: number,
+): Promise<Throughput> {
+  // A first worker registers the flow's version so that the client can trigger it, then leaves.
+  const registrar = drainRuntime(env, concurrency);
+  await registrar.start();
+  await registrar.stop();
+  await triggerInBatches(client, "bench_drain", runs, batch);
+  const worker = drainRuntime(env, concurrency);
+  const before = snapshot();
+  const cpuBefore = process.cpuUsage();
+  const start = Date.now();
+  await worker.start();
+  try {
+    await waitForFlow(env, "bench_drain", runs, 25, 10 * 60_000);
+  } finally {
+    await worker.stop();
+  }
+  const counts = since(before);
+  const cpu = process.cpuUsage(cpuBefore);
+  const ms = (await lastFinishedAt(env, "bench_drain")) - start;
+  return {
+    runs,
+    tasks: runs,
+    ms,
+    tasksPerS: (runs / ms) * 1000,
+    triggerMs: 0,
+    counts,
+    cpuMsPerTask: (cpu.user + cpu.system) / 1000 / runs,
+  };
+}
+
 export function diamondThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {
   return throughput(client, env, "bench_diamond", 3, runs, batch);
 }
@@ -149,14 +223,18 @@ export interface ChainResult {
   samplesMs: number[];
   /** Median per hop, from node_runs timestamps (each is its statement's start, PostgreSQL clock). */
   hop: { queuedToStartMs: number; startToFinishMs: number };
+  /** Upstream finished -> downstream started, over every hop of every sample. */
+  handoff: { p50: number; p99: number; max: number };
 }
 
-export async function chainWallTime(client: Client, env: Isolated, repeats: number): Promise<ChainResult> {
+export const CHAIN_FLOWS = { noop: "bench_chain40", sleep10: "bench_chain40_10ms" } as const;
+
+export async function chainWallTime(client: Client, env: Isolated, repeats: number, flow: string = CHAIN_FLOWS.noop): Promise<ChainResult> {
   const stored: number[] = [];
   const observed: number[] = [];
   for (let i = 0; i < repeats; i++) {
     const t0 = performance.now();
-    const runId = await client.triggerFlow("bench_chain40", { i });
+    const runId = await client.triggerFlow(flow, { i });
     for (;;) {
       const [row] = await env.sql<{ status: string; ms: number | null }>(
         `select status, extract(epoch from (finished_at - created_at)) * 1000 as ms from runs where id = $1`,
@@ -177,13 +255,24 @@ export async function chainWallTime(client: Client, env: Isolated, repeats: numb
   const [hop] = await env.sql<{ queued_to_start: number; start_to_finish: number }>(
     `select percentile_cont(0.5) within group (order by extract(epoch from (n.started_at - n.queued_at)) * 1000) as queued_to_start,
             percentile_cont(0.5) within group (order by extract(epoch from (n.finished_at - n.started_at)) * 1000) as start_to_finish
-     from node_runs n join runs r on r.id = n.run_id where r.flow = 'bench_chain40'`,
+     from node_runs n join runs r on r.id = n.run_id where r.flow = $1`,
+    [flow],
   );
+  // In a chain each node starts after the one before it finished: order by start within a run.
+  const handoffs = await env.sql<{ ms: number }>(
+    `select extract(epoch from (next_started - finished_at)) * 1000 as ms
+     from (select n.finished_at, lead(n.started_at) over (partition by n.run_id order by n.started_at) as next_started
+           from node_runs n join runs r on r.id = n.run_id where r.flow = $1) h
+     where next_started is not null`,
+    [flow],
+  );
+  const gaps = handoffs.map((h) => Number(h.ms));
   return {
     medianMs: median(stored),
     observedMedianMs: median(observed),
     samplesMs: stored,
     hop: { queuedToStartMs: Number(hop!.queued_to_start), startToFinishMs: Number(hop!.start_to_finish) },
+    handoff: { p50: percentile(gaps, 50), p99: percentile(gaps, 99), max: Math.max(...gaps) },
   };
 }
 

@@ -4,7 +4,7 @@ import { Redis } from "ioredis";
 import { since, snapshot, type Counts } from "./counters.js";
 import { median, percentile } from "./stats.js";
 
-export interface BaselineResult {
+export interface BaselineRun {
   jobs: number;
   ms: number;
   jobsPerS: number;
@@ -12,72 +12,89 @@ export interface BaselineResult {
   cpuMsPerTask: number;
 }
 
+export interface BaselineResult {
+  /** `addBulk` while the worker drains: first add -> last completion. */
+  endToEnd: BaselineRun;
+  /** Jobs added first, then the worker started: worker start -> last completion. */
+  drain: BaselineRun;
+}
+
 const ADD_CHUNK = 1000;
 
-/**
- * Raw BullMQ, no PostgreSQL: `jobs` no-op jobs are added first with addBulk, then one Worker
- * (concurrency as given) drains them; the clock runs from worker start to the last completion.
- */
-export async function bullmqBaseline(options: {
+interface BaselineOptions {
   redis: string;
   prefix: string;
   jobs: number;
   concurrency: number;
-}): Promise<BaselineResult> {
+}
+
+/** Raw BullMQ, no PostgreSQL, one Worker with the given concurrency: end to end, then drain only. */
+export async function bullmqBaseline(options: BaselineOptions): Promise<BaselineResult> {
   const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
-  const queueName = "bullmq_baseline";
-  const queue = new Queue(queueName, { connection, prefix: options.prefix });
+  const queue = new Queue("bullmq_baseline", { connection, prefix: options.prefix });
   try {
     await warmUp(connection, queue, options);
-    for (let added = 0; added < options.jobs; added += ADD_CHUNK) {
-      const n = Math.min(ADD_CHUNK, options.jobs - added);
-      await queue.addBulk(
-        Array.from({ length: n }, (_, i) => ({
-          name: "noop",
-          data: { i: added + i },
-          opts: { removeOnComplete: true, removeOnFail: true },
-        })),
-      );
-    }
-    let done = 0;
-    let finish!: () => void;
-    let fail!: (error: Error) => void;
-    const allDone = new Promise<void>((resolve, reject) => {
-      finish = resolve;
-      fail = reject;
-    });
-    const worker = new Worker(queueName, async () => null, {
-      connection,
-      prefix: options.prefix,
-      concurrency: options.concurrency,
-      autorun: false,
-    });
-    worker.on("completed", () => {
-      done += 1;
-      if (done === options.jobs) finish();
-    });
-    worker.on("failed", (_job, err) => fail(new Error(`baseline job failed: ${err.message}`)));
-    const before = snapshot();
-    const cpuBefore = process.cpuUsage();
-    const t0 = performance.now();
-    void worker.run();
-    await allDone;
-    const ms = performance.now() - t0;
-    const counts = since(before);
-    const cpu = process.cpuUsage(cpuBefore);
-    await worker.close();
-    return {
-      jobs: options.jobs,
-      ms,
-      jobsPerS: (options.jobs / ms) * 1000,
-      counts,
-      cpuMsPerTask: (cpu.user + cpu.system) / 1000 / options.jobs,
-    };
+    const endToEnd = await timedDrain(connection, queue, options, "together");
+    const drain = await timedDrain(connection, queue, options, "added-first");
+    return { endToEnd, drain };
   } finally {
     await queue.obliterate({ force: true }).catch(() => {});
     await queue.close();
     connection.disconnect();
   }
+}
+
+async function addAll(queue: Queue, jobs: number): Promise<void> {
+  for (let added = 0; added < jobs; added += ADD_CHUNK) {
+    const n = Math.min(ADD_CHUNK, jobs - added);
+    await queue.addBulk(
+      Array.from({ length: n }, (_, i) => ({ name: "noop", data: { i: added + i }, opts: { removeOnComplete: true, removeOnFail: true } })),
+    );
+  }
+}
+
+async function timedDrain(
+  connection: Redis,
+  queue: Queue,
+  options: BaselineOptions,
+  mode: "together" | "added-first",
+): Promise<BaselineRun> {
+  if (mode === "added-first") await addAll(queue, options.jobs);
+  let done = 0;
+  let finish!: () => void;
+  let fail!: (error: Error) => void;
+  const allDone = new Promise<void>((resolve, reject) => {
+    finish = resolve;
+    fail = reject;
+  });
+  const worker = new Worker(queue.name, async () => null, {
+    connection,
+    prefix: options.prefix,
+    concurrency: options.concurrency,
+    autorun: false,
+  });
+  worker.on("completed", () => {
+    done += 1;
+    if (done === options.jobs) finish();
+  });
+  worker.on("failed", (_job, err) => fail(new Error(`baseline job failed: ${err.message}`)));
+  const before = snapshot();
+  const cpuBefore = process.cpuUsage();
+  const t0 = performance.now();
+  void worker.run();
+  if (mode === "together") await addAll(queue, options.jobs);
+  await allDone;
+  const ms = performance.now() - t0;
+  const counts = since(before);
+  const cpu = process.cpuUsage(cpuBefore);
+  await worker.close();
+  return {
+    jobs: options.jobs,
+    ms,
+    jobsPerS: (options.jobs / ms) * 1000,
+    counts,
+    cpuMsPerTask: (cpu.user + cpu.system) / 1000 / options.jobs,
+  };
 }
 
 /** A short untimed drain so the Lua scripts are loaded and the JIT is warm, as for ax. */

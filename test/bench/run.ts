@@ -6,8 +6,10 @@ import {
   attemptHealth,
   benchRuntime,
   chainWallTime,
+  CHAIN_FLOWS,
   CHAIN_LENGTH,
   diamondThroughput,
+  drainThroughput,
   KEYED_KEYS,
   keyedThroughput,
   LIMITED_CONCURRENCY,
@@ -28,6 +30,7 @@ import {
   type BaselineChain,
   type BaselineLatency,
   type BaselineResult,
+  type BaselineRun,
 } from "./bullmq-baseline.js";
 import { installCounters, perTask, printStatementTimes } from "./counters.js";
 import { benchSizes, printTable, round, type BenchSizes } from "./stats.js";
@@ -37,10 +40,12 @@ interface Results {
   baselineChain: BaselineChain;
   baselineLatency: BaselineLatency;
   single: Throughput;
+  drain: Throughput;
   limited: Throughput;
   keyed: Throughput;
   diamond: Throughput;
   chain: ChainResult;
+  chain10ms: ChainResult;
   latency: LatencyResult;
   health: AttemptHealth;
 }
@@ -64,8 +69,10 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       const client = runtime.client();
       log("ax warm-up");
       await warmUp(client, env, Math.max(100, Math.round(sizes.axRuns / 10)), sizes.triggerBatch);
-      log(`ax single-node: ${sizes.axRuns} runs, ${sizes.triggerBatch} triggers in flight`);
+      log(`ax single-node: ${sizes.axRuns} runs, triggerFlows of ${sizes.triggerBatch}`);
       const single = await singleNodeThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
+      log(`ax single-node, drain only: ${sizes.axRuns} runs triggered, then a worker started`);
+      const drain = await drainThroughput(client, env, sizes.axRuns, sizes.triggerBatch, sizes.concurrency);
       log(`ax single-node under concurrency ${LIMITED_CONCURRENCY} and pool ${LIMITED_POOL}: ${sizes.axRuns} runs`);
       const limited = await limitedThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
       log(`ax single-node under concurrency { max: 1, key } over ${KEYED_KEYS} keys: ${sizes.axRuns} runs`);
@@ -74,10 +81,12 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       const diamond = await diamondThroughput(client, env, sizes.diamondRuns, sizes.triggerBatch);
       log(`ax chain of ${CHAIN_LENGTH}: ${sizes.chainRepeats} runs, one at a time`);
       const chain = await chainWallTime(client, env, sizes.chainRepeats);
+      log(`ax chain of ${CHAIN_LENGTH} tasks of 10 ms: ${sizes.chainRepeats} runs, one at a time`);
+      const chain10ms = await chainWallTime(client, env, sizes.chainRepeats, CHAIN_FLOWS.sleep10);
       log(`ax trigger -> start: ${sizes.latencyRuns} runs, one at a time, ${sizes.latencyGapMs} ms apart`);
       const latency = await triggerToStart(client, env, sizes.latencyRuns, sizes.latencyGapMs);
       const health = await attemptHealth(env);
-      return { baseline, baselineChain, baselineLatency, single, limited, keyed, diamond, chain, latency, health };
+      return { baseline, baselineChain, baselineLatency, single, drain, limited, keyed, diamond, chain, chain10ms, latency, health };
     } finally {
       await runtime.stop();
     }
@@ -87,47 +96,71 @@ async function measure(sizes: BenchSizes): Promise<Results> {
   }
 }
 
+function throughputDetail(t: Throughput): string {
+  const triggering = t.triggerMs > 0 ? ` (triggering ${t.triggerMs} ms)` : "";
+  return `${t.runs} runs in ${Math.round(t.ms)} ms${triggering}; ${perTask(t.counts, t.tasks)}, node CPU ${t.cpuMsPerTask.toFixed(2)} ms/task`;
+}
+
 function report(r: Results): void {
-  const base = r.baseline.jobsPerS;
-  const faster = (v: number) => `${(v / base).toFixed(2)}x`;
+  const base = r.baseline.endToEnd.jobsPerS;
+  const baseDrain = r.baseline.drain.jobsPerS;
+  const faster = (v: number, of = base) => `${(v / of).toFixed(2)}x`;
   const slower = (ax: number, bull: number) => `${(ax / bull).toFixed(1)}x time`;
+  const bull = (b: BaselineRun) =>
+    `${b.jobs} jobs in ${Math.round(b.ms)} ms; ${perTask(b.counts, b.jobs)}, node CPU ${b.cpuMsPerTask.toFixed(2)} ms/task`;
+  const chainDetail = (c: ChainResult) =>
+    `samples ${c.samplesMs.map((s) => Math.round(s)).join(", ")} ms; ${round(c.medianMs / CHAIN_LENGTH, 2)} ms/node (queued -> started ${round(c.hop.queuedToStartMs, 2)} ms, started -> finished ${round(c.hop.startToFinishMs, 2)} ms); seen by caller ${round(c.observedMedianMs)} ms`;
   console.log("");
   printTable([
+    { name: "BullMQ no-op jobs, addBulk + drain", value: `${Math.round(base)} /s`, vsBaseline: "1.00x", detail: bull(r.baseline.endToEnd) },
+    { name: "BullMQ no-op jobs, drain only", value: `${Math.round(baseDrain)} /s`, vsBaseline: "1.00x", detail: bull(r.baseline.drain) },
     {
-      name: "BullMQ no-op jobs (baseline)",
-      value: `${Math.round(base)} /s`,
-      vsBaseline: "1.00x",
-      detail: `${r.baseline.jobs} jobs in ${Math.round(r.baseline.ms)} ms; ${perTask(r.baseline.counts, r.baseline.jobs)}, node CPU ${r.baseline.cpuMsPerTask.toFixed(2)} ms/task`,
-    },
-    {
-      name: "ax single-node flow",
+      name: "ax single-node flow, end to end",
       value: `${Math.round(r.single.tasksPerS)} /s`,
       vsBaseline: faster(r.single.tasksPerS),
-      detail: `${r.single.runs} runs in ${Math.round(r.single.ms)} ms (triggering ${r.single.triggerMs} ms); ${perTask(r.single.counts, r.single.tasks)}, node CPU ${r.single.cpuMsPerTask.toFixed(2)} ms/task`,
+      detail: throughputDetail(r.single),
+    },
+    {
+      name: "ax single-node flow, drain only",
+      value: `${Math.round(r.drain.tasksPerS)} /s`,
+      vsBaseline: faster(r.drain.tasksPerS, baseDrain),
+      detail: throughputDetail(r.drain),
     },
     {
       name: `ax single-node, concurrency ${LIMITED_CONCURRENCY} + pool`,
       value: `${Math.round(r.limited.tasksPerS)} /s`,
       vsBaseline: faster(r.limited.tasksPerS),
-      detail: `${r.limited.runs} runs in ${Math.round(r.limited.ms)} ms; ${perTask(r.limited.counts, r.limited.tasks)}, node CPU ${r.limited.cpuMsPerTask.toFixed(2)} ms/task`,
+      detail: throughputDetail(r.limited),
     },
     {
       name: `ax single-node, 1 per key (${KEYED_KEYS} keys)`,
       value: `${Math.round(r.keyed.tasksPerS)} /s`,
       vsBaseline: faster(r.keyed.tasksPerS),
-      detail: `${r.keyed.runs} runs in ${Math.round(r.keyed.ms)} ms; ${perTask(r.keyed.counts, r.keyed.tasks)}, node CPU ${r.keyed.cpuMsPerTask.toFixed(2)} ms/task`,
+      detail: throughputDetail(r.keyed),
     },
     {
       name: "ax 3-node diamond",
       value: `${Math.round(r.diamond.tasksPerS)} /s`,
       vsBaseline: faster(r.diamond.tasksPerS),
-      detail: `${r.diamond.runs} runs x 3 in ${Math.round(r.diamond.ms)} ms (triggering ${r.diamond.triggerMs} ms); ${perTask(r.diamond.counts, r.diamond.tasks)}, node CPU ${r.diamond.cpuMsPerTask.toFixed(2)} ms/task`,
+      detail: throughputDetail(r.diamond),
     },
     {
-      name: `ax chain of ${CHAIN_LENGTH}, median`,
+      name: `ax chain of ${CHAIN_LENGTH} no-ops, median`,
       value: `${round(r.chain.medianMs)} ms`,
       vsBaseline: slower(r.chain.medianMs, r.baselineChain.medianMs),
-      detail: `BullMQ chain ${round(r.baselineChain.medianMs)} ms; ax samples ${r.chain.samplesMs.map((s) => Math.round(s)).join(", ")} ms; ${round(r.chain.medianMs / CHAIN_LENGTH, 2)} ms/hop (queued -> started ${round(r.chain.hop.queuedToStartMs, 2)} ms, started -> finished ${round(r.chain.hop.startToFinishMs, 2)} ms); seen by caller ${round(r.chain.observedMedianMs)} ms`,
+      detail: `BullMQ chain ${round(r.baselineChain.medianMs)} ms; ${chainDetail(r.chain)}`,
+    },
+    {
+      name: `ax chain of ${CHAIN_LENGTH} x 10 ms, median`,
+      value: `${round(r.chain10ms.medianMs)} ms`,
+      vsBaseline: "",
+      detail: `${CHAIN_LENGTH * 10} ms of work; ${chainDetail(r.chain10ms)}`,
+    },
+    {
+      name: "ax upstream done -> next started p50",
+      value: `${round(r.chain.handoff.p50, 2)} ms`,
+      vsBaseline: "",
+      detail: `every hop of the no-op chains: p99 ${round(r.chain.handoff.p99, 2)} ms, max ${round(r.chain.handoff.max, 2)} ms; 10 ms chain p50 ${round(r.chain10ms.handoff.p50, 2)} / p99 ${round(r.chain10ms.handoff.p99, 2)} ms`,
     },
     {
       name: "ax trigger -> start p50",
@@ -151,14 +184,21 @@ function report(r: Results): void {
   console.log(
     JSON.stringify({
       bullmq_tasks_per_s: Math.round(base),
+      bullmq_drain_tasks_per_s: Math.round(baseDrain),
       ax_tasks_per_s: Math.round(r.single.tasksPerS),
       ratio: round(r.single.tasksPerS / base, 3),
+      drain_ratio: round(r.drain.tasksPerS / baseDrain, 3),
       limited_ratio: round(r.limited.tasksPerS / base, 3),
       keyed_ratio: round(r.keyed.tasksPerS / base, 3),
       diamond_tasks_per_s: Math.round(r.diamond.tasksPerS),
       chain40_ms: round(r.chain.medianMs),
+      chain40_10ms_ms: round(r.chain10ms.medianMs),
+      hop_p50_ms: round(r.chain.handoff.p50, 2),
+      hop_p99_ms: round(r.chain.handoff.p99, 2),
       trigger_start_p50_ms: round(r.latency.p50, 2),
       trigger_start_p99_ms: round(r.latency.p99, 2),
+      cpu_ms_per_task: round(r.single.cpuMsPerTask, 3),
+      bullmq_cpu_ms_per_task: round(r.baseline.endToEnd.cpuMsPerTask, 3),
     }),
   );
 }

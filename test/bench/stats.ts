@@ -25,7 +25,7 @@ export interface BenchSizes {
   diamondRuns: number;
   chainRepeats: number;
   latencyRuns: number;
-  /** Parallel triggerFlow calls in flight while loading the throughput scenarios. */
+  /** Payloads per `triggerFlows` call while loading the throughput scenarios (calls one after the other). */
   triggerBatch: number;
   /** Pause between sequential triggers of the latency probe, so the system is not saturated. */
   latencyGapMs: number;
@@ -49,7 +49,7 @@ export function benchSizes(): BenchSizes {
     diamondRuns: scaled("AX_BENCH_DIAMOND_RUNS", 2_000),
     chainRepeats: Math.round(envNumber("AX_BENCH_CHAIN_REPEATS", 5)),
     latencyRuns: scaled("AX_BENCH_LATENCY_RUNS", 300),
-    triggerBatch: Math.round(envNumber("AX_BENCH_TRIGGER_BATCH", 100)),
+    triggerBatch: Math.round(envNumber("AX_BENCH_TRIGGER_BATCH", 500)),
     latencyGapMs: envNumber("AX_BENCH_LATENCY_GAP_MS", 5),
     concurrency: Math.round(envNumber("AX_BENCH_CONCURRENCY", 100)),
   };

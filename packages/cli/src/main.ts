@@ -132,6 +132,11 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
     )
     .option("--concurrency <n>", "attempts at once in this process (default 10; YAML max_concurrency is the cluster-wide limit)")
     .option("--queues <names>", "comma-separated worker groups to serve")
+    .option(
+      "--durability <run|step>",
+      "run: only a run's last step waits for the disk (a step may run again after a PostgreSQL crash); step: every step waits",
+      "run",
+    )
     .option("--port <port>", "API port (dev)", "8080")
     .option("--metrics-port <port>", "serve /metrics on this port (worker, coordinator)")
     .option(
@@ -145,6 +150,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
           config: z.string().optional(),
           concurrency: positiveInt.optional(),
           queues: z.string().optional(),
+          durability: z.enum(["run", "step"]),
           port: z.coerce.number().int().min(0).max(65535),
           metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
           stopTimeout: durationFlag,
@@ -168,6 +174,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         roles,
         port: flags.port,
         metricsPort: flags.metricsPort,
+        worker: { durability: flags.durability },
         // `ax dev` is a developer's own machine: its API and console need no token (docs/security.md).
         insecureNoAuth: name === "dev",
       });

@@ -105,6 +105,12 @@ export interface RuntimeOptions extends ConnectionOptions {
         stalledIntervalMs?: number;
         /** Rows of workers whose lease lapsed longer ago than this are deleted. @defaultValue 3600000 (1 h) */
         deadWorkerRetentionMs?: number;
+        /**
+         * "run" (default): a step that is not its run's last commits without waiting for the disk;
+         * after a PostgreSQL crash such a step may run again. "step": every outcome waits for the
+         * disk (about 2 ms more per step). See docs/performance.md.
+         */
+        durability?: "run" | "step";
       }
     | undefined;
 }

@@ -130,7 +130,7 @@ function openServer(rawUrl: string, poolSize: number): Store {
     kind: "pg",
     schema: schemaName,
     get relaxed() {
-      relaxed ??= serverPool(url, Math.max(2, Math.ceil(poolSize / 4)), `${searchPath} ${POOL_SETTINGS.relaxed}`);
+      relaxed ??= serverPool(url, Math.max(4, Math.ceil(poolSize / 2)), `${searchPath} ${POOL_SETTINGS.relaxed}`);
       return relaxed.db;
     },
     leases: leases.db,

@@ -9,15 +9,27 @@ import {
   GroupCommit,
 } from "@ax/store";
 
-/** The two hot-path writes of a worker process, each group-committed. */
+/**
+ * When a recorded outcome waits for the disk. "run": only the outcomes a run cannot go on from
+ * (its sinks' completions) and failures; an intermediate completion may be lost in a PostgreSQL
+ * crash, and then its step runs again (WAL is flushed in order, so a later durable commit also
+ * makes every earlier one durable). "step": every completion waits.
+ */
+export type Durability = "run" | "step";
+
+export const DEFAULT_DURABILITY: Durability = "run";
+
+/** The hot-path writes of a worker process, each group-committed. */
 export class AttemptWrites {
   private readonly starts: GroupCommit<StartRequest, StartedAttempt | undefined>;
   private readonly completions: GroupCommit<CompleteRequest, Advanced>;
+  private readonly intermediate: GroupCommit<CompleteRequest, Advanced>;
 
   /** `relaxedDb`: connections that do not wait for the disk, where the fence may safely run. */
-  constructor(db: Db, relaxedDb: Db, worker: string) {
+  constructor(db: Db, relaxedDb: Db, worker: string, durability: Durability) {
     this.starts = new GroupCommit((requests) => startAttempts(relaxedDb, worker, requests));
     this.completions = new GroupCommit((requests) => completeAttempts(db, requests));
+    this.intermediate = durability === "run" ? new GroupCommit((requests) => completeAttempts(relaxedDb, requests)) : this.completions;
   }
 
   /** The fence: undefined means the job is a duplicate or stale. */
@@ -25,7 +37,8 @@ export class AttemptWrites {
     return this.starts.submit(request);
   }
 
+  /** A node with dependants cannot end its run by succeeding, so its completion is intermediate. */
   complete(request: CompleteRequest): Promise<Advanced> {
-    return this.completions.submit(request);
+    return (request.downstream.length > 0 ? this.intermediate : this.completions).submit(request);
   }
 }

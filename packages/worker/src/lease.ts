@@ -12,6 +12,7 @@ const PURGE_EVERY_MS = 60_000;
 export class WorkerLease {
   private renewing = false;
   private lastPurge = 0;
+  private serverStartedAt: number | undefined;
 
   constructor(
     private readonly db: Db,
@@ -20,11 +21,16 @@ export class WorkerLease {
     private readonly log: Logger,
   ) {}
 
-  async renew(): Promise<void> {
-    if (this.renewing) return;
+  /** Renews the lease; true when the database server restarted since the previous renewal. */
+  async renew(): Promise<boolean> {
+    if (this.renewing) return false;
     this.renewing = true;
+    let restarted = false;
     try {
-      await heartbeatWorker(this.db, this.identity);
+      const { serverStartedAt } = await heartbeatWorker(this.db, this.identity);
+      const startedAt = serverStartedAt.getTime();
+      restarted = this.serverStartedAt !== undefined && this.serverStartedAt !== startedAt;
+      this.serverStartedAt = startedAt;
     } finally {
       this.renewing = false;
     }
@@ -33,5 +39,6 @@ export class WorkerLease {
       const removed = await removeDeadWorkers(this.db, this.retentionMs);
       if (removed > 0) this.log.info({ removed }, "deleted the rows of workers dead longer than the retention");
     }
+    return restarted;
   }
 }

@@ -11,19 +11,20 @@ import {
   DEFAULT_STALLED_INTERVAL_MS,
   DEFAULT_STOP_TIMEOUT_MS,
 } from "@ax/common";
-import { msUntil, removeWorker, within, type Db } from "@ax/store";
+import { msUntil, removeWorker, within, type Db, type ReadyNode } from "@ax/store";
 import { BatchedEnqueue, cancelRun, LimitGate, taskQueueName, Waitlist, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
-import { AttemptWrites } from "./attempt-writes.js";
+import { AttemptWrites, DEFAULT_DURABILITY, type Durability } from "./attempt-writes.js";
 import { DagCache } from "./dag-cache.js";
 import { Dispatcher, type ServedQueue } from "./dispatch/dispatcher.js";
 import { KeyedAdmission, PARKED_SWEEP_MS, promoteParked } from "./dispatch/keyed-admission.js";
-import { limitSpecOf, NO_CLUSTER_LIMITS, type ClusterLimits } from "./dispatch/limit-spec.js";
+import { isLimited, limitSpecOf, NO_CLUSTER_LIMITS, type ClusterLimits } from "./dispatch/limit-spec.js";
 import { closeExecutors } from "./executors/index.js";
 import { WorkerLease } from "./lease.js";
 import type { WorkerMetrics } from "./metrics.js";
 import { withAttemptStore } from "./once-scope.js";
-import { runAttempt, type AttemptDeps } from "./run-attempt.js";
+import { runAttempt, type AttemptDeps, type AttemptJob } from "./run-attempt.js";
+import { requeueLostOutcomes } from "./lost-outcomes.js";
 import { handBackInFlight } from "./shutdown.js";
 import { TaskLogWriter } from "./task-logs.js";
 import type { TaskSource } from "./task-definition.js";
@@ -62,6 +63,12 @@ export interface NodeWorkerOptions {
   clusterLimits?: (() => ClusterLimits) | undefined;
   /** The config version this process applies, reported with each lease renewal. */
   configVersion?: (() => number | null) | undefined;
+  /**
+   * "run": a step whose run goes on after it commits without waiting for the disk; a run's last
+   * step, failures, retries and `ax.once` results always wait. "step": every outcome waits.
+   * @defaultValue "run"
+   */
+  durability?: Durability | undefined;
 }
 
 /** After the stop deadline, how long closing connections may take before they are just dropped. */
@@ -94,13 +101,33 @@ export class NodeWorker {
       configVersion: o.configVersion,
     };
     const log = o.log.child({ worker: this.id });
+    const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);
+    const servedNames = new Set(served.map((q) => q.name));
+    // A limited task's next attempt must take its permit from the gate, which only a fetch does.
+    const continuesHere = (node: ReadyNode): boolean => {
+      const options = o.tasks.get(node.task)?.options;
+      if (!options || options.concurrencyKey || !this.dispatcher) return false;
+      if (!servedNames.has(taskQueueName(node.queue, node.task))) return false;
+      const spec = limitSpecOf(options, clusterLimits());
+      return !("reason" in spec) && !isLimited(spec);
+    };
     const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? DEFAULT_DEAD_WORKER_RETENTION_MS, log);
     await lease.renew();
     const cancels = new CancelListener(o.connection, o.queues.prefix, o.db, this.inFlight, log);
     this.cancels = cancels;
     await cancels.start();
+    const executing = new Set<string>();
+    let outcomesMayBeLost = false;
     this.heartbeat = setInterval(() => {
-      lease.renew().catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
+      lease
+        .renew()
+        .then(async (restarted) => {
+          outcomesMayBeLost ||= restarted;
+          if (!outcomesMayBeLost) return;
+          await requeueLostOutcomes({ db: o.db, queues: o.queues, workerId: this.id, executing, log });
+          outcomesMayBeLost = false;
+        })
+        .catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
       cancels.sweep().catch((err) => o.log.warn({ err }, "could not check in-flight runs for cancels; retrying"));
     }, o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeat.unref();
@@ -116,14 +143,14 @@ export class NodeWorker {
       log,
       metrics: o.metrics,
       leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS,
-      executing: new Set(),
-      writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id),
+      executing,
+      writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id, o.durability ?? DEFAULT_DURABILITY),
       jobs: new BatchedEnqueue(o.queues),
       events: o.queues.events,
       taskLogs,
+      continuesHere,
     };
     const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
-    const clusterLimits = o.clusterLimits ?? (() => NO_CLUSTER_LIMITS);
     const keyed = new KeyedAdmission({
       db: o.db,
       redis: o.connection,
@@ -150,12 +177,21 @@ export class NodeWorker {
       stalledIntervalMs: o.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       gate,
       limitsOf: (task) => limitSpecOf(o.tasks.get(task)!.options, clusterLimits()),
-      process: (job: Job<NodeJobData>) =>
-        this.inFlight.track(job.data, (cancel) => withAttemptStore({ db: o.db, workerId: this.id }, () => runAttempt(deps, job, cancel))),
+      process: (job: Job<NodeJobData>) => this.runWithContinuations(deps, { ...job.data, priority: job.opts.priority }),
       admit: (job, token, queue) => keyed.admit(job, token, queue, o.tasks.get(job.name)!.options),
       log,
     });
     await this.dispatcher.start();
+  }
+
+  /** The job's attempt, then each node it made ready that continues here, in the job's worker slot. */
+  private async runWithContinuations(deps: AttemptDeps, first: AttemptJob): Promise<void> {
+    const store = { db: this.options.db, workerId: this.id };
+    let next: AttemptJob | undefined = first;
+    while (next) {
+      const job: AttemptJob = next;
+      next = await this.inFlight.track(job, (cancel) => withAttemptStore(store, () => runAttempt(deps, job, cancel)));
+    }
   }
 
   /**

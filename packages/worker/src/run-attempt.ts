@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Job } from "bullmq";
 import {
   abandonAttempt,
   assertJson,
@@ -15,6 +14,7 @@ import {
   type Db,
   type DagNode,
   type Json,
+  type ReadyNode,
   type RunningAttempt,
   type StartedAttempt,
   type TaskFailure,
@@ -60,6 +60,17 @@ export interface AttemptDeps {
   events: Pick<EventPublisher, "publish">;
   /** Where `ax.context().log` lines are stored. */
   taskLogs: TaskLogWriter;
+  /**
+   * Whether a node this attempt made ready may start in this process at once (local continuation)
+   * instead of going through Redis: its task is served here and holds no limits.
+   */
+  continuesHere?: ((node: ReadyNode) => boolean) | undefined;
+}
+
+/** One attempt to run: a BullMQ job's data, or a node an attempt of this process made ready. */
+export interface AttemptJob extends NodeJobData {
+  /** The run's BullMQ priority, kept by the jobs its attempts add. */
+  priority?: number | undefined;
 }
 
 /** The run a job belongs to, as events and logs name it. */
@@ -90,41 +101,45 @@ const NO_RETRY: FailurePolicy = {
 };
 
 /**
- * One BullMQ job = one attempt of one node: fence, execute, record, advance the DAG.
- * `cancel` aborts the attempt's task when its run is cancelled.
+ * One attempt of one node: fence, execute, record, advance the DAG. `cancel` aborts the
+ * attempt's task when its run is cancelled. Returns the node to run next in this process, when
+ * the attempt made one ready that `continuesHere` accepts: its job is then not written to Redis
+ * (a crash before its fence leaves it `queued`, and the reconciler adds the job).
  */
-export async function runAttempt(shared: AttemptDeps, job: Job<NodeJobData>, cancel?: AbortSignal): Promise<void> {
-  const deps = withRunPriority(shared, job.opts.priority);
-  const { runId, nodeKey, attempt, flowVersionId } = job.data;
+export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: AbortSignal): Promise<AttemptJob | undefined> {
+  const deps = withRunPriority(shared, job.priority);
+  const { runId, nodeKey, attempt, flowVersionId } = job;
   const dag = await withDbRetry(() => deps.dags.get(flowVersionId));
   const node = dag.nodes.get(nodeKey);
   if (!node) {
     deps.log.error({ runId, nodeKey, flowVersionId }, "job names a node its flow version does not have; dropped");
-    return;
+    return undefined;
   }
   const ref = { runId, nodeKey, attempt };
   const task = deps.tasks.get(node.task);
   if (!task) {
     // Workers fetch only from the queues of tasks they define; the reconciler fails a node no worker serves.
     deps.log.error({ runId, nodeKey, task: node.task }, "fetched a job for a task this process does not define; left to the reconciler");
-    return;
+    return undefined;
   }
   const executing = attemptKey(ref);
   // The fence answers an attempt running under this worker as started (a start whose reply was
   // lost is retried), so a second job for an attempt this process runs must stop here.
-  if (deps.executing.has(executing)) return;
+  if (deps.executing.has(executing)) return undefined;
   deps.executing.add(executing);
   try {
     const started = await fence(deps, dag, node, ref);
-    if (!started) return;
+    if (!started) return undefined;
     const run: RunMeta = { runId, flow: started.flow, businessKey: started.businessKey };
+    let next: ReadyNode | undefined;
     try {
-      await executeStarted(deps, dag, node, task, attempt, started, run, cancel);
+      next = await executeStarted(deps, dag, node, task, attempt, started, run, cancel);
     } catch (error) {
       // Our own failure after the fence (not the task's): close the attempt rather than leave it running.
       deps.log.error({ err: error, runId, node: nodeKey, attempt }, "attempt processing failed; closing the attempt as failed");
-      await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task.options, run });
+      next = await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task.options, run });
     }
+    return next && { runId: next.runId, nodeKey: next.nodeKey, attempt: next.attempt, flowVersionId: next.flowVersionId, priority: job.priority };
   } finally {
     deps.executing.delete(executing);
   }
@@ -152,7 +167,8 @@ async function fence(deps: AttemptDeps, dag: CachedDag, node: DagNode, ref: Atte
   return undefined;
 }
 
-const attemptKey = (ref: AttemptRef) => `${ref.runId}/${ref.nodeKey}/${ref.attempt}`;
+/** How `AttemptDeps.executing` names an attempt. */
+export const attemptKey = (ref: AttemptRef) => `${ref.runId}/${ref.nodeKey}/${ref.attempt}`;
 
 async function executeStarted(
   deps: AttemptDeps,
@@ -163,7 +179,7 @@ async function executeStarted(
   started: StartedAttempt,
   run: RunMeta,
   cancel?: AbortSignal,
-): Promise<void> {
+): Promise<ReadyNode | undefined> {
   const { runId } = run;
   const nodeKey = node.key;
   const ref = { runId, nodeKey, attempt };
@@ -222,8 +238,7 @@ async function executeStarted(
       log,
       ended,
     );
-    if (recorded) await afterRecorded(deps, dag, node, run, attempt, recorded);
-    return;
+    return recorded ? afterRecorded(deps, dag, node, run, attempt, recorded) : undefined;
   }
   deps.metrics.consecutiveFailures.inc({ task: node.task });
   const failure = toTaskFailure(checked.error);
@@ -234,7 +249,7 @@ async function executeStarted(
       ...nodeEvent(deps, run, node, attempt),
       error: { name: failure.name, message: failure.message },
     });
-  await closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task.options, run }, ended);
+  return closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task.options, run }, ended);
 }
 
 function checkResult(options: ResolvedTaskOptions, value: unknown): AttemptResult {
@@ -288,7 +303,7 @@ async function closeFailedAttempt(
   node: DagNode,
   failed: FailedAttempt,
   ended = Date.now(),
-): Promise<void> {
+): Promise<ReadyNode | undefined> {
   const { attempt, run } = failed;
   const recorded = await recordOutcome(
     {
@@ -299,7 +314,7 @@ async function closeFailedAttempt(
     deps.log.child({ runId: run.runId, node: node.key, attempt }),
     ended,
   );
-  if (recorded) await afterRecorded(deps, dag, node, run, attempt, recorded);
+  return recorded ? afterRecorded(deps, dag, node, run, attempt, recorded) : undefined;
 }
 
 async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt): Promise<Recorded> {
@@ -328,22 +343,21 @@ async function afterRecorded(
   run: RunMeta,
   attempt: number,
   recorded: Recorded,
-): Promise<void> {
+): Promise<ReadyNode | undefined> {
   if (recorded.kind === "succeeded") {
     if (!recorded.advanced.applied) {
       deps.log.warn(
         { runId: run.runId, node: node.key, attempt },
         "attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped",
       );
-      return;
+      return undefined;
     }
     deps.events.publish({ name: "task_succeeded", ...nodeEvent(deps, run, node, attempt) });
-    await afterAdvance(deps, recorded.advanced, run);
-    return;
+    return afterAdvance(deps, recorded.advanced, run);
   }
   const event = { ...nodeEvent(deps, run, node, attempt), error: { name: recorded.failure.name, message: recorded.failure.message } };
   if (recorded.kind === "retrying") {
-    if (!recorded.applied) return;
+    if (!recorded.applied) return undefined;
     deps.metrics.retries.inc({ task: node.task });
     deps.events.publish({ name: "task_retrying", ...event });
     await deps.jobs.add([
@@ -357,19 +371,23 @@ async function afterRecorded(
         delayMs: recorded.delayMs,
       },
     ]);
-    return;
+    return undefined;
   }
-  if (!recorded.advanced.applied) return;
+  if (!recorded.advanced.applied) return undefined;
   deps.events.publish({ name: "task_failed", ...event });
-  await afterAdvance(deps, recorded.advanced, run);
+  return afterAdvance(deps, recorded.advanced, run);
 }
 
-async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta): Promise<void> {
-  await deps.jobs.add(advanced.ready);
-  if (!advanced.runFinished) return;
-  deps.metrics.runsFinished.inc({ flow: run.flow, status: advanced.runFinished });
-  if (advanced.runFinished === "success") deps.events.publish({ name: "run_succeeded", ...run });
-  if (advanced.runFinished === "failed") deps.events.publish({ name: "run_failed", ...run });
+/** Enqueues the nodes the write made ready, but one that may run next in this process. */
+async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta): Promise<ReadyNode | undefined> {
+  const next = advanced.ready.find((n) => !n.delayMs && deps.continuesHere?.(n));
+  await deps.jobs.add(next ? advanced.ready.filter((n) => n !== next) : advanced.ready);
+  if (advanced.runFinished) {
+    deps.metrics.runsFinished.inc({ flow: run.flow, status: advanced.runFinished });
+    if (advanced.runFinished === "success") deps.events.publish({ name: "run_succeeded", ...run });
+    if (advanced.runFinished === "failed") deps.events.publish({ name: "run_failed", ...run });
+  }
+  return next;
 }
 
 /**
@@ -386,7 +404,8 @@ async function closeCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, re
     found.abandoned ? "attempt's worker gave it up; closing it as crashed" : "attempt's worker died; closing it as crashed",
   );
   deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });
-  await closeFailedAttempt(deps, dag, node, {
+  // Whatever this makes ready goes through Redis: a crashed attempt's job has no continuation.
+  await closeFailedAttempt({ ...deps, continuesHere: undefined }, dag, node, {
     attempt: ref.attempt,
     error: found.abandoned ? new AxAttemptAbandonedError(found.worker, ref.attempt) : new AxWorkerCrashedError(found.worker, ref.attempt),
     outcome: "crashed",

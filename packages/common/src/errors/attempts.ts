@@ -121,6 +121,16 @@ export class AxWorkerStoppedError extends Error {
   }
 }
 
+/** PostgreSQL restarted and lost an outcome committed without waiting for the disk (`durability: "run"`). */
+export class AxOutcomeLostError extends Error {
+  override name = "AxOutcomeLostError";
+  constructor(worker: string) {
+    super(
+      `PostgreSQL restarted and lost an attempt's recorded outcome (worker ${worker}): intermediate steps commit without waiting for the disk, so the node runs again. Set the worker's durability to "step" if a step must never run twice after a database crash.`,
+    );
+  }
+}
+
 /** A retried write did not succeed before its deadline; `cause` is its last error, if it answered at all. */
 export class AxDbDeadlineError extends Error {
   override name = "AxDbDeadlineError";

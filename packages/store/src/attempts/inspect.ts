@@ -62,3 +62,16 @@ export async function nodeWaiting(db: Db, ref: AttemptRef): Promise<WaitingNode 
   if (!row) return undefined;
   return { waiting: row.waiting, dueForMs: Math.max(0, Number(row.due_for_ms ?? 0)) };
 }
+
+/** The attempts PostgreSQL records as running under `worker` now (after a restart: those whose outcome it lost). */
+export async function runningAttemptsOf(db: Db, worker: string): Promise<AttemptRef[]> {
+  const found = await rows<{ run_id: string; node_key: string; n: number }>(
+    db,
+    sql`
+    select a.run_id, a.node_key, a.n
+    from attempts a
+    join node_runs n on n.run_id = a.run_id and n.node_key = a.node_key and n.attempt = a.n
+    where a.worker = ${worker} and a.finished_at is null and n.status = 'running'`,
+  );
+  return found.map((r) => ({ runId: r.run_id, nodeKey: r.node_key, attempt: r.n }));
+}

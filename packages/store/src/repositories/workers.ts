@@ -15,14 +15,17 @@ export interface WorkerIdentity {
 /**
  * Registers the worker or renews its lease; attempts of a worker whose lease lapses are presumed
  * crashed. Pass `Store.leases`, so a main pool busy with long transactions cannot delay it.
+ * Returns when the database server last started: a change means it restarted meanwhile.
  */
-export async function heartbeatWorker(db: Db, worker: WorkerIdentity): Promise<void> {
+export async function heartbeatWorker(db: Db, worker: WorkerIdentity): Promise<{ serverStartedAt: Date }> {
   const { configVersion, ...identity } = worker;
   const version = configVersion?.() ?? null;
-  await db
+  const [row] = await db
     .insert(workers)
     .values({ ...identity, configVersion: version, heartbeatAt: sql`now()` })
-    .onConflictDoUpdate({ target: workers.id, set: { heartbeatAt: sql`now()`, queues: worker.queues, configVersion: version } });
+    .onConflictDoUpdate({ target: workers.id, set: { heartbeatAt: sql`now()`, queues: worker.queues, configVersion: version } })
+    .returning({ serverStartedAt: sql<string>`pg_postmaster_start_time()` });
+  return { serverStartedAt: new Date(row!.serverStartedAt) };
 }
 
 export async function removeWorker(db: Db, id: string): Promise<void> {
