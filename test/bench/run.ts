@@ -34,6 +34,11 @@ import {
 } from "./bullmq-baseline.js";
 import { installCounters, perTask, printStatementTimes } from "./counters.js";
 import { benchSizes, printTable, round, type BenchSizes } from "./stats.js";
+import { historyJson, historyRows, historySizes, largeHistory, type HistoryResult } from "./large-history.js";
+import { memoryJson, memoryRows, queuedRuns, workerMemory, type MemoryResult } from "./memory.js";
+import { scalingJson, scalingRows, scalingRuns, workerScaling, type ScalingResult } from "./scaling.js";
+import { benchSkips, type Skippable } from "./stats.js";
+import { assertBuilt } from "./workers.js";
 
 interface Results {
   baseline: BaselineResult;
@@ -48,6 +53,10 @@ interface Results {
   chain10ms: ChainResult;
   latency: LatencyResult;
   health: AttemptHealth;
+  /** The scenarios below are absent when AX_BENCH_SKIP names them. */
+  scaling?: ScalingResult;
+  memory?: MemoryResult;
+  history?: HistoryResult;
 }
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -99,6 +108,17 @@ async function measure(sizes: BenchSizes): Promise<Results> {
 function throughputDetail(t: Throughput): string {
   const triggering = t.triggerMs > 0 ? ` (triggering ${t.triggerMs} ms)` : "";
   return `${t.runs} runs in ${Math.round(t.ms)} ms${triggering}; ${perTask(t.counts, t.tasks)}, node CPU ${t.cpuMsPerTask.toFixed(2)} ms/task`;
+}
+
+/** Separate worker processes and a large history, each in its own schema and prefix, after the scenarios above. */
+async function measureAtScale(sizes: BenchSizes, skips: Set<Skippable>): Promise<Pick<Results, Skippable>> {
+  const results: Pick<Results, Skippable> = {};
+  if (!skips.has("scaling")) results.scaling = await workerScaling(scalingRuns(), log);
+  if (!skips.has("memory")) results.memory = await workerMemory(queuedRuns(), log);
+  if (!skips.has("history")) {
+    results.history = await largeHistory({ ...historySizes(), concurrency: sizes.concurrency, gapMs: sizes.latencyGapMs }, log);
+  }
+  return results;
 }
 
 function report(r: Results): void {
@@ -174,6 +194,9 @@ function report(r: Results): void {
       vsBaseline: slower(r.latency.p99, r.baselineLatency.p99),
       detail: `BullMQ p99 ${round(r.baselineLatency.p99, 2)} ms; ax max ${round(r.latency.max, 2)} ms`,
     },
+    ...(r.scaling ? scalingRows(r.scaling, base) : []),
+    ...(r.memory ? memoryRows(r.memory) : []),
+    ...(r.history ? historyRows(r.history, r.baselineLatency) : []),
   ]);
   console.log("");
   const h = r.health;
@@ -199,13 +222,19 @@ function report(r: Results): void {
       trigger_start_p99_ms: round(r.latency.p99, 2),
       cpu_ms_per_task: round(r.single.cpuMsPerTask, 3),
       bullmq_cpu_ms_per_task: round(r.baseline.endToEnd.cpuMsPerTask, 3),
+      ...(r.scaling && scalingJson(r.scaling)),
+      ...(r.memory && memoryJson(r.memory)),
+      ...(r.history && historyJson(r.history)),
     }),
   );
 }
 
 async function main(): Promise<void> {
   installCounters();
-  const results = await measure(benchSizes());
+  const sizes = benchSizes();
+  const skips = benchSkips();
+  if (!skips.has("scaling") || !skips.has("memory")) assertBuilt();
+  const results: Results = { ...(await measure(sizes)), ...(await measureAtScale(sizes, skips)) };
   printStatementTimes();
   report(results);
 }

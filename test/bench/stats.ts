@@ -55,6 +55,31 @@ export function benchSizes(): BenchSizes {
   };
 }
 
+/** A count from `name`, or `base` x AX_BENCH_SCALE (at least 10). */
+export function scaledSize(name: string, base: number): number {
+  return Math.max(10, Math.round(envNumber(name, base * envNumber("AX_BENCH_SCALE", 1))));
+}
+
+/** A count from `name` that AX_BENCH_SCALE does not shrink. */
+export function fixedSize(name: string, base: number): number {
+  return Math.round(envNumber(name, base));
+}
+
+export const SKIPPABLE = ["scaling", "memory", "history"] as const;
+export type Skippable = (typeof SKIPPABLE)[number];
+
+/** The scenarios named in AX_BENCH_SKIP (a comma list); a misspelt name fails rather than silently running it. */
+export function benchSkips(): Set<Skippable> {
+  const names = (process.env.AX_BENCH_SKIP ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !(SKIPPABLE as readonly string[]).includes(n));
+  if (unknown.length)
+    throw new Error(`AX_BENCH_SKIP=${process.env.AX_BENCH_SKIP}: ${unknown.join(", ")} unknown; give some of ${SKIPPABLE.join(",")}`);
+  return new Set(names as Skippable[]);
+}
+
 export interface Row {
   name: string;
   value: string;
