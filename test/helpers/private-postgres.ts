@@ -18,7 +18,8 @@ export interface PrivatePostgres {
   url: string;
   /** `pg_ctl restart -m fast`: open connections are cut, the server is back when it resolves. */
   restart(): Promise<void>;
-  stop(): Promise<void>;
+  /** "immediate" is a crash: commits that did not wait for the disk and are not yet written are lost. @defaultValue "fast" */
+  stop(mode?: "fast" | "immediate"): Promise<void>;
   start(): Promise<void>;
   /** Stops it (if running) and deletes its data directory. */
   destroy(): Promise<void>;
@@ -54,8 +55,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     restart: async () => {
       await ctl("-m", "fast", "-o", options, "restart");
     },
-    stop: async () => {
-      await ctl("-m", "fast", "stop");
+    stop: async (mode = "fast") => {
+      await ctl("-m", mode, "stop");
     },
     start: async () => {
       await ctl("-o", options, "start");

@@ -16,9 +16,11 @@ const OUTAGE_MS = 2000;
 /** Set to keep every worker's info-level log there, to see what happened to each attempt. */
 const LOG_DIR = process.env.AX_PG_RESTART_LOG_DIR;
 
-describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => {
+// "immediate" is a crash: intermediate steps committed without waiting for the disk (durability
+// "run", the default) are lost, and their workers must notice the restart and run them again.
+describe.each(["fast", "immediate"] as const)("PostgreSQL stopped (%s) and restarted while 200 runs are in flight", (mode) => {
   // Redis is shared (its own prefix); PostgreSQL is a private cluster this test may take down.
-  const env = isolate("pgrestart");
+  const env = isolate(`pgrestart_${mode}`);
   const workers: WorkerProcess[] = [];
   let server: PrivatePostgres;
   let runtime: Runtime;
@@ -84,7 +86,7 @@ describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => 
     }
     const inFlight = await tryCount(`select count(*)::int as n from runs where status in ('pending', 'running')`);
     const downAt = Date.now();
-    await server.stop();
+    await server.stop(mode);
     await sleep(OUTAGE_MS);
     await server.start();
     const upAt = Date.now();
@@ -123,7 +125,7 @@ describe("PostgreSQL stopped and restarted while 200 runs are in flight", () => 
     const warnings = workers.flatMap((w) => w.lines()).filter((line) => line.includes('"level":40') || line.includes('"level":50'));
     console.log(
       [
-        `pg-restart: ${RUNS} runs (${inFlight} in flight at the stop) finished ${((doneAt - upAt) / 1000).toFixed(1)} s after PostgreSQL was back; ` +
+        `pg-restart (${mode}): ${RUNS} runs (${inFlight} in flight at the stop) finished ${((doneAt - upAt) / 1000).toFixed(1)} s after PostgreSQL was back; ` +
           `outage ${upAt - downAt} ms (stop + ${OUTAGE_MS} ms + start); total ${((doneAt - t0) / 1000).toFixed(1)} s`,
         `attempt outcomes: ${outcomes.map((o) => `${o.outcome}=${o.n}`).join(", ")}; worker warnings/errors logged: ${warnings.length}`,
       ].join("\n"),

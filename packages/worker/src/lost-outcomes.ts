@@ -26,7 +26,10 @@ export async function requeueLostOutcomes(o: LostOutcomes): Promise<number> {
   const error = new AxOutcomeLostError(o.workerId);
   const failure: TaskFailure = { name: error.name, message: error.message, stack: null, kind: "crashed" };
   const nodes = await handBackAttempts(o.db, o.workerId, lost, failure);
-  o.log.warn({ attempts: lost.length, requeued: nodes.length }, "PostgreSQL restarted and lost these attempts' outcomes; their nodes run again");
+  o.log.warn(
+    { attempts: lost.length, requeued: nodes.length },
+    "PostgreSQL restarted and lost these attempts' outcomes; their nodes run again",
+  );
   await enqueueNodes(o.queues, nodes);
   return nodes.length;
 }

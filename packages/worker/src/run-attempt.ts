@@ -139,7 +139,9 @@ export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: 
       deps.log.error({ err: error, runId, node: nodeKey, attempt }, "attempt processing failed; closing the attempt as failed");
       next = await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task.options, run });
     }
-    return next && { runId: next.runId, nodeKey: next.nodeKey, attempt: next.attempt, flowVersionId: next.flowVersionId, priority: job.priority };
+    return (
+      next && { runId: next.runId, nodeKey: next.nodeKey, attempt: next.attempt, flowVersionId: next.flowVersionId, priority: job.priority }
+    );
   } finally {
     deps.executing.delete(executing);
   }
