@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { recordset, rows } from "../repositories/raw.js";
+import { hotRows, recordset } from "../repositories/raw.js";
 import type { ReadyNode } from "../repositories/ready-node.js";
 import type { RunStatus } from "../types.js";
 import { finishRunsSql } from "./finish-run.js";
@@ -22,7 +22,7 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
     result: r.result,
     downstream: r.downstream,
   }));
-  const [answer] = await rows<{
+  const [answer] = await hotRows<{
     done: { run_id: string; node_key: string }[] | null;
     ready: (ReadyNode & { from: string[] })[] | null;
     runs: { id: string; status: RunStatus; remaining: number }[] | null;

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { recordset, rows } from "../repositories/raw.js";
+import { hotRows, recordset } from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { AttemptRef } from "./types.js";
 
@@ -22,7 +22,7 @@ export interface InputRequest extends AttemptRef {
  */
 export async function waitingNodeInputs(db: Db, requests: InputRequest[]): Promise<(NodeInputs | undefined)[]> {
   const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
-  const found = await rows<{ run_id: string; node_key: string; attempt: number; payload: Json; upstream: Record<string, Json> | null }>(
+  const found = await hotRows<{ run_id: string; node_key: string; attempt: number; payload: Json; upstream: Record<string, Json> | null }>(
     db,
     sql`
     select i.run_id, i.node_key, i.attempt, r.payload,

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { recordset, rows } from "../repositories/raw.js";
+import { hotRows, recordset } from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { StartedAttempt, StartRequest } from "./types.js";
 
@@ -58,7 +58,7 @@ interface StartRow {
 type StartInput = { run_id: string; node_key: string; attempt: number; upstream: string[] }[];
 
 function startStatement(db: Db, worker: string, input: StartInput): Promise<StartRow[]> {
-  return rows<StartRow>(
+  return hotRows<StartRow>(
     db,
     sql`
     with input as (

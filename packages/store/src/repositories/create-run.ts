@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { FlowVersion } from "./flow-definitions.js";
-import { recordset, rows } from "./raw.js";
+import { hotRows, recordset, rows } from "./raw.js";
 import type { Json, RunTrigger } from "../types.js";
 import type { ReadyNode } from "./ready-node.js";
 
@@ -107,7 +107,7 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
   const nodeColumns =
     "run_id uuid, node_key text, task text, queue text, status text, deps_remaining int" +
     (anyReused ? ", result jsonb, reused_from uuid" : "");
-  const inserted = await rows<{ id: string }>(
+  const inserted = await hotRows<{ id: string }>(
     db,
     sql`
     with input as (

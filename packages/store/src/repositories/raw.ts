@@ -1,4 +1,7 @@
+import { createHash } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
+import pg from "pg";
 import type { Db } from "../connect.js";
 
 /** Rows of a raw statement; node-postgres and PGlite both answer `{ rows }`. */
@@ -7,26 +10,58 @@ export async function rows<T>(db: Db, query: SQL): Promise<T[]> {
   return result.rows;
 }
 
+const dialect = new PgDialect();
+/** Date and time types stay text, as drizzle answers raw statements (and PGlite does). */
+const TEXT_TYPES = new Set([1082, 1083, 1114, 1115, 1182, 1184, 1185, 1186, 1187, 1231]);
+const rawTypes = {
+  getTypeParser: (id: number, format?: "text" | "binary") =>
+    TEXT_TYPES.has(id) ? (value: string) => value : pg.types.getTypeParser(id, format ?? "text"),
+} as pg.CustomTypesConfig;
+
+/**
+ * `rows` for the statements every attempt runs (trigger, start, completion): on a node-postgres
+ * pool each is a named statement, so a connection plans it once instead of on every call (its
+ * CTEs cost about as much to plan as to run). The name is a digest of the text, so each batch
+ * size bucket (see `recordset`) is its own statement; elsewhere (PGlite, a transaction) it is `rows`.
+ */
+export async function hotRows<T>(db: Db, query: SQL): Promise<T[]> {
+  const client = (db as unknown as { $client?: unknown }).$client;
+  if (!(client instanceof pg.Pool)) return rows<T>(db, query);
+  const { sql: text, params } = dialect.sqlToQuery(query);
+  const name = `ax_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`;
+  const result = await client.query<T & pg.QueryResultRow>({ name, text, values: params, types: rawTypes });
+  return result.rows;
+}
+
+/**
+ * The LIMIT given to the planner for a list of `n` values: the next power of two, so that a
+ * statement's text (and its prepared plan, see `hotRows`) has few variants while the estimate
+ * stays within 2x.
+ */
+function sizeBound(n: number): string {
+  return String(2 ** Math.ceil(Math.log2(Math.max(1, n))));
+}
+
 /** A JSON document as a statement parameter (also how string arrays travel: `jsonb_array_elements_text`). */
 export function jsonParam(value: unknown): string {
   return JSON.stringify(value);
 }
 
 /**
- * Rows passed as one JSON parameter, as a subquery. The LIMIT is the exact row count: without it
- * the planner guesses 100 rows for `jsonb_to_recordset` and may scan a whole table instead of
- * probing its primary key.
+ * Rows passed as one JSON parameter, as a subquery. The LIMIT bounds the row count (`sizeBound`):
+ * without it the planner guesses 100 rows for `jsonb_to_recordset` and may scan a whole table
+ * instead of probing its primary key.
  */
 export function recordset(values: object[], columns: string): SQL {
-  return sql`(select * from jsonb_to_recordset(${jsonParam(values)}::jsonb) as x(${sql.raw(columns)}) limit ${sql.raw(String(values.length))})`;
+  return sql`(select * from jsonb_to_recordset(${jsonParam(values)}::jsonb) as x(${sql.raw(columns)}) limit ${sql.raw(sizeBound(values.length))})`;
 }
 
-/** A list of uuids as a subquery, with its exact size for the planner (see `recordset`). */
+/** A list of uuids as a subquery, with a bound on its size for the planner (see `recordset`). */
 export function uuidList(ids: string[]): SQL {
-  return sql`(select value::uuid from jsonb_array_elements_text(${jsonParam(ids)}::jsonb) limit ${sql.raw(String(ids.length))})`;
+  return sql`(select value::uuid from jsonb_array_elements_text(${jsonParam(ids)}::jsonb) limit ${sql.raw(sizeBound(ids.length))})`;
 }
 
-/** A list of strings as a subquery, with its exact size for the planner (see `recordset`). */
+/** A list of strings as a subquery, with a bound on its size for the planner (see `recordset`). */
 export function textList(values: string[]): SQL {
-  return sql`(select value from jsonb_array_elements_text(${jsonParam(values)}::jsonb) limit ${sql.raw(String(values.length))})`;
+  return sql`(select value from jsonb_array_elements_text(${jsonParam(values)}::jsonb) limit ${sql.raw(sizeBound(values.length))})`;
 }

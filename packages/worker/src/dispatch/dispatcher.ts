@@ -1,4 +1,4 @@
-import { DelayedError, Worker, type Job } from "bullmq";
+import { DelayedError, Job, Worker, type JobJsonRaw } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import {
@@ -42,6 +42,13 @@ export interface DispatcherOptions {
   /** Checked after the fetch, before the job runs: limits per business key (the key needs the job's input). */
   admit?: ((job: Job<NodeJobData>, token: string, queue: string) => Promise<Admission>) | undefined;
   log: Logger;
+}
+
+/** A job taken from its queue, with the limits it holds while it runs. */
+interface Fetched {
+  job: Job<NodeJobData>;
+  permit: Permit | undefined;
+  releaseKeyed: (() => Promise<void>) | undefined;
 }
 
 interface QueueState extends ServedQueue {
@@ -243,20 +250,30 @@ export class Dispatcher {
       return false;
     }
     this.clearReason(state);
-    const admission = await this.admit(state, job, token);
-    if (!admission.ok) {
-      if (permit) await this.o.gate.release(permit, { unused: true }).catch(() => undefined);
-      if (admission.finish === "complete") {
-        await job
-          .moveToCompleted(null, token, false)
-          .catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close a cancelled job"));
-      }
-      return false;
-    }
-    const running = this.run(state, job, token, permit, admission.release);
+    const admitted = await this.admitFetched(state, job, token, permit);
+    if (!admitted) return false;
+    const running = this.run(state, admitted, token);
     this.running.add(running);
     void running.finally(() => this.running.delete(running));
     return true;
+  }
+
+  /** Limits per key for a job just taken; undefined when it may not run now (its permit, if any, given back). */
+  private async admitFetched(
+    state: QueueState,
+    job: Job<NodeJobData>,
+    token: string,
+    permit: Permit | undefined,
+  ): Promise<Fetched | undefined> {
+    const admission = await this.admit(state, job, token);
+    if (admission.ok) return { job, permit, releaseKeyed: admission.release };
+    if (permit) await this.o.gate.release(permit, { unused: true }).catch(() => undefined);
+    if (admission.finish === "complete") {
+      await job
+        .moveToCompleted(null, token, false)
+        .catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close a cancelled job"));
+    }
+    return undefined;
   }
 
   /** A job whose admission could not be decided (Redis refused) stays locked and comes back as stalled. */
@@ -273,17 +290,24 @@ export class Dispatcher {
     }
   }
 
-  private async run(
-    state: QueueState,
-    job: Job<NodeJobData>,
-    token: string,
-    permit: Permit | undefined,
-    releaseKeyed: (() => Promise<void>) | undefined,
-  ): Promise<void> {
+  /** Runs a fetched job in one worker slot, then each next job its completion fetched (see `completeFetchingNext`). */
+  private async run(state: QueueState, first: Fetched, token: string): Promise<void> {
+    let fetched: Fetched | undefined = first;
+    try {
+      while (fetched) fetched = await this.runOne(state, fetched, token);
+    } finally {
+      this.free++;
+      this.wakeup.notify();
+    }
+  }
+
+  private async runOne(state: QueueState, { job, permit, releaseKeyed }: Fetched, token: string): Promise<Fetched | undefined> {
     this.active.set(token, job);
     let finish: () => Promise<unknown> = () => job.moveToCompleted(null, token, false);
+    let completed = false;
     try {
       await this.o.process(job);
+      completed = true;
     } catch (err) {
       if (err instanceof DelayedError) finish = async () => undefined;
       else {
@@ -292,14 +316,49 @@ export class Dispatcher {
       }
     } finally {
       this.active.delete(token);
-      const released = Promise.all([permit ? this.o.gate.release(permit) : undefined, releaseKeyed?.()]);
-      this.free++;
-      this.wakeup.notify();
-      await Promise.all([
-        released.catch((err) => this.o.log.warn({ err }, "could not release limits; they come back when their lease lapses")),
-        finish().catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close the BullMQ job; it is cleaned up as stalled")),
-      ]);
     }
+    const released = Promise.all([permit ? this.o.gate.release(permit) : undefined, releaseKeyed?.()]).catch((err) =>
+      this.o.log.warn({ err }, "could not release limits; they come back when their lease lapses"),
+    );
+    if (completed && !permit && this.mayFetchNext(state)) {
+      const next = await this.completeFetchingNext(state, job, token);
+      await released;
+      return next && this.admitFetched(state, next, token, undefined);
+    }
+    await Promise.all([
+      released,
+      finish().catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close the BullMQ job; it is cleaned up as stalled")),
+    ]);
+    return undefined;
+  }
+
+  /**
+   * A slot may take its queue's next job with the completion of the last (one Redis call for
+   * both, as BullMQ's own worker does) when the task holds no limit, so no permit is needed, and
+   * no other queue may have work: otherwise the slot goes back to the round robin, keeping a
+   * backlog in one queue from starving the others.
+   */
+  private mayFetchNext(state: QueueState): boolean {
+    if (this.stopping || state.limited || state.blockedUntil > Date.now()) return false;
+    const now = Date.now();
+    return this.states.every((s) => s === state || s.idleUntil > now || s.blockedUntil > now);
+  }
+
+  private async completeFetchingNext(state: QueueState, job: Job<NodeJobData>, token: string): Promise<Job<NodeJobData> | undefined> {
+    const wakes = state.wakes;
+    let answer: unknown;
+    try {
+      answer = await job.moveToCompleted(null, token, true);
+    } catch (err) {
+      this.o.log.debug({ err, jobId: job.id }, "could not close the BullMQ job; it is cleaned up as stalled");
+      return undefined;
+    }
+    const [data, id] = Array.isArray(answer) ? (answer as [JobJsonRaw | undefined, string | undefined]) : [];
+    if (!data || !id) {
+      if (state.wakes === wakes) state.idleUntil = Date.now() + IDLE_POLL_MS;
+      return undefined;
+    }
+    return Job.fromJSON<NodeJobData>(state.worker, data, id);
   }
 
   /** `freedMeanwhile`: a limit was freed while the refused acquire was in flight, so try again at once. */
