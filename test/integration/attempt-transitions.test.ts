@@ -28,6 +28,11 @@ const twins = ax.flow({ name: "tr_twins" }, () => {
   left(1);
   right(1);
 });
+const merge = ax.task({ name: "tr_merge", retries: 0 }, (a: number, b: number) => a + b);
+/** tr_left and tr_right both feed tr_merge: a fan-in. */
+const join = ax.flow({ name: "tr_join" }, () => {
+  merge(left(1), right(2));
+});
 
 const failure: TaskFailure = { name: "Error", message: "failed by the test", stack: null, kind: "error" };
 
@@ -59,7 +64,7 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
 
   beforeAll(async () => {
     // No worker: the test plays the workers' part through the store.
-    runtime = testRuntime(env, { flows: [chain, twins], roles: ["coordinator"] });
+    runtime = testRuntime(env, { flows: [chain, twins, join], roles: ["coordinator"] });
     await runtime.start();
     client = runtime.client();
     store = openStore({ url: env.storage });
@@ -88,7 +93,7 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
 
   it("completions and a non-blocking failure share the count-down: the run ends success when the last node ends", async () => {
     const runId = await client.triggerFlow("tr_chain", null);
-    const [headDone] = await completeAttempts(store.db, [
+    const [headDone] = await completeAttempts(store.db, "worker-a", [
       { ...(await start(runId, "tr_head")), result: 1, downstream: ["tr_left", "tr_right"] },
     ]);
     expect(headDone?.applied).toBe(true);
@@ -107,7 +112,7 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
     expect(leftFailed).toEqual({ applied: true, ready: [], runFinished: null });
     expect(await runRow(runId)).toEqual({ status: "running", nodes_remaining: 1, blocking_failures: 0 });
 
-    const [rightDone] = await completeAttempts(store.db, [{ ...rightRef, result: 1, downstream: [] }]);
+    const [rightDone] = await completeAttempts(store.db, "worker-a", [{ ...rightRef, result: 1, downstream: [] }]);
     expect(rightDone).toEqual({ applied: true, ready: [], runFinished: "success" });
     expect(await runRow(runId)).toEqual({ status: "success", nodes_remaining: 0, blocking_failures: 0 });
   });
@@ -118,7 +123,7 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
       const leftRef = await start(runId, "tr_left");
       const rightRef = await start(runId, "tr_right");
       const [[completed], failed] = await Promise.all([
-        completeAttempts(store.db, [{ ...leftRef, result: 1, downstream: [] }]),
+        completeAttempts(store.db, "worker-a", [{ ...leftRef, result: 1, downstream: [] }]),
         failNode(store.db, { ...rightRef, outcome: "failed", error: failure, descendants: [], blocking: true }),
       ]);
       expect(completed?.applied).toBe(true);
@@ -133,7 +138,7 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
       const runId = await client.triggerFlow("tr_twins", null);
       const leftRef = await start(runId, "tr_left");
       const [[completed], cancelled] = await Promise.all([
-        completeAttempts(store.db, [{ ...leftRef, result: 1, downstream: [] }]),
+        completeAttempts(store.db, "worker-a", [{ ...leftRef, result: 1, downstream: [] }]),
         cancelRunRecords(store.db, runId, failure),
       ]);
       expect(cancelled).toMatchObject({ found: true, cancelled: true, status: "cancelled" });
@@ -143,5 +148,62 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
       expect(nodes.tr_left).toBe(completed?.applied ? "success" : "cancelled");
       expect(await runRow(runId)).toEqual({ status: "cancelled", nodes_remaining: 0, blocking_failures: 0 });
     }
+  });
+
+  const attemptsOf = async (runId: string, nodeKey: string) =>
+    env.sql<{ n: number; worker: string; finished: boolean }>(
+      "select n, worker, finished_at is not null as finished from attempts where run_id = $1 and node_key = $2 order by n",
+      [runId, nodeKey],
+    );
+
+  it("a completion naming a dependant it makes ready starts it under its worker, with its upstream results", async () => {
+    const runId = await client.triggerFlow("tr_chain", null);
+    const headRef = await start(runId, "tr_head");
+    const [headDone] = await completeAttempts(store.db, "worker-a", [
+      { ...headRef, result: 41, downstream: ["tr_left", "tr_right"], continueWith: { nodeKey: "tr_left", upstreamKeys: ["tr_head"] } },
+    ]);
+    expect(headDone?.ready.map((n) => n.nodeKey)).toEqual(["tr_right"]);
+    expect(headDone?.continued).toMatchObject({ nodeKey: "tr_left", attempt: 1, flow: "tr_chain", upstream: { tr_head: 41 } });
+    expect((await nodeStatuses(runId)).tr_left).toBe("running");
+    expect(await attemptsOf(runId, "tr_left")).toEqual([{ n: 1, worker: "worker-a", finished: false }]);
+    // The started attempt completes like any other, and is not started a second time by a fence.
+    expect((await startAttempts(store.db, "worker-b", [{ runId, nodeKey: "tr_left", attempt: 1, upstreamKeys: [] }]))[0]).toBeUndefined();
+    const [leftDone] = await completeAttempts(store.db, "worker-a", [
+      {
+        runId,
+        nodeKey: "tr_left",
+        attempt: 1,
+        result: 42,
+        downstream: ["tr_tail"],
+        continueWith: { nodeKey: "tr_tail", upstreamKeys: ["tr_left"] },
+      },
+    ]);
+    expect(leftDone?.continued).toMatchObject({ nodeKey: "tr_tail", upstream: { tr_left: 42 } });
+  });
+
+  it("a fan-in starts only when its last upstream completes, once, with every upstream's result", async () => {
+    const apart = await client.triggerFlow("tr_join", null);
+    const wantTail = { nodeKey: "tr_merge", upstreamKeys: ["tr_left", "tr_right"] };
+    const [leftFirst] = await completeAttempts(store.db, "worker-a", [
+      { ...(await start(apart, "tr_left")), result: "L", downstream: ["tr_merge"], continueWith: wantTail },
+    ]);
+    expect(leftFirst?.continued).toBeUndefined();
+    expect((await nodeStatuses(apart)).tr_merge).toBe("pending");
+    const [rightLast] = await completeAttempts(store.db, "worker-a", [
+      { ...(await start(apart, "tr_right")), result: "R", downstream: ["tr_merge"], continueWith: wantTail },
+    ]);
+    expect(rightLast?.continued).toMatchObject({ nodeKey: "tr_merge", upstream: { tr_left: "L", tr_right: "R" } });
+
+    // Both upstreams in one batch: the dependant starts once, for one of them, with both results from the batch.
+    const together = await client.triggerFlow("tr_join", null);
+    const [a, b] = await completeAttempts(store.db, "worker-a", [
+      { ...(await start(together, "tr_left")), result: "L", downstream: ["tr_merge"], continueWith: wantTail },
+      { ...(await start(together, "tr_right")), result: "R", downstream: ["tr_merge"], continueWith: wantTail },
+    ]);
+    const continued = [a?.continued, b?.continued].filter((c) => c !== undefined);
+    expect(continued).toHaveLength(1);
+    expect(continued[0]).toMatchObject({ nodeKey: "tr_merge", upstream: { tr_left: "L", tr_right: "R" } });
+    expect([...(a?.ready ?? []), ...(b?.ready ?? [])]).toEqual([]);
+    expect(await attemptsOf(together, "tr_merge")).toEqual([{ n: 1, worker: "worker-a", finished: false }]);
   });
 });

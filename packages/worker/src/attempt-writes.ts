@@ -28,8 +28,9 @@ export class AttemptWrites {
   /** `relaxedDb`: connections that do not wait for the disk, where the fence may safely run. */
   constructor(db: Db, relaxedDb: Db, worker: string, durability: Durability) {
     this.starts = new GroupCommit((requests) => startAttempts(relaxedDb, worker, requests));
-    this.completions = new GroupCommit((requests) => completeAttempts(db, requests));
-    this.intermediate = durability === "run" ? new GroupCommit((requests) => completeAttempts(relaxedDb, requests)) : this.completions;
+    this.completions = new GroupCommit((requests) => completeAttempts(db, worker, requests));
+    this.intermediate =
+      durability === "run" ? new GroupCommit((requests) => completeAttempts(relaxedDb, worker, requests)) : this.completions;
   }
 
   /** The fence: undefined means the job is a duplicate or stale. */

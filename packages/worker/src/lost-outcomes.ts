@@ -13,14 +13,18 @@ export interface LostOutcomes {
   log: Logger;
 }
 
+/** Younger attempts may be a completion's continuation that this process has not begun executing yet. */
+export const LOST_OUTCOME_MIN_AGE_MS = 5000;
+
 /**
- * After PostgreSQL restarted: an attempt it records as running under this worker, which this
- * process no longer executes, had its outcome committed without waiting for the disk and lost.
- * Its node is queued again at once, without charging its retries, as a stop's hand-back does;
- * the lease is alive, so the reconciler would never take it over.
+ * Attempts PostgreSQL records as running under this worker that this process does not execute:
+ * an outcome committed without waiting for the disk and lost in a PostgreSQL crash, or a
+ * completion that started the next node whose reply was lost (the retried write then matched
+ * nothing). Their nodes are queued again at once, without charging a retry, as a stop's
+ * hand-back does: the lease is alive, so the reconciler would never take them over.
  */
 export async function requeueLostOutcomes(o: LostOutcomes): Promise<number> {
-  const running = await runningAttemptsOf(o.db, o.workerId);
+  const running = await runningAttemptsOf(o.db, o.workerId, LOST_OUTCOME_MIN_AGE_MS);
   const lost = running.filter((ref) => !o.executing.has(attemptKey(ref)));
   if (lost.length === 0) return 0;
   const error = new AxOutcomeLostError(o.workerId);
@@ -28,7 +32,7 @@ export async function requeueLostOutcomes(o: LostOutcomes): Promise<number> {
   const nodes = await handBackAttempts(o.db, o.workerId, lost, failure);
   o.log.warn(
     { attempts: lost.length, requeued: nodes.length },
-    "PostgreSQL restarted and lost these attempts' outcomes; their nodes run again",
+    "attempts recorded as running here were not executing (outcome lost); their nodes run again",
   );
   await enqueueNodes(o.queues, nodes);
   return nodes.length;

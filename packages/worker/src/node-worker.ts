@@ -24,7 +24,7 @@ import { WorkerLease } from "./lease.js";
 import type { WorkerMetrics } from "./metrics.js";
 import { withAttemptStore } from "./once-scope.js";
 import { runAttempt, type AttemptDeps, type AttemptJob } from "./run-attempt.js";
-import { requeueLostOutcomes } from "./lost-outcomes.js";
+import { LOST_OUTCOME_MIN_AGE_MS, requeueLostOutcomes } from "./lost-outcomes.js";
 import { handBackInFlight } from "./shutdown.js";
 import { TaskLogWriter } from "./task-logs.js";
 import type { TaskSource } from "./task-definition.js";
@@ -70,6 +70,9 @@ export interface NodeWorkerOptions {
    */
   durability?: Durability | undefined;
 }
+
+/** Besides after a PostgreSQL restart, attempts recorded as running here but not executing are looked for this often. */
+const LOST_OUTCOME_SWEEP_MS = 15_000;
 
 /** After the stop deadline, how long closing connections may take before they are just dropped. */
 const CLOSE_GRACE_MS = 1000;
@@ -117,15 +120,16 @@ export class NodeWorker {
     this.cancels = cancels;
     await cancels.start();
     const executing = new Set<string>();
-    let outcomesMayBeLost = false;
+    let nextSweep = Date.now() + LOST_OUTCOME_SWEEP_MS;
     this.heartbeat = setInterval(() => {
       lease
         .renew()
         .then(async (restarted) => {
-          outcomesMayBeLost ||= restarted;
-          if (!outcomesMayBeLost) return;
+          // Once the attempts running at the crash are old enough to be told from continuations.
+          if (restarted) nextSweep = Math.min(nextSweep, Date.now() + LOST_OUTCOME_MIN_AGE_MS);
+          if (Date.now() < nextSweep) return;
           await requeueLostOutcomes({ db: o.db, queues: o.queues, workerId: this.id, executing, log });
-          outcomesMayBeLost = false;
+          nextSweep = Date.now() + LOST_OUTCOME_SWEEP_MS;
         })
         .catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
       cancels.sweep().catch((err) => o.log.warn({ err }, "could not check in-flight runs for cancels; retrying"));

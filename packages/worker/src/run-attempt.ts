@@ -11,6 +11,7 @@ import {
   type Advanced,
   type AttemptOutcome,
   type AttemptRef,
+  type CompleteRequest,
   type Db,
   type DagNode,
   type Json,
@@ -71,7 +72,12 @@ export interface AttemptDeps {
 export interface AttemptJob extends NodeJobData {
   /** The run's BullMQ priority, kept by the jobs its attempts add. */
   priority?: number | undefined;
+  /** Set when the completion that made the node ready also started it: no fence of its own. */
+  started?: StartedAttempt | undefined;
 }
+
+/** The node to run next in this process, started already or to be fenced. */
+type Next = Omit<AttemptJob, "priority">;
 
 /** The run a job belongs to, as events and logs name it. */
 interface RunMeta {
@@ -128,10 +134,10 @@ export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: 
   if (deps.executing.has(executing)) return undefined;
   deps.executing.add(executing);
   try {
-    const started = await fence(deps, dag, node, ref);
+    const started = job.started ?? (await fence(deps, dag, node, ref));
     if (!started) return undefined;
     const run: RunMeta = { runId, flow: started.flow, businessKey: started.businessKey };
-    let next: ReadyNode | undefined;
+    let next: Next | undefined;
     try {
       next = await executeStarted(deps, dag, node, task, attempt, started, run, cancel);
     } catch (error) {
@@ -140,7 +146,14 @@ export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: 
       next = await closeFailedAttempt(deps, dag, node, { attempt, error, outcome: "failed", policy: task.options, run });
     }
     return (
-      next && { runId: next.runId, nodeKey: next.nodeKey, attempt: next.attempt, flowVersionId: next.flowVersionId, priority: job.priority }
+      next && {
+        runId: next.runId,
+        nodeKey: next.nodeKey,
+        attempt: next.attempt,
+        flowVersionId: next.flowVersionId,
+        started: next.started,
+        priority: job.priority,
+      }
     );
   } finally {
     deps.executing.delete(executing);
@@ -181,7 +194,7 @@ async function executeStarted(
   started: StartedAttempt,
   run: RunMeta,
   cancel?: AbortSignal,
-): Promise<ReadyNode | undefined> {
+): Promise<Next | undefined> {
   const { runId } = run;
   const nodeKey = node.key;
   const ref = { runId, nodeKey, attempt };
@@ -233,7 +246,15 @@ async function executeStarted(
     const failed = { attempt, outcome: "failed" as const, policy: task.options, run };
     const recorded = await recordOutcome<Recorded>(
       {
-        full: async () => ({ kind: "succeeded", advanced: await deps.writes.complete({ ...ref, result, downstream: node.downstream }) }),
+        full: async () => ({
+          kind: "succeeded",
+          advanced: await deps.writes.complete({
+            ...ref,
+            result,
+            downstream: node.downstream,
+            continueWith: continuation(deps, dag, node, runId),
+          }),
+        }),
         short: (why) => writeFailure(deps, dag, node, { ...failed, error: new AxOutcomeNotRecordedError(node.task, attempt, why) }),
         giveUp: () => abandonAttempt(deps.db, { ...ref, worker: deps.workerId }),
       },
@@ -305,7 +326,7 @@ async function closeFailedAttempt(
   node: DagNode,
   failed: FailedAttempt,
   ended = Date.now(),
-): Promise<ReadyNode | undefined> {
+): Promise<Next | undefined> {
   const { attempt, run } = failed;
   const recorded = await recordOutcome(
     {
@@ -345,7 +366,7 @@ async function afterRecorded(
   run: RunMeta,
   attempt: number,
   recorded: Recorded,
-): Promise<ReadyNode | undefined> {
+): Promise<Next | undefined> {
   if (recorded.kind === "succeeded") {
     if (!recorded.advanced.applied) {
       deps.log.warn(
@@ -355,7 +376,7 @@ async function afterRecorded(
       return undefined;
     }
     deps.events.publish({ name: "task_succeeded", ...nodeEvent(deps, run, node, attempt) });
-    return afterAdvance(deps, recorded.advanced, run);
+    return afterAdvance(deps, recorded.advanced, run, dag.versionId);
   }
   const event = { ...nodeEvent(deps, run, node, attempt), error: { name: recorded.failure.name, message: recorded.failure.message } };
   if (recorded.kind === "retrying") {
@@ -377,13 +398,32 @@ async function afterRecorded(
   }
   if (!recorded.advanced.applied) return undefined;
   deps.events.publish({ name: "task_failed", ...event });
-  return afterAdvance(deps, recorded.advanced, run);
+  return afterAdvance(deps, recorded.advanced, run, dag.versionId);
 }
 
-/** Enqueues the nodes the write made ready, but one that may run next in this process. */
-async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta): Promise<ReadyNode | undefined> {
-  const next = advanced.ready.find((n) => !n.delayMs && deps.continuesHere?.(n));
+/** The first dependant this worker would run itself, for the completion to start if it makes it ready. */
+function continuation(deps: AttemptDeps, dag: CachedDag, node: DagNode, runId: string): CompleteRequest["continueWith"] {
+  if (!deps.continuesHere) return undefined;
+  for (const key of node.downstream) {
+    const next = dag.nodes.get(key);
+    if (!next) continue;
+    const ready = { runId, nodeKey: key, task: next.task, queue: next.queue, attempt: 1, flowVersionId: dag.versionId };
+    if (deps.continuesHere(ready)) return { nodeKey: key, upstreamKeys: next.upstream };
+  }
+  return undefined;
+}
+
+/**
+ * Enqueues the nodes the write made ready, but one that runs next in this process: the one the
+ * completion started, or else one that may continue here (fenced by the next attempt).
+ */
+async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta, flowVersionId: number): Promise<Next | undefined> {
+  let next: Next | undefined = advanced.continued ? undefined : advanced.ready.find((n) => !n.delayMs && deps.continuesHere?.(n));
   await deps.jobs.add(next ? advanced.ready.filter((n) => n !== next) : advanced.ready);
+  if (advanced.continued) {
+    const { nodeKey, attempt } = advanced.continued;
+    next = { runId: run.runId, nodeKey, attempt, flowVersionId, started: advanced.continued };
+  }
   if (advanced.runFinished) {
     deps.metrics.runsFinished.inc({ flow: run.flow, status: advanced.runFinished });
     if (advanced.runFinished === "success") deps.events.publish({ name: "run_succeeded", ...run });

@@ -121,12 +121,16 @@ export class AxWorkerStoppedError extends Error {
   }
 }
 
-/** PostgreSQL restarted and lost an outcome committed without waiting for the disk (`durability: "run"`). */
+/**
+ * An attempt recorded as running under a live worker that is not executing it: its outcome,
+ * committed without waiting for the disk (`durability: "run"`), was lost in a PostgreSQL crash,
+ * or the reply to the completion that started it was lost.
+ */
 export class AxOutcomeLostError extends Error {
   override name = "AxOutcomeLostError";
   constructor(worker: string) {
     super(
-      `PostgreSQL restarted and lost an attempt's recorded outcome (worker ${worker}): intermediate steps commit without waiting for the disk, so the node runs again. Set the worker's durability to "step" if a step must never run twice after a database crash.`,
+      `worker ${worker} is recorded as running this attempt but is not executing it: its outcome was lost (a PostgreSQL crash loses the last intermediate steps committed without waiting for the disk, or the reply to a write was lost), so the node runs again. Set the worker's durability to "step" if a step must never run twice after a database crash.`,
     );
   }
 }

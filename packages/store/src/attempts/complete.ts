@@ -2,37 +2,56 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { hotRows, recordset } from "../repositories/raw.js";
 import type { ReadyNode } from "../repositories/ready-node.js";
-import type { RunStatus } from "../types.js";
+import type { Json, RunStatus } from "../types.js";
 import { finishRunsSql } from "./finish-run.js";
 import { lockRunsSql } from "./lock-order.js";
-import type { Advanced, CompleteRequest } from "./types.js";
+import type { Advanced, CompleteRequest, ContinuedAttempt } from "./types.js";
+
+interface ContinuedRow {
+  runId: string;
+  nodeKey: string;
+  /** The completing node that started it. */
+  by: string;
+  flow: string;
+  payload: Json;
+  businessKey: string | null;
+  logicalDate: string | null;
+  queuedAt: string;
+  startedAt: string;
+  upstream: Record<string, Json> | null;
+}
 
 /**
  * Records many successful attempts in one statement: results stored, each dependant's
  * `deps_remaining` counted down by the number of its upstreams finishing here (fan-in decided
  * under the row lock), dependants reaching zero queued, runs counted down and finished at zero.
+ * A dependant named by a request's `continueWith` that reaches zero starts instead (`running`,
+ * attempt 1 under `worker`), so a chain's next node needs no statement of its own.
  * The run rows are locked first, in the order of every multi-row write of a run (`lockRunsSql`),
  * so concurrent batches queue instead of deadlocking.
  */
-export async function completeAttempts(db: Db, requests: CompleteRequest[]): Promise<Advanced[]> {
+export async function completeAttempts(db: Db, worker: string, requests: CompleteRequest[]): Promise<Advanced[]> {
   const input = requests.map((r) => ({
     run_id: r.runId,
     node_key: r.nodeKey,
     attempt: r.attempt,
     result: r.result,
     downstream: r.downstream,
+    continue_key: r.continueWith?.nodeKey ?? null,
+    continue_upstream: r.continueWith?.upstreamKeys ?? [],
   }));
   const [answer] = await hotRows<{
     done: { run_id: string; node_key: string }[] | null;
     ready: (ReadyNode & { from: string[] })[] | null;
     runs: { id: string; status: RunStatus; remaining: number }[] | null;
+    continued: ContinuedRow[] | null;
   }>(
     db,
     sql`
     with locked as materialized (
       ${lockRunsSql(requests.map((r) => r.runId))}
     ), input as (
-      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb")} as x
+      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb, continue_key text, continue_upstream jsonb")} as x
     ), done as (
       update node_runs n set status = 'success', result = i.result, error = null, finished_at = now()
       from input i
@@ -44,19 +63,26 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
       from done d
       where a.run_id = d.run_id and a.node_key = d.node_key and a.n = d.attempt
     ), edges as (
-      select i.run_id, jsonb_array_elements_text(i.downstream) as key, i.node_key as from_key
+      select i.run_id, e.key, i.node_key as from_key, i.continue_key = e.key as continues
       from input i join done d on d.run_id = i.run_id and d.node_key = i.node_key
+      cross join lateral jsonb_array_elements_text(i.downstream) as e(key)
     ), decrements as (
-      select run_id, key, count(*)::int as n, jsonb_agg(from_key) as from_keys from edges group by run_id, key
+      select run_id, key, count(*)::int as n, jsonb_agg(from_key) as from_keys,
+        min(from_key) filter (where continues) as continued_by
+      from edges group by run_id, key
     ), counted as (
       update node_runs n set
         deps_remaining = n.deps_remaining - c.n,
-        status = case when n.deps_remaining = c.n then 'queued' else n.status end,
+        status = case when n.deps_remaining <> c.n then n.status when c.continued_by is null then 'queued' else 'running' end,
         attempt = case when n.deps_remaining = c.n then 1 else n.attempt end,
-        queued_at = case when n.deps_remaining = c.n then now() else n.queued_at end
+        queued_at = case when n.deps_remaining = c.n then now() else n.queued_at end,
+        started_at = case when n.deps_remaining = c.n and c.continued_by is not null then now() else n.started_at end
       from decrements c
       where n.run_id = c.run_id and n.node_key = c.key and n.status = 'pending'
-      returning n.run_id, n.node_key, n.task, n.queue, n.status, n.attempt, c.from_keys
+      returning n.run_id, n.node_key, n.task, n.queue, n.status, n.attempt, c.from_keys, c.continued_by
+    ), continued_attempts as (
+      insert into attempts (run_id, node_key, n, worker, started_at)
+      select run_id, node_key, 1, ${worker}, now() from counted where status = 'running'
     ), per_run as (
       select run_id, count(*)::int as n, 0 as blocking from done group by run_id
     ), run as (
@@ -67,7 +93,19 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
       (select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'task', c.task, 'queue', c.queue,
           'attempt', c.attempt, 'flowVersionId', r.flow_version_id, 'from', c.from_keys))
         from counted c join run r on r.id = c.run_id where c.status = 'queued') as ready,
-      (select jsonb_agg(jsonb_build_object('id', id, 'status', status, 'remaining', nodes_remaining)) from run) as runs`,
+      (select jsonb_agg(jsonb_build_object('id', id, 'status', status, 'remaining', nodes_remaining)) from run) as runs,
+      (select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'by', c.continued_by, 'flow', r.flow,
+          'payload', r.payload, 'businessKey', r.business_key, 'logicalDate', r.logical_date, 'queuedAt', now(), 'startedAt', now(),
+          'upstream', (
+            -- Results of upstreams finishing in this statement are not in node_runs yet: take them from the input.
+            select jsonb_object_agg(k.key, coalesce(fresh.result, u.result))
+            from input ci
+            cross join lateral jsonb_array_elements_text(ci.continue_upstream) as k(key)
+            left join (input fresh join done fd on fd.run_id = fresh.run_id and fd.node_key = fresh.node_key)
+              on fresh.run_id = c.run_id and fresh.node_key = k.key
+            left join node_runs u on u.run_id = c.run_id and u.node_key = k.key
+            where ci.run_id = c.run_id and ci.node_key = c.continued_by)))
+        from counted c join runs r on r.id = c.run_id where c.status = 'running') as continued`,
   );
   const done = new Set((answer?.done ?? []).map((d) => `${d.run_id}/${d.node_key}`));
   const finished = new Map((answer?.runs ?? []).filter((r) => Number(r.remaining) === 0).map((r) => [r.id, r.status]));
@@ -77,6 +115,7 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
     const owner = `${node.runId}/${[...from].sort()[0]}`;
     readyBy.set(owner, [...(readyBy.get(owner) ?? []), node]);
   }
+  const continuedBy = new Map((answer?.continued ?? []).map((c) => [`${c.runId}/${c.by}`, continuedAttempt(c)]));
   const finishedReported = new Set<string>();
   return requests.map((request) => {
     const key = `${request.runId}/${request.nodeKey}`;
@@ -86,6 +125,21 @@ export async function completeAttempts(db: Db, requests: CompleteRequest[]): Pro
       finishedReported.add(request.runId);
       runFinished = finished.get(request.runId)!;
     }
-    return { applied: true, ready: readyBy.get(key) ?? [], runFinished };
+    return { applied: true, ready: readyBy.get(key) ?? [], runFinished, continued: continuedBy.get(key) };
   });
+}
+
+function continuedAttempt(c: ContinuedRow): ContinuedAttempt {
+  return {
+    nodeKey: c.nodeKey,
+    attempt: 1,
+    flow: c.flow,
+    payload: c.payload,
+    businessKey: c.businessKey,
+    logicalDate: c.logicalDate === null ? null : new Date(c.logicalDate).toISOString(),
+    queuedAt: new Date(c.queuedAt),
+    startedAt: new Date(c.startedAt),
+    runStarted: false,
+    upstream: c.upstream ?? {},
+  };
 }

@@ -28,6 +28,17 @@ export interface StartedAttempt {
 export interface CompleteRequest extends AttemptRef {
   result: Json;
   downstream: string[];
+  /**
+   * A dependant the completing worker runs next itself if this completion makes it ready (local
+   * continuation): its attempt 1 starts in the same statement, under that worker.
+   */
+  continueWith?: { nodeKey: string; upstreamKeys: string[] } | undefined;
+}
+
+/** A dependant's first attempt, started by the completion that made it ready. */
+export interface ContinuedAttempt extends StartedAttempt {
+  nodeKey: string;
+  attempt: number;
 }
 
 /** What a transition that ends a node did to its run. */
@@ -38,6 +49,8 @@ export interface Advanced {
   ready: ReadyNode[];
   /** The run's status after this change, when it just became terminal. */
   runFinished: RunStatus | null;
+  /** The `continueWith` dependant, when this completion made it ready and started it. */
+  continued?: ContinuedAttempt | undefined;
 }
 
 export interface RunningAttempt {
