@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { sql, type SQL } from "drizzle-orm";
+import { DrizzleQueryError, sql, type SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { Db } from "../connect.js";
@@ -29,8 +29,13 @@ export async function hotRows<T>(db: Db, query: SQL): Promise<T[]> {
   if (!(client instanceof pg.Pool)) return rows<T>(db, query);
   const { sql: text, params } = dialect.sqlToQuery(query);
   const name = `ax_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`;
-  const result = await client.query<T & pg.QueryResultRow>({ name, text, values: params, types: rawTypes });
-  return result.rows;
+  try {
+    const result = await client.query<T & pg.QueryResultRow>({ name, text, values: params, types: rawTypes });
+    return result.rows;
+  } catch (error) {
+    // As drizzle reports a failed statement, so that callers see one kind of error (`toStoreError`).
+    throw new DrizzleQueryError(text, params, error as Error);
+  }
 }
 
 /**
