@@ -258,12 +258,14 @@ export async function chainWallTime(client: Client, env: Isolated, repeats: numb
      from node_runs n join runs r on r.id = n.run_id where r.flow = $1`,
     [flow],
   );
-  // In a chain each node starts after the one before it finished: order by start within a run.
+  // A chain's next node starts in the statement that completes the one before it, so PostgreSQL's
+  // clock shows no gap there; the step from one completion to the next holds everything a hop
+  // costs (the statement, handing the node to its task, the next completion), plus a no-op.
   const handoffs = await env.sql<{ ms: number }>(
-    `select extract(epoch from (next_started - finished_at)) * 1000 as ms
-     from (select n.finished_at, lead(n.started_at) over (partition by n.run_id order by n.started_at) as next_started
+    `select extract(epoch from (next_finished - finished_at)) * 1000 as ms
+     from (select n.finished_at, lead(n.finished_at) over (partition by n.run_id order by n.finished_at) as next_finished
            from node_runs n join runs r on r.id = n.run_id where r.flow = $1) h
-     where next_started is not null`,
+     where next_finished is not null`,
     [flow],
   );
   const gaps = handoffs.map((h) => Number(h.ms));
