@@ -8,7 +8,7 @@ import { axLogger, Client, LiveConfig, parseDuration, Runtime, type Duration, ty
 import { advertiseApi, dataDirHolder, migrate, openStore, RUN_STATUSES } from "@ax/store";
 import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
-import { startMetricsServer, startServer } from "@ax/server";
+import { startMetricsServer } from "@ax/server/metrics";
 import { HttpRunsApi } from "./http-client.js";
 import { loadFlows } from "./load-entry.js";
 import { connectionFlags, parseFlags, positiveInt, type ConnectionFlags } from "./options.js";
@@ -244,6 +244,7 @@ export async function main(argv: string[]): Promise<void> {
       const registry = new Registry();
       await checkEvictionPolicy(redis, log, registry);
       try {
+        const { startServer } = await import("@ax/server");
         const server = await startServer({
           db: store.db,
           queues,

@@ -38,7 +38,8 @@ import {
   type ScheduleDefinition,
 } from "@ax/store";
 import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
-import { startMetricsServer, startServer, type RunningServer } from "@ax/server";
+import type { RunningServer } from "@ax/server";
+import { startMetricsServer } from "@ax/server/metrics";
 import { Client } from "./client.js";
 import { axLogger } from "./logger.js";
 import { servedFlows } from "./served-flows.js";
@@ -269,6 +270,8 @@ export class Runtime {
       this.retention.start();
     }
     if (this.roles.includes("api")) {
+      // Loaded only here: the HTTP API (fastify, the console) would add about 30 MB to every worker.
+      const { startServer } = await import("@ax/server");
       this.server = await startServer({
         db: store.db,
         queues,
