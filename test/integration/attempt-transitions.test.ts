@@ -181,7 +181,7 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
     expect(leftDone?.continued).toMatchObject({ nodeKey: "tr_tail", upstream: { tr_left: 42 } });
   });
 
-  it("a fan-in starts only when its last upstream completes, once, with every upstream's result", async () => {
+  it("a fan-in starts with its completions only when they all come in one statement; otherwise it is queued", async () => {
     const apart = await client.triggerFlow("tr_join", null);
     const wantTail = { nodeKey: "tr_merge", upstreamKeys: ["tr_left", "tr_right"] };
     const [leftFirst] = await completeAttempts(store.db, "worker-a", [
@@ -192,7 +192,10 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
     const [rightLast] = await completeAttempts(store.db, "worker-a", [
       { ...(await start(apart, "tr_right")), result: "R", downstream: ["tr_merge"], continueWith: wantTail },
     ]);
-    expect(rightLast?.continued).toMatchObject({ nodeKey: "tr_merge", upstream: { tr_left: "L", tr_right: "R" } });
+    // tr_left's result came from an earlier statement, which a batch waiting at the run lock may not see.
+    expect(rightLast?.continued).toBeUndefined();
+    expect(rightLast?.ready.map((n) => n.nodeKey)).toEqual(["tr_merge"]);
+    expect((await nodeStatuses(apart)).tr_merge).toBe("queued");
 
     // Both upstreams in one batch: the dependant starts once, for one of them, with both results from the batch.
     const together = await client.triggerFlow("tr_join", null);

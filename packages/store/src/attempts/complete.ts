@@ -25,8 +25,9 @@ interface ContinuedRow {
  * Records many successful attempts in one statement: results stored, each dependant's
  * `deps_remaining` counted down by the number of its upstreams finishing here (fan-in decided
  * under the row lock), dependants reaching zero queued, runs counted down and finished at zero.
- * A dependant named by a request's `continueWith` that reaches zero starts instead (`running`,
- * attempt 1 under `worker`), so a chain's next node needs no statement of its own.
+ * A dependant named by a request's `continueWith` that reaches zero, all of whose upstreams
+ * complete in this statement, starts instead (`running`, attempt 1 under `worker`), so a chain's
+ * next node needs no statement of its own.
  * The run rows are locked first, in the order of every multi-row write of a run (`lockRunsSql`),
  * so concurrent batches queue instead of deadlocking.
  */
@@ -63,7 +64,13 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
       from done d
       where a.run_id = d.run_id and a.node_key = d.node_key and a.n = d.attempt
     ), edges as (
-      select i.run_id, e.key, i.node_key as from_key, i.continue_key = e.key as continues
+      -- A dependant starts here only if every upstream completes in this statement: this
+      -- statement's snapshot predates batches it waited for at the run lock, so their results
+      -- are not visible in node_runs; such a dependant is queued, and its fence reads them.
+      select i.run_id, e.key, i.node_key as from_key,
+        i.continue_key = e.key and not exists (
+          select 1 from jsonb_array_elements_text(i.continue_upstream) as k(key)
+          where not exists (select 1 from done f where f.run_id = i.run_id and f.node_key = k.key)) as continues
       from input i join done d on d.run_id = i.run_id and d.node_key = i.node_key
       cross join lateral jsonb_array_elements_text(i.downstream) as e(key)
     ), decrements as (
@@ -97,13 +104,11 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
       (select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'by', c.continued_by, 'flow', r.flow,
           'payload', r.payload, 'businessKey', r.business_key, 'logicalDate', r.logical_date, 'queuedAt', now(), 'startedAt', now(),
           'upstream', (
-            -- Results of upstreams finishing in this statement are not in node_runs yet: take them from the input.
-            select jsonb_object_agg(k.key, coalesce(fresh.result, u.result))
+            -- Every upstream completed in this statement (see edges): their results are in the input.
+            select jsonb_object_agg(k.key, fresh.result)
             from input ci
             cross join lateral jsonb_array_elements_text(ci.continue_upstream) as k(key)
-            left join (input fresh join done fd on fd.run_id = fresh.run_id and fd.node_key = fresh.node_key)
-              on fresh.run_id = c.run_id and fresh.node_key = k.key
-            left join node_runs u on u.run_id = c.run_id and u.node_key = k.key
+            join input fresh on fresh.run_id = c.run_id and fresh.node_key = k.key
             where ci.run_id = c.run_id and ci.node_key = c.continued_by)))
         from counted c join runs r on r.id = c.run_id where c.status = 'running') as continued`,
   );
