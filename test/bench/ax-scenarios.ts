@@ -5,6 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ax, Runtime, type Client, type Ref } from "ax-scheduler";
 import type { Isolated } from "../helpers/isolated.js";
 import { since, snapshot, type Counts } from "./counters.js";
+import { triggerInBatches, waitForRuns } from "./runs.js";
 import { median, percentile } from "./stats.js";
 
 const noop = ax.task({ name: "bench_noop" }, (..._args: unknown[]) => null);
@@ -101,56 +102,17 @@ export interface Throughput {
   cpuMsPerTask: number;
 }
 
-/** Status counts of one flow's runs: one query, used as the completion poll. */
-async function finishedCounts(env: Isolated, flow: string): Promise<{ success: number; failed: number }> {
-  const [row] = await env.sql<{ success: number; failed: number }>(
-    `select count(*) filter (where status = 'success')::int as success,
-            count(*) filter (where status in ('failed', 'cancelled'))::int as failed
-     from runs where flow = $1`,
-    [flow],
-  );
-  return row!;
-}
-
-async function waitForFlow(env: Isolated, flow: string, runs: number, pollMs: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { success, failed } = await finishedCounts(env, flow);
-    if (failed > 0) throw new Error(`${failed} runs of ${flow} did not succeed; the bench only measures no-op tasks, so this is a bug`);
-    if (success >= runs) return;
-    if (Date.now() > deadline) throw new Error(`${flow}: only ${success}/${runs} runs succeeded within ${timeoutMs} ms`);
-    await sleep(pollMs);
-  }
-}
-
-async function lastFinishedAt(env: Isolated, flow: string): Promise<number> {
-  const [row] = await env.sql<{ at: number }>(`select extract(epoch from max(finished_at)) * 1000 as at from runs where flow = $1`, [flow]);
-  return Number(row!.at);
-}
-
-/** `runs` runs triggered with `triggerFlows`, `batch` payloads per call, one call after the other. */
-async function triggerInBatches(client: Client, flow: string, runs: number, batch: number): Promise<void> {
-  for (let sent = 0; sent < runs; sent += batch) {
-    const n = Math.min(batch, runs - sent);
-    await client.triggerFlows(
-      flow,
-      Array.from({ length: n }, (_, i) => ({ i: sent + i })),
-    );
-  }
-}
-
 /** Triggers `runs` runs in batches while the workers run, and waits for all to succeed. */
 async function throughput(client: Client, env: Isolated, flow: string, nodes: number, runs: number, batch: number): Promise<Throughput> {
   const before = snapshot();
   const cpuBefore = process.cpuUsage();
   const start = Date.now();
-  await triggerInBatches(client, flow, runs, batch);
+  const ids = await triggerInBatches(client, flow, runs, batch);
   const triggerMs = Date.now() - start;
-  await waitForFlow(env, flow, runs, 25, 10 * 60_000);
+  const last = await waitForRuns(env, ids, 10 * 60_000);
   const counts = since(before);
   const cpu = process.cpuUsage(cpuBefore);
-  // The poll only detects the end; PostgreSQL's finished_at says when it happened.
-  const ms = (await lastFinishedAt(env, flow)) - start;
+  const ms = last - start;
   const tasks = runs * nodes;
   return { runs, tasks, ms, tasksPerS: (tasks / ms) * 1000, triggerMs, counts, cpuMsPerTask: (cpu.user + cpu.system) / 1000 / tasks };
 }
@@ -186,20 +148,21 @@ export async function drainThroughput(
   const registrar = drainRuntime(env, concurrency);
   await registrar.start();
   await registrar.stop();
-  await triggerInBatches(client, "bench_drain", runs, batch);
+  const ids = await triggerInBatches(client, "bench_drain", runs, batch);
   const worker = drainRuntime(env, concurrency);
   const before = snapshot();
   const cpuBefore = process.cpuUsage();
   const start = Date.now();
+  let last: number;
   await worker.start();
   try {
-    await waitForFlow(env, "bench_drain", runs, 25, 10 * 60_000);
+    last = await waitForRuns(env, ids, 10 * 60_000);
   } finally {
     await worker.stop();
   }
   const counts = since(before);
   const cpu = process.cpuUsage(cpuBefore);
-  const ms = (await lastFinishedAt(env, "bench_drain")) - start;
+  const ms = last - start;
   return {
     runs,
     tasks: runs,
@@ -290,11 +253,12 @@ export interface LatencyResult {
  * the path of one run through an idle-ish system rather than queueing behind a backlog.
  */
 export async function triggerToStart(client: Client, env: Isolated, runs: number, gapMs: number): Promise<LatencyResult> {
+  const ids: string[] = [];
   for (let i = 0; i < runs; i++) {
-    await client.triggerFlow("bench_latency", { i });
+    ids.push(await client.triggerFlow("bench_latency", { i }));
     await sleep(gapMs);
   }
-  await waitForFlow(env, "bench_latency", runs, 25, 60_000);
+  await waitForRuns(env, ids, 60_000);
   const rows = await env.sql<{ ms: number }>(
     `select extract(epoch from (a.started_at - r.created_at)) * 1000 as ms
      from runs r join attempts a on a.run_id = r.id and a.n = 1

@@ -3,7 +3,7 @@ import { ax, Runtime, type Client } from "ax-scheduler";
 import { seedHistory } from "../helpers/history.js";
 import { isolate, type Isolated } from "../helpers/isolated.js";
 import { fixedSize, percentile, round, scaledSize, type Row } from "./stats.js";
-import { waitForRuns } from "./workers.js";
+import { waitForRuns } from "./runs.js";
 
 const noop = ax.task({ name: "bench_history_noop" }, (..._args: unknown[]) => null);
 const FLOW = "bench_history_probe";

@@ -3,7 +3,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { isolate } from "../helpers/isolated.js";
 import type { Child } from "../helpers/processes.js";
 import { fixedSize, median, round, type Row } from "./stats.js";
-import { benchClient, startWorkerProcess, stopAll, triggerBatches, waitForRuns, waitReady, WORKER_CONCURRENCY } from "./workers.js";
+import { triggerInBatches, waitForRuns } from "./runs.js";
+import { benchClient, startWorkerProcess, stopAll, TRIGGER_BATCH, waitReady, WORKER_CONCURRENCY, WORKER_FLOW } from "./workers.js";
 
 const SAMPLE_MS = 100;
 /** How long an idle worker is watched: long enough for start-up garbage to be collected. */
@@ -74,7 +75,7 @@ export async function workerMemory(queued: number, log: (message: string) => voi
     await idle.stop(10_000);
 
     log(`worker memory: ${queued} runs queued with no worker, then one worker process (concurrency ${WORKER_CONCURRENCY}) drains them`);
-    const ids = await triggerBatches(client, queued, "queued");
+    const ids = await triggerInBatches(client, WORKER_FLOW, queued, TRIGGER_BATCH, "queued");
     const [started] = await env.sql<{ n: number }>("select count(*)::int as n from attempts");
     if (started!.n > 0) throw new Error(`${started!.n} attempts started with no worker running: the backlog is not a backlog`);
     const draining = startWorkerProcess(env);

@@ -2,7 +2,8 @@ import { availableParallelism } from "node:os";
 import { isolate } from "../helpers/isolated.js";
 import type { Child } from "../helpers/processes.js";
 import { scaledSize, type Row } from "./stats.js";
-import { benchClient, startWorkerProcesses, stopAll, TRIGGER_BATCH, triggerBatches, waitForRuns, WORKER_CONCURRENCY } from "./workers.js";
+import { triggerInBatches, waitForRuns } from "./runs.js";
+import { benchClient, startWorkerProcesses, stopAll, TRIGGER_BATCH, WORKER_CONCURRENCY, WORKER_FLOW } from "./workers.js";
 
 export const PROCESS_COUNTS = [1, 2, 4] as const;
 
@@ -41,9 +42,13 @@ export async function workerScaling(runs: number, log: (message: string) => void
       let workers: Child[] = [];
       try {
         workers = await startWorkerProcesses(env, processes);
-        await waitForRuns(env, await triggerBatches(client, Math.min(TRIGGER_BATCH, runs), `warm${processes}`), 120_000);
+        await waitForRuns(
+          env,
+          await triggerInBatches(client, WORKER_FLOW, Math.min(TRIGGER_BATCH, runs), TRIGGER_BATCH, `warm${processes}`),
+          120_000,
+        );
         const start = Date.now();
-        const ids = await triggerBatches(client, runs, `procs${processes}`);
+        const ids = await triggerInBatches(client, WORKER_FLOW, runs, TRIGGER_BATCH, `procs${processes}`);
         const triggerMs = Date.now() - start;
         const ms = (await waitForRuns(env, ids, 10 * 60_000)) - start;
         const shares = await env.sql<{ n: number }>(
