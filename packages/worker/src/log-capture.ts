@@ -97,3 +97,28 @@ export function capturingLogger(log: Logger, sink: (line: CapturedLine) => void,
     },
   });
 }
+
+/**
+ * `parent.child(bindings)`, made on first use: building a child costs a serialisation of its
+ * bindings (and redaction), and most attempts at level warn never log a line.
+ */
+export function lazyChild(parent: Logger, bindings: Record<string, unknown>): Logger {
+  let child: Logger | undefined;
+  const made = () => {
+    child ??= parent.child(bindings);
+    return child;
+  };
+  return new Proxy({} as Logger, {
+    get(_target, prop) {
+      const target = made();
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+    set(_target, prop, value) {
+      return Reflect.set(made(), prop, value);
+    },
+    has(_target, prop) {
+      return prop in made();
+    },
+  });
+}

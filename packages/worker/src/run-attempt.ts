@@ -29,6 +29,7 @@ import { execute, type AttemptResult } from "./executors/index.js";
 import { toTaskFailure } from "./failure.js";
 import type { WorkerMetrics } from "./metrics.js";
 import { nodeArgs } from "./node-args.js";
+import { lazyChild } from "./log-capture.js";
 import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
 import type { TaskLogWriter } from "./task-logs.js";
@@ -198,7 +199,7 @@ async function executeStarted(
   const { runId } = run;
   const nodeKey = node.key;
   const ref = { runId, nodeKey, attempt };
-  const log = deps.log.child({ runId, flow: run.flow, node: nodeKey, attempt, businessKey: run.businessKey });
+  const log = lazyChild(deps.log, { runId, flow: run.flow, node: nodeKey, attempt, businessKey: run.businessKey });
   if (started.runStarted) deps.events.publish({ name: "run_started", ...run });
   deps.events.publish({ name: "task_started", ...nodeEvent(deps, run, node, attempt) });
   if (started.queuedAt) {
@@ -206,7 +207,7 @@ async function executeStarted(
   }
   const args = nodeArgs(node, started.payload, started.upstream);
   // Sizes and summaries cost a serialisation each: only when someone reads info lines.
-  const logInfo = log.isLevelEnabled("info");
+  const logInfo = deps.log.isLevelEnabled("info");
   if (logInfo) log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");
 
   const taskLog = deps.taskLogs.attempt(ref);
@@ -334,7 +335,7 @@ async function closeFailedAttempt(
       short: (why) => writeFailure(deps, dag, node, { ...failed, error: new AxOutcomeNotRecordedError(node.task, attempt, why) }),
       giveUp: () => abandonAttempt(deps.db, { runId: run.runId, nodeKey: node.key, attempt, worker: deps.workerId }),
     },
-    deps.log.child({ runId: run.runId, node: node.key, attempt }),
+    lazyChild(deps.log, { runId: run.runId, node: node.key, attempt }),
     ended,
   );
   return recorded ? afterRecorded(deps, dag, node, run, attempt, recorded) : undefined;
