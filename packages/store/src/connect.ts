@@ -77,8 +77,8 @@ const CONNECT_TIMEOUT_MS = 5000;
  * run short statements only, so anything slow there is a stuck server, not work.
  */
 const POOL_SETTINGS = {
-  main: "-c statement_timeout=300s",
-  relaxed: "-c synchronous_commit=off -c statement_timeout=30s -c idle_in_transaction_session_timeout=60s",
+  main: "-c statement_timeout=300s -c random_page_cost=1.1",
+  relaxed: "-c random_page_cost=1.1 -c synchronous_commit=off -c statement_timeout=30s -c idle_in_transaction_session_timeout=60s",
   leases: "-c statement_timeout=5s -c idle_in_transaction_session_timeout=5s",
 } as const;
 
@@ -86,6 +86,31 @@ interface ServerPool {
   pool: pg.Pool;
   db: Db;
   close(timeoutMs: number): Promise<void>;
+}
+
+/** The first re-plan after a connection opens; each later one waits twice as long, up to the cap. */
+const FIRST_REPLAN_MS = 1000;
+const MAX_REPLAN_MS = 5 * 60_000;
+
+/**
+ * Prepared statements (see `hotRows`) keep the plan PostgreSQL chose when they were first run
+ * a few times. Chosen on a fresh schema, that plan scans whole tables, which are tiny then; it
+ * stays until an ANALYZE invalidates it, and without autovacuum (or between its passes, in a
+ * burst) it makes every completion cost as much as the history is long. So each connection
+ * drops its cached plans (`DISCARD PLANS`: the statements stay prepared) after 1 s, 2 s, 4 s...
+ * and every 5 minutes from then on; the planner then sees the tables at their current size.
+ */
+function replanAsTablesGrow(pool: pg.Pool): void {
+  const due = new WeakMap<pg.PoolClient, { at: number; gap: number }>();
+  pool.on("connect", (client) => due.set(client, { at: Date.now() + FIRST_REPLAN_MS, gap: FIRST_REPLAN_MS }));
+  pool.on("acquire", (client) => {
+    const next = due.get(client);
+    if (!next || Date.now() < next.at) return;
+    next.gap = Math.min(next.gap * 2, MAX_REPLAN_MS);
+    next.at = Date.now() + next.gap;
+    // Queued on this client ahead of the caller's statement; a failure leaves the old plans, no harm.
+    client.query("discard plans").catch(() => {});
+  });
 }
 
 function serverPool(url: string, max: number, options: string, queryTimeoutMs?: number): ServerPool {
@@ -106,6 +131,7 @@ function serverPool(url: string, max: number, options: string, queryTimeoutMs?: 
     client.on("error", () => {});
   });
   pool.on("remove", (client) => clients.delete(client));
+  replanAsTablesGrow(pool);
   return {
     pool,
     db: drizzlePg(pool, { schema }) as unknown as Db,

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { hotRows, recordset } from "../repositories/raw.js";
+import { elementsOf, hotRows, recordset, statusIs } from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { AttemptRef } from "./types.js";
 
@@ -27,10 +27,10 @@ export async function waitingNodeInputs(db: Db, requests: InputRequest[]): Promi
     sql`
     select i.run_id, i.node_key, i.attempt, r.payload,
       (select jsonb_object_agg(u.node_key, u.result) from node_runs u
-        where u.run_id = i.run_id and u.node_key in (select jsonb_array_elements_text(i.upstream))) as upstream
+        where u.run_id = i.run_id and u.node_key in ${elementsOf(sql`i.upstream`, Math.max(1, ...requests.map((r) => r.upstreamKeys.length)))}) as upstream
     from ${recordset(input, "run_id uuid, node_key text, attempt int, upstream jsonb")} as i
     join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt
-      and n.status in ('queued', 'retrying')
+      and ${statusIs(sql`n.status`, "queued", "retrying")}
     join runs r on r.id = i.run_id`,
   );
   const byRef = new Map(found.map((row) => [`${row.run_id}/${row.node_key}/${row.attempt}`, row]));

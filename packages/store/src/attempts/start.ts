@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { hotRows, recordset } from "../repositories/raw.js";
+import { elementsOf, hotRows, recordset, statusIs } from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { StartedAttempt, StartRequest } from "./types.js";
 
@@ -22,7 +22,7 @@ import type { StartedAttempt, StartRequest } from "./types.js";
  */
 export async function startAttempts(db: Db, worker: string, requests: StartRequest[]): Promise<(StartedAttempt | undefined)[]> {
   const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
-  const found = await startStatement(db, worker, input);
+  const found = await startStatement(db, worker, input, Math.max(1, ...requests.map((r) => r.upstreamKeys.length)));
   const byAttempt = new Map(found.map((row) => [`${row.run_id}/${row.node_key}/${row.attempt}`, row]));
   return requests.map((request) => {
     const row = byAttempt.get(`${request.runId}/${request.nodeKey}/${request.attempt}`);
@@ -57,7 +57,7 @@ interface StartRow {
 
 type StartInput = { run_id: string; node_key: string; attempt: number; upstream: string[] }[];
 
-function startStatement(db: Db, worker: string, input: StartInput): Promise<StartRow[]> {
+function startStatement(db: Db, worker: string, input: StartInput, upstreams: number): Promise<StartRow[]> {
   return hotRows<StartRow>(
     db,
     sql`
@@ -66,7 +66,7 @@ function startStatement(db: Db, worker: string, input: StartInput): Promise<Star
     ), started as (
       update node_runs n set status = 'running', started_at = coalesce(n.started_at, now()), next_retry_at = null
       from input i
-      where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and n.status in ('queued', 'retrying')
+      where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and ${statusIs(sql`n.status`, "queued", "retrying")}
       returning n.run_id, n.node_key, n.attempt, n.queued_at, now() as started_at
     ), recorded as (
       insert into attempts (run_id, node_key, n, worker, started_at)
@@ -74,7 +74,7 @@ function startStatement(db: Db, worker: string, input: StartInput): Promise<Star
     ), resumed as (
       select n.run_id, n.node_key, n.attempt, n.queued_at, a.started_at
       from input i
-      join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and n.status = 'running'
+      join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and ${statusIs(sql`n.status`, "running")}
       join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
       where a.worker = ${worker} and a.finished_at is null and a.abandoned_at is null
     ), answered as (
@@ -82,7 +82,7 @@ function startStatement(db: Db, worker: string, input: StartInput): Promise<Star
     ), run_started as (
       update runs set status = 'running', started_at = now()
       where id in (
-        select id from runs where id in (select run_id from started) and status = 'pending'
+        select id from runs where id in (select run_id from started) and ${statusIs(sql`status`, "pending")}
         for update skip locked)
       returning id
     )
@@ -90,7 +90,7 @@ function startStatement(db: Db, worker: string, input: StartInput): Promise<Star
       exists (select 1 from run_started rs where rs.id = s.run_id) as run_started,
       (select jsonb_object_agg(u.node_key, u.result) from input i, node_runs u
         where i.run_id = s.run_id and i.node_key = s.node_key and i.attempt = s.attempt and u.run_id = s.run_id
-          and u.node_key in (select jsonb_array_elements_text(i.upstream))) as upstream
+          and u.node_key in ${elementsOf(sql`i.upstream`, upstreams)}) as upstream
     from answered s join runs r on r.id = s.run_id`,
   );
 }

@@ -3,6 +3,7 @@ import { DrizzleQueryError, sql, type SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { Db } from "../connect.js";
+import type { RunStatus, TaskStatus } from "../types.js";
 
 /** Rows of a raw statement; node-postgres and PGlite both answer `{ rows }`. */
 export async function rows<T>(db: Db, query: SQL): Promise<T[]> {
@@ -64,6 +65,27 @@ export function recordset(values: object[], columns: string): SQL {
 /** A list of uuids as a subquery, with a bound on its size for the planner (see `recordset`). */
 export function uuidList(ids: string[]): SQL {
   return sql`(select value::uuid from jsonb_array_elements_text(${jsonParam(ids)}::jsonb) limit ${sql.raw(sizeBound(ids.length))})`;
+}
+
+/**
+ * The elements of a JSON array column of each input row (`column`, e.g. a node's downstream keys),
+ * as a subquery yielding `value`, bounded by the longest such array (`longest`): unbounded, the
+ * planner expects 100 per row, and the cached plan for a one-node batch then hashes a whole table
+ * instead of probing its primary key.
+ */
+export function elementsOf(column: SQL, longest: number): SQL {
+  return sql`(select value from jsonb_array_elements_text(${column}) limit ${sql.raw(sizeBound(longest))})`;
+}
+
+/**
+ * `column = any(values)` as a hot statement's filter on rows it finds by primary key, in a form
+ * (`is true`) the planner cannot match to a partial index on that status (`node_runs_in_flight`,
+ * `runs_status`). Matched, a plan cached while few rows had the status reads every such row in
+ * each statement: the whole backlog of queued nodes or pending runs, or every running node of
+ * the cluster. The semantics are unchanged, including the recheck of a row updated concurrently.
+ */
+export function statusIs(column: SQL, ...statuses: (TaskStatus | RunStatus)[]): SQL {
+  return sql`(${column} in (${sql.raw(statuses.map((s) => `'${s}'`).join(", "))})) is true`;
 }
 
 /** A list of strings as a subquery, with a bound on its size for the planner (see `recordset`). */
