@@ -56,6 +56,22 @@ describe("LimitGate", () => {
     permitOf(await gate.acquire(spec([sem("aon_b", 1)], [{ key: "aon_r", max: 1, perMs: 60_000, label: "rate limit" }])));
   });
 
+  it("says how many more permits the tightest limit has room for", async () => {
+    const rate = { key: "room_rate", max: 5, perMs: 60_000, label: "rate limit" };
+    const rooms: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const answer = await gate.acquire(spec([sem("room_pool", 6, 2), sem("room_task", 10)], [rate]));
+      if (!answer.ok) throw new Error("expected a permit");
+      rooms.push(answer.room);
+    }
+    // The pool (weight 2 of 6) is the tightest: the rate (5 a minute) would still allow 4, 3, 2.
+    expect(rooms).toEqual([2, 1, 0]);
+    expect((await gate.acquire(spec([sem("room_pool", 6, 2)]))).ok).toBe(false);
+    // Under a roomier semaphore the rate decides: its fourth slot of five leaves room for one.
+    const rated = await gate.acquire(spec([sem("room_other", 10)], [rate]));
+    expect(rated.ok && rated.room).toBe(1);
+  });
+
   it("takes no semaphore slot when a rate limit blocks", async () => {
     const rate = { key: "aon_rate", max: 1, perMs: 60_000, label: "rate limit" };
     permitOf(await gate.acquire(spec([], [rate])));

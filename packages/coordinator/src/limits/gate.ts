@@ -39,7 +39,11 @@ export interface Permit {
   spec: LimitSpec;
 }
 
-export type Acquired = { ok: true; permit: Permit } | { ok: false; blocked: Blocked };
+/**
+ * `room`: how many more permits of the same spec would have passed right after this one (the
+ * tightest limit decides). A hint for how many fetches to make at once; others may take them first.
+ */
+export type Acquired = { ok: true; permit: Permit; room: number } | { ok: false; blocked: Blocked };
 
 /**
  * Join the blocking semaphore's line when refused (see `Waitlist`), atomically with the refusal.
@@ -164,7 +168,7 @@ export class LimitGate {
     if (ok === 1) {
       const permit = { id, spec };
       this.held.set(id, permit);
-      return { ok: true, permit };
+      return { ok: true, permit, room: index ?? 0 };
     }
     const at = index! - 1;
     if (at < spec.semaphores.length) {

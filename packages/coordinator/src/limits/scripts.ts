@@ -44,9 +44,11 @@ end
  *       then capacity and weight per semaphore, then max and window ms per rate limit.
  *       then, to park when a semaphore blocks: waiter, its job id, the waiting-keys set, the
  *       capacities hash, the parked-reasons hash and the reason (all empty strings otherwise).
- * Returns {1} when everything was taken, or {0, index of the first blocking limit (1-based over
- * KEYS), used weight for a semaphore | ms until a rate slot frees}. Nothing is written unless
- * every limit lets the permit through, except that a parking waiter joins the blocking line.
+ * Returns {1, room} when everything was taken, where room is how many more permits of the same
+ * spec would pass right now (the tightest limit decides), or {0, index of the first blocking
+ * limit (1-based over KEYS), used weight for a semaphore | ms until a rate slot frees}. Nothing is
+ * written unless every limit lets the permit through, except that a parking waiter joins the
+ * blocking line.
  */
 export const ACQUIRE = `${PRELUDE}${PURGE}
 local id = ARGV[1]
@@ -55,8 +57,12 @@ local nSem = tonumber(ARGV[3])
 local used = purge(nSem, ARGV[4], tonumber(ARGV[5]))
 local rateArgs = 5 + 2 * nSem
 local parkArgs = rateArgs + 2 * (#KEYS - nSem)
+local room = 1000000
 for i = 1, nSem do
-  if used[i] + tonumber(ARGV[5 + 2 * i]) > tonumber(ARGV[4 + 2 * i]) then
+  local weight = tonumber(ARGV[5 + 2 * i])
+  local capacity = tonumber(ARGV[4 + 2 * i])
+  room = math.min(room, math.floor((capacity - used[i] - weight) / weight))
+  if used[i] + weight > capacity then
     -- Optionally join the semaphore's line in the same step, so no release can slip in between.
     local waiter = ARGV[parkArgs + 1]
     if waiter and waiter ~= '' then
@@ -76,6 +82,7 @@ for j = 1, #KEYS - nSem do
   local per = tonumber(ARGV[rateArgs + 2 * j])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - per)
   local count = redis.call('ZCARD', key)
+  room = math.min(room, max - count - 1)
   if count >= max then
     -- A lowered max may leave more than max entries: the slot frees when the (count - max + 1)th oldest leaves.
     local leaving = redis.call('ZRANGE', key, count - max, count - max, 'WITHSCORES')
@@ -91,7 +98,7 @@ for j = 1, #KEYS - nSem do
   redis.call('ZADD', key, now, id)
   extendTtl(key, tonumber(ARGV[rateArgs + 2 * j]))
 end
-return {1}
+return {1, math.max(room, 0)}
 `;
 
 /** KEYS: semaphores. ARGV: freed channel, name offset. Returns each one's used weight. */

@@ -63,8 +63,12 @@ interface QueueState extends ServedQueue {
   reasonAt: number;
   /** Wake messages seen, so a fetch that found nothing can tell whether jobs arrived meanwhile. */
   wakes: number;
-  /** Its task had limits at the last fetch: then one fetch at a time, so fetchers do not stampede the gate. */
+  /**
+   * Its task had limits at the last fetch: then at most `fetchWidth` fetches at once, as many as
+   * the gate last said had room, so fetchers do not stampede a full limit.
+   */
   limited: boolean;
+  fetchWidth: number;
   fetching: number;
 }
 
@@ -74,8 +78,13 @@ const IDLE_POLL_MS = 1000;
 const LIMIT_RECHECK_MS = 1000;
 /** A published waiting reason is refreshed this often while it holds, so readers can tell it from a stale one. */
 const REASON_REFRESH_MS = 2000;
-/** Fetches in flight at once (one at a time per limited queue), so that a Redis round trip per fetch does not bound throughput. */
+/** Fetches in flight at once, so that a Redis round trip per fetch does not bound throughput. */
 const FETCHERS = 16;
+/**
+ * Fetches in flight at once from one limited queue, when its limits have that much room: one at a
+ * time, a limited task ran at one fetch per two Redis round trips however many permits were free.
+ */
+const LIMITED_FETCHERS = 8;
 
 /**
  * Takes jobs across this process's task queues in turn (round robin), at most `concurrency` at
@@ -122,6 +131,7 @@ export class Dispatcher {
       reasonAt: 0,
       wakes: 0,
       limited: false,
+      fetchWidth: 1,
       fetching: 0,
     }));
     this.byName = new Map(this.states.map((s) => [s.name, s]));
@@ -203,7 +213,7 @@ export class Dispatcher {
     const now = Date.now();
     for (let i = 0; i < this.states.length; i++) {
       const state = this.states[(this.cursor + i) % this.states.length]!;
-      if (state.idleUntil <= now && state.blockedUntil <= now && !(state.limited && state.fetching > 0)) {
+      if (state.idleUntil <= now && state.blockedUntil <= now && !(state.limited && state.fetching >= state.fetchWidth)) {
         this.cursor = (this.cursor + i + 1) % this.states.length;
         return state;
       }
@@ -229,10 +239,14 @@ export class Dispatcher {
       const freed = this.freed;
       const answer = await this.o.gate.acquire(spec);
       if (!answer.ok) {
+        state.fetchWidth = 1;
         this.blockOn(state, answer.blocked, this.freed !== freed);
         return false;
       }
       permit = answer.permit;
+      state.fetchWidth = Math.min(LIMITED_FETCHERS, 1 + answer.room);
+      // Fetchers that found nothing to do sleep: the room just found is work for them.
+      if (state.fetching < state.fetchWidth) this.wakeup.notify();
     }
     const token = `${this.o.workerId}:${++this.tokens}`;
     const wakes = state.wakes;
