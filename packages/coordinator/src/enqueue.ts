@@ -24,7 +24,6 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
     list.push(node);
     byQueue.set(name, list);
   }
-  const now = Date.now();
   await Promise.all(
     [...byQueue].map(([name, list]) =>
       queues.get(name).addBulk(
@@ -42,7 +41,10 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
       ),
     ),
   );
-  // After the jobs are in: a worker woken earlier would find nothing and go back to sleep.
+  // After the jobs are in: a worker woken earlier would find nothing and go back to sleep. The
+  // clock is read after the add too: BullMQ dates a delayed job when it builds it, and a worker
+  // that fetched before that date plus the delay would find nothing due and sleep a whole poll.
+  const now = Date.now();
   const wakes = [...byQueue].map(([name, list]) => {
     const soonest = Math.min(...list.map((n) => n.delayMs ?? 0));
     return soonest > 0 ? { queue: name, at: now + soonest } : { queue: name };

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { FlowConcurrency } from "../schema/index.js";
 import type { Json } from "../types.js";
-import { rows, uuidList } from "./raw.js";
+import { lockKey, rows, uuidList } from "./raw.js";
 import { firstNodeOf, type FirstNodeRow, type ReadyNode } from "./ready-node.js";
 
 /** How many held runs one admission pass of a flow looks at. */
@@ -67,7 +67,7 @@ const activeOfBackfill = sql`
  */
 export async function admitHeldRuns(db: Db, flow: string): Promise<Admitted> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`ax.admit:${flow}`}))`);
+    await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(`ax.admit:${flow}`)})`);
     await tx.execute(sql`
       delete from held_runs h using runs r
       where h.flow = ${flow} and r.id = h.run_id and r.status not in ('pending', 'running')`);

@@ -2,7 +2,7 @@ import { desc, eq, lt, sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { codeOptions, configVersions, workers } from "../schema/index.js";
 import type { Json } from "../types.js";
-import { rows } from "./raw.js";
+import { lockKey, rows } from "./raw.js";
 
 export interface ConfigVersion {
   version: number;
@@ -31,7 +31,7 @@ export async function insertConfigVersion(db: Db, version: NewConfigVersion): Pr
  */
 export async function insertFirstConfigVersion(db: Db, version: NewConfigVersion): Promise<ConfigVersion> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtext('ax.config_versions'))`);
+    await tx.execute(sql`select pg_advisory_xact_lock(${lockKey("ax.config_versions")})`);
     const [latest] = await tx.select().from(configVersions).orderBy(desc(configVersions.version)).limit(1);
     if (latest) return latest;
     const [row] = await tx.insert(configVersions).values(version).returning();

@@ -2,6 +2,7 @@ import { and, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { FlowDag } from "../dag.js";
 import { flowDefinitions } from "../schema/index.js";
+import { lockKey } from "./raw.js";
 
 export interface FlowVersion {
   id: number;
@@ -13,7 +14,7 @@ export interface FlowVersion {
 /** Stores `dag` as the next version of its flow unless an identical one (same hash) exists. */
 export async function registerFlowVersion(db: Db, dag: FlowDag, hash: string): Promise<FlowVersion> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`ax.flow:${dag.flow}`}))`);
+    await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(`ax.flow:${dag.flow}`)})`);
     const [existing] = await tx
       .select()
       .from(flowDefinitions)

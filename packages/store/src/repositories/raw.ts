@@ -88,6 +88,15 @@ export function statusIs(column: SQL, ...statuses: (TaskStatus | RunStatus)[]): 
   return sql`(${column} in (${sql.raw(statuses.map((s) => `'${s}'`).join(", "))})) is true`;
 }
 
+/**
+ * The key of an advisory lock named `name` for this installation: advisory locks are shared by
+ * the whole database, and two installations in different schemas of one database (`?schema=`)
+ * must not take each other's (a reconciler pass that finds the lock taken is skipped).
+ */
+export function lockKey(name: string): SQL {
+  return sql`hashtext(current_schema() || ':' || ${name})`;
+}
+
 /** A list of strings as a subquery, with a bound on its size for the planner (see `recordset`). */
 export function textList(values: string[]): SQL {
   return sql`(select value from jsonb_array_elements_text(${jsonParam(values)}::jsonb) limit ${sql.raw(sizeBound(values.length))})`;

@@ -1,11 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { TaskStatus } from "../types.js";
-import { rows } from "./raw.js";
+import { lockKey, rows } from "./raw.js";
 import type { ReadyNode } from "./ready-node.js";
-
-/** Arbitrary constant: one reconciler pass at a time across all coordinators. */
-const RECONCILE_LOCK = 7_314_002;
 
 /**
  * Where the previous page ended, in the order candidates are read (oldest `queued_at` first).
@@ -48,7 +45,7 @@ export interface RequeuePage {
  */
 export async function nodesToRequeue(db: Db, window: ReconcileWindow): Promise<RequeuePage | undefined> {
   return db.transaction(async (tx) => {
-    const [lock] = await rows<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${RECONCILE_LOCK}) as locked`);
+    const [lock] = await rows<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${lockKey("ax.reconcile")}) as locked`);
     if (!lock?.locked) return undefined;
     const stale = sql`now() - make_interval(secs => ${window.staleMs / 1000})`;
     const lease = sql`now() - make_interval(secs => ${window.leaseMs / 1000})`;

@@ -2,11 +2,8 @@ import { getTableColumns, sql, type SQL } from "drizzle-orm";
 import type { PgTable } from "drizzle-orm/pg-core";
 import type { Db, Store } from "../connect.js";
 import * as tables from "../schema/index.js";
-import { rows, uuidList } from "./raw.js";
+import { lockKey, rows, uuidList } from "./raw.js";
 import { AxPruneBusyError } from "@ax/common";
-
-/** Arbitrary constant: one prune at a time across all coordinators and `ax prune`. */
-const PRUNE_LOCK = 7_314_009;
 
 const FINISHED = sql`status in ('success', 'failed', 'cancelled')`;
 
@@ -61,12 +58,12 @@ export async function countPrunable(db: Db, cutoff: Date): Promise<PruneCounts> 
  */
 export async function prune(store: Pick<Store, "withSession">, options: PruneOptions): Promise<PruneResult> {
   return store.withSession(async (db) => {
-    const [lock] = await rows<{ locked: boolean }>(db, sql`select pg_try_advisory_lock(${PRUNE_LOCK}) as locked`);
+    const [lock] = await rows<{ locked: boolean }>(db, sql`select pg_try_advisory_lock(${lockKey("ax.prune")}) as locked`);
     if (!lock?.locked) throw new AxPruneBusyError();
     try {
       return await pruneLocked(db, options);
     } finally {
-      await db.execute(sql`select pg_advisory_unlock(${PRUNE_LOCK})`);
+      await db.execute(sql`select pg_advisory_unlock(${lockKey("ax.prune")})`);
     }
   });
 }

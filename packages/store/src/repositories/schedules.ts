@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import type { CatchUp, Overlap, RunStatus, TickStatus } from "../types.js";
-import { recordset, rows, textList } from "./raw.js";
+import { lockKey, recordset, rows, textList } from "./raw.js";
 
 export interface ScheduleDefinition {
   flow: string;
@@ -151,7 +151,7 @@ export async function listTicks(db: Db, flow: string): Promise<TickRecord[]> {
  */
 export const scheduleTx = {
   async lockFlow(tx: Db, flow: string): Promise<void> {
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`ax.schedule:${flow}`}))`);
+    await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(`ax.schedule:${flow}`)})`);
   },
   async paused(tx: Db, flow: string): Promise<boolean | undefined> {
     const [row] = await rows<{ paused: boolean }>(tx, sql`select paused from schedules where flow = ${flow}`);
