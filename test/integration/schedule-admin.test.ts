@@ -52,8 +52,13 @@ describe("schedule pause/resume, listing, removal, lag metric", () => {
   it("pause holds across restarts; resume over HTTP; the CLI lists and pauses; removal stops ticks", async () => {
     const rt = await start(scheduled);
     await newTick(env, 0);
-    const metrics = await (await fetch(`${rt.url}/metrics`)).text();
-    expect(metrics).toMatch(/ax_schedule_lag_seconds_bucket\{le="1",flow="admin_flow"\} [1-9]/);
+    // The tick's row commits before the coordinator observes its lag: read until it has.
+    const onTime = /ax_schedule_lag_seconds_bucket\{le="1",flow="admin_flow"\} [1-9]/;
+    let metrics = "";
+    for (const deadline = Date.now() + 10_000; !onTime.test(metrics) && Date.now() < deadline; await sleep(100)) {
+      metrics = await (await fetch(`${rt.url}/metrics`)).text();
+    }
+    expect(metrics).toMatch(onTime);
 
     const client = rt.client();
     expect(await client.pauseSchedule("admin_flow")).toEqual({ flow: "admin_flow", paused: true });
