@@ -41,7 +41,7 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
     continue_key: r.continueWith?.nodeKey ?? null,
     continue_upstream: r.continueWith?.upstreamKeys ?? [],
   }));
-  const fanOut = Math.max(1, ...requests.map((r) => Math.max(r.downstream.length, r.continueWith?.upstreamKeys.length ?? 0)));
+  const keyLists = input.flatMap((i) => [i.downstream, i.continue_upstream]);
   const [answer] = await hotRows<{
     done: { run_id: string; node_key: string }[] | null;
     ready: (ReadyNode & { from: string[] })[] | null;
@@ -70,10 +70,10 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
       -- are not visible in node_runs; such a dependant is queued, and its fence reads them.
       select i.run_id, e.key, i.node_key as from_key,
         i.continue_key = e.key and not exists (
-          select 1 from ${elementsOf(sql`i.continue_upstream`, fanOut)} as k(key)
+          select 1 from ${elementsOf(sql`i.continue_upstream`, keyLists)} as k(key)
           where not exists (select 1 from done f where f.run_id = i.run_id and f.node_key = k.key)) as continues
       from input i join done d on d.run_id = i.run_id and d.node_key = i.node_key
-      cross join lateral ${elementsOf(sql`i.downstream`, fanOut)} as e(key)
+      cross join lateral ${elementsOf(sql`i.downstream`, keyLists)} as e(key)
     ), decrements as (
       select run_id, key, count(*)::int as n, jsonb_agg(from_key) as from_keys,
         min(from_key) filter (where continues) as continued_by
@@ -108,7 +108,7 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
             -- Every upstream completed in this statement (see edges): their results are in the input.
             select jsonb_object_agg(k.key, fresh.result)
             from input ci
-            cross join lateral ${elementsOf(sql`ci.continue_upstream`, fanOut)} as k(key)
+            cross join lateral ${elementsOf(sql`ci.continue_upstream`, keyLists)} as k(key)
             join input fresh on fresh.run_id = c.run_id and fresh.node_key = k.key
             where ci.run_id = c.run_id and ci.node_key = c.continued_by)))
         from counted c join runs r on r.id = c.run_id where c.status = 'running') as continued`,

@@ -27,7 +27,10 @@ export async function waitingNodeInputs(db: Db, requests: InputRequest[]): Promi
     sql`
     select i.run_id, i.node_key, i.attempt, r.payload,
       (select jsonb_object_agg(u.node_key, u.result) from node_runs u
-        where u.run_id = i.run_id and u.node_key in ${elementsOf(sql`i.upstream`, Math.max(1, ...requests.map((r) => r.upstreamKeys.length)))}) as upstream
+        where u.run_id = i.run_id and u.node_key in ${elementsOf(
+          sql`i.upstream`,
+          input.map((i) => i.upstream),
+        )}) as upstream
     from ${recordset(input, "run_id uuid, node_key text, attempt int, upstream jsonb")} as i
     join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt
       and ${statusIs(sql`n.status`, "queued", "retrying")}

@@ -22,7 +22,7 @@ import type { StartedAttempt, StartRequest } from "./types.js";
  */
 export async function startAttempts(db: Db, worker: string, requests: StartRequest[]): Promise<(StartedAttempt | undefined)[]> {
   const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
-  const found = await startStatement(db, worker, input, Math.max(1, ...requests.map((r) => r.upstreamKeys.length)));
+  const found = await startStatement(db, worker, input);
   const byAttempt = new Map(found.map((row) => [`${row.run_id}/${row.node_key}/${row.attempt}`, row]));
   return requests.map((request) => {
     const row = byAttempt.get(`${request.runId}/${request.nodeKey}/${request.attempt}`);
@@ -57,7 +57,7 @@ interface StartRow {
 
 type StartInput = { run_id: string; node_key: string; attempt: number; upstream: string[] }[];
 
-function startStatement(db: Db, worker: string, input: StartInput, upstreams: number): Promise<StartRow[]> {
+function startStatement(db: Db, worker: string, input: StartInput): Promise<StartRow[]> {
   return hotRows<StartRow>(
     db,
     sql`
@@ -90,7 +90,10 @@ function startStatement(db: Db, worker: string, input: StartInput, upstreams: nu
       exists (select 1 from run_started rs where rs.id = s.run_id) as run_started,
       (select jsonb_object_agg(u.node_key, u.result) from input i, node_runs u
         where i.run_id = s.run_id and i.node_key = s.node_key and i.attempt = s.attempt and u.run_id = s.run_id
-          and u.node_key in ${elementsOf(sql`i.upstream`, upstreams)}) as upstream
+          and u.node_key in ${elementsOf(
+            sql`i.upstream`,
+            input.map((i) => i.upstream),
+          )}) as upstream
     from answered s join runs r on r.id = s.run_id`,
   );
 }

@@ -69,11 +69,12 @@ export function uuidList(ids: string[]): SQL {
 
 /**
  * The elements of a JSON array column of each input row (`column`, e.g. a node's downstream keys),
- * as a subquery yielding `value`, bounded by the longest such array (`longest`): unbounded, the
- * planner expects 100 per row, and the cached plan for a one-node batch then hashes a whole table
- * instead of probing its primary key.
+ * as a subquery yielding `value`, bounded by the longest of the `lists` that column holds:
+ * unbounded, the planner expects 100 per row, and the cached plan for a one-node batch then
+ * hashes a whole table instead of probing its primary key.
  */
-export function elementsOf(column: SQL, longest: number): SQL {
+export function elementsOf(column: SQL, lists: readonly (readonly string[])[]): SQL {
+  const longest = Math.max(1, ...lists.map((list) => list.length));
   return sql`(select value from jsonb_array_elements_text(${column}) limit ${sql.raw(sizeBound(longest))})`;
 }
 
