@@ -39,12 +39,13 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
   });
 
   it("concurrency { max: 1, key }: 200 runs over 20 keys, never two of one key at once, many keys at once", async () => {
-    const payloads = Array.from({ length: 200 }, (_, i) => ({ user_id: `user_${i % 20}`, i }));
+    // Each key's 10 runs one after the other in the queue: the second and later of a key are
+    // fetched while its first runs, so they wait parked and say why.
+    const payloads = Array.from({ length: 200 }, (_, i) => ({ user_id: `user_${Math.floor(i / 10)}`, i }));
     const runIds = await client.triggerFlows("sync_order", payloads);
-    // Whichever run of a key is fetched later waits parked and says why.
     const reasons = new Set<string>();
     await waitUntil(async () => {
-      const runs = await Promise.all(runIds.slice(-20).map((id) => client.getRun(id)));
+      const runs = await Promise.all(runIds.slice(0, 20).map((id) => client.getRun(id)));
       for (const run of runs) if (run.tasks[0]!.waitingFor) reasons.add(run.tasks[0]!.waitingFor);
       return reasons.size > 0 || runs.every((r) => r.status === "success");
     }, 20_000);
