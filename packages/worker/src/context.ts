@@ -25,3 +25,23 @@ export interface TaskContext {
 export type AttemptIdentity = Omit<TaskContext, "signal" | "heartbeat" | "log">;
 
 export const taskContextStorage = new AsyncLocalStorage<TaskContext>();
+
+/** Task functions called through `runInTaskContext` whose promise has not settled yet. */
+let pendingTaskFunctions = 0;
+
+/**
+ * Calls a task's function with `context` as `ax.context()`. While any AsyncLocalStorage is
+ * enabled, Node 20 runs a hook on every promise the process makes, ax's own Redis and
+ * PostgreSQL traffic included; the storage is therefore enabled only while some task function is
+ * pending, and a worker running short tasks mostly does without the hooks.
+ */
+export function runInTaskContext<T>(context: TaskContext, fn: () => T | Promise<T>): Promise<T> {
+  pendingTaskFunctions += 1;
+  const settled = () => {
+    pendingTaskFunctions -= 1;
+    if (pendingTaskFunctions === 0) taskContextStorage.disable();
+  };
+  const pending = taskContextStorage.run(context, () => Promise.resolve().then(fn));
+  pending.then(settled, settled);
+  return pending;
+}

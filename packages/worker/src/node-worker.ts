@@ -22,7 +22,6 @@ import { isLimited, limitSpecOf, NO_CLUSTER_LIMITS, type ClusterLimits } from ".
 import { closeExecutors } from "./executors/index.js";
 import { WorkerLease } from "./lease.js";
 import type { WorkerMetrics } from "./metrics.js";
-import { withAttemptStore } from "./once-scope.js";
 import { runAttempt, type AttemptDeps, type AttemptJob } from "./run-attempt.js";
 import { LOST_OUTCOME_MIN_AGE_MS, requeueLostOutcomes } from "./lost-outcomes.js";
 import { handBackInFlight } from "./shutdown.js";
@@ -152,6 +151,7 @@ export class NodeWorker {
       jobs: new BatchedEnqueue(o.queues),
       events: o.queues.events,
       taskLogs,
+      onceStore: { db: o.db, workerId: this.id },
       continuesHere,
     };
     const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
@@ -190,11 +190,10 @@ export class NodeWorker {
 
   /** The job's attempt, then each node it made ready that continues here, in the job's worker slot. */
   private async runWithContinuations(deps: AttemptDeps, first: AttemptJob): Promise<void> {
-    const store = { db: this.options.db, workerId: this.id };
     let next: AttemptJob | undefined = first;
     while (next) {
       const job: AttemptJob = next;
-      next = await this.inFlight.track(job, (cancel) => withAttemptStore(store, () => runAttempt(deps, job, cancel)));
+      next = await this.inFlight.track(job, (cancel) => runAttempt(deps, job, cancel));
     }
   }
 

@@ -23,16 +23,13 @@ export interface OnceGate {
   claim(key: string): Promise<OnceTicket>;
 }
 
-const attemptStore = new AsyncLocalStorage<AttemptStore>();
+/** The store of each inline attempt's context, found from the context `ax.once` runs under. */
+const attemptStores = new WeakMap<TaskContext, AttemptStore>();
 const childGate = new AsyncLocalStorage<OnceGate>();
 
-export function withAttemptStore<T>(store: AttemptStore, fn: () => Promise<T>): Promise<T> {
-  return attemptStore.run(store, fn);
-}
-
-/** The running attempt's store; undefined outside an attempt run by this process's event loop. */
-export function currentAttemptStore(): AttemptStore | undefined {
-  return attemptStore.getStore();
+/** Lends `store` to the `ax.once` calls made under `context`. */
+export function bindAttemptStore(context: TaskContext, store: AttemptStore): void {
+  attemptStores.set(context, store);
 }
 
 /** In a thread or process child: `ax.once` asks the parent worker, which holds the database. */
@@ -44,7 +41,7 @@ export function withOnceGate<T>(gate: OnceGate, fn: () => Promise<T>): Promise<T
 export function currentOnceGate(context: TaskContext): OnceGate | undefined {
   const viaParent = childGate.getStore();
   if (viaParent) return viaParent;
-  const store = attemptStore.getStore();
+  const store = attemptStores.get(context);
   if (!store) return undefined;
   return {
     claim: (key) => claimOnce(store.db, key, onceClaimant(context, store.workerId), { signal: context.signal }),

@@ -32,6 +32,7 @@ import { nodeArgs } from "./node-args.js";
 import { lazyChild } from "./log-capture.js";
 import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
+import type { AttemptStore } from "./once-scope.js";
 import type { TaskLogWriter } from "./task-logs.js";
 import type { ResolvedTaskOptions, RunnableTask, TaskSource } from "./task-definition.js";
 import {
@@ -62,6 +63,8 @@ export interface AttemptDeps {
   events: Pick<EventPublisher, "publish">;
   /** Where `ax.context().log` lines are stored. */
   taskLogs: TaskLogWriter;
+  /** Where this worker's attempts claim `ax.once` keys. */
+  onceStore: AttemptStore;
   /**
    * Whether a node this attempt made ready may start in this process at once (local continuation)
    * instead of going through Redis: its task is served here and holds no limits.
@@ -230,6 +233,7 @@ async function executeStarted(
     },
     onLog: (line) => taskLog.add(line),
     cancel,
+    store: deps.onceStore,
   });
   taskLog.close();
   const checked = executed.ok ? checkResult(task.options, executed.value) : executed;

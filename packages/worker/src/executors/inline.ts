@@ -1,5 +1,6 @@
 import type { AttemptOutcome, Json } from "@ax/store";
-import { taskContextStorage, type TaskContext } from "../context.js";
+import { runInTaskContext, type TaskContext } from "../context.js";
+import { bindAttemptStore, type AttemptStore } from "../once-scope.js";
 import type { CapturedLine } from "../log-capture.js";
 import type { RunnableTask } from "../task-definition.js";
 import { AxHeartbeatLostError, AxTimeoutError } from "@ax/common";
@@ -15,6 +16,8 @@ export interface AttemptInput {
   onLog(line: CapturedLine): void;
   /** Aborts the attempt from outside (cancel, shutdown). */
   cancel?: AbortSignal | undefined;
+  /** Where the attempt's `ax.once` calls claim their keys. */
+  store: AttemptStore;
 }
 
 /**
@@ -55,12 +58,11 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
       if (progress !== undefined) input.onProgress(progress);
     },
   };
-  taskContextStorage
-    .run(context, () => Promise.resolve().then(() => (task.fn as (...args: Json[]) => unknown)(...input.args)))
-    .then(
-      (value) => settle({ ok: true, value }),
-      (error: unknown) => settle({ ok: false, error, outcome: "failed" }),
-    );
+  bindAttemptStore(context, input.store);
+  runInTaskContext(context, () => (task.fn as (...args: Json[]) => unknown)(...input.args)).then(
+    (value) => settle({ ok: true, value }),
+    (error: unknown) => settle({ ok: false, error, outcome: "failed" }),
+  );
 
   return finished.finally(() => {
     clearTimeout(timeout);

@@ -2,7 +2,7 @@ import { readlinkSync } from "node:fs";
 import { parentPort } from "node:worker_threads";
 import pino, { type Logger } from "pino";
 import type { Json } from "@ax/store";
-import { taskContextStorage, type TaskContext } from "../context.js";
+import { runInTaskContext, type TaskContext } from "../context.js";
 import { findTaskDefinition } from "../defined-tasks.js";
 import { capturingLogger } from "../log-capture.js";
 import { withOnceGate } from "../once-scope.js";
@@ -72,7 +72,7 @@ async function run(message: RunMessage): Promise<void> {
     };
     send({ type: "started" });
     const value = await withOnceGate(onceGate, () =>
-      taskContextStorage.run(context, async () => (fn as (...args: Json[]) => unknown)(...message.args)),
+      runInTaskContext(context, () => (fn as (...args: Json[]) => unknown)(...message.args)),
     );
     sendResult(value);
   } catch (error) {

@@ -1,5 +1,4 @@
 import type { AttemptOutcome } from "@ax/store";
-import { currentAttemptStore } from "../once-scope.js";
 import type { ChildEvent, ChildExit, ChildPool, IsolatedChild } from "./child-pool.js";
 import type { AttemptInput, AttemptResult } from "./inline.js";
 import { OnceHost } from "./once-host.js";
@@ -77,7 +76,7 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
   );
 
   const { log, ...identity } = input.context;
-  const once = new OnceHost(currentAttemptStore(), identity);
+  const once = new OnceHost(input.store, identity);
   const key = `${executor.kind}|${task.moduleUrl}|${memoryMb ?? ""}`;
   const child = first ? undefined : (executor.pool.take(key) ?? executor.spawn(memoryMb));
   const started = (c: IsolatedChild) => {
