@@ -2,7 +2,7 @@ import { enqueueNodes, type QueueRegistry } from "@ax/coordinator";
 import { handBackAttempts, runningAttemptsOf, type Db, type TaskFailure } from "@ax/store";
 import { AxOutcomeLostError } from "@ax/common";
 import type { Logger } from "pino";
-import { attemptKey } from "./run-attempt.js";
+import { attemptKey } from "./attempt-deps.js";
 
 export interface LostOutcomes {
   db: Db;

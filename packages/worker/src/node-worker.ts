@@ -22,7 +22,8 @@ import { isLimited, limitSpecOf, NO_CLUSTER_LIMITS, type ClusterLimits } from ".
 import { closeExecutors } from "./executors/index.js";
 import { WorkerLease } from "./lease.js";
 import type { WorkerMetrics } from "./metrics.js";
-import { runAttempt, type AttemptDeps, type AttemptJob } from "./run-attempt.js";
+import type { AttemptDeps, AttemptJob } from "./attempt-deps.js";
+import { runAttempt } from "./run-attempt.js";
 import { LOST_OUTCOME_MIN_AGE_MS, requeueLostOutcomes } from "./lost-outcomes.js";
 import { handBackInFlight } from "./shutdown.js";
 import { TaskLogWriter } from "./task-logs.js";

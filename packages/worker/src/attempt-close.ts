@@ -1,0 +1,163 @@
+// After an attempt's function: its outcome written (retry, fail, succeed), then the events and jobs that follow.
+import {
+  abandonAttempt,
+  descendantsOf,
+  failNode,
+  retryAttempt,
+  type Advanced,
+  type AttemptOutcome,
+  type CompleteRequest,
+  type DagNode,
+  type TaskFailure,
+} from "@ax/store";
+import type { NewAxEvent } from "@ax/coordinator";
+import type { CachedDag } from "./dag-cache.js";
+import { toTaskFailure } from "./failure.js";
+import { lazyChild } from "./log-capture.js";
+import { recordOutcome } from "./record-outcome.js";
+import { decideRetry } from "./retry-policy.js";
+import { AxOutcomeNotRecordedError, AxResourceLimitError } from "@ax/common";
+import type { AttemptDeps, FailurePolicy, Next, RunMeta } from "./attempt-deps.js";
+
+function failureKind(outcome: AttemptOutcome, error: unknown) {
+  if (outcome === "timed_out") return "timeout" as const;
+  if (error instanceof AxResourceLimitError) return "resource" as const;
+  if (outcome === "heartbeat_lost" || outcome === "crashed") return outcome;
+  return "error" as const;
+}
+
+export function nodeEvent(deps: AttemptDeps, run: RunMeta, node: DagNode, attempt: number): Omit<NewAxEvent, "name"> {
+  // The group travels with the event: the coordinator that evaluates alerts may not have the task's code.
+  const alertGroup = deps.tasks.get(node.task)?.options.alertGroup;
+  return { ...run, nodeKey: node.key, task: node.task, attempt, ...(alertGroup ? { alertGroup } : {}) };
+}
+
+export interface FailedAttempt {
+  attempt: number;
+  error: unknown;
+  outcome: AttemptOutcome;
+  policy: FailurePolicy;
+  run: RunMeta;
+}
+
+/** What the write that closed an attempt changed, for the events and jobs that follow it. */
+export type Recorded =
+  | { kind: "succeeded"; advanced: Advanced }
+  | { kind: "retrying"; applied: boolean; delayMs: number; failure: TaskFailure }
+  | { kind: "failed"; advanced: Advanced; failure: TaskFailure };
+
+/**
+ * Retry per policy (a delayed job for the next attempt) or fail the node and skip its
+ * descendants; recorded within a bound of `ended`, when the attempt's function ended.
+ */
+export async function closeFailedAttempt(
+  deps: AttemptDeps,
+  dag: CachedDag,
+  node: DagNode,
+  failed: FailedAttempt,
+  ended = Date.now(),
+): Promise<Next | undefined> {
+  const { attempt, run } = failed;
+  const recorded = await recordOutcome(
+    {
+      full: () => writeFailure(deps, dag, node, failed),
+      short: (why) => writeFailure(deps, dag, node, { ...failed, error: new AxOutcomeNotRecordedError(node.task, attempt, why) }),
+      giveUp: () => abandonAttempt(deps.db, { runId: run.runId, nodeKey: node.key, attempt, worker: deps.workerId }),
+    },
+    lazyChild(deps.log, { runId: run.runId, node: node.key, attempt }),
+    ended,
+  );
+  return recorded ? afterRecorded(deps, dag, node, run, attempt, recorded) : undefined;
+}
+
+export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt): Promise<Recorded> {
+  const { attempt, outcome, run } = failed;
+  const ref = { runId: run.runId, nodeKey: node.key, attempt };
+  const failure = toTaskFailure(failed.error, failureKind(outcome, failed.error));
+  const decision = decideRetry(failed.policy, failed.error, attempt);
+  if (decision.retry) {
+    const applied = await retryAttempt(deps.db, { ...ref, outcome, error: failure, delayMs: decision.delayMs });
+    return { kind: "retrying", applied, delayMs: decision.delayMs, failure };
+  }
+  const advanced = await failNode(deps.db, {
+    ...ref,
+    outcome,
+    error: failure,
+    descendants: descendantsOf(dag.dag, [node.key]),
+    blocking: failed.policy.onFailure === "fail",
+  });
+  return { kind: "failed", advanced, failure };
+}
+
+export async function afterRecorded(
+  deps: AttemptDeps,
+  dag: CachedDag,
+  node: DagNode,
+  run: RunMeta,
+  attempt: number,
+  recorded: Recorded,
+): Promise<Next | undefined> {
+  if (recorded.kind === "succeeded") {
+    if (!recorded.advanced.applied) {
+      deps.log.warn(
+        { runId: run.runId, node: node.key, attempt },
+        "attempt finished but its node was closed meanwhile (cancelled or taken over); result dropped",
+      );
+      return undefined;
+    }
+    deps.events.publish({ name: "task_succeeded", ...nodeEvent(deps, run, node, attempt) });
+    return afterAdvance(deps, recorded.advanced, run, dag.versionId);
+  }
+  const event = { ...nodeEvent(deps, run, node, attempt), error: { name: recorded.failure.name, message: recorded.failure.message } };
+  if (recorded.kind === "retrying") {
+    if (!recorded.applied) return undefined;
+    deps.metrics.retries.inc({ task: node.task });
+    deps.events.publish({ name: "task_retrying", ...event });
+    await deps.jobs.add([
+      {
+        runId: run.runId,
+        nodeKey: node.key,
+        task: node.task,
+        queue: node.queue,
+        attempt: attempt + 1,
+        flowVersionId: dag.versionId,
+        delayMs: recorded.delayMs,
+      },
+    ]);
+    return undefined;
+  }
+  if (!recorded.advanced.applied) return undefined;
+  deps.events.publish({ name: "task_failed", ...event });
+  return afterAdvance(deps, recorded.advanced, run, dag.versionId);
+}
+
+/** The first dependant this worker would run itself, for the completion to start if it makes it ready. */
+export function continuation(deps: AttemptDeps, dag: CachedDag, node: DagNode, runId: string): CompleteRequest["continueWith"] {
+  if (!deps.continuesHere) return undefined;
+  for (const key of node.downstream) {
+    const next = dag.nodes.get(key);
+    if (!next) continue;
+    const ready = { runId, nodeKey: key, task: next.task, queue: next.queue, attempt: 1, flowVersionId: dag.versionId };
+    if (deps.continuesHere(ready)) return { nodeKey: key, upstreamKeys: next.upstream };
+  }
+  return undefined;
+}
+
+/**
+ * Enqueues the nodes the write made ready, but one that runs next in this process: the one the
+ * completion started, or else one that may continue here (fenced by the next attempt).
+ */
+async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta, flowVersionId: number): Promise<Next | undefined> {
+  let next: Next | undefined = advanced.continued ? undefined : advanced.ready.find((n) => !n.delayMs && deps.continuesHere?.(n));
+  await deps.jobs.add(next ? advanced.ready.filter((n) => n !== next) : advanced.ready);
+  if (advanced.continued) {
+    const { nodeKey, attempt } = advanced.continued;
+    next = { runId: run.runId, nodeKey, attempt, flowVersionId, started: advanced.continued };
+  }
+  if (advanced.runFinished) {
+    deps.metrics.runsFinished.inc({ flow: run.flow, status: advanced.runFinished });
+    if (advanced.runFinished === "success") deps.events.publish({ name: "run_succeeded", ...run });
+    if (advanced.runFinished === "failed") deps.events.publish({ name: "run_failed", ...run });
+  }
+  return next;
+}
