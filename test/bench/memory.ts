@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isolate } from "../helpers/isolated.js";
 import type { Child } from "../helpers/processes.js";
+import { processCpuMs, serverCpuMs } from "./process-cpu.js";
 import { fixedSize, median, round, type Row } from "./stats.js";
 import { triggerInBatches, waitForRuns } from "./runs.js";
 import { benchClient, startWorkerProcess, stopAll, TRIGGER_BATCH, waitReady, WORKER_CONCURRENCY, WORKER_FLOW } from "./workers.js";
@@ -23,6 +24,8 @@ export interface MemoryResult {
   /** Worker ready to the last run's `finished_at`. */
   drainMs: number;
   samples: number;
+  /** CPU per task while draining: the worker process, and PostgreSQL's and Redis's processes when they run on this machine. */
+  cpuMsPerTask: { worker: number; postgres: number | undefined; redis: number | undefined };
 }
 
 export function queuedRuns(): number {
@@ -40,6 +43,14 @@ function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number | undefined {
   const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1];
   if (kb === undefined) throw new Error(`no ${field} in /proc/${pid}/status: the memory scenario needs Linux`);
   return Number(kb) / 1024;
+}
+
+function cpuNow(workerPid: number): { worker: number; postgres: number | undefined; redis: number | undefined } {
+  return { worker: processCpuMs(workerPid) ?? Number.NaN, postgres: serverCpuMs("postgres"), redis: serverCpuMs("redis-server") };
+}
+
+function perTask(before: number | undefined, after: number | undefined, tasks: number): number | undefined {
+  return before === undefined || after === undefined ? undefined : (after - before) / tasks;
 }
 
 /** RSS of `pid` every SAMPLE_MS until stopped. */
@@ -85,7 +96,9 @@ export async function workerMemory(queued: number, log: (message: string) => voi
     try {
       await waitReady(draining);
       const readyAt = Date.now();
+      const cpuBefore = cpuNow(pid);
       const last = await waitForRuns(env, ids, 10 * 60_000);
+      const cpuAfter = cpuNow(pid);
       const hwmMb = statusMb(pid, "VmHWM") ?? Number.NaN;
       await sleep(SAMPLE_MS);
       const afterMb = sampler.samples.at(-1) ?? Number.NaN;
@@ -97,6 +110,11 @@ export async function workerMemory(queued: number, log: (message: string) => voi
         afterMb,
         drainMs: last - readyAt,
         samples: sampler.samples.length,
+        cpuMsPerTask: {
+          worker: (cpuAfter.worker - cpuBefore.worker) / queued,
+          postgres: perTask(cpuBefore.postgres, cpuAfter.postgres, queued),
+          redis: perTask(cpuBefore.redis, cpuAfter.redis, queued),
+        },
       };
     } finally {
       sampler.stop();
@@ -108,7 +126,10 @@ export async function workerMemory(queued: number, log: (message: string) => voi
   }
 }
 
+const cpuText = (ms: number | undefined) => (ms === undefined ? "not on this machine" : `${round(ms, 3)} ms`);
+
 export function memoryRows(r: MemoryResult): Row[] {
+  const cpu = r.cpuMsPerTask;
   return [
     {
       name: `worker RSS peak, ${r.queued} queued runs`,
@@ -116,9 +137,22 @@ export function memoryRows(r: MemoryResult): Row[] {
       vsBaseline: "-",
       detail: `goal < ${RSS_GOAL_MB} MB; idle ${round(r.idleMb)} MB, after draining ${round(r.afterMb)} MB, kernel high-water mark ${round(r.hwmMb)} MB; ${r.samples} samples ${SAMPLE_MS} ms apart; drained in ${Math.round(r.drainMs)} ms (${Math.round((r.queued / r.drainMs) * 1000)} /s)`,
     },
+    {
+      name: "worker process CPU per task, draining",
+      value: `${round(cpu.worker, 3)} ms`,
+      vsBaseline: "-",
+      detail: `the same drain, from /proc: PostgreSQL ${cpuText(cpu.postgres)}, Redis ${cpuText(cpu.redis)} per task (server processes on this machine; a process that exited meanwhile is not counted)`,
+    },
   ];
 }
 
 export function memoryJson(r: MemoryResult): Record<string, number> {
-  return { worker_rss_peak_mb: round(r.peakMb), worker_rss_idle_mb: round(r.idleMb) };
+  const cpu = r.cpuMsPerTask;
+  return {
+    worker_rss_peak_mb: round(r.peakMb),
+    worker_rss_idle_mb: round(r.idleMb),
+    worker_cpu_ms_per_task: round(cpu.worker, 3),
+    ...(cpu.postgres === undefined ? {} : { pg_cpu_ms_per_task: round(cpu.postgres, 3) }),
+    ...(cpu.redis === undefined ? {} : { redis_cpu_ms_per_task: round(cpu.redis, 3) }),
+  };
 }
