@@ -3,26 +3,27 @@ import type { Logger } from "pino";
 import { cancelledRunIds, type AttemptRef, type Db } from "@ax/store";
 import { cancelChannel, closeRedis, subscribeTo, type CancelMessage } from "@ax/coordinator";
 import { AxCancelledError } from "@ax/common";
+import { AttemptCancel } from "./attempt-cancel.js";
 
-/** This process's attempts in flight, by run, each with the controller that aborts it. */
+/** This process's attempts in flight, by run, each with what aborts it. */
 export class InFlightAttempts {
-  private readonly byRun = new Map<string, Set<AbortController>>();
-  private readonly refs = new Map<AbortController, AttemptRef>();
+  private readonly byRun = new Map<string, Set<AttemptCancel>>();
+  private readonly refs = new Map<AttemptCancel, AttemptRef>();
   private idleWaiters: (() => void)[] = [];
 
   /**
    * Runs one attempt with a `cancel` signal. Registered before the attempt's fence, so a cancel
    * committed after the fence always finds it here.
    */
-  async track<T>(ref: AttemptRef, attempt: (cancel: AbortSignal) => Promise<T>): Promise<T> {
-    const controller = new AbortController();
+  async track<T>(ref: AttemptRef, attempt: (cancel: AttemptCancel) => Promise<T>): Promise<T> {
+    const controller = new AttemptCancel();
     const { runId } = ref;
     const set = this.byRun.get(runId) ?? new Set();
     this.byRun.set(runId, set);
     set.add(controller);
     this.refs.set(controller, { runId, nodeKey: ref.nodeKey, attempt: ref.attempt });
     try {
-      return await attempt(controller.signal);
+      return await attempt(controller);
     } finally {
       set.delete(controller);
       this.refs.delete(controller);
@@ -44,14 +45,14 @@ export class InFlightAttempts {
 
   /** Aborts every attempt in flight with `reason` (shutdown). */
   abortAll(reason: Error): void {
-    for (const controller of this.refs.keys()) if (!controller.signal.aborted) controller.abort(reason);
+    for (const controller of this.refs.keys()) controller.abort(reason);
   }
 
   /** Aborts every in-flight attempt of the run; returns how many were aborted now. */
   abortRun(runId: string): number {
     let aborted = 0;
     for (const controller of this.byRun.get(runId) ?? []) {
-      if (controller.signal.aborted) continue;
+      if (controller.aborted) continue;
       controller.abort(new AxCancelledError(runId));
       aborted += 1;
     }

@@ -8,6 +8,7 @@ import {
   type Json,
   type StartedAttempt,
 } from "@ax/store";
+import type { AttemptCancel } from "./attempt-cancel.js";
 import type { CachedDag } from "./dag-cache.js";
 import { withDbRetry } from "./db-retry.js";
 import { execute, type AttemptResult } from "./executors/index.js";
@@ -27,7 +28,7 @@ import { fence } from "./attempt-fence.js";
  * the attempt made one ready that `continuesHere` accepts: its job is then not written to Redis
  * (a crash before its fence leaves it `queued`, and the reconciler adds the job).
  */
-export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: AbortSignal): Promise<AttemptJob | undefined> {
+export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: AttemptCancel): Promise<AttemptJob | undefined> {
   const deps = withRunPriority(shared, job.priority);
   const { runId, nodeKey, attempt, flowVersionId } = job;
   const dag = await withDbRetry(() => deps.dags.get(flowVersionId));
@@ -90,7 +91,7 @@ async function executeStarted(
   attempt: number,
   started: StartedAttempt,
   run: RunMeta,
-  cancel?: AbortSignal,
+  cancel?: AttemptCancel,
 ): Promise<Next | undefined> {
   const { runId } = run;
   const nodeKey = node.key;

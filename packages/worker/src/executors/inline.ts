@@ -1,4 +1,5 @@
 import type { AttemptOutcome, Json } from "@ax/store";
+import type { AttemptCancel } from "../attempt-cancel.js";
 import { runInTaskContext, type TaskContext } from "../context.js";
 import { bindAttemptStore, type AttemptStore } from "../once-scope.js";
 import type { CapturedLine } from "../log-capture.js";
@@ -15,7 +16,7 @@ export interface AttemptInput {
   /** A line the task logged in a thread or process child (inline, `context.log` stores its own). */
   onLog(line: CapturedLine): void;
   /** Aborts the attempt from outside (cancel, shutdown). */
-  cancel?: AbortSignal | undefined;
+  cancel?: AttemptCancel | undefined;
   /** Where the attempt's `ax.once` calls claim their keys. */
   store: AttemptStore;
 }
@@ -29,11 +30,14 @@ export interface AttemptInput {
 export function executeInline(input: AttemptInput): Promise<AttemptResult> {
   const { task } = input;
   const { timeoutMs, heartbeatTimeoutMs } = task.options;
-  const controller = new AbortController();
+  // Most tasks never read their signal: it is made on first use, already aborted if the attempt ended.
+  let controller: AbortController | undefined;
+  let endedBy: Error | undefined;
   let settle!: (result: AttemptResult) => void;
   const finished = new Promise<AttemptResult>((resolve) => (settle = resolve));
   const end = (error: Error, outcome: AttemptOutcome) => {
-    controller.abort(error);
+    endedBy ??= error;
+    controller?.abort(error);
     settle({ ok: false, error, outcome });
   };
 
@@ -45,14 +49,18 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
     heartbeat = setTimeout(() => end(new AxHeartbeatLostError(task.name, heartbeatTimeoutMs), "heartbeat_lost"), heartbeatTimeoutMs);
   };
   armHeartbeat();
-  const onCancel = () => end(input.cancel?.reason instanceof Error ? input.cancel.reason : new Error("attempt cancelled"), "failed");
-  input.cancel?.addEventListener("abort", onCancel, { once: true });
-  // A cancel may land between the attempt's fence and this call: "abort" will not fire again.
-  if (input.cancel?.aborted) onCancel();
+  // A cancel may have landed between the attempt's fence and this call: then this ends the attempt at once.
+  const stopCancelling = input.cancel?.onAbort((reason) => end(reason, "failed"));
 
   const context: TaskContext = {
     ...input.context,
-    signal: controller.signal,
+    get signal() {
+      if (!controller) {
+        controller = new AbortController();
+        if (endedBy) controller.abort(endedBy);
+      }
+      return controller.signal;
+    },
     heartbeat(progress?: Json) {
       armHeartbeat();
       if (progress !== undefined) input.onProgress(progress);
@@ -67,6 +75,6 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
   return finished.finally(() => {
     clearTimeout(timeout);
     clearTimeout(heartbeat);
-    input.cancel?.removeEventListener("abort", onCancel);
+    stopCancelling?.();
   });
 }

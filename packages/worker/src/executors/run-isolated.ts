@@ -60,9 +60,7 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
     clearTimeout(heartbeat);
     heartbeat = setTimeout(() => fail(new AxHeartbeatLostError(task.name, heartbeatTimeoutMs), "heartbeat_lost"), heartbeatTimeoutMs);
   };
-  const onCancel = () => fail(input.cancel?.reason instanceof Error ? input.cancel.reason : new Error("attempt cancelled"));
-  input.cancel?.addEventListener("abort", onCancel, { once: true });
-  if (input.cancel?.aborted) onCancel();
+  const stopCancelling = input.cancel?.onAbort((reason) => fail(reason));
   timers.push(
     setTimeout(
       () =>
@@ -117,8 +115,8 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
   await settled;
   for (const timer of timers) clearTimeout(timer);
   clearTimeout(heartbeat);
-  input.cancel?.removeEventListener("abort", onCancel);
   stopListening?.();
+  stopCancelling?.();
   if (child) {
     if (first!.keepChild) executor.pool.give(key, child);
     else await child.kill();
