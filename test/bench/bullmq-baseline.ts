@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { since, snapshot, type Counts } from "./counters.js";
-import { median, percentile } from "./stats.js";
+import { median, medianRound, percentile, type Rounds } from "./stats.js";
 
 export interface BaselineRun {
   jobs: number;
@@ -14,9 +14,9 @@ export interface BaselineRun {
 
 export interface BaselineResult {
   /** `addBulk` while the worker drains: first add -> last completion. */
-  endToEnd: BaselineRun;
+  endToEnd: Rounds<BaselineRun>;
   /** Jobs added first, then the worker started: worker start -> last completion. */
-  drain: BaselineRun;
+  drain: Rounds<BaselineRun>;
 }
 
 const ADD_CHUNK = 1000;
@@ -26,16 +26,19 @@ interface BaselineOptions {
   prefix: string;
   jobs: number;
   concurrency: number;
+  /** Times each of end to end and drain only runs; the median is reported. */
+  rounds: number;
 }
 
-/** Raw BullMQ, no PostgreSQL, one Worker with the given concurrency: end to end, then drain only. */
+/** Raw BullMQ, no PostgreSQL, one Worker with the given concurrency: end to end, then drain only, each in rounds. */
 export async function bullmqBaseline(options: BaselineOptions): Promise<BaselineResult> {
   const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
   const queue = new Queue("bullmq_baseline", { connection, prefix: options.prefix });
   try {
     await warmUp(connection, queue, options);
-    const endToEnd = await timedDrain(connection, queue, options, "together");
-    const drain = await timedDrain(connection, queue, options, "added-first");
+    const rate = (run: BaselineRun) => run.jobsPerS;
+    const endToEnd = await medianRound(options.rounds, () => timedDrain(connection, queue, options, "together"), rate);
+    const drain = await medianRound(options.rounds, () => timedDrain(connection, queue, options, "added-first"), rate);
     return { endToEnd, drain };
   } finally {
     await queue.obliterate({ force: true }).catch(() => {});

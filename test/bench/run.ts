@@ -33,7 +33,7 @@ import {
   type BaselineRun,
 } from "./bullmq-baseline.js";
 import { installCounters, perTask, printStatementTimes } from "./counters.js";
-import { benchSizes, printTable, round, type BenchSizes } from "./stats.js";
+import { benchSizes, medianRound, printTable, round, roundsText, type BenchSizes, type Rounds } from "./stats.js";
 import { historyJson, historyRows, historySizes, largeHistory, type HistoryResult } from "./large-history.js";
 import { memoryJson, memoryRows, queuedRuns, workerMemory, type MemoryResult } from "./memory.js";
 import { scalingJson, scalingRows, scalingRuns, workerScaling, type ScalingResult } from "./scaling.js";
@@ -44,11 +44,11 @@ interface Results {
   baseline: BaselineResult;
   baselineChain: BaselineChain;
   baselineLatency: BaselineLatency;
-  single: Throughput;
-  drain: Throughput;
-  limited: Throughput;
-  keyed: Throughput;
-  diamond: Throughput;
+  single: Rounds<Throughput>;
+  drain: Rounds<Throughput>;
+  limited: Rounds<Throughput>;
+  keyed: Rounds<Throughput>;
+  diamond: Rounds<Throughput>;
   chain: ChainResult;
   chain10ms: ChainResult;
   latency: LatencyResult;
@@ -67,8 +67,10 @@ async function measure(sizes: BenchSizes): Promise<Results> {
   log(`sizes ${JSON.stringify(sizes)}; PG schema ${env.schema}, Redis prefix ${env.prefix}`);
   try {
     const redis = { redis: env.redis, prefix: env.prefix, concurrency: sizes.concurrency };
-    log(`BullMQ: ${sizes.bullmqJobs} no-op jobs, concurrency ${sizes.concurrency}; chain of ${CHAIN_LENGTH}; add -> start`);
-    const baseline = await bullmqBaseline({ ...redis, jobs: sizes.bullmqJobs });
+    log(
+      `BullMQ: ${sizes.bullmqJobs} no-op jobs x ${sizes.rounds} rounds each way, concurrency ${sizes.concurrency}; chain of ${CHAIN_LENGTH}; add -> start`,
+    );
+    const baseline = await bullmqBaseline({ ...redis, jobs: sizes.bullmqJobs, rounds: sizes.rounds });
     const baselineChain = await bullmqChain({ ...redis, length: CHAIN_LENGTH, repeats: sizes.chainRepeats });
     const baselineLatency = await bullmqLatency({ ...redis, jobs: sizes.latencyRuns, gapMs: sizes.latencyGapMs });
 
@@ -76,18 +78,19 @@ async function measure(sizes: BenchSizes): Promise<Results> {
     await runtime.start();
     try {
       const client = runtime.client();
+      const rounds = (measure: () => Promise<Throughput>) => medianRound(sizes.rounds, measure, (t) => t.tasksPerS);
       log("ax warm-up");
       await warmUp(client, env, Math.max(100, Math.round(sizes.axRuns / 10)), sizes.triggerBatch);
-      log(`ax single-node: ${sizes.axRuns} runs, triggerFlows of ${sizes.triggerBatch}`);
-      const single = await singleNodeThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
-      log(`ax single-node, drain only: ${sizes.axRuns} runs triggered, then a worker started`);
-      const drain = await drainThroughput(client, env, sizes.axRuns, sizes.triggerBatch, sizes.concurrency);
-      log(`ax single-node under concurrency ${LIMITED_CONCURRENCY} and pool ${LIMITED_POOL}: ${sizes.axRuns} runs`);
-      const limited = await limitedThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
-      log(`ax single-node under concurrency { max: 1, key } over ${KEYED_KEYS} keys: ${sizes.axRuns} runs`);
-      const keyed = await keyedThroughput(client, env, sizes.axRuns, sizes.triggerBatch);
-      log(`ax diamond: ${sizes.diamondRuns} runs x 3 nodes`);
-      const diamond = await diamondThroughput(client, env, sizes.diamondRuns, sizes.triggerBatch);
+      log(`ax single-node: ${sizes.axRuns} runs, triggerFlows of ${sizes.triggerBatch}, ${sizes.rounds} rounds`);
+      const single = await rounds(() => singleNodeThroughput(client, env, sizes.axRuns, sizes.triggerBatch));
+      log(`ax single-node, drain only: ${sizes.axRuns} runs triggered, then a worker started, ${sizes.rounds} rounds`);
+      const drain = await rounds(() => drainThroughput(client, env, sizes.axRuns, sizes.triggerBatch, sizes.concurrency));
+      log(`ax single-node under concurrency ${LIMITED_CONCURRENCY} and pool ${LIMITED_POOL}: ${sizes.axRuns} runs, ${sizes.rounds} rounds`);
+      const limited = await rounds(() => limitedThroughput(client, env, sizes.axRuns, sizes.triggerBatch));
+      log(`ax single-node under concurrency { max: 1, key } over ${KEYED_KEYS} keys: ${sizes.axRuns} runs, ${sizes.rounds} rounds`);
+      const keyed = await rounds(() => keyedThroughput(client, env, sizes.axRuns, sizes.triggerBatch));
+      log(`ax diamond: ${sizes.diamondRuns} runs x 3 nodes, ${sizes.rounds} rounds`);
+      const diamond = await rounds(() => diamondThroughput(client, env, sizes.diamondRuns, sizes.triggerBatch));
       log(`ax chain of ${CHAIN_LENGTH}: ${sizes.chainRepeats} runs, one at a time`);
       const chain = await chainWallTime(client, env, sizes.chainRepeats);
       log(`ax chain of ${CHAIN_LENGTH} tasks of 10 ms: ${sizes.chainRepeats} runs, one at a time`);
@@ -105,9 +108,9 @@ async function measure(sizes: BenchSizes): Promise<Results> {
   }
 }
 
-function throughputDetail(t: Throughput): string {
+function throughputDetail(t: Rounds<Throughput>): string {
   const triggering = t.triggerMs > 0 ? ` (triggering ${t.triggerMs} ms)` : "";
-  return `${t.runs} runs in ${Math.round(t.ms)} ms${triggering}; ${perTask(t.counts, t.tasks)}, node CPU ${t.cpuMsPerTask.toFixed(2)} ms/task`;
+  return `${t.runs} runs in ${Math.round(t.ms)} ms${triggering}; ${perTask(t.counts, t.tasks)}, node CPU ${t.cpuMsPerTask.toFixed(2)} ms/task${roundsText(t.roundRates)}`;
 }
 
 /** Separate worker processes and a large history, each in its own schema and prefix, after the scenarios above. */
@@ -126,8 +129,8 @@ function report(r: Results): void {
   const baseDrain = r.baseline.drain.jobsPerS;
   const faster = (v: number, of = base) => `${(v / of).toFixed(2)}x`;
   const slower = (ax: number, bull: number) => `${(ax / bull).toFixed(1)}x time`;
-  const bull = (b: BaselineRun) =>
-    `${b.jobs} jobs in ${Math.round(b.ms)} ms; ${perTask(b.counts, b.jobs)}, node CPU ${b.cpuMsPerTask.toFixed(2)} ms/task`;
+  const bull = (b: Rounds<BaselineRun>) =>
+    `${b.jobs} jobs in ${Math.round(b.ms)} ms; ${perTask(b.counts, b.jobs)}, node CPU ${b.cpuMsPerTask.toFixed(2)} ms/task${roundsText(b.roundRates)}`;
   const chainDetail = (c: ChainResult) =>
     `samples ${c.samplesMs.map((s) => Math.round(s)).join(", ")} ms; ${round(c.medianMs / CHAIN_LENGTH, 2)} ms/node (queued -> started ${round(c.hop.queuedToStartMs, 2)} ms, started -> finished ${round(c.hop.startToFinishMs, 2)} ms); seen by caller ${round(c.observedMedianMs)} ms`;
   console.log("");

@@ -13,6 +13,26 @@ export function median(samples: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** A throughput measured in several rounds: the median round, and every round's rate in the order run. */
+export type Rounds<T> = T & { roundRates: number[] };
+
+/**
+ * Runs `measure` `rounds` times, one after the other, and answers the round with the median
+ * rate. The first rounds of a process run on code the JIT has not optimised yet and on a heap
+ * still growing; one round would report that warm-up as throughput.
+ */
+export async function medianRound<T>(rounds: number, measure: () => Promise<T>, rate: (t: T) => number): Promise<Rounds<T>> {
+  const results: T[] = [];
+  for (let i = 0; i < rounds; i++) results.push(await measure());
+  const sorted = [...results].sort((a, b) => rate(a) - rate(b));
+  return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, roundRates: results.map(rate) };
+}
+
+/** "rounds 2871, 3102, 3240 /s" for a detail column. */
+export function roundsText(rates: number[]): string {
+  return rates.length > 1 ? `; rounds ${rates.map((r) => Math.round(r)).join(", ")} /s` : "";
+}
+
 export function round(value: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
@@ -24,6 +44,8 @@ export interface BenchSizes {
   axRuns: number;
   diamondRuns: number;
   chainRepeats: number;
+  /** Times each throughput scenario runs, BullMQ's and ax's alike; the median round is reported. */
+  rounds: number;
   latencyRuns: number;
   /** Payloads per `triggerFlows` call while loading the throughput scenarios (calls one after the other). */
   triggerBatch: number;
@@ -48,6 +70,7 @@ export function benchSizes(): BenchSizes {
     axRuns: scaled("AX_BENCH_AX_RUNS", 5_000),
     diamondRuns: scaled("AX_BENCH_DIAMOND_RUNS", 2_000),
     chainRepeats: Math.round(envNumber("AX_BENCH_CHAIN_REPEATS", 5)),
+    rounds: Math.round(envNumber("AX_BENCH_ROUNDS", 3)),
     latencyRuns: scaled("AX_BENCH_LATENCY_RUNS", 300),
     triggerBatch: Math.round(envNumber("AX_BENCH_TRIGGER_BATCH", 500)),
     latencyGapMs: envNumber("AX_BENCH_LATENCY_GAP_MS", 5),
