@@ -14,7 +14,6 @@ import {
   scheduleLagMetric,
   TriggerListener,
   type AdmissionOptions,
-  type AlertGroup,
   type ReconcilerOptions,
   type RetentionOptions,
 } from "@ax/coordinator";
@@ -29,29 +28,23 @@ import {
   saveCodeOptions,
   saveFlowSettings,
   within,
-  type CodeOptionsRow,
   type ConfigVersion,
-  type FlowConcurrency,
-  type FlowDag,
   type Json,
   type PruneResult,
-  type ScheduleDefinition,
 } from "@ax/store";
-import { createWorkerMetrics, insideExecutorChild, NodeWorker, type RunnableTask, type TaskSource } from "@ax/worker";
+import { createWorkerMetrics, insideExecutorChild, NodeWorker } from "@ax/worker";
 import type { RunningServer } from "@ax/server";
 import { startMetricsServer } from "@ax/server/metrics";
 import { Client } from "./client.js";
 import { axLogger } from "./logger.js";
-import { servedFlows } from "./served-flows.js";
+import { RuntimeCode } from "./runtime-code.js";
 import { ConfigFollower, LiveConfig } from "./config/live-config.js";
-import { parseRuntimeConfig, readConfigFile, type RuntimeConfig } from "./config/runtime-config.js";
-import { resolveAlertGroups } from "./config/alerts-config.js";
+import { parseRuntimeConfig, readConfigFile } from "./config/runtime-config.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
-import { dagHash, type Flow } from "./definition/flow.js";
+import type { Flow } from "./definition/flow.js";
 import { durationMs, type Duration } from "./duration.js";
-import type { AnyTask } from "./definition/task.js";
-import { formatIssues, resolveSchedule, resolveTaskOptions, type FlowOverrides } from "./options.js";
-import { AxConfigError, AxDefinitionError, AxNoTokensError, DEFAULT_RETENTION_MS, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
+import { formatIssues } from "./options.js";
+import { AxConfigError, AxNoTokensError, DEFAULT_RETENTION_MS, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type Role = "coordinator" | "worker" | "api";
 
@@ -144,10 +137,7 @@ export class Runtime {
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
-  private readonly tasks = new Map<string, RunnableTask>();
-  private readonly flows: Flow<any>[];
-  private config: RuntimeConfig = { pools: {}, tasks: {}, flows: {}, alerts: {} };
-  private alertGroups: Record<string, AlertGroup> = {};
+  private readonly code: RuntimeCode;
   private alerts: AlertEvaluator | undefined;
   /** The stored config version applied now; 0 before any is stored. */
   private appliedVersion = 0;
@@ -159,10 +149,10 @@ export class Runtime {
     const roles = rolesSchema.safeParse(options.roles ?? ["coordinator", "worker", "api"]);
     if (!roles.success) throw new AxConfigError(`Runtime roles: ${formatIssues(roles.error)}`);
     this.roles = roles.data;
-    this.flows = options.flows ?? [];
-    if (this.flows.length === 0) throw new AxConfigError("Runtime needs at least one flow in `flows`");
+    const flows = options.flows ?? [];
+    if (flows.length === 0) throw new AxConfigError("Runtime needs at least one flow in `flows`");
     this.log = options.logger ?? axLogger({ level: options.logLevel, redact: options.redact });
-    this.collectTasks();
+    this.code = new RuntimeCode(flows);
   }
 
   /** The worker's id in attempt history, once started with the worker role. */
@@ -183,7 +173,7 @@ export class Runtime {
 
   /** The cluster-wide limits of the config in force now; changes when a new version is applied. */
   clusterLimits(): { maxConcurrency: number | null; pools: Record<string, number> } {
-    return { maxConcurrency: this.config.maxConcurrency ?? null, pools: this.config.pools };
+    return this.code.clusterLimits();
   }
 
   /** The API's base URL, once started with the api role. */
@@ -214,24 +204,23 @@ export class Runtime {
     }
     await checkEvictionPolicy(connections.redis, this.log, this.registry);
     this.live = new LiveConfig(store.db, connections.redis, queues.prefix);
-    await saveCodeOptions(store.db, this.codeOptionRows());
+    await saveCodeOptions(store.db, this.code.codeOptionRows());
     await this.adoptStartConfig(file, fileText);
     await this.registerFlows();
     this.detachEvents = attachEventSource(connections.redis, queues.prefix, this.log.child({ component: "events" }));
 
     if (this.roles.includes("worker")) {
-      const source: TaskSource = { get: (name) => this.tasks.get(name), names: () => [...this.tasks.keys()] };
       this.worker = new NodeWorker({
         db: store.db,
         relaxedDb: store.relaxed,
         leasesDb: store.leases,
         connection: connections.redis,
         queues,
-        queueNames: this.options.queues ?? [...new Set([...this.tasks.values()].map((t) => t.options.queue))],
+        queueNames: this.options.queues ?? this.code.queues(),
         concurrency: this.options.maxConcurrency ?? 10,
         clusterLimits: () => this.clusterLimits(),
         configVersion: () => this.configVersion,
-        tasks: source,
+        tasks: this.code.taskSource(),
         log: this.log,
         metrics: createWorkerMetrics(this.registry),
         ...this.options.worker,
@@ -241,17 +230,13 @@ export class Runtime {
     if (this.roles.includes("coordinator")) {
       this.reconciler = new Reconciler(store.db, queues, this.log.child({ component: "reconciler" }), this.options.reconciler);
       this.reconciler.start();
-      await registerSchedules(
-        store.db,
-        this.flows.map((f) => f.name),
-        this.scheduleDefinitions(),
-      );
+      await registerSchedules(store.db, this.code.flowNames, this.code.schedules());
       this.schedules = new ScheduleLoop({
         db: store.db,
         queues,
         jobs: connections.writer.jobs,
         log: this.log.child({ component: "schedules" }),
-        flows: this.flows.map((f) => f.name),
+        flows: this.code.flowNames,
         observeLag: scheduleLagMetric(this.registry),
       });
       await this.schedules.start();
@@ -263,7 +248,7 @@ export class Runtime {
       await this.syncAlerts();
       this.retention = new RetentionLoop(
         store,
-        () => this.config.retentionMs ?? DEFAULT_RETENTION_MS,
+        () => this.code.config.retentionMs ?? DEFAULT_RETENTION_MS,
         this.log.child({ component: "retention" }),
         this.options.retention,
       );
@@ -279,7 +264,7 @@ export class Runtime {
         log: this.log,
         port: this.options.port,
         host: this.options.host,
-        flows: servedFlows(this.flows, this.config.flows),
+        flows: this.code.served(),
         config: this.live,
         auth: { insecureNoAuth: this.options.insecureNoAuth, metricsAuth: this.options.metricsAuth },
       });
@@ -302,7 +287,7 @@ export class Runtime {
   /** A client sharing this runtime's connections (closing it leaves them open). */
   client(): Client {
     if (!this.connections) throw new AxConfigError("start() the Runtime before asking for its client");
-    return new Client({ flows: this.flows }, this.connections);
+    return new Client({ flows: this.code.flows }, this.connections);
   }
 
   /** One retention pass now (tests, tools); undefined when another process is pruning. */
@@ -370,28 +355,6 @@ export class Runtime {
     await connections?.close(CLOSE_GRACE_MS);
   }
 
-  private collectTasks(): void {
-    const flowNames = new Set<string>();
-    for (const flow of this.flows) {
-      if (flowNames.has(flow.name)) throw new AxDefinitionError(`two flows are named "${flow.name}"; flow names must be unique`);
-      flowNames.add(flow.name);
-      for (const task of flow.tasks.values()) this.addTask(task);
-    }
-  }
-
-  private addTask(task: AnyTask): void {
-    const known = this.tasks.get(task.taskName);
-    if (known && known.fn !== task.fn) {
-      throw new AxDefinitionError(`two different tasks are named "${task.taskName}"; task names must be unique across the runtime's flows`);
-    }
-    this.tasks.set(task.taskName, {
-      name: task.taskName,
-      fn: task.fn as RunnableTask["fn"],
-      options: task.options,
-      moduleUrl: task.moduleUrl,
-    });
-  }
-
   /**
    * At start: the newest stored version wins over the `config` file; with none stored, the file
    * (validated against the cluster's flows and this process's) becomes version 1.
@@ -413,8 +376,8 @@ export class Runtime {
     if (file === undefined || fileText === undefined) return;
     const cluster = await this.live!.knownNames();
     const parsed = parseRuntimeConfig(fileText, file, {
-      tasks: [...cluster.tasks, ...this.tasks.keys()],
-      flows: [...cluster.flows, ...this.flows.map((f) => f.name)],
+      tasks: [...cluster.tasks, ...this.code.taskNames],
+      flows: [...cluster.flows, ...this.code.flowNames],
     });
     const author = `${process.env.USER ?? userInfo().username}@${hostname()}`;
     const first = await insertFirstConfigVersion(db, { yaml: fileText, parsed: parsed as unknown as Json, author, file });
@@ -424,7 +387,7 @@ export class Runtime {
 
   /** Parses a stored version (throwing AxConfigError, with nothing changed, if this process cannot) and applies it in memory. */
   private applyVersion(version: ConfigVersion): void {
-    this.applyConfig(parseRuntimeConfig(version.yaml, `${version.file} (config v${version.version})`));
+    this.code.apply(parseRuntimeConfig(version.yaml, `${version.file} (config v${version.version})`));
   }
 
   /**
@@ -436,11 +399,7 @@ export class Runtime {
     // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.
     await this.registerFlows();
     if (this.schedules) {
-      await registerSchedules(
-        this.connections!.store.db,
-        this.flows.map((f) => f.name),
-        this.scheduleDefinitions(),
-      );
+      await registerSchedules(this.connections!.store.db, this.code.flowNames, this.code.schedules());
       await this.schedules.reload();
     }
     if (this.roles.includes("coordinator")) await this.syncAlerts();
@@ -450,35 +409,15 @@ export class Runtime {
 
   private async registerFlows(): Promise<void> {
     const db = this.connections!.store.db;
-    for (const flow of this.flows) {
-      await registerFlowVersion(db, ...this.versionOf(flow));
-      await saveFlowSettings(db, this.settingsOf(flow));
+    for (const flow of this.code.flows) {
+      await registerFlowVersion(db, ...this.code.versionOf(flow));
+      await saveFlowSettings(db, this.code.settingsOf(flow));
     }
-  }
-
-  /** Options as code sets them, as JSON (error classes by name), for `ax config show`. */
-  private codeOptionRows(): CodeOptionsRow[] {
-    const asJson = (options: object): Record<string, Json> =>
-      JSON.parse(
-        JSON.stringify(options, (key, value: unknown) =>
-          typeof value === "function" ? (key === "idempotencyKey" || key === "businessKey" ? undefined : value.name) : value,
-        ),
-      ) as Record<string, Json>;
-    const tasks = new Map<string, CodeOptionsRow>();
-    for (const flow of this.flows) {
-      for (const task of flow.tasks.values())
-        tasks.set(task.taskName, { kind: "task", name: task.taskName, options: asJson(task.codeOptions) });
-    }
-    const flows = this.flows.map((flow): CodeOptionsRow => {
-      const { name: _name, ...options } = flow.options;
-      return { kind: "flow", name: flow.name, options: asJson(options) };
-    });
-    return [...tasks.values(), ...flows];
   }
 
   /** Alerts are evaluated only once a group is defined: a cluster without `alerts:` pays nothing for them. */
   private async syncAlerts(): Promise<void> {
-    if (this.alerts || Object.keys(this.alertGroups).length === 0 || !this.connections) return;
+    if (this.alerts || Object.keys(this.code.alertGroups).length === 0 || !this.connections) return;
     const { store, redis, queues } = this.connections;
     const alerts = new AlertEvaluator({
       db: store.db,
@@ -486,51 +425,10 @@ export class Runtime {
       prefix: queues.prefix,
       log: this.log.child({ component: "alerts" }),
       registry: this.registry,
-      groups: () => this.alertGroups,
+      groups: () => this.code.alertGroups,
       stuckScanMs: this.options.alerts?.stuckScanMs,
     });
     await alerts.start();
     this.alerts = alerts;
   }
-
-  private applyConfig(config: RuntimeConfig): void {
-    this.config = config;
-    this.alertGroups = resolveAlertGroups(config.alerts);
-    for (const flow of this.flows) {
-      for (const task of flow.tasks.values()) {
-        const runnable = this.tasks.get(task.taskName)!;
-        runnable.options = resolveTaskOptions(task.taskName, task.codeOptions, config.tasks[task.taskName]);
-      }
-    }
-  }
-
-  /** Each scheduled flow's schedule after YAML overrides. */
-  private scheduleDefinitions(): ScheduleDefinition[] {
-    return this.flows.flatMap((flow) => resolveSchedule(flow.name, flow.options, this.config.flows[flow.name]) ?? []);
-  }
-
-  /** The flow options coordinators act on, after YAML overrides. */
-  private settingsOf(flow: Flow<any>) {
-    const yaml = this.config.flows[flow.name];
-    return {
-      flow: flow.name,
-      maxConcurrentRuns: yaml?.maxConcurrentRuns ?? flow.options.maxConcurrentRuns ?? null,
-      schedule: yaml?.schedule ?? flow.options.schedule ?? null,
-      concurrency: keyedConcurrency(yaml?.concurrency ?? flow.options.concurrency),
-    };
-  }
-
-  /** The DAG as stored: each node's queue after YAML overrides. */
-  private versionOf(flow: Flow<any>): [FlowDag, string] {
-    const dag: FlowDag = {
-      flow: flow.name,
-      nodes: flow.dag.nodes.map((n) => ({ ...n, queue: this.tasks.get(n.task)?.options.queue ?? n.queue })),
-    };
-    return [dag, dagHash(dag)];
-  }
-}
-
-/** A flow's `concurrency` as coordinators store it: the strategy made explicit. */
-function keyedConcurrency(option: FlowOverrides["concurrency"]): FlowConcurrency | null {
-  return option ? { max: option.max, key: option.key, strategy: option.strategy ?? "queue" } : null;
 }
