@@ -15,6 +15,7 @@ import {
 } from "@ax/coordinator";
 import type { LimitSpec } from "@ax/coordinator";
 import type { Admission } from "./keyed-admission.js";
+import { LimitBlock } from "./limit-block.js";
 import { isLimited, type Unsatisfiable } from "./limit-spec.js";
 import { Wakeup } from "./wakeup.js";
 
@@ -55,9 +56,8 @@ interface QueueState extends ServedQueue {
   worker: Worker<NodeJobData>;
   /** Found empty: not fetched again before this, unless a wake message arrives. */
   idleUntil: number;
-  /** A limit is reached: not fetched again before this, unless one of `blockedOn` frees. */
-  blockedUntil: number;
-  blockedOn: string[];
+  /** A limit is reached: not fetched again until the block lifts. */
+  block: LimitBlock;
   /** The waiting reason this process last published for the queue. */
   reason: string | null;
   reasonAt: number;
@@ -125,8 +125,7 @@ export class Dispatcher {
         maxStalledCount: 1000,
       }),
       idleUntil: 0,
-      blockedUntil: 0,
-      blockedOn: [],
+      block: new LimitBlock(),
       reason: null,
       reasonAt: 0,
       wakes: 0,
@@ -213,7 +212,7 @@ export class Dispatcher {
     const now = Date.now();
     for (let i = 0; i < this.states.length; i++) {
       const state = this.states[(this.cursor + i) % this.states.length]!;
-      if (state.idleUntil <= now && state.blockedUntil <= now && !(state.limited && state.fetching >= state.fetchWidth)) {
+      if (state.idleUntil <= now && !state.block.blocks(now) && !(state.limited && state.fetching >= state.fetchWidth)) {
         this.cursor = (this.cursor + i + 1) % this.states.length;
         return state;
       }
@@ -223,7 +222,7 @@ export class Dispatcher {
 
   private sleepMs(): number {
     const now = Date.now();
-    const soonest = Math.min(...this.states.map((s) => Math.max(s.idleUntil, s.blockedUntil)), now + IDLE_POLL_MS);
+    const soonest = Math.min(...this.states.map((s) => Math.max(s.idleUntil, s.block.blockedUntil)), now + IDLE_POLL_MS);
     return Math.max(1, soonest - now);
   }
 
@@ -353,9 +352,9 @@ export class Dispatcher {
    * backlog in one queue from starving the others.
    */
   private mayFetchNext(state: QueueState): boolean {
-    if (this.stopping || state.limited || state.blockedUntil > Date.now()) return false;
+    if (this.stopping || state.limited || state.block.blocks(Date.now())) return false;
     const now = Date.now();
-    return this.states.every((s) => s === state || s.idleUntil > now || s.blockedUntil > now);
+    return this.states.every((s) => s === state || s.idleUntil > now || s.block.blocks(now));
   }
 
   private async completeFetchingNext(state: QueueState, job: Job<NodeJobData>, token: string): Promise<Job<NodeJobData> | undefined> {
@@ -383,8 +382,7 @@ export class Dispatcher {
   }
 
   private block(state: QueueState, reason: string, until: number, keys: string[]): void {
-    state.blockedUntil = until;
-    state.blockedOn = keys;
+    state.block.block(until, keys);
     const now = Date.now();
     if (reason === state.reason && now - state.reasonAt < REASON_REFRESH_MS) return;
     state.reason = reason;
@@ -395,7 +393,6 @@ export class Dispatcher {
   }
 
   private clearReason(state: QueueState): void {
-    state.blockedOn = [];
     if (state.reason === null) return;
     state.reason = null;
     setWaitingReason(this.o.connection, this.o.prefix, state.name, null).catch((err) =>
@@ -422,7 +419,7 @@ export class Dispatcher {
   private onFreed(keys: string[]): void {
     this.freed++;
     const freed = new Set(keys);
-    for (const state of this.states) if (state.blockedOn.some((k) => freed.has(k))) state.blockedUntil = 0;
+    for (const state of this.states) state.block.released(freed);
     this.wakeup.notify();
   }
 
