@@ -12,6 +12,14 @@ interface Waiting<I, O> {
 }
 
 /**
+ * One batch in flight at a time: what arrives meanwhile waits for it and goes in the next, larger
+ * batch. Two at a time (before 0.7.3) halved the batches, and PostgreSQL's work per task grew
+ * with the number of statements: a worker draining queued no-op runs used 0.16–0.20 ms of
+ * PostgreSQL CPU per task with two, 0.13–0.15 with one, and ran 5–15% faster.
+ */
+const DEFAULT_OPTIONS = { maxBatch: 200, parallel: 1 };
+
+/**
  * Group commit: requests that arrive while a batch is being written go together into the next
  * one, so under load many attempts share one statement and one commit, and a lone request is
  * written at once. Callers see their own result, or their own error, as if they had written alone.
@@ -25,7 +33,7 @@ export class GroupCommit<I, O> {
 
   constructor(
     private readonly write: (inputs: I[]) => Promise<O[]>,
-    private readonly options: { maxBatch: number; parallel: number } = { maxBatch: 200, parallel: 2 },
+    private readonly options: { maxBatch: number; parallel: number } = DEFAULT_OPTIONS,
   ) {}
 
   submit(input: I): Promise<O> {
