@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { AxForbiddenError, AxTooManyAuthFailuresError, AxUnauthorizedError } from "@ax/common";
 import type { QueueRegistry } from "@ax/coordinator";
 import { scopeCovers, verifyApiToken, writeAudit, type Actor, type Db, type Json, type TokenScope } from "@ax/store";
-import { API_ROUTES, type RouteDoc } from "./api-schemas.js";
+import { API_ROUTES, type RouteDoc } from "./api-routes.js";
 
 export interface AuthOptions {
   /** Serve every route to anyone, with no token (`ax dev`, a network you trust). @defaultValue false */

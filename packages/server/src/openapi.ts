@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { API_ROUTES, type RouteDoc } from "./api-schemas.js";
+import { API_ROUTES, type RouteDoc } from "./api-routes.js";
 
 type JsonSchema = Record<string, unknown>;
 
