@@ -11,30 +11,27 @@ interface Waiting<I, O> {
   reject(error: unknown): void;
 }
 
-/**
- * One batch in flight at a time: what arrives meanwhile waits for it and goes in the next, larger
- * batch. Two at a time (before 0.7.3) halved the batches, and PostgreSQL's work per task grew
- * with the number of statements: a worker draining queued no-op runs used 0.16–0.20 ms of
- * PostgreSQL CPU per task with two, 0.13–0.15 with one, and ran 5–15% faster.
- */
-const DEFAULT_OPTIONS = { maxBatch: 200, parallel: 1 };
+/** Items per statement: a burst larger than this is written in several batches, one after the other. */
+const MAX_BATCH = 200;
 
 /**
  * Group commit: requests that arrive while a batch is being written go together into the next
  * one, so under load many attempts share one statement and one commit, and a lone request is
  * written at once. Callers see their own result, or their own error, as if they had written alone.
  *
+ * One batch is in flight at a time. Two at a time (before 0.7.3) halved the batches, and
+ * PostgreSQL's work per task grows with the number of statements: in `pnpm bench` a worker
+ * draining queued no-op runs used 0.19–0.20 ms of PostgreSQL CPU per task with two and
+ * 0.12–0.14 ms with one.
+ *
  * `write` must be atomic (one statement or one transaction) or idempotent, since a failed batch
  * is written again in parts.
  */
 export class GroupCommit<I, O> {
   private waiting: Waiting<I, O>[] = [];
-  private inFlight = 0;
+  private writing = false;
 
-  constructor(
-    private readonly write: (inputs: I[]) => Promise<O[]>,
-    private readonly options: { maxBatch: number; parallel: number } = DEFAULT_OPTIONS,
-  ) {}
+  constructor(private readonly write: (inputs: I[]) => Promise<O[]>) {}
 
   submit(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
@@ -44,14 +41,12 @@ export class GroupCommit<I, O> {
   }
 
   private drain(): void {
-    while (this.inFlight < this.options.parallel && this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, this.options.maxBatch);
-      this.inFlight += 1;
-      void this.flush(batch).finally(() => {
-        this.inFlight -= 1;
-        this.drain();
-      });
-    }
+    if (this.writing || this.waiting.length === 0) return;
+    this.writing = true;
+    void this.flush(this.waiting.splice(0, MAX_BATCH)).finally(() => {
+      this.writing = false;
+      this.drain();
+    });
   }
 
   /**

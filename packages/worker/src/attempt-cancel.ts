@@ -7,19 +7,12 @@ export class AttemptCancel {
   private reasonGiven: Error | undefined;
   private listener: ((reason: Error) => void) | undefined;
 
-  get aborted(): boolean {
-    return this.reasonGiven !== undefined;
-  }
-
-  get reason(): Error | undefined {
-    return this.reasonGiven;
-  }
-
-  /** Aborts once; later calls change nothing. */
-  abort(reason: Error): void {
-    if (this.reasonGiven) return;
+  /** Aborts once; later calls change nothing. True when this call aborted it. */
+  abort(reason: Error): boolean {
+    if (this.reasonGiven) return false;
     this.reasonGiven = reason;
     this.listener?.(reason);
+    return true;
   }
 
   /**

@@ -51,11 +51,7 @@ export class InFlightAttempts {
   /** Aborts every in-flight attempt of the run; returns how many were aborted now. */
   abortRun(runId: string): number {
     let aborted = 0;
-    for (const controller of this.byRun.get(runId) ?? []) {
-      if (controller.aborted) continue;
-      controller.abort(new AxCancelledError(runId));
-      aborted += 1;
-    }
+    for (const controller of this.byRun.get(runId) ?? []) if (controller.abort(new AxCancelledError(runId))) aborted += 1;
     return aborted;
   }
 
