@@ -1,0 +1,36 @@
+import { boolean, integer, pgTable, primaryKey, text, uuid } from "drizzle-orm/pg-core";
+import { at } from "./columns.js";
+
+/**
+ * One row per alert key (kind, flow, task, error fingerprint): when it was last sent, and how many
+ * were held back since. Claiming a send is one upsert, so N coordinators send one alert per key
+ * per silence window.
+ */
+export const alertDedupe = pgTable(
+  "alert_dedupe",
+  {
+    kind: text("kind").notNull(),
+    flow: text("flow").notNull(),
+    task: text("task").notNull(),
+    fingerprint: text("fingerprint").notNull(),
+    lastSentAt: at("last_sent_at").notNull(),
+    /** Alerts of this key held back since the last one sent. */
+    suppressed: integer("suppressed").notNull().default(0),
+    /** The claim that sent last: a claimant knows it won when it reads its own token back. */
+    claim: uuid("claim").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.kind, t.flow, t.task, t.fingerprint] })],
+);
+
+/** Terminal failures of a task in a row (reset by its next success), and whether an alert went out for them (recovery notice). */
+export const alertStreaks = pgTable(
+  "alert_streaks",
+  {
+    flow: text("flow").notNull(),
+    task: text("task").notNull(),
+    failures: integer("failures").notNull(),
+    alerted: boolean("alerted").notNull().default(false),
+    updatedAt: at("updated_at").defaultNow().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.flow, t.task] })],
+);
