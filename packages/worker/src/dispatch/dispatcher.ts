@@ -1,11 +1,10 @@
-import { DelayedError, Job, Worker, type JobJsonRaw } from "bullmq";
+import { DelayedError, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import {
   closeRedis,
   describeBlocked,
   subscribeTo,
-  setWaitingReason,
   wakeChannel,
   type Blocked,
   type LimitGate,
@@ -14,17 +13,15 @@ import {
   type WakeMessage,
 } from "@ax/coordinator";
 import type { LimitSpec } from "@ax/coordinator";
+import { admitFetched, type Fetched } from "./admit-fetched.js";
+import { completeFetchingNext, mayFetchNext } from "./complete-fetching-next.js";
 import type { Admission } from "./keyed-admission.js";
-import { LimitBlock } from "./limit-block.js";
 import { isLimited, type Unsatisfiable } from "./limit-spec.js";
+import { LockExtender } from "./lock-extender.js";
+import { IDLE_POLL_MS, isReady, openQueue, sleepMs, type QueueState, type ServedQueue } from "./queue-state.js";
 import { Wakeup } from "./wakeup.js";
 
-/** A task queue this process fetches from. */
-export interface ServedQueue {
-  /** BullMQ queue name (`group.task`). */
-  name: string;
-  task: string;
-}
+export type { ServedQueue };
 
 export interface DispatcherOptions {
   connection: Redis;
@@ -45,39 +42,8 @@ export interface DispatcherOptions {
   log: Logger;
 }
 
-/** A job taken from its queue, with the limits it holds while it runs. */
-interface Fetched {
-  job: Job<NodeJobData>;
-  permit: Permit | undefined;
-  releaseKeyed: (() => Promise<void>) | undefined;
-}
-
-interface QueueState extends ServedQueue {
-  worker: Worker<NodeJobData>;
-  /** Found empty: not fetched again before this, unless a wake message arrives. */
-  idleUntil: number;
-  /** A limit is reached: not fetched again until the block lifts. */
-  block: LimitBlock;
-  /** The waiting reason this process last published for the queue. */
-  reason: string | null;
-  reasonAt: number;
-  /** Wake messages seen, so a fetch that found nothing can tell whether jobs arrived meanwhile. */
-  wakes: number;
-  /**
-   * Its task had limits at the last fetch: then at most `fetchWidth` fetches at once, as many as
-   * the gate last said had room, so fetchers do not stampede a full limit.
-   */
-  limited: boolean;
-  fetchWidth: number;
-  fetching: number;
-}
-
-/** An empty queue is fetched again this often even without a wake message (a lost message, a stalled job moved back). */
-const IDLE_POLL_MS = 1000;
 /** A full semaphore is checked again this often even if no release message arrives (a holder whose lease lapsed). */
 const LIMIT_RECHECK_MS = 1000;
-/** A published waiting reason is refreshed this often while it holds, so readers can tell it from a stale one. */
-const REASON_REFRESH_MS = 2000;
 /** Fetches in flight at once, so that a Redis round trip per fetch does not bound throughput. */
 const FETCHERS = 16;
 /**
@@ -99,7 +65,7 @@ export class Dispatcher {
   private readonly states: QueueState[];
   private readonly byName: Map<string, QueueState>;
   private readonly wakeup = new Wakeup();
-  private readonly active = new Map<string, Job<NodeJobData>>();
+  private readonly locks: LockExtender;
   private readonly running = new Set<Promise<void>>();
   private free: number;
   private cursor = 0;
@@ -110,33 +76,13 @@ export class Dispatcher {
   private loops: Promise<void>[] = [];
   private subscriber: Redis | undefined;
   private unsubscribeFreed: (() => Promise<void>) | undefined;
-  private lockTimer: NodeJS.Timeout | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: DispatcherOptions) {
     this.free = o.concurrency;
-    this.states = o.queues.map((q) => ({
-      ...q,
-      worker: new Worker<NodeJobData>(q.name, null, {
-        connection: o.connection,
-        prefix: o.prefix,
-        autorun: false,
-        lockDuration: o.lockDurationMs,
-        stalledInterval: o.stalledIntervalMs,
-        // A stalled job is an attempt whose worker died; the fence decides what happens to it.
-        maxStalledCount: 1000,
-      }),
-      idleUntil: 0,
-      block: new LimitBlock(),
-      reason: null,
-      reasonAt: 0,
-      wakes: 0,
-      limited: false,
-      fetchWidth: 1,
-      fetching: 0,
-    }));
+    this.locks = new LockExtender(o.lockDurationMs, o.log);
+    this.states = o.queues.map((q) => openQueue(q, o));
     this.byName = new Map(this.states.map((s) => [s.name, s]));
-    for (const s of this.states) s.worker.on("error", (err) => o.log.warn({ err, queue: s.name }, "BullMQ worker error"));
   }
 
   async start(): Promise<void> {
@@ -146,11 +92,10 @@ export class Dispatcher {
     );
     this.unsubscribeFreed = await this.o.gate.onFreed((keys) => this.onFreed(keys));
     for (const s of this.states) await s.worker.startStalledCheckTimer();
-    this.lockTimer = setInterval(() => this.extendLocks(), Math.max(100, Math.floor(this.o.lockDurationMs / 2)));
+    this.locks.start();
     this.renewTimer = setInterval(() => {
       this.o.gate.renew().catch((err) => this.o.log.warn({ err }, "could not renew limit leases; retrying"));
     }, 1000);
-    this.lockTimer.unref();
     this.renewTimer.unref();
     this.loops = Array.from({ length: Math.min(FETCHERS, this.o.concurrency) }, () => this.fetchLoop());
   }
@@ -170,7 +115,7 @@ export class Dispatcher {
   /** Releases limits, stops timers and closes the queues' connections. */
   async close(): Promise<void> {
     await this.stopFetching();
-    clearInterval(this.lockTimer);
+    this.locks.stop();
     clearInterval(this.renewTimer);
     await this.unsubscribeFreed?.().catch(() => undefined);
     if (this.subscriber) closeRedis(this.subscriber);
@@ -191,7 +136,7 @@ export class Dispatcher {
       }
       const state = this.nextReady();
       if (!state) {
-        await this.wakeup.wait(this.sleepMs());
+        await this.wakeup.wait(sleepMs(this.states));
         continue;
       }
       this.free--;
@@ -214,18 +159,12 @@ export class Dispatcher {
     const now = Date.now();
     for (let i = 0; i < this.states.length; i++) {
       const state = this.states[(this.cursor + i) % this.states.length]!;
-      if (state.idleUntil <= now && !state.block.blocks(now) && !(state.limited && state.fetching >= state.fetchWidth)) {
+      if (isReady(state, now)) {
         this.cursor = (this.cursor + i + 1) % this.states.length;
         return state;
       }
     }
     return undefined;
-  }
-
-  private sleepMs(): number {
-    const now = Date.now();
-    const soonest = Math.min(...this.states.map((s) => Math.max(s.idleUntil, s.block.blockedUntil)), now + IDLE_POLL_MS);
-    return Math.max(1, soonest - now);
   }
 
   private async fetchFrom(state: QueueState): Promise<boolean> {
@@ -261,48 +200,16 @@ export class Dispatcher {
     if (!job) {
       if (permit) await this.o.gate.release(permit, { unused: true });
       if (state.wakes === wakes) state.idleUntil = Date.now() + IDLE_POLL_MS;
-      this.clearReason(state);
+      state.reason.clear();
       return false;
     }
-    this.clearReason(state);
-    const admitted = await this.admitFetched(state, job, token, permit);
+    state.reason.clear();
+    const admitted = await admitFetched(this.o, state, job, token, permit);
     if (!admitted) return false;
     const running = this.run(state, admitted, token);
     this.running.add(running);
     void running.finally(() => this.running.delete(running));
     return true;
-  }
-
-  /** Limits per key for a job just taken; undefined when it may not run now (its permit, if any, given back). */
-  private async admitFetched(
-    state: QueueState,
-    job: Job<NodeJobData>,
-    token: string,
-    permit: Permit | undefined,
-  ): Promise<Fetched | undefined> {
-    const admission = await this.admit(state, job, token);
-    if (admission.ok) return { job, permit, releaseKeyed: admission.release };
-    if (permit) await this.o.gate.release(permit, { unused: true }).catch(() => undefined);
-    if (admission.finish === "complete") {
-      await job
-        .moveToCompleted(null, token, false)
-        .catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close a cancelled job"));
-    }
-    return undefined;
-  }
-
-  /** A job whose admission could not be decided (Redis refused) stays locked and comes back as stalled. */
-  private async admit(state: QueueState, job: Job<NodeJobData>, token: string): Promise<Admission> {
-    if (!this.o.admit) return { ok: true };
-    try {
-      return await this.o.admit(job, token, state.name);
-    } catch (err) {
-      this.o.log.warn(
-        { err, jobId: job.id, queue: state.name },
-        "could not check the job's limits per key; it is fetched again once its lock lapses",
-      );
-      return { ok: false, finish: "none" };
-    }
   }
 
   /** Runs a fetched job in one worker slot, then each next job its completion fetched (see `completeFetchingNext`). */
@@ -317,7 +224,7 @@ export class Dispatcher {
   }
 
   private async runOne(state: QueueState, { job, permit, releaseKeyed }: Fetched, token: string): Promise<Fetched | undefined> {
-    this.active.set(token, job);
+    this.locks.add(token, job);
     let finish: () => Promise<unknown> = () => job.moveToCompleted(null, token, false);
     let completed = false;
     try {
@@ -330,50 +237,21 @@ export class Dispatcher {
         finish = () => job.moveToFailed(err as Error, token, false);
       }
     } finally {
-      this.active.delete(token);
+      this.locks.delete(token);
     }
     const released = Promise.all([permit ? this.o.gate.release(permit) : undefined, releaseKeyed?.()]).catch((err) =>
       this.o.log.warn({ err }, "could not release limits; they come back when their lease lapses"),
     );
-    if (completed && !permit && this.mayFetchNext(state)) {
-      const next = await this.completeFetchingNext(state, job, token);
+    if (completed && !permit && mayFetchNext(state, this.states, this.stopping)) {
+      const next = await completeFetchingNext(state, job, token, this.o.log);
       await released;
-      return next && this.admitFetched(state, next, token, undefined);
+      return next && admitFetched(this.o, state, next, token, undefined);
     }
     await Promise.all([
       released,
       finish().catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close the BullMQ job; it is cleaned up as stalled")),
     ]);
     return undefined;
-  }
-
-  /**
-   * A slot may take its queue's next job with the completion of the last (one Redis call for
-   * both, as BullMQ's own worker does) when the task holds no limit, so no permit is needed, and
-   * no other queue may have work: otherwise the slot goes back to the round robin, keeping a
-   * backlog in one queue from starving the others.
-   */
-  private mayFetchNext(state: QueueState): boolean {
-    if (this.stopping || state.limited || state.block.blocks(Date.now())) return false;
-    const now = Date.now();
-    return this.states.every((s) => s === state || s.idleUntil > now || s.block.blocks(now));
-  }
-
-  private async completeFetchingNext(state: QueueState, job: Job<NodeJobData>, token: string): Promise<Job<NodeJobData> | undefined> {
-    const wakes = state.wakes;
-    let answer: unknown;
-    try {
-      answer = await job.moveToCompleted(null, token, true);
-    } catch (err) {
-      this.o.log.debug({ err, jobId: job.id }, "could not close the BullMQ job; it is cleaned up as stalled");
-      return undefined;
-    }
-    const [data, id] = Array.isArray(answer) ? (answer as [JobJsonRaw | undefined, string | undefined]) : [];
-    if (!data || !id) {
-      if (state.wakes === wakes) state.idleUntil = Date.now() + IDLE_POLL_MS;
-      return undefined;
-    }
-    return Job.fromJSON<NodeJobData>(state.worker, data, id);
   }
 
   /** `freedMeanwhile`: a limit was freed while the refused acquire was in flight, so try again at once. */
@@ -385,21 +263,7 @@ export class Dispatcher {
 
   private block(state: QueueState, reason: string, until: number, keys: string[]): void {
     state.block.block(until, keys);
-    const now = Date.now();
-    if (reason === state.reason && now - state.reasonAt < REASON_REFRESH_MS) return;
-    state.reason = reason;
-    state.reasonAt = now;
-    setWaitingReason(this.o.connection, this.o.prefix, state.name, reason).catch((err) =>
-      this.o.log.debug({ err }, "could not publish why a queue waits"),
-    );
-  }
-
-  private clearReason(state: QueueState): void {
-    if (state.reason === null) return;
-    state.reason = null;
-    setWaitingReason(this.o.connection, this.o.prefix, state.name, null).catch((err) =>
-      this.o.log.debug({ err }, "could not clear why a queue waits"),
-    );
+    state.reason.publish(reason);
   }
 
   private onWake(message: string): void {
@@ -423,11 +287,5 @@ export class Dispatcher {
     const freed = new Set(keys);
     for (const state of this.states) state.block.released(freed);
     this.wakeup.notify();
-  }
-
-  private extendLocks(): void {
-    for (const [token, job] of this.active) {
-      job.extendLock(token, this.o.lockDurationMs).catch((err) => this.o.log.warn({ err, jobId: job.id }, "could not extend a job's lock"));
-    }
   }
 }
