@@ -2,21 +2,7 @@ import { hostname, userInfo } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { z } from "zod";
-import {
-  Admission,
-  AlertEvaluator,
-  alertDeliveriesMetric,
-  attachEventSource,
-  checkEvictionPolicy,
-  Reconciler,
-  RetentionLoop,
-  ScheduleLoop,
-  scheduleLagMetric,
-  TriggerListener,
-  type AdmissionOptions,
-  type ReconcilerOptions,
-  type RetentionOptions,
-} from "@ax/coordinator";
+import { attachEventSource, checkEvictionPolicy } from "@ax/coordinator";
 import {
   countApiTokens,
   insertFirstConfigVersion,
@@ -24,7 +10,6 @@ import {
   migrate,
   msUntil,
   registerFlowVersion,
-  registerSchedules,
   saveCodeOptions,
   saveFlowSettings,
   within,
@@ -32,91 +17,22 @@ import {
   type Json,
   type PruneResult,
 } from "@ax/store";
-import { createWorkerMetrics, insideExecutorChild, NodeWorker } from "@ax/worker";
+import { insideExecutorChild, type NodeWorker } from "@ax/worker";
 import type { RunningServer } from "@ax/server";
 import { startMetricsServer } from "@ax/server/metrics";
 import { Client } from "./client.js";
 import { axLogger } from "./logger.js";
 import { RuntimeCode } from "./runtime-code.js";
+import type { Role, RuntimeOptions, StopOptions } from "./runtime-options.js";
+import { CoordinatorRole, createWorker, startApi, type RoleContext } from "./runtime-roles.js";
 import { ConfigFollower, LiveConfig } from "./config/live-config.js";
 import { parseRuntimeConfig, readConfigFile } from "./config/runtime-config.js";
-import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
-import type { Flow } from "./definition/flow.js";
-import { durationMs, type Duration } from "./duration.js";
+import { openConnections, type Connections } from "./connections.js";
+import { durationMs } from "./duration.js";
 import { formatIssues } from "./options.js";
-import { AxConfigError, AxNoTokensError, DEFAULT_RETENTION_MS, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
+import { AxConfigError, AxNoTokensError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
-export type Role = "coordinator" | "worker" | "api";
-
-export interface RuntimeOptions extends ConnectionOptions {
-  flows: Flow<any>[];
-  /**
-   * `runtime.yaml` overriding task and flow options by name (YAML wins over code). Stored
-   * versions (`ax config apply`) win over it: the file is stored as version 1 only when no
-   * version is stored yet. Every Runtime follows the newest stored version live.
-   */
-  config?: string | undefined;
-  /**
-   * Attempts at once in this process. YAML's `max_concurrency` is the cluster-wide limit, not
-   * this one. @defaultValue 10
-   */
-  maxConcurrency?: number | undefined;
-  /** How often to look for a new config version, besides the Redis message. @defaultValue 2000 */
-  configPollMs?: number | undefined;
-  /** @defaultValue ["coordinator", "worker", "api"] */
-  roles?: Role[] | undefined;
-  /** Worker groups this process serves. @defaultValue every queue its flows' tasks use */
-  queues?: string[] | undefined;
-  /** API port (role "api"); 0 picks a free one. @defaultValue 8080 */
-  port?: number | undefined;
-  host?: string | undefined;
-  /** Serve /metrics on this port (workers; or an API process that keeps metrics off the API port). @defaultValue none */
-  metricsPort?: number | undefined;
-  /**
-   * Serve the API to anyone, without tokens (`ax dev`; a network you trust). Without it an API
-   * process refuses to start while no token is stored (`ax token create`). @defaultValue false
-   */
-  insecureNoAuth?: boolean | undefined;
-  /** `/metrics` on the API port needs a token (any scope); false makes it public there. @defaultValue true */
-  metricsAuth?: boolean | undefined;
-  /** pino paths censored in every log line, besides the defaults (`*.password`, `*.token`, `req.headers.authorization`…, docs/security.md). */
-  redact?: string[] | undefined;
-  /** @defaultValue process.env.AX_LOG_LEVEL ?? "info" */
-  logLevel?: string | undefined;
-  logger?: Logger | undefined;
-  reconciler?: ReconcilerOptions | undefined;
-  /** Held runs (`maxConcurrentRuns`, backfills) are released by a loop of the coordinator role. */
-  admission?: AdmissionOptions | undefined;
-  /** Alert evaluation (coordinator role, when `alerts:` defines a group). */
-  alerts?: { /** How often to look for runs stuck `running`. @defaultValue 30000 */ stuckScanMs?: number } | undefined;
-  /** The hourly prune of history older than YAML's `retention` (default 90 days), by the coordinator role. */
-  retention?: RetentionOptions | undefined;
-  worker?:
-    | {
-        heartbeatMs?: number;
-        leaseMs?: number;
-        lockDurationMs?: number;
-        stalledIntervalMs?: number;
-        /** Rows of workers whose lease lapsed longer ago than this are deleted. @defaultValue 3600000 (1 h) */
-        deadWorkerRetentionMs?: number;
-        /**
-         * "run" (default): a step that is not its run's last commits without waiting for the disk;
-         * after a PostgreSQL crash such a step may run again. "step": every outcome waits for the
-         * disk (about 2 ms more per step). See docs/performance.md.
-         */
-        durability?: "run" | "step";
-      }
-    | undefined;
-}
-
-export interface StopOptions {
-  /**
-   * How long in-flight attempts may take to finish; then they are aborted and handed back for
-   * another attempt (on any worker, without waiting for a lease). Connections then close within
-   * a short grace whether or not Redis and PostgreSQL answer. @defaultValue "30s"
-   */
-  timeout?: Duration | undefined;
-}
+export type { Role, RuntimeOptions, StopOptions } from "./runtime-options.js";
 
 /** After the stop deadline, how long the connections may take to close before they are dropped. */
 const CLOSE_GRACE_MS = 500;
@@ -129,16 +45,11 @@ export class Runtime {
   readonly log: Logger;
   private connections: Connections | undefined;
   private worker: NodeWorker | undefined;
-  private reconciler: Reconciler | undefined;
-  private schedules: ScheduleLoop | undefined;
-  private triggerListener: TriggerListener | undefined;
-  private admission: Admission | undefined;
-  private retention: RetentionLoop | undefined;
+  private coordinator: CoordinatorRole | undefined;
   private server: RunningServer | undefined;
   private metricsServer: { close(): Promise<void> } | undefined;
   private readonly roles: Role[];
   private readonly code: RuntimeCode;
-  private alerts: AlertEvaluator | undefined;
   /** The stored config version applied now; 0 before any is stored. */
   private appliedVersion = 0;
   private live: LiveConfig | undefined;
@@ -209,66 +120,16 @@ export class Runtime {
     await this.registerFlows();
     this.detachEvents = attachEventSource(connections.redis, queues.prefix, this.log.child({ component: "events" }));
 
+    const context: RoleContext = { options: this.options, code: this.code, connections, log: this.log, registry: this.registry };
     if (this.roles.includes("worker")) {
-      this.worker = new NodeWorker({
-        db: store.db,
-        relaxedDb: store.relaxed,
-        leasesDb: store.leases,
-        connection: connections.redis,
-        queues,
-        queueNames: this.options.queues ?? this.code.queues(),
-        concurrency: this.options.maxConcurrency ?? 10,
-        clusterLimits: () => this.clusterLimits(),
-        configVersion: () => this.configVersion,
-        tasks: this.code.taskSource(),
-        log: this.log,
-        metrics: createWorkerMetrics(this.registry),
-        ...this.options.worker,
-      });
+      this.worker = createWorker(context, { clusterLimits: () => this.clusterLimits(), configVersion: () => this.configVersion });
       await this.worker.start();
     }
     if (this.roles.includes("coordinator")) {
-      this.reconciler = new Reconciler(store.db, queues, this.log.child({ component: "reconciler" }), this.options.reconciler);
-      this.reconciler.start();
-      await registerSchedules(store.db, this.code.flowNames, this.code.schedules());
-      this.schedules = new ScheduleLoop({
-        db: store.db,
-        queues,
-        jobs: connections.writer.jobs,
-        log: this.log.child({ component: "schedules" }),
-        flows: this.code.flowNames,
-        observeLag: scheduleLagMetric(this.registry),
-      });
-      await this.schedules.start();
-      this.triggerListener = new TriggerListener(store, queues, this.log.child({ component: "trigger-listener" }));
-      await this.triggerListener.start();
-      this.admission = new Admission({ db: store.db, queues }, this.log.child({ component: "admission" }), this.options.admission);
-      this.admission.start();
-      alertDeliveriesMetric(this.registry);
-      await this.syncAlerts();
-      this.retention = new RetentionLoop(
-        store,
-        () => this.code.config.retentionMs ?? DEFAULT_RETENTION_MS,
-        this.log.child({ component: "retention" }),
-        this.options.retention,
-      );
-      this.retention.start();
+      this.coordinator = new CoordinatorRole(context, () => this.connections !== undefined);
+      await this.coordinator.start();
     }
-    if (this.roles.includes("api")) {
-      // Loaded only here: the HTTP API (fastify, the console) would add about 30 MB to every worker.
-      const { startServer } = await import("@ax/server");
-      this.server = await startServer({
-        db: store.db,
-        queues,
-        registry: this.registry,
-        log: this.log,
-        port: this.options.port,
-        host: this.options.host,
-        flows: this.code.served(),
-        config: this.live,
-        auth: { insecureNoAuth: this.options.insecureNoAuth, metricsAuth: this.options.metricsAuth },
-      });
-    }
+    if (this.roles.includes("api")) this.server = await startApi(context, this.live);
     if (this.options.metricsPort !== undefined) {
       this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
     }
@@ -292,14 +153,16 @@ export class Runtime {
 
   /** One retention pass now (tests, tools); undefined when another process is pruning. */
   async pruneHistory(): Promise<PruneResult | undefined> {
-    if (!this.retention) throw new AxConfigError("this Runtime has no coordinator role");
-    return this.retention.runOnce();
+    const retention = this.coordinator?.retention;
+    if (!retention) throw new AxConfigError("this Runtime has no coordinator role");
+    return retention.runOnce();
   }
 
   /** One reconcile pass now (tests, tools); normally it runs on its interval. */
   async reconcile(): Promise<number> {
-    if (!this.reconciler) throw new AxConfigError("this Runtime has no coordinator role");
-    return this.reconciler.runOnce();
+    const reconciler = this.coordinator?.reconciler;
+    if (!reconciler) throw new AxConfigError("this Runtime has no coordinator role");
+    return reconciler.runOnce();
   }
 
   /**
@@ -312,41 +175,20 @@ export class Runtime {
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
     const timeoutMs = parsed.data;
     const deadline = Date.now() + timeoutMs;
-    const {
-      server,
-      metricsServer,
-      reconciler,
-      schedules,
-      triggerListener,
-      admission,
-      retention,
-      worker,
-      connections,
-      follower,
-      detachEvents,
-      alerts,
-    } = this;
-    this.server =
-      this.metricsServer =
-      this.reconciler =
-      this.schedules =
-      this.triggerListener =
-      this.admission =
-      this.retention =
-        undefined;
-    this.worker = this.connections = this.follower = this.detachEvents = this.alerts = undefined;
+    const { server, metricsServer, coordinator, worker, connections, follower, detachEvents } = this;
+    this.server = this.metricsServer = this.coordinator = this.worker = this.connections = this.follower = this.detachEvents = undefined;
     await within(
       Promise.all([
-        alerts?.stop(),
+        coordinator?.alerts?.stop(),
         detachEvents?.(),
         follower?.stop(),
         server?.close(),
         metricsServer?.close(),
-        reconciler?.stop(),
-        schedules?.stop(),
-        triggerListener?.stop(),
-        admission?.stop(),
-        retention?.stop(),
+        coordinator?.reconciler?.stop(),
+        coordinator?.schedules?.stop(),
+        coordinator?.triggerListener?.stop(),
+        coordinator?.admission?.stop(),
+        coordinator?.retention?.stop(),
       ]),
       msUntil(deadline),
     );
@@ -398,11 +240,7 @@ export class Runtime {
     this.applyVersion(version);
     // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.
     await this.registerFlows();
-    if (this.schedules) {
-      await registerSchedules(this.connections!.store.db, this.code.flowNames, this.code.schedules());
-      await this.schedules.reload();
-    }
-    if (this.roles.includes("coordinator")) await this.syncAlerts();
+    await this.coordinator?.applyConfig();
     this.appliedVersion = version.version;
     this.log.info({ version: version.version, author: version.author, file: version.file }, "config version applied");
   }
@@ -413,22 +251,5 @@ export class Runtime {
       await registerFlowVersion(db, ...this.code.versionOf(flow));
       await saveFlowSettings(db, this.code.settingsOf(flow));
     }
-  }
-
-  /** Alerts are evaluated only once a group is defined: a cluster without `alerts:` pays nothing for them. */
-  private async syncAlerts(): Promise<void> {
-    if (this.alerts || Object.keys(this.code.alertGroups).length === 0 || !this.connections) return;
-    const { store, redis, queues } = this.connections;
-    const alerts = new AlertEvaluator({
-      db: store.db,
-      redis,
-      prefix: queues.prefix,
-      log: this.log.child({ component: "alerts" }),
-      registry: this.registry,
-      groups: () => this.code.alertGroups,
-      stuckScanMs: this.options.alerts?.stuckScanMs,
-    });
-    await alerts.start();
-    this.alerts = alerts;
   }
 }

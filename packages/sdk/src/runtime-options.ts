@@ -1,0 +1,77 @@
+import type { Logger } from "pino";
+import type { AdmissionOptions, ReconcilerOptions, RetentionOptions } from "@ax/coordinator";
+import type { ConnectionOptions } from "./connections.js";
+import type { Flow } from "./definition/flow.js";
+import type { Duration } from "./duration.js";
+
+export type Role = "coordinator" | "worker" | "api";
+
+export interface RuntimeOptions extends ConnectionOptions {
+  flows: Flow<any>[];
+  /**
+   * `runtime.yaml` overriding task and flow options by name (YAML wins over code). Stored
+   * versions (`ax config apply`) win over it: the file is stored as version 1 only when no
+   * version is stored yet. Every Runtime follows the newest stored version live.
+   */
+  config?: string | undefined;
+  /**
+   * Attempts at once in this process. YAML's `max_concurrency` is the cluster-wide limit, not
+   * this one. @defaultValue 10
+   */
+  maxConcurrency?: number | undefined;
+  /** How often to look for a new config version, besides the Redis message. @defaultValue 2000 */
+  configPollMs?: number | undefined;
+  /** @defaultValue ["coordinator", "worker", "api"] */
+  roles?: Role[] | undefined;
+  /** Worker groups this process serves. @defaultValue every queue its flows' tasks use */
+  queues?: string[] | undefined;
+  /** API port (role "api"); 0 picks a free one. @defaultValue 8080 */
+  port?: number | undefined;
+  host?: string | undefined;
+  /** Serve /metrics on this port (workers; or an API process that keeps metrics off the API port). @defaultValue none */
+  metricsPort?: number | undefined;
+  /**
+   * Serve the API to anyone, without tokens (`ax dev`; a network you trust). Without it an API
+   * process refuses to start while no token is stored (`ax token create`). @defaultValue false
+   */
+  insecureNoAuth?: boolean | undefined;
+  /** `/metrics` on the API port needs a token (any scope); false makes it public there. @defaultValue true */
+  metricsAuth?: boolean | undefined;
+  /** pino paths censored in every log line, besides the defaults (`*.password`, `*.token`, `req.headers.authorization`…, docs/security.md). */
+  redact?: string[] | undefined;
+  /** @defaultValue process.env.AX_LOG_LEVEL ?? "info" */
+  logLevel?: string | undefined;
+  logger?: Logger | undefined;
+  reconciler?: ReconcilerOptions | undefined;
+  /** Held runs (`maxConcurrentRuns`, backfills) are released by a loop of the coordinator role. */
+  admission?: AdmissionOptions | undefined;
+  /** Alert evaluation (coordinator role, when `alerts:` defines a group). */
+  alerts?: { /** How often to look for runs stuck `running`. @defaultValue 30000 */ stuckScanMs?: number } | undefined;
+  /** The hourly prune of history older than YAML's `retention` (default 90 days), by the coordinator role. */
+  retention?: RetentionOptions | undefined;
+  worker?:
+    | {
+        heartbeatMs?: number;
+        leaseMs?: number;
+        lockDurationMs?: number;
+        stalledIntervalMs?: number;
+        /** Rows of workers whose lease lapsed longer ago than this are deleted. @defaultValue 3600000 (1 h) */
+        deadWorkerRetentionMs?: number;
+        /**
+         * "run" (default): a step that is not its run's last commits without waiting for the disk;
+         * after a PostgreSQL crash such a step may run again. "step": every outcome waits for the
+         * disk (about 2 ms more per step). See docs/performance.md.
+         */
+        durability?: "run" | "step";
+      }
+    | undefined;
+}
+
+export interface StopOptions {
+  /**
+   * How long in-flight attempts may take to finish; then they are aborted and handed back for
+   * another attempt (on any worker, without waiting for a lease). Connections then close within
+   * a short grace whether or not Redis and PostgreSQL answer. @defaultValue "30s"
+   */
+  timeout?: Duration | undefined;
+}
