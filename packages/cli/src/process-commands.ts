@@ -1,0 +1,201 @@
+import { existsSync } from "node:fs";
+import { userInfo } from "node:os";
+import type { Command } from "commander";
+import { Registry } from "prom-client";
+import { z } from "zod";
+import { axLogger, LiveConfig, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
+import { advertiseApi, migrate, openStore } from "@ax/store";
+import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
+import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
+import { startMetricsServer } from "@ax/server/metrics";
+import { loadFlows } from "./load-entry.js";
+import { parseFlags, positiveInt } from "./options.js";
+import { connection, durationFlag } from "./shared.js";
+import { watchConfigFile } from "./watch-config.js";
+
+/** The config file `ax dev` watches when no --config is given, if it exists (DESIGN §1's project layout). */
+const DEV_CONFIG = "config/runtime.yaml";
+
+/** Past the stop timeout, how long the process may take to close before it exits anyway. */
+const EXIT_GRACE_MS = 4000;
+
+/**
+ * Runs until SIGINT/SIGTERM, then stops gracefully: in-flight attempts get `stopTimeout`, then are
+ * handed back. The process exits within `stopTimeout` plus a few seconds whatever Redis and
+ * PostgreSQL do; a second signal exits at once.
+ */
+async function serve(runtime: Runtime, what: string, stopTimeout: Duration, afterStart?: () => () => void): Promise<void> {
+  await runtime.start();
+  const unwatch = afterStart?.();
+  runtime.log.info(
+    { worker: runtime.workerId, api: runtime.url, console: runtime.url ? `${runtime.url}/` : undefined },
+    `ax ${what} started`,
+  );
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  const force = (again: NodeJS.Signals) => {
+    runtime.log.warn({ signal: again }, `ax ${what}: second signal, exiting without waiting`);
+    process.exit(130);
+  };
+  process.once("SIGINT", force);
+  process.once("SIGTERM", force);
+  const hardExit = setTimeout(() => {
+    runtime.log.error(`ax ${what} did not stop within its stop timeout; exiting anyway`);
+    process.exit(1);
+  }, parseDuration(stopTimeout) + EXIT_GRACE_MS);
+  hardExit.unref();
+  runtime.log.info({ signal, stopTimeout }, `ax ${what} stopping`);
+  unwatch?.();
+  await runtime.stop({ timeout: stopTimeout });
+  runtime.log.info(`ax ${what} stopped`);
+  // A task that ignored its abort may still hold timers or sockets: they must not keep the process.
+  process.exit(process.exitCode ?? 0);
+}
+
+const roleCommand = (program: Command, name: string, roles: Role[], description: string) =>
+  program
+    .command(`${name} <entry>`)
+    .description(description)
+    .option(
+      "--config <file>",
+      "runtime.yaml: stored as version 1 when none is stored; `ax dev` applies it on every save (default config/runtime.yaml if it exists)",
+    )
+    .option("--concurrency <n>", "attempts at once in this process (default 10; YAML max_concurrency is the cluster-wide limit)")
+    .option("--queues <names>", "comma-separated worker groups to serve")
+    .option(
+      "--durability <run|step>",
+      "run: only a run's last step waits for the disk (a step may run again after a PostgreSQL crash); step: every step waits",
+      "run",
+    )
+    .option("--port <port>", "API port (dev)", "8080")
+    .option("--metrics-port <port>", "serve /metrics on this port (worker, coordinator)")
+    .option(
+      "--stop-timeout <duration>",
+      "on SIGTERM, how long in-flight attempts may finish before they are handed back",
+      `${DEFAULT_STOP_TIMEOUT_MS / 1000}s`,
+    )
+    .action(async (entry: string, raw: Record<string, string | undefined>) => {
+      const flags = parseFlags(
+        z.object({
+          config: z.string().optional(),
+          concurrency: positiveInt.optional(),
+          queues: z.string().optional(),
+          durability: z.enum(["run", "step"]),
+          port: z.coerce.number().int().min(0).max(65535),
+          metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+          stopTimeout: durationFlag,
+        }),
+        raw,
+        name,
+      );
+      const c = connection(program);
+      const config = flags.config ?? (name === "dev" && existsSync(DEV_CONFIG) ? DEV_CONFIG : undefined);
+      // Other processes (the CLI) reach an embedded history through this API while this one holds it.
+      if (!c.storage && roles.includes("api") && flags.port !== 0) advertiseApi(`http://127.0.0.1:${flags.port}`);
+      const runtime = new Runtime({
+        ...c,
+        flows: await loadFlows(entry),
+        config,
+        maxConcurrency: flags.concurrency,
+        queues: flags.queues
+          ?.split(",")
+          .map((q) => q.trim())
+          .filter(Boolean),
+        roles,
+        port: flags.port,
+        metricsPort: flags.metricsPort,
+        worker: { durability: flags.durability },
+        // `ax dev` is a developer's own machine: its API and console need no token (docs/security.md).
+        insecureNoAuth: name === "dev",
+      });
+      // `ax dev` applies the file on every save (and at start: the file being edited wins over the stored version).
+      const watchConfig =
+        name === "dev" && config !== undefined
+          ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER ?? userInfo().username} (ax dev)`, runtime.log)
+          : undefined;
+      await serve(runtime, name, flags.stopTimeout, watchConfig);
+    });
+
+/** `ax dev|worker|coordinator|server`: long-running processes, stopped by SIGINT/SIGTERM. */
+export function addProcessCommands(program: Command): void {
+  roleCommand(program, "dev", ["coordinator", "worker", "api"], "everything in one process, API and metrics on --port");
+  roleCommand(program, "worker", ["worker"], "run attempts of the entry's tasks");
+  roleCommand(program, "coordinator", ["coordinator"], "reconcile PostgreSQL and Redis");
+
+  program
+    .command("server [entry]")
+    .description("the HTTP API and /metrics; with <entry>, triggers apply its flows' idempotencyKey/businessKey functions")
+    .option("--port <port>", "API port", "8080")
+    .option("--host <host>", "listen address", "127.0.0.1")
+    .option("--config <file>", "runtime.yaml overriding flow options (with <entry>)")
+    .option("--insecure-no-auth", "serve every route without a token (only on a network you trust)")
+    .option("--public-metrics", "serve /metrics on the API port without a token (default: a token of any scope)")
+    .option("--metrics-port <port>", "also serve /metrics, without a token, on this port (keep it off the public network)")
+    .action(async (entry: string | undefined, raw: Record<string, unknown>) => {
+      const flags = parseFlags(
+        z.object({
+          port: z.coerce.number().int().min(0).max(65535),
+          host: z.string(),
+          config: z.string().optional(),
+          insecureNoAuth: z.boolean().optional(),
+          publicMetrics: z.boolean().optional(),
+          metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+        }),
+        raw,
+        "server",
+      );
+      const auth = { insecureNoAuth: flags.insecureNoAuth ?? false, metricsAuth: !flags.publicMetrics };
+      if (entry) {
+        const runtime = new Runtime({
+          ...connection(program),
+          flows: await loadFlows(entry),
+          config: flags.config,
+          roles: ["api"],
+          port: flags.port,
+          host: flags.host,
+          metricsPort: flags.metricsPort,
+          ...auth,
+        });
+        await serve(runtime, "server", "5s");
+        return;
+      }
+      const c = connection(program);
+      const store = openStore({ url: c.storage, dataDir: c.dataDir });
+      await migrate(store);
+      const log = axLogger();
+      const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
+      const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
+      const registry = new Registry();
+      await checkEvictionPolicy(redis, log, registry);
+      try {
+        const { startServer } = await import("@ax/server");
+        const server = await startServer({
+          db: store.db,
+          queues,
+          registry,
+          log,
+          port: flags.port,
+          host: flags.host,
+          config: new LiveConfig(store.db, redis, queues.prefix),
+          auth,
+        });
+        const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer(registry, flags.metricsPort, flags.host);
+        log.info(
+          { url: server.url, console: `${server.url}/` },
+          "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",
+        );
+        await new Promise<void>((resolve) => {
+          process.once("SIGINT", resolve);
+          process.once("SIGTERM", resolve);
+        });
+        await server.close();
+        await metrics?.close();
+      } finally {
+        await queues.close();
+        closeRedis(redis);
+        await store.close();
+      }
+    });
+}

@@ -1,0 +1,108 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import { RUN_STATUSES } from "@ax/store";
+import { loadFlows } from "./load-entry.js";
+import { parseFlags, positiveInt } from "./options.js";
+import { printRunOrWait, renderRun } from "./render-run.js";
+import { durationFlag, withClient } from "./shared.js";
+
+/** `ax trigger`, `ax run <id>`, `ax cancel <id>`, `ax runs`: through `withClient`, so they also reach an `ax dev`'s embedded history. */
+export function addRunCommands(program: Command): void {
+  program
+    .command("trigger <flow>")
+    .description("start a run of a flow")
+    .option("--payload <json>", "the run's input, as JSON", "null")
+    .option("--idempotency-key <key>", "a second trigger with this key returns the first run")
+    .option("--business-key <key>", "searchable business id (order id, batch id)")
+    .option("--entry <file>", "the flows' code, so that the flow's own idempotencyKey/businessKey functions apply")
+    .option("--delay <duration>", "start the run's first nodes this long from now")
+    .option("--priority <n>", "BullMQ priority of every job of the run, 1 served first")
+    .option("--wait", "wait for the run to finish and print it")
+    .option("--timeout <duration>", "how long --wait waits", "60s")
+    .action(async (flow: string, raw: Record<string, unknown>) => {
+      const flags = parseFlags(
+        z.object({
+          payload: z.string().transform((text, ctx) => {
+            try {
+              return JSON.parse(text) as unknown;
+            } catch (error) {
+              ctx.addIssue({ code: "custom", message: `not JSON (${(error as Error).message})` });
+              return z.NEVER;
+            }
+          }),
+          idempotencyKey: z.string().min(1).optional(),
+          businessKey: z.string().min(1).optional(),
+          entry: z.string().min(1).optional(),
+          delay: durationFlag.optional(),
+          priority: positiveInt.optional(),
+          wait: z.boolean().optional(),
+          timeout: z.string(),
+        }),
+        raw,
+        "trigger",
+      );
+      const flows = flags.entry ? await loadFlows(flags.entry) : undefined;
+      await withClient(
+        program,
+        async (client) => {
+          const runId = await client.triggerFlow(flow, flags.payload, {
+            idempotencyKey: flags.idempotencyKey,
+            businessKey: flags.businessKey,
+            delay: flags.delay,
+            priority: flags.priority,
+          });
+          await printRunOrWait(client, runId, flags);
+        },
+        flows,
+      );
+    });
+
+  program
+    .command("run <id>")
+    .description("show a run: each node of its DAG with state, attempts and errors")
+    .option("--json", "print RunInfo as JSON")
+    .action(async (id: string, raw: { json?: boolean }) => {
+      await withClient(program, async (client) => {
+        const run = await client.getRun(id);
+        console.log(raw.json ? JSON.stringify(run, null, 2) : renderRun(run));
+      });
+    });
+
+  program
+    .command("cancel <id>")
+    .description("cancel a run: queued nodes are removed, running attempts are aborted, the run ends cancelled")
+    .option("--json", "print the result as JSON")
+    .action(async (id: string, raw: { json?: boolean }) => {
+      await withClient(program, async (client) => {
+        const result = await client.cancel(id);
+        if (raw.json) console.log(JSON.stringify(result));
+        else if (result.cancelled) console.log(`run ${id} cancelled (${result.removedJobs} queued job(s) removed)`);
+        else console.log(`run ${id} is already ${result.status}; nothing changed`);
+      });
+    });
+
+  program
+    .command("runs")
+    .description("list recent runs, newest first")
+    .option("--flow <name>")
+    .option("--status <status>")
+    .option("--business-key <key>")
+    .option("--limit <n>", "how many", "20")
+    .action(async (raw: Record<string, string | undefined>) => {
+      const filter = parseFlags(
+        z.object({
+          flow: z.string().optional(),
+          status: z.enum(RUN_STATUSES).optional(),
+          businessKey: z.string().optional(),
+          limit: positiveInt,
+        }),
+        raw,
+        "runs",
+      );
+      await withClient(program, async (client) => {
+        for (const run of await client.listRuns(filter)) {
+          console.log([run.id, run.flow, run.status.padEnd(9), run.trigger.padEnd(8), run.createdAt, run.businessKey ?? ""].join("  "));
+        }
+      });
+    });
+}
