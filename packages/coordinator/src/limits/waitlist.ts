@@ -28,8 +28,12 @@ local function used(sem)
 end
 `;
 
-/** KEYS: semaphore, its list, waiting-keys set. ARGV: capacity, key. Pops as many waiters as there is room for. */
+/**
+ * KEYS: semaphore, its list, waiting-keys set, holders hash. ARGV: capacity, key, the released
+ * permit's id. Forgets the permit's holder, then pops as many waiters as there is room for.
+ */
 const WAKE = `${USED}
+redis.call('HDEL', KEYS[4], ARGV[3])
 local room = tonumber(ARGV[1]) - used(KEYS[1])
 local woken = {}
 while room > 0 do
@@ -105,10 +109,13 @@ export class Waitlist {
     };
   }
 
-  /** After a slot of `key` was released: the waiters that may start now, first come first. */
-  wake(key: string, capacity: number): Promise<string[]> {
+  /**
+   * After the permit `permitId` of `key` was released: its holder forgotten and the waiters that
+   * may start now, first come first, in one call.
+   */
+  wake(key: string, capacity: number, permitId: string): Promise<string[]> {
     const sem = this.semPrefix + key;
-    return this.commands.axWaitWake(3, sem, `${sem}:waiting`, this.waitingKeys, capacity, key);
+    return this.commands.axWaitWake(4, sem, `${sem}:waiting`, this.waitingKeys, `${sem}:holders`, capacity, key, permitId);
   }
 
   /** Waiters of up to `keys` keys whose slots came free without a release (a holder died). */
@@ -116,13 +123,17 @@ export class Waitlist {
     return this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys);
   }
 
-  /** Records which run holds a permit of `key`, for `cancel_in_progress`. */
-  async hold(key: string, permitId: string, runId: string): Promise<void> {
-    await this.redis.hset(`${this.semPrefix}${key}:holders`, permitId, runId);
-  }
-
-  async unhold(key: string, permitId: string): Promise<void> {
-    await this.redis.hdel(`${this.semPrefix}${key}:holders`, permitId);
+  /**
+   * A job admitted under its key's limits: its parked reason, if it had one, is cleared and, for
+   * a concurrency key, the run holding permit `permitId` of `key` is recorded (for
+   * `cancel_in_progress`). One round trip for both.
+   */
+  async admitted(jobId: string, hold?: { key: string; permitId: string; runId: string }): Promise<void> {
+    const pipeline = this.redis.pipeline().hdel(parkedReasonsKey(this.prefix), jobId);
+    if (hold) pipeline.hset(`${this.semPrefix}${hold.key}:holders`, hold.permitId, hold.runId);
+    const answers = (await pipeline.exec()) ?? [];
+    const failed = answers.find(([error]) => error);
+    if (failed) throw failed[0];
   }
 
   /** The runs holding `key` now (a dead holder's run may linger until its lease lapses). */

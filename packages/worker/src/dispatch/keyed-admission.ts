@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Job } from "bullmq";
+import { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { GroupCommit, waitingNodeInputs, type Db, type InputRequest, type NodeInputs } from "@ax/store";
@@ -85,8 +85,7 @@ export class KeyedAdmission {
     const fullReason = concurrencyKey ? `concurrency key ${key} (${concurrencyKey.max}/${concurrencyKey.max})` : "";
     const answer = await d.gate.acquire(spec, parking ? d.waitlist.parkRequest(queue, job.id!, fullReason) : undefined);
     if (answer.ok) {
-      await setParkedReason(d.redis, d.prefix, job.id!, null);
-      if (concurrencyKey) await d.waitlist.hold(semKey, answer.permit.id, runId);
+      await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
       return { ok: true, release: () => this.release(answer.permit, semKey, concurrencyKey?.max) };
     }
     const reason = describeBlocked(answer.blocked);
@@ -132,8 +131,7 @@ export class KeyedAdmission {
     const d = this.deps;
     await d.gate.release(permit);
     if (capacity === undefined) return;
-    await d.waitlist.unhold(semKey, permit.id);
-    for (const waiter of await d.waitlist.wake(semKey, capacity)) await d.promote(waiter);
+    for (const waiter of await d.waitlist.wake(semKey, capacity, permit.id)) await d.promote(waiter);
   }
 }
 
@@ -150,6 +148,12 @@ export async function promoteParked(queues: QueueRegistry, waiter: string, log: 
   const split = waiter.indexOf("|");
   const queue = queues.get(waiter.slice(0, split));
   const id = waiter.slice(split + 1);
+  // Usually the job is delayed by now: promoted in one call, by id alone. BullMQ refuses a job
+  // that is not delayed, and only then is its state read.
+  try {
+    await new Job(queue, "", {}, {}, id).promote();
+    return;
+  } catch {}
   for (let tries = 0; tries < PROMOTE_TRIES; tries++) {
     const job = await queue.getJob(id);
     if (!job) return;
