@@ -22,6 +22,11 @@ import {
   apiError,
   jsonValue,
   flowDescription,
+  runSummary,
+  runInfo,
+  pausedAnswer,
+  configVersion,
+  effectiveOption,
 } from "./api-schemas.js";
 
 export type RouteScope = "public" | "metrics" | TokenScope;
@@ -45,27 +50,8 @@ export interface RouteDoc {
   responses: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
 }
 
-const runSummary = z.record(z.string(), jsonValue).meta({ description: "RunSummary (see docs/api.md)" });
-const runInfo = z.record(z.string(), jsonValue).meta({ description: "RunInfo (see docs/api.md)" });
 const notFound = { description: "unknown run", schema: apiError };
-const pausedAnswer = z.object({ flow: z.string(), paused: z.boolean() });
 const badRequest = { description: "the request does not match its schema", schema: apiError };
-const configVersion = z
-  .object({
-    version: z.number().int(),
-    author: z.string(),
-    file: z.string(),
-    createdAt: z.string(),
-    yaml: z.string(),
-    parsed: jsonValue,
-    diff: z.string().meta({ description: "unified diff from the version before it" }),
-  })
-  .meta({ description: "a stored config version" });
-const effectiveOption = z.object({
-  option: z.string(),
-  value: jsonValue,
-  source: z.string().meta({ description: "yaml vN, code or default" }),
-});
 const configUnavailable = { description: "this server was started without a config service", schema: apiError };
 
 /** Every route of the HTTP API, keyed `METHOD url` as fastify registers it. */

@@ -125,3 +125,25 @@ export const flowDescription = z.object({
     .nullable()
     .meta({ description: "the flow's schedule, when this server loaded its code and it has one" }),
 });
+
+export const runSummary = z.record(z.string(), jsonValue).meta({ description: "RunSummary (see docs/api.md)" });
+export const runInfo = z.record(z.string(), jsonValue).meta({ description: "RunInfo (see docs/api.md)" });
+export const pausedAnswer = z.object({ flow: z.string(), paused: z.boolean() });
+
+export const configVersion = z
+  .object({
+    version: z.number().int(),
+    author: z.string(),
+    file: z.string(),
+    createdAt: z.string(),
+    yaml: z.string(),
+    parsed: jsonValue,
+    diff: z.string().meta({ description: "unified diff from the version before it" }),
+  })
+  .meta({ description: "a stored config version" });
+
+export const effectiveOption = z.object({
+  option: z.string(),
+  value: jsonValue,
+  source: z.string().meta({ description: "yaml vN, code or default" }),
+});
