@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseDuration, type Duration } from "ax-scheduler";
 
 /** Connection flags every command shares; environment variables are the defaults. */
 export const connectionFlags = z.object({
@@ -29,3 +30,25 @@ export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command
 }
 
 export const positiveInt = z.coerce.number().int().positive();
+
+/** A flag holding JSON text, parsed. */
+export const jsonFlag = z.string().transform((text, ctx) => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: `not JSON (${(error as Error).message})` });
+    return z.NEVER;
+  }
+});
+
+/** A duration flag: seconds as a number, or a string like "30s" or "2m". */
+export const durationFlag = z.string().transform((text, ctx): Duration => {
+  const value = /^\d+(\.\d+)?$/.test(text) ? Number(text) : text;
+  try {
+    parseDuration(value);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+    return z.NEVER;
+  }
+  return value;
+});

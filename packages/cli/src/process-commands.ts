@@ -9,8 +9,8 @@ import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, Queue
 import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 import { startMetricsServer } from "@ax/server/metrics";
 import { loadFlows } from "./load-entry.js";
-import { parseFlags, positiveInt } from "./options.js";
-import { connection, durationFlag } from "./shared.js";
+import { durationFlag, parseFlags, positiveInt } from "./options.js";
+import { connection } from "./shared.js";
 import { watchConfigFile } from "./watch-config.js";
 
 /** The config file `ax dev` watches when no --config is given, if it exists (DESIGN §1's project layout). */

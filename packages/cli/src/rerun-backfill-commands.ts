@@ -3,7 +3,7 @@ import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
 import type { BackfillInfo, Client } from "ax-scheduler";
-import { parseFlags, positiveInt } from "./options.js";
+import { jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { printRunOrWait } from "./render-run.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
@@ -11,15 +11,6 @@ type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 /** More ticks than this need `--yes`. */
 const CONFIRM_TICKS = 10_000;
 const POLL_MS = 500;
-
-const jsonText = z.string().transform((text, ctx) => {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (error) {
-    ctx.addIssue({ code: "custom", message: `not JSON (${(error as Error).message})` });
-    return z.NEVER;
-  }
-});
 
 const instant = z
   .string()
@@ -43,7 +34,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
             failed: z.boolean().optional(),
             from: z.string().min(1).optional(),
             all: z.boolean().optional(),
-            payload: jsonText.optional(),
+            payload: jsonFlag.optional(),
             wait: z.boolean().optional(),
             timeout: z.string(),
           })

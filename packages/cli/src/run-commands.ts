@@ -2,9 +2,9 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { RUN_STATUSES } from "@ax/store";
 import { loadFlows } from "./load-entry.js";
-import { parseFlags, positiveInt } from "./options.js";
+import { durationFlag, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
-import { durationFlag, withClient } from "./shared.js";
+import { withClient } from "./shared.js";
 
 /** `ax trigger`, `ax run <id>`, `ax cancel <id>`, `ax runs`: through `withClient`, so they also reach an `ax dev`'s embedded history. */
 export function addRunCommands(program: Command): void {
@@ -22,14 +22,7 @@ export function addRunCommands(program: Command): void {
     .action(async (flow: string, raw: Record<string, unknown>) => {
       const flags = parseFlags(
         z.object({
-          payload: z.string().transform((text, ctx) => {
-            try {
-              return JSON.parse(text) as unknown;
-            } catch (error) {
-              ctx.addIssue({ code: "custom", message: `not JSON (${(error as Error).message})` });
-              return z.NEVER;
-            }
-          }),
+          payload: jsonFlag,
           idempotencyKey: z.string().min(1).optional(),
           businessKey: z.string().min(1).optional(),
           entry: z.string().min(1).optional(),

@@ -1,7 +1,6 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { z } from "zod";
-import { Client, parseDuration, type Duration, type Flow } from "ax-scheduler";
+import { Client, type Flow } from "ax-scheduler";
 import { dataDirHolder } from "@ax/store";
 import { HttpRunsApi } from "./http-client.js";
 import { connectionFlags, parseFlags, type ConnectionFlags } from "./options.js";
@@ -52,15 +51,3 @@ export async function withDirectClient(program: Command, fn: (client: Client) =>
     await client.close();
   }
 }
-
-/** A duration flag: seconds as a number, or a string like "30s" or "2m". */
-export const durationFlag = z.string().transform((text, ctx): Duration => {
-  const value = /^\d+(\.\d+)?$/.test(text) ? Number(text) : text;
-  try {
-    parseDuration(value);
-  } catch (error) {
-    ctx.addIssue({ code: "custom", message: (error as Error).message });
-    return z.NEVER;
-  }
-  return value;
-});
