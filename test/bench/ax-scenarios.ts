@@ -5,6 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ax, Runtime, type Client, type Ref } from "ax-scheduler";
 import type { Isolated } from "../helpers/isolated.js";
 import { since, snapshot, type Counts } from "./counters.js";
+import { meterServerCpu, type ServerCpu } from "./process-cpu.js";
 import { triggerInBatches, waitForRuns } from "./runs.js";
 import { median, percentile } from "./stats.js";
 
@@ -100,12 +101,15 @@ export interface Throughput {
   counts: Counts;
   /** CPU time (user + system) of this process per task: triggering, executing and advancing. */
   cpuMsPerTask: number;
+  /** The servers' CPU per task over the same span. */
+  serverCpu: ServerCpu;
 }
 
 /** Triggers `runs` runs in batches while the workers run, and waits for all to succeed. */
 async function throughput(client: Client, env: Isolated, flow: string, nodes: number, runs: number, batch: number): Promise<Throughput> {
   const before = snapshot();
   const cpuBefore = process.cpuUsage();
+  const servers = meterServerCpu();
   const start = Date.now();
   const ids = await triggerInBatches(client, flow, runs, batch);
   const triggerMs = Date.now() - start;
@@ -114,7 +118,16 @@ async function throughput(client: Client, env: Isolated, flow: string, nodes: nu
   const cpu = process.cpuUsage(cpuBefore);
   const ms = last - start;
   const tasks = runs * nodes;
-  return { runs, tasks, ms, tasksPerS: (tasks / ms) * 1000, triggerMs, counts, cpuMsPerTask: (cpu.user + cpu.system) / 1000 / tasks };
+  return {
+    runs,
+    tasks,
+    ms,
+    tasksPerS: (tasks / ms) * 1000,
+    triggerMs,
+    counts,
+    cpuMsPerTask: (cpu.user + cpu.system) / 1000 / tasks,
+    serverCpu: servers(tasks),
+  };
 }
 
 export async function warmUp(client: Client, env: Isolated, runs: number, batch: number): Promise<void> {
@@ -152,6 +165,7 @@ export async function drainThroughput(
   const worker = drainRuntime(env, concurrency);
   const before = snapshot();
   const cpuBefore = process.cpuUsage();
+  const servers = meterServerCpu();
   const start = Date.now();
   let last: number;
   await worker.start();
@@ -171,6 +185,7 @@ export async function drainThroughput(
     triggerMs: 0,
     counts,
     cpuMsPerTask: (cpu.user + cpu.system) / 1000 / runs,
+    serverCpu: servers(runs),
   };
 }
 

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { since, snapshot, type Counts } from "./counters.js";
+import { meterServerCpu, type ServerCpu } from "./process-cpu.js";
 import { median, medianRound, percentile, type Rounds } from "./stats.js";
 
 export interface BaselineRun {
@@ -10,6 +11,8 @@ export interface BaselineRun {
   jobsPerS: number;
   counts: Counts;
   cpuMsPerTask: number;
+  /** Redis's CPU per job over the same span (BullMQ alone uses no PostgreSQL). */
+  serverCpu: ServerCpu;
 }
 
 export interface BaselineResult {
@@ -83,6 +86,7 @@ async function timedDrain(
   worker.on("failed", (_job, err) => fail(new Error(`baseline job failed: ${err.message}`)));
   const before = snapshot();
   const cpuBefore = process.cpuUsage();
+  const servers = meterServerCpu();
   const t0 = performance.now();
   void worker.run();
   if (mode === "together") await addAll(queue, options.jobs);
@@ -90,6 +94,7 @@ async function timedDrain(
   const ms = performance.now() - t0;
   const counts = since(before);
   const cpu = process.cpuUsage(cpuBefore);
+  const serverCpu = { redis: servers(options.jobs).redis };
   await worker.close();
   return {
     jobs: options.jobs,
@@ -97,6 +102,7 @@ async function timedDrain(
     jobsPerS: (options.jobs / ms) * 1000,
     counts,
     cpuMsPerTask: (cpu.user + cpu.system) / 1000 / options.jobs,
+    serverCpu,
   };
 }
 

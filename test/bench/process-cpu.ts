@@ -36,3 +36,27 @@ export function serverCpuMs(name: string): number | undefined {
   }
   return total;
 }
+
+/** PostgreSQL's and Redis's CPU per task over a scenario, in ms; a server not on this machine is left out. */
+export interface ServerCpu {
+  postgres?: number | undefined;
+  redis?: number | undefined;
+}
+
+/**
+ * Starts measuring the CPU the servers spend while a scenario runs; the returned function answers
+ * it per task. Every process of this machine counts, so it includes what the bench's own polling
+ * and any other load cost the servers: on a quiet machine that is a few percent.
+ */
+export function meterServerCpu(): (tasks: number) => ServerCpu {
+  const postgres = serverCpuMs("postgres");
+  const redis = serverCpuMs("redis-server");
+  const per = (before: number | undefined, after: number | undefined, tasks: number) =>
+    before === undefined || after === undefined ? undefined : (after - before) / tasks;
+  return (tasks) => ({ postgres: per(postgres, serverCpuMs("postgres"), tasks), redis: per(redis, serverCpuMs("redis-server"), tasks) });
+}
+
+/** Every process's CPU per task: this one plus the servers', the figure that bounds throughput on a machine of few cores. */
+export function totalCpu(nodeMs: number, servers: ServerCpu): number {
+  return nodeMs + (servers.postgres ?? 0) + (servers.redis ?? 0);
+}

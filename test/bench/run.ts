@@ -1,6 +1,7 @@
 // Logging must not dominate a no-op benchmark; set before the runtime builds its logger.
 process.env.AX_LOG_LEVEL ??= "warn";
 
+import { availableParallelism } from "node:os";
 import { isolate } from "../helpers/isolated.js";
 import {
   attemptHealth,
@@ -38,6 +39,7 @@ import { historyJson, historyRows, historySizes, largeHistory, type HistoryResul
 import { memoryJson, memoryRows, queuedRuns, workerMemory, type MemoryResult } from "./memory.js";
 import { scalingJson, scalingRows, scalingRuns, workerScaling, type ScalingResult } from "./scaling.js";
 import { benchSkips, type Skippable } from "./stats.js";
+import { totalCpu, type ServerCpu } from "./process-cpu.js";
 import { assertBuilt } from "./workers.js";
 
 interface Results {
@@ -110,7 +112,15 @@ async function measure(sizes: BenchSizes): Promise<Results> {
 
 function throughputDetail(t: Rounds<Throughput>): string {
   const triggering = t.triggerMs > 0 ? ` (triggering ${t.triggerMs} ms)` : "";
-  return `${t.runs} runs in ${Math.round(t.ms)} ms${triggering}; ${perTask(t.counts, t.tasks)}, node CPU ${t.cpuMsPerTask.toFixed(2)} ms/task${roundsText(t.roundRates)}`;
+  return `${t.runs} runs in ${Math.round(t.ms)} ms${triggering}; ${perTask(t.counts, t.tasks)}, ${cpuText(t.cpuMsPerTask, t.serverCpu)}${roundsText(t.roundRates)}`;
+}
+
+/** CPU per task of this process and of the servers: on two cores their sum, not any one of them, bounds throughput. */
+function cpuText(nodeMs: number, servers: ServerCpu): string {
+  const parts = [`node ${nodeMs.toFixed(2)}`];
+  if (servers.postgres !== undefined) parts.push(`PostgreSQL ${servers.postgres.toFixed(2)}`);
+  if (servers.redis !== undefined) parts.push(`Redis ${servers.redis.toFixed(2)}`);
+  return `CPU ${parts.join(" + ")} = ${totalCpu(nodeMs, servers).toFixed(2)} ms/task`;
 }
 
 /** Separate worker processes and a large history, each in its own schema and prefix, after the scenarios above. */
@@ -130,7 +140,7 @@ function report(r: Results): void {
   const faster = (v: number, of = base) => `${(v / of).toFixed(2)}x`;
   const slower = (ax: number, bull: number) => `${(ax / bull).toFixed(1)}x time`;
   const bull = (b: Rounds<BaselineRun>) =>
-    `${b.jobs} jobs in ${Math.round(b.ms)} ms; ${perTask(b.counts, b.jobs)}, node CPU ${b.cpuMsPerTask.toFixed(2)} ms/task${roundsText(b.roundRates)}`;
+    `${b.jobs} jobs in ${Math.round(b.ms)} ms; ${perTask(b.counts, b.jobs)}, ${cpuText(b.cpuMsPerTask, b.serverCpu)}${roundsText(b.roundRates)}`;
   const chainDetail = (c: ChainResult) =>
     `samples ${c.samplesMs.map((s) => Math.round(s)).join(", ")} ms; ${round(c.medianMs / CHAIN_LENGTH, 2)} ms/node (queued -> started ${round(c.hop.queuedToStartMs, 2)} ms, started -> finished ${round(c.hop.startToFinishMs, 2)} ms); seen by caller ${round(c.observedMedianMs)} ms`;
   console.log("");
@@ -207,6 +217,14 @@ function report(r: Results): void {
     `attempts recorded: ${h.attempts}; not success: ${h.notSuccess}; nodes with more than one attempt: ${h.retriedNodes}` +
       (h.notSuccess > 0 ? " (no-op tasks should all succeed first time: look at the warnings above)" : ""),
   );
+  const axCpu = totalCpu(r.single.cpuMsPerTask, r.single.serverCpu);
+  const bullCpu = totalCpu(r.baseline.endToEnd.cpuMsPerTask, r.baseline.endToEnd.serverCpu);
+  const cores = availableParallelism();
+  const ceiling = (cores * 1000) / axCpu;
+  console.log(
+    `CPU per task end to end, every process: ax ${axCpu.toFixed(2)} ms, BullMQ ${bullCpu.toFixed(2)} ms. At ${axCpu.toFixed(2)} ms ax cannot ` +
+      `pass ${Math.round(ceiling)} tasks/s on ${cores} cores, ${faster(ceiling)} BullMQ's rate here`,
+  );
   console.log(
     JSON.stringify({
       bullmq_tasks_per_s: Math.round(base),
@@ -225,6 +243,8 @@ function report(r: Results): void {
       trigger_start_p99_ms: round(r.latency.p99, 2),
       cpu_ms_per_task: round(r.single.cpuMsPerTask, 3),
       bullmq_cpu_ms_per_task: round(r.baseline.endToEnd.cpuMsPerTask, 3),
+      total_cpu_ms_per_task: round(totalCpu(r.single.cpuMsPerTask, r.single.serverCpu), 3),
+      bullmq_total_cpu_ms_per_task: round(totalCpu(r.baseline.endToEnd.cpuMsPerTask, r.baseline.endToEnd.serverCpu), 3),
       ...(r.scaling && scalingJson(r.scaling)),
       ...(r.memory && memoryJson(r.memory)),
       ...(r.history && historyJson(r.history)),
