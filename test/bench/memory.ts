@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isolate } from "../helpers/isolated.js";
 import type { Child } from "../helpers/processes.js";
-import { processCpuMs, serverCpuMs } from "./process-cpu.js";
+import { meterServerCpu, processCpuMs } from "./process-cpu.js";
 import { fixedSize, median, round, type Row } from "./stats.js";
 import { triggerInBatches, waitForRuns } from "./runs.js";
 import { benchClient, startWorkerProcess, stopAll, TRIGGER_BATCH, waitReady, WORKER_CONCURRENCY, WORKER_FLOW } from "./workers.js";
@@ -43,14 +43,6 @@ function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number | undefined {
   const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1];
   if (kb === undefined) throw new Error(`no ${field} in /proc/${pid}/status: the memory scenario needs Linux`);
   return Number(kb) / 1024;
-}
-
-function cpuNow(workerPid: number): { worker: number; postgres: number | undefined; redis: number | undefined } {
-  return { worker: processCpuMs(workerPid) ?? Number.NaN, postgres: serverCpuMs("postgres"), redis: serverCpuMs("redis-server") };
-}
-
-function perTask(before: number | undefined, after: number | undefined, tasks: number): number | undefined {
-  return before === undefined || after === undefined ? undefined : (after - before) / tasks;
 }
 
 /** RSS of `pid` every SAMPLE_MS until stopped. */
@@ -96,9 +88,11 @@ export async function workerMemory(queued: number, log: (message: string) => voi
     try {
       await waitReady(draining);
       const readyAt = Date.now();
-      const cpuBefore = cpuNow(pid);
+      const workerCpuBefore = processCpuMs(pid) ?? Number.NaN;
+      const servers = meterServerCpu();
       const last = await waitForRuns(env, ids, 10 * 60_000);
-      const cpuAfter = cpuNow(pid);
+      const workerCpu = (processCpuMs(pid) ?? Number.NaN) - workerCpuBefore;
+      const serverCpu = servers(queued);
       const hwmMb = statusMb(pid, "VmHWM") ?? Number.NaN;
       await sleep(SAMPLE_MS);
       const afterMb = sampler.samples.at(-1) ?? Number.NaN;
@@ -111,9 +105,9 @@ export async function workerMemory(queued: number, log: (message: string) => voi
         drainMs: last - readyAt,
         samples: sampler.samples.length,
         cpuMsPerTask: {
-          worker: (cpuAfter.worker - cpuBefore.worker) / queued,
-          postgres: perTask(cpuBefore.postgres, cpuAfter.postgres, queued),
-          redis: perTask(cpuBefore.redis, cpuAfter.redis, queued),
+          worker: workerCpu / queued,
+          postgres: serverCpu.postgres,
+          redis: serverCpu.redis,
         },
       };
     } finally {

@@ -16,31 +16,39 @@ export function processCpuMs(pid: number | string): number | undefined {
   return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
 }
 
-/**
- * CPU in ms of every process of this machine whose command name starts with `name` (`postgres`,
- * `redis-server`), or undefined when none is visible (the server runs elsewhere). A process that
- * exits between two readings takes its share with it, so a difference of two readings is a floor.
- */
-export function serverCpuMs(name: string): number | undefined {
-  let total: number | undefined;
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    let comm: string;
-    try {
-      comm = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
-    } catch {
-      continue;
-    }
-    if (!comm.startsWith(name)) continue;
-    total = (total ?? 0) + (processCpuMs(pid) ?? 0);
-  }
-  return total;
-}
-
 /** PostgreSQL's and Redis's CPU per task over a scenario, in ms; a server not on this machine is left out. */
 export interface ServerCpu {
   postgres?: number | undefined;
   redis?: number | undefined;
+}
+
+/** CPU in ms of each process of this machine whose command name starts with `name`, by pid. */
+function cpuByPid(name: string): Map<string, number> {
+  const cpu = new Map<string, number>();
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/comm`, "utf8").trim().startsWith(name)) continue;
+    } catch {
+      continue;
+    }
+    const ms = processCpuMs(pid);
+    if (ms !== undefined) cpu.set(pid, ms);
+  }
+  return cpu;
+}
+
+/**
+ * CPU spent since `before` by the processes named `name` that are still there (all of it for
+ * those started since); undefined when none is visible. A process that exited meanwhile (a
+ * PostgreSQL backend whose pool closed) takes its share with it, so this is a floor.
+ */
+function cpuSince(name: string, before: Map<string, number>): number | undefined {
+  const now = cpuByPid(name);
+  if (now.size === 0 && before.size === 0) return undefined;
+  let spent = 0;
+  for (const [pid, ms] of now) spent += ms - (before.get(pid) ?? 0);
+  return spent;
 }
 
 /**
@@ -49,11 +57,10 @@ export interface ServerCpu {
  * and any other load cost the servers: on a quiet machine that is a few percent.
  */
 export function meterServerCpu(): (tasks: number) => ServerCpu {
-  const postgres = serverCpuMs("postgres");
-  const redis = serverCpuMs("redis-server");
-  const per = (before: number | undefined, after: number | undefined, tasks: number) =>
-    before === undefined || after === undefined ? undefined : (after - before) / tasks;
-  return (tasks) => ({ postgres: per(postgres, serverCpuMs("postgres"), tasks), redis: per(redis, serverCpuMs("redis-server"), tasks) });
+  const postgres = cpuByPid("postgres");
+  const redis = cpuByPid("redis-server");
+  const per = (spent: number | undefined, tasks: number) => (spent === undefined ? undefined : spent / tasks);
+  return (tasks) => ({ postgres: per(cpuSince("postgres", postgres), tasks), redis: per(cpuSince("redis-server", redis), tasks) });
 }
 
 /** Every process's CPU per task: this one plus the servers', the figure that bounds throughput on a machine of few cores. */
