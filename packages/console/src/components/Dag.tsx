@@ -1,5 +1,17 @@
 import dagre from "@dagrejs/dagre";
-import { Background, Controls, Handle, type Node, type NodeProps, Position, ReactFlow, type Edge } from "@xyflow/react";
+import {
+  Background,
+  BaseEdge,
+  Controls,
+  type Edge,
+  type EdgeProps,
+  getBezierPath,
+  Handle,
+  type Node,
+  type NodeProps,
+  Position,
+  ReactFlow,
+} from "@xyflow/react";
 import { useMemo } from "react";
 import "@xyflow/react/dist/style.css";
 
@@ -35,15 +47,63 @@ function TaskNode({ data }: NodeProps<Node<Data>>) {
 
 const nodeTypes = { task: TaskNode };
 
+interface Point {
+  x: number;
+  y: number;
+}
+
+type Routed = Edge<{ via: Point[] }>;
+
+/**
+ * An edge through the points dagre routed it by. An edge that skips a column would otherwise be
+ * drawn straight from handle to handle, across the nodes of the columns it skips (in the
+ * article's flow, parse_payment -> send_notification through create_invoice). Each stretch is a
+ * curve leaving and arriving level, as React Flow draws an edge between neighbouring columns.
+ */
+function RoutedEdge({ id, sourceX, sourceY, targetX, targetY, data }: EdgeProps<Routed>) {
+  const via = data?.via ?? [];
+  if (via.length === 0) {
+    const [path] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition: Position.Right, targetPosition: Position.Left });
+    return <BaseEdge id={id} path={path} />;
+  }
+  const points = [{ x: sourceX, y: sourceY }, ...via, { x: targetX, y: targetY }];
+  const stretches = points.slice(1).map((to, i) => {
+    const from = points[i]!;
+    const half = (to.x - from.x) / 2;
+    return `C ${from.x + half},${from.y} ${to.x - half},${to.y} ${to.x},${to.y}`;
+  });
+  return <BaseEdge id={id} path={`M ${sourceX},${sourceY} ${stretches.join(" ")}`} />;
+}
+
+const edgeTypes = { routed: RoutedEdge };
+
+interface Layout {
+  positions: Map<string, Point>;
+  /** Per edge `up->key` that skips a column, the points between its ends that dagre routed it by. */
+  routes: Map<string, Point[]>;
+}
+
 /** Left-to-right layout by dagre: upstream nodes left of their dependants. */
-function layout(nodes: DagNode[]): Map<string, { x: number; y: number }> {
+function layout(nodes: DagNode[]): Layout {
   const g = new dagre.graphlib.Graph();
   g.setGraph({ rankdir: "LR", nodesep: 28, ranksep: 64 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of nodes) g.setNode(n.key, { width: WIDTH, height: HEIGHT });
   for (const n of nodes) for (const up of n.upstream) g.setEdge(up, n.key);
   dagre.layout(g);
-  return new Map(nodes.map((n) => [n.key, { x: g.node(n.key).x - WIDTH / 2, y: g.node(n.key).y - HEIGHT / 2 }]));
+  const centre = (key: string): Point => g.node(key);
+  const columns = [...new Set(nodes.map((n) => centre(n.key).x))];
+  const routes = new Map<string, Point[]>();
+  for (const n of nodes) {
+    for (const up of n.upstream) {
+      const [from, to] = [centre(up).x, centre(n.key).x];
+      if (!columns.some((x) => x > from && x < to)) continue;
+      // dagre's first and last points lie on the nodes' borders; the handles replace them.
+      routes.set(`${up}->${n.key}`, g.edge(up, n.key).points.slice(1, -1));
+    }
+  }
+  const positions = new Map(nodes.map((n) => [n.key, { x: centre(n.key).x - WIDTH / 2, y: centre(n.key).y - HEIGHT / 2 }]));
+  return { positions, routes };
 }
 
 export function Dag({
@@ -59,7 +119,7 @@ export function Dag({
 }) {
   const shape = nodes.map((n) => `${n.key}<${n.upstream.join(",")}`).join(";");
   // biome-ignore lint/correctness/useExhaustiveDependencies: the layout changes with the DAG's shape only, not with states
-  const positions = useMemo(() => layout(nodes), [shape]);
+  const { positions, routes } = useMemo(() => layout(nodes), [shape]);
   const flowNodes: Node<Data>[] = nodes.map((n) => ({
     id: n.key,
     type: "task",
@@ -73,9 +133,11 @@ export function Dag({
     draggable: false,
   }));
   const byKey = new Map(nodes.map((n) => [n.key, n]));
-  const edges: Edge[] = nodes.flatMap((n) =>
+  const edges: Routed[] = nodes.flatMap((n) =>
     n.upstream.map((up) => ({
       id: `${up}->${n.key}`,
+      type: "routed",
+      data: { via: routes.get(`${up}->${n.key}`) ?? [] },
       source: up,
       target: n.key,
       animated: n.status === "running" || (byKey.get(up)?.status === "success" && n.status === "queued"),
@@ -88,6 +150,7 @@ export function Dag({
         nodes={flowNodes}
         edges={edges}
         nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
         fitView
         fitViewOptions={{ padding: 0.2, maxZoom: 1.1 }}
         nodesConnectable={false}
