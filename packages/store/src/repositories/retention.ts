@@ -170,7 +170,10 @@ async function pruneRunPage(
       tx,
       sql`with d as (delete from attempt_logs where run_id in ${doomed} returning 1) select count(*)::int as n from d`,
     );
-    // Nodes, attempts, idempotency keys, held and backfill links go by cascade.
+    // Nodes and attempts have no foreign key to their run (see the schema); idempotency keys,
+    // held and backfill links go by cascade.
+    await tx.execute(sql`delete from attempts where run_id in ${doomed}`);
+    await tx.execute(sql`delete from node_runs where run_id in ${doomed}`);
     const [deleted] = await rows<{ n: number }>(
       tx,
       sql`with d as (delete from runs where id in ${doomed} returning 1) select count(*)::int as n from d`,
