@@ -47,7 +47,7 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
   const now = Date.now();
   const wakes = [...byQueue].map(([name, list]) => {
     const soonest = Math.min(...list.map((n) => n.delayMs ?? 0));
-    return soonest > 0 ? { queue: name, at: now + soonest } : { queue: name };
+    return soonest > 0 ? { queue: name, at: now + soonest, jobs: list.length } : { queue: name, jobs: list.length };
   });
   await publishWake(queues.connection, queues.prefix, wakes);
 }

@@ -7,6 +7,8 @@ import type { Redis } from "ioredis";
 export interface WakeMessage {
   queue: string;
   at?: number;
+  /** How many jobs were added: a worker sends no more fetches than that (absent: as many as it likes). */
+  jobs?: number;
 }
 
 export function wakeChannel(prefix: string): string {

@@ -1,7 +1,7 @@
 import { Job, type JobJsonRaw } from "bullmq";
 import type { Logger } from "pino";
 import type { NodeJobData } from "@ax/coordinator";
-import { IDLE_POLL_MS, type QueueState } from "./queue-state.js";
+import { idle, type QueueState } from "./queue-state.js";
 
 /**
  * A slot may take its queue's next job with the completion of the last (one Redis call for
@@ -31,7 +31,7 @@ export async function completeFetchingNext(
   }
   const [data, id] = Array.isArray(answer) ? (answer as [JobJsonRaw | undefined, string | undefined]) : [];
   if (!data || !id) {
-    if (state.wakes === wakes) state.idleUntil = Date.now() + IDLE_POLL_MS;
+    if (state.wakes === wakes) idle(state);
     return undefined;
   }
   return Job.fromJSON<NodeJobData>(state.worker, data, id);

@@ -18,7 +18,18 @@ import { completeFetchingNext, mayFetchNext } from "./complete-fetching-next.js"
 import type { Admission } from "./keyed-admission.js";
 import { isLimited, type Unsatisfiable } from "./limit-spec.js";
 import { LockExtender } from "./lock-extender.js";
-import { IDLE_POLL_MS, isReady, openQueue, sleepMs, type QueueState, type ServedQueue } from "./queue-state.js";
+import {
+  announced,
+  FETCHERS,
+  idle,
+  IDLE_POLL_MS,
+  isReady,
+  openQueue,
+  sleepMs,
+  widen,
+  type QueueState,
+  type ServedQueue,
+} from "./queue-state.js";
 import { Wakeup } from "./wakeup.js";
 
 export type { ServedQueue };
@@ -44,8 +55,6 @@ export interface DispatcherOptions {
 
 /** A full semaphore is checked again this often even if no release message arrives (a holder whose lease lapsed). */
 const LIMIT_RECHECK_MS = 1000;
-/** Fetches in flight at once, so that a Redis round trip per fetch does not bound throughput. */
-const FETCHERS = 16;
 /**
  * Fetches in flight at once from one limited queue, when its limits have that much room: one at a
  * time, a limited task ran at one fetch per two Redis round trips however many permits were free.
@@ -148,8 +157,11 @@ export class Dispatcher {
         this.o.log.warn({ err, queue: state.name }, "could not fetch from the queue; trying again shortly");
         state.idleUntil = Date.now() + IDLE_POLL_MS;
       } finally {
+        const wasFull = state.fetching >= state.fetchWidth;
         state.fetching--;
         if (!started) this.free++;
+        // Fetchers that found every queue at its width sleep until one of its fetches ends.
+        if (wasFull && isReady(state, Date.now())) this.wakeup.notify();
       }
     }
   }
@@ -199,11 +211,15 @@ export class Dispatcher {
     }
     if (!job) {
       if (permit) await this.o.gate.release(permit, { unused: true });
-      if (state.wakes === wakes) state.idleUntil = Date.now() + IDLE_POLL_MS;
+      if (state.wakes === wakes) idle(state);
       state.reason.clear();
       return false;
     }
     state.reason.clear();
+    if (!permit) {
+      widen(state);
+      if (state.fetching < state.fetchWidth) this.wakeup.notify();
+    }
     const admitted = await admitFetched(this.o, state, job, token, permit);
     if (!admitted) return false;
     const running = this.run(state, admitted, token);
@@ -275,9 +291,7 @@ export class Dispatcher {
     }
     for (const wake of wakes) {
       const state = this.byName.get(wake.queue);
-      if (!state) continue;
-      state.wakes++;
-      state.idleUntil = Math.min(state.idleUntil, wake.at ?? 0);
+      if (state) announced(state, wake.jobs, wake.at);
     }
     this.wakeup.notify();
   }

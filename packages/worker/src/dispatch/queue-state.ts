@@ -21,11 +21,14 @@ export interface QueueState extends ServedQueue {
   reason: ReasonPublisher;
   /** Wake messages seen, so a fetch that found nothing can tell whether jobs arrived meanwhile. */
   wakes: number;
-  /**
-   * Its task had limits at the last fetch: then at most `fetchWidth` fetches at once, as many as
-   * the gate last said had room, so fetchers do not stampede a full limit.
-   */
+  /** Its task had limits at the last fetch. */
   limited: boolean;
+  /**
+   * Fetches at once from this queue. A limited queue's is the room the gate last said its limits
+   * had, so fetchers do not stampede a full limit. An unlimited queue's follows its jobs: a wake
+   * message raises it to the jobs announced, a fetch that finds a job doubles it, one that finds
+   * nothing drops it to 1. Without it, every wake sent every idle fetcher to Redis for one job.
+   */
   fetchWidth: number;
   fetching: number;
 }
@@ -41,6 +44,9 @@ export interface QueueOptions {
 
 /** An empty queue is fetched again this often even without a wake message (a lost message, a stalled job moved back). */
 export const IDLE_POLL_MS = 1000;
+
+/** Fetches in flight at once, so that a Redis round trip per fetch does not bound throughput. */
+export const FETCHERS = 16;
 
 /** A queue's BullMQ worker, without a processor: its jobs are fetched by hand. */
 export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
@@ -62,19 +68,43 @@ export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
     reason: new ReasonPublisher(o.connection, o.prefix, queue.name, o.log),
     wakes: 0,
     limited: false,
-    fetchWidth: 1,
+    // A backlog may be waiting already: the first fetches go wide, and the width follows what they find.
+    fetchWidth: FETCHERS,
     fetching: 0,
   };
 }
 
 /** May have work, is not held by a limit, and has room for one more fetch. */
 export function isReady(state: QueueState, now: number): boolean {
-  return state.idleUntil <= now && !state.block.blocks(now) && !(state.limited && state.fetching >= state.fetchWidth);
+  return state.idleUntil <= now && !state.block.blocks(now) && state.fetching < state.fetchWidth;
 }
 
-/** How long fetchers with no ready queue sleep: until the soonest queue may be ready, at most `IDLE_POLL_MS`. */
+/**
+ * How long fetchers with no ready queue sleep: until the soonest queue may be ready, at most
+ * `IDLE_POLL_MS`. A queue that has all the fetches its width allows is left out: the end of one
+ * of them wakes the fetchers.
+ */
 export function sleepMs(states: readonly QueueState[]): number {
   const now = Date.now();
-  const soonest = Math.min(...states.map((s) => Math.max(s.idleUntil, s.block.blockedUntil)), now + IDLE_POLL_MS);
+  const waiting = states.filter((s) => s.fetching < s.fetchWidth);
+  const soonest = Math.min(...waiting.map((s) => Math.max(s.idleUntil, s.block.blockedUntil)), now + IDLE_POLL_MS);
   return Math.max(1, soonest - now);
+}
+
+/** A fetch from an unlimited queue found a job: there may be more, so twice as many fetches may go. */
+export function widen(state: QueueState): void {
+  state.fetchWidth = Math.min(FETCHERS, state.fetchWidth * 2);
+}
+
+/** A fetch found nothing and no wake message came meanwhile: poll later, one fetch at a time. */
+export function idle(state: QueueState): void {
+  state.idleUntil = Date.now() + IDLE_POLL_MS;
+  if (!state.limited) state.fetchWidth = 1;
+}
+
+/** Jobs were announced: fetch at once, with as many fetches as jobs (up to `FETCHERS`) unless a limit sets the width. */
+export function announced(state: QueueState, jobs: number | undefined, at: number | undefined): void {
+  state.wakes++;
+  state.idleUntil = Math.min(state.idleUntil, at ?? 0);
+  if (!state.limited) state.fetchWidth = Math.max(state.fetchWidth, Math.min(FETCHERS, Math.max(1, jobs ?? FETCHERS)));
 }
