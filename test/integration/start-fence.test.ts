@@ -56,14 +56,17 @@ describe("the start fence, called directly on real PostgreSQL", () => {
     ]);
   });
 
-  it("answers a start retried by the worker that committed it as started again, and nobody else", async () => {
+  it("answers a start retried by the worker that committed it as started again when asked to resume, and nobody else", async () => {
     const runId = await client.triggerFlow("fence", null);
     const [committed] = await startAttempts(store.db, "worker-a", [start(runId, 1)]);
     expect(committed).toBeDefined();
 
-    const [retried] = await startAttempts(store.db, "worker-a", [start(runId, 1)]);
+    // A plain start does not look for the worker's own attempt: the fence asks again with `resume`.
+    const [plain] = await startAttempts(store.db, "worker-a", [start(runId, 1)]);
+    expect(plain).toBeUndefined();
+    const [retried] = await startAttempts(store.db, "worker-a", [{ ...start(runId, 1), resume: true }]);
     expect(retried).toEqual({ ...committed, runStarted: false });
-    const [other] = await startAttempts(store.db, "worker-b", [start(runId, 1)]);
+    const [other] = await startAttempts(store.db, "worker-b", [{ ...start(runId, 1), resume: true }]);
     expect(other).toBeUndefined();
     const tries = await env.sql("select n, worker from attempts where run_id = $1", [runId]);
     expect(tries).toEqual([{ n: 1, worker: "worker-a" }]);

@@ -31,8 +31,9 @@ export async function fence(deps: AttemptDeps, dag: CachedDag, node: DagNode, re
   const started = await withDbRetry(() => deps.writes.start(request));
   if (started) return started;
   const verdict = await awaitLeaseVerdict(deps, ref);
-  // Our own start committed only after the retried start's snapshot: now the fence sees it.
-  if (verdict === "ours") return withDbRetry(() => deps.writes.start(request));
+  // Our own start committed (its reply was lost, or it committed after the retried start's
+  // snapshot): asked to resume, the fence answers it.
+  if (verdict === "ours") return withDbRetry(() => deps.writes.start({ ...request, resume: true }));
   if (verdict) await closeCrashed(deps, dag, node, ref, verdict);
   return undefined;
 }

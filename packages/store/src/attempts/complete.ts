@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { elementsOf, hotRows, recordset, statusIs } from "../repositories/raw.js";
 import type { ReadyNode } from "../repositories/ready-node.js";
@@ -29,7 +29,9 @@ interface ContinuedRow {
  * complete in this statement, starts instead (`running`, attempt 1 under `worker`), so a chain's
  * next node needs no statement of its own.
  * The run rows are locked first, in the order of every multi-row write of a run (`lockRunsSql`),
- * so concurrent batches queue instead of deadlocking.
+ * so concurrent batches queue instead of deadlocking. A batch of nodes without dependants (every
+ * single-node run, every run's last nodes) leaves the dependants' part out of its statement: it
+ * cost each execution about as much as the rest, needed or not.
  */
 export async function completeAttempts(db: Db, worker: string, requests: CompleteRequest[]): Promise<Advanced[]> {
   const input = requests.map((r) => ({
@@ -42,6 +44,7 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
     continue_upstream: r.continueWith?.upstreamKeys ?? [],
   }));
   const keyLists = input.flatMap((i) => [i.downstream, i.continue_upstream]);
+  const leaves = requests.every((r) => r.downstream.length === 0);
   const [answer] = await hotRows<{
     done: { run_id: string; node_key: string }[] | null;
     ready: (ReadyNode & { from: string[] })[] | null;
@@ -64,7 +67,46 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
       update attempts a set finished_at = now(), outcome = 'success'
       from done d
       where a.run_id = d.run_id and a.node_key = d.node_key and a.n = d.attempt
-    ), edges as (
+    )${leaves ? sql`` : dependantsSql(worker, keyLists)}, per_run as (
+      select run_id, count(*)::int as n, 0 as blocking from done group by run_id
+    ), run as (
+      ${finishRunsSql(sql`per_run`)}
+    )
+    select
+      (select jsonb_agg(jsonb_build_object('run_id', run_id, 'node_key', node_key)) from done) as done,
+      ${leaves ? sql`null::jsonb` : readySql()} as ready,
+      (select jsonb_agg(jsonb_build_object('id', id, 'status', status, 'remaining', nodes_remaining)) from run) as runs,
+      ${leaves ? sql`null::jsonb` : continuedSql(keyLists)} as continued`,
+  );
+  const done = new Set((answer?.done ?? []).map((d) => `${d.run_id}/${d.node_key}`));
+  const finished = new Map((answer?.runs ?? []).filter((r) => Number(r.remaining) === 0).map((r) => [r.id, r.status]));
+  const readyBy = new Map<string, ReadyNode[]>();
+  for (const { from, ...node } of answer?.ready ?? []) {
+    // A node freed by several completions of this batch is enqueued by the first of them.
+    const owner = `${node.runId}/${[...from].sort()[0]}`;
+    readyBy.set(owner, [...(readyBy.get(owner) ?? []), node]);
+  }
+  const continuedBy = new Map((answer?.continued ?? []).map((c) => [`${c.runId}/${c.by}`, continuedAttempt(c)]));
+  const finishedReported = new Set<string>();
+  return requests.map((request) => {
+    const key = `${request.runId}/${request.nodeKey}`;
+    if (!done.has(key)) return { applied: false, ready: [], runFinished: null };
+    let runFinished: RunStatus | null = null;
+    if (finished.has(request.runId) && !finishedReported.has(request.runId)) {
+      finishedReported.add(request.runId);
+      runFinished = finished.get(request.runId)!;
+    }
+    return { applied: true, ready: readyBy.get(key) ?? [], runFinished, continued: continuedBy.get(key) };
+  });
+}
+
+/**
+ * The dependants' part of a completion: each dependant's `deps_remaining` counted down by its
+ * upstreams finishing here, those reaching zero queued, or started under `worker` when they are
+ * the `continueWith` of a request all of whose upstreams complete in this statement.
+ */
+function dependantsSql(worker: string, keyLists: string[][]): SQL {
+  return sql`, edges as (
       -- A dependant starts here only if every upstream completes in this statement: this
       -- statement's snapshot predates batches it waited for at the run lock, so their results
       -- are not visible in node_runs; such a dependant is queued, and its fence reads them.
@@ -91,18 +133,19 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
     ), continued_attempts as (
       insert into attempts (run_id, node_key, n, worker, started_at)
       select run_id, node_key, 1, ${worker}, now() from counted where status = 'running'
-    ), per_run as (
-      select run_id, count(*)::int as n, 0 as blocking from done group by run_id
-    ), run as (
-      ${finishRunsSql(sql`per_run`)}
-    )
-    select
-      (select jsonb_agg(jsonb_build_object('run_id', run_id, 'node_key', node_key)) from done) as done,
-      (select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'task', c.task, 'queue', c.queue,
+    )`;
+}
+
+/** The dependants queued by the statement, for their jobs. */
+function readySql(): SQL {
+  return sql`(select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'task', c.task, 'queue', c.queue,
           'attempt', c.attempt, 'flowVersionId', r.flow_version_id, 'from', c.from_keys))
-        from counted c join run r on r.id = c.run_id where c.status = 'queued') as ready,
-      (select jsonb_agg(jsonb_build_object('id', id, 'status', status, 'remaining', nodes_remaining)) from run) as runs,
-      (select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'by', c.continued_by, 'flow', r.flow,
+        from counted c join run r on r.id = c.run_id where c.status = 'queued')`;
+}
+
+/** The dependants the statement started (local continuation), with what their attempt needs. */
+function continuedSql(keyLists: string[][]): SQL {
+  return sql`(select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'by', c.continued_by, 'flow', r.flow,
           'payload', r.payload, 'businessKey', r.business_key, 'logicalDate', r.logical_date, 'queuedAt', now(), 'startedAt', now(),
           'upstream', (
             -- Every upstream completed in this statement (see edges): their results are in the input.
@@ -111,28 +154,7 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
             cross join lateral ${elementsOf(sql`ci.continue_upstream`, keyLists)} as k(key)
             join input fresh on fresh.run_id = c.run_id and fresh.node_key = k.key
             where ci.run_id = c.run_id and ci.node_key = c.continued_by)))
-        from counted c join runs r on r.id = c.run_id where c.status = 'running') as continued`,
-  );
-  const done = new Set((answer?.done ?? []).map((d) => `${d.run_id}/${d.node_key}`));
-  const finished = new Map((answer?.runs ?? []).filter((r) => Number(r.remaining) === 0).map((r) => [r.id, r.status]));
-  const readyBy = new Map<string, ReadyNode[]>();
-  for (const { from, ...node } of answer?.ready ?? []) {
-    // A node freed by several completions of this batch is enqueued by the first of them.
-    const owner = `${node.runId}/${[...from].sort()[0]}`;
-    readyBy.set(owner, [...(readyBy.get(owner) ?? []), node]);
-  }
-  const continuedBy = new Map((answer?.continued ?? []).map((c) => [`${c.runId}/${c.by}`, continuedAttempt(c)]));
-  const finishedReported = new Set<string>();
-  return requests.map((request) => {
-    const key = `${request.runId}/${request.nodeKey}`;
-    if (!done.has(key)) return { applied: false, ready: [], runFinished: null };
-    let runFinished: RunStatus | null = null;
-    if (finished.has(request.runId) && !finishedReported.has(request.runId)) {
-      finishedReported.add(request.runId);
-      runFinished = finished.get(request.runId)!;
-    }
-    return { applied: true, ready: readyBy.get(key) ?? [], runFinished, continued: continuedBy.get(key) };
-  });
+        from counted c join runs r on r.id = c.run_id where c.status = 'running')`;
 }
 
 function continuedAttempt(c: ContinuedRow): ContinuedAttempt {

@@ -10,10 +10,12 @@ import type { StartedAttempt, StartRequest } from "./types.js";
  * duplicate or stale. A run moves `pending` -> `running` with its first start; that step skips
  * a run row another transaction holds, so concurrent starters never wait on each other.
  *
- * Idempotent for its worker: an attempt already `running` under `worker` (and not given up)
- * is answered as started again, because a start whose reply was lost is retried and must not
- * lose to itself. The caller makes sure it is not executing that attempt already. Answers are
- * matched by attempt, so a stale job for attempt N never takes the answer of attempt N+1.
+ * Idempotent for its worker when asked (`resume`): an attempt already `running` under `worker`
+ * (and not given up) is answered as started again, because a start whose reply was lost is
+ * retried and must not lose to itself. The caller makes sure it is not executing that attempt
+ * already. Answers are matched by attempt, so a stale job for attempt N never takes the answer
+ * of attempt N+1. The parts a batch does not need (resuming, upstream results for nodes that
+ * have none) are left out of its statement: each costs every execution, needed or not.
  *
  * Pass `store.relaxed`: it is safe not to wait for the disk here. If a crash loses this commit,
  * the node is `queued` again with no attempt, the worker's completion fails its fence, and the
@@ -22,7 +24,12 @@ import type { StartedAttempt, StartRequest } from "./types.js";
  */
 export async function startAttempts(db: Db, worker: string, requests: StartRequest[]): Promise<(StartedAttempt | undefined)[]> {
   const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
-  const found = await startStatement(db, worker, input);
+  const found = await startStatement(
+    db,
+    worker,
+    input,
+    requests.some((r) => r.resume),
+  );
   const byAttempt = new Map(found.map((row) => [`${row.run_id}/${row.node_key}/${row.attempt}`, row]));
   return requests.map((request) => {
     const row = byAttempt.get(`${request.runId}/${request.nodeKey}/${request.attempt}`);
@@ -57,7 +64,26 @@ interface StartRow {
 
 type StartInput = { run_id: string; node_key: string; attempt: number; upstream: string[] }[];
 
-function startStatement(db: Db, worker: string, input: StartInput): Promise<StartRow[]> {
+function startStatement(db: Db, worker: string, input: StartInput, resume: boolean): Promise<StartRow[]> {
+  const resumed = resume
+    ? sql`, resumed as (
+      select n.run_id, n.node_key, n.attempt, n.queued_at, a.started_at
+      from input i
+      join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and ${statusIs(sql`n.status`, "running")}
+      join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
+      where a.worker = ${worker} and a.finished_at is null and a.abandoned_at is null
+    ), answered as (
+      select * from started union all select * from resumed
+    )`
+    : sql`, answered as (select * from started)`;
+  const upstream = input.some((i) => i.upstream.length > 0)
+    ? sql`(select jsonb_object_agg(u.node_key, u.result) from input i, node_runs u
+        where i.run_id = s.run_id and i.node_key = s.node_key and i.attempt = s.attempt and u.run_id = s.run_id
+          and u.node_key in ${elementsOf(
+            sql`i.upstream`,
+            input.map((i) => i.upstream),
+          )})`
+    : sql`null::jsonb`;
   return hotRows<StartRow>(
     db,
     sql`
@@ -71,15 +97,7 @@ function startStatement(db: Db, worker: string, input: StartInput): Promise<Star
     ), recorded as (
       insert into attempts (run_id, node_key, n, worker, started_at)
       select run_id, node_key, attempt, ${worker}, now() from started
-    ), resumed as (
-      select n.run_id, n.node_key, n.attempt, n.queued_at, a.started_at
-      from input i
-      join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and ${statusIs(sql`n.status`, "running")}
-      join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
-      where a.worker = ${worker} and a.finished_at is null and a.abandoned_at is null
-    ), answered as (
-      select * from started union all select * from resumed
-    ), run_started as (
+    )${resumed}, run_started as (
       update runs set status = 'running', started_at = now()
       where id in (
         select id from runs where id in (select run_id from started) and ${statusIs(sql`status`, "pending")}
@@ -87,13 +105,7 @@ function startStatement(db: Db, worker: string, input: StartInput): Promise<Star
       returning id
     )
     select s.run_id, s.node_key, s.attempt, r.flow, r.payload, r.business_key, r.logical_date, s.queued_at, s.started_at,
-      exists (select 1 from run_started rs where rs.id = s.run_id) as run_started,
-      (select jsonb_object_agg(u.node_key, u.result) from input i, node_runs u
-        where i.run_id = s.run_id and i.node_key = s.node_key and i.attempt = s.attempt and u.run_id = s.run_id
-          and u.node_key in ${elementsOf(
-            sql`i.upstream`,
-            input.map((i) => i.upstream),
-          )}) as upstream
+      exists (select 1 from run_started rs where rs.id = s.run_id) as run_started, ${upstream} as upstream
     from answered s join runs r on r.id = s.run_id`,
   );
 }

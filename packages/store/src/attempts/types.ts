@@ -9,6 +9,12 @@ export interface AttemptRef {
 
 export interface StartRequest extends AttemptRef {
   upstreamKeys: string[];
+  /**
+   * This worker may hold the attempt already (a start whose reply was lost): answer it as started
+   * again. Only such starts pay for the lookup; a first start that finds its own attempt running
+   * answers undefined, and the fence asks again with `resume`.
+   */
+  resume?: boolean;
 }
 
 export interface StartedAttempt {
