@@ -38,6 +38,7 @@ import { benchSizes, medianRound, printTable, round, roundsText, type BenchSizes
 import { historyJson, historyRows, historySizes, largeHistory, type HistoryResult } from "./large-history.js";
 import { memoryJson, memoryRows, queuedRuns, workerMemory, type MemoryResult } from "./memory.js";
 import { scalingJson, scalingRows, scalingRuns, workerScaling, type ScalingResult } from "./scaling.js";
+import { sparseJson, sparseLoad, sparseRows, sparseRuns, type SparseResult } from "./sparse.js";
 import { benchSkips, type Skippable } from "./stats.js";
 import { totalCpu, type ServerCpu } from "./process-cpu.js";
 import { assertBuilt } from "./workers.js";
@@ -57,6 +58,7 @@ interface Results {
   health: AttemptHealth;
   /** The scenarios below are absent when AX_BENCH_SKIP names them. */
   scaling?: ScalingResult;
+  sparse?: SparseResult;
   memory?: MemoryResult;
   history?: HistoryResult;
 }
@@ -127,6 +129,7 @@ function cpuText(nodeMs: number, servers: ServerCpu): string {
 async function measureAtScale(sizes: BenchSizes, skips: Set<Skippable>): Promise<Pick<Results, Skippable>> {
   const results: Pick<Results, Skippable> = {};
   if (!skips.has("scaling")) results.scaling = await workerScaling(scalingRuns(), log);
+  if (!skips.has("sparse")) results.sparse = await sparseLoad(sparseRuns(), log);
   if (!skips.has("memory")) results.memory = await workerMemory(queuedRuns(), log);
   if (!skips.has("history")) {
     results.history = await largeHistory({ ...historySizes(), concurrency: sizes.concurrency, gapMs: sizes.latencyGapMs }, log);
@@ -208,6 +211,7 @@ function report(r: Results): void {
       detail: `BullMQ p99 ${round(r.baselineLatency.p99, 2)} ms; ax max ${round(r.latency.max, 2)} ms`,
     },
     ...(r.scaling ? scalingRows(r.scaling, base) : []),
+    ...(r.sparse ? sparseRows(r.sparse) : []),
     ...(r.memory ? memoryRows(r.memory) : []),
     ...(r.history ? historyRows(r.history, r.baselineLatency) : []),
   ]);
@@ -246,6 +250,7 @@ function report(r: Results): void {
       total_cpu_ms_per_task: round(totalCpu(r.single.cpuMsPerTask, r.single.serverCpu), 3),
       bullmq_total_cpu_ms_per_task: round(totalCpu(r.baseline.endToEnd.cpuMsPerTask, r.baseline.endToEnd.serverCpu), 3),
       ...(r.scaling && scalingJson(r.scaling)),
+      ...(r.sparse && sparseJson(r.sparse)),
       ...(r.memory && memoryJson(r.memory)),
       ...(r.history && historyJson(r.history)),
     }),
@@ -256,7 +261,7 @@ async function main(): Promise<void> {
   installCounters();
   const sizes = benchSizes();
   const skips = benchSkips();
-  if (!skips.has("scaling") || !skips.has("memory")) assertBuilt();
+  if (!skips.has("scaling") || !skips.has("sparse") || !skips.has("memory")) assertBuilt();
   const results: Results = { ...(await measure(sizes)), ...(await measureAtScale(sizes, skips)) };
   printStatementTimes();
   report(results);
