@@ -1,0 +1,85 @@
+import { describe, expect, it } from "vitest";
+import { LimitBlock } from "./limit-block.js";
+import { announced, FETCHERS, idle, IDLE_POLL_MS, isReady, sleepMs, widen, type QueueState } from "./queue-state.js";
+
+/** A queue's fetch state as `openQueue` leaves it; the functions under test never touch its BullMQ worker or reason publisher. */
+function queue(overrides: Partial<QueueState> = {}): QueueState {
+  return {
+    name: "default.t",
+    task: "t",
+    worker: undefined as never,
+    reason: undefined as never,
+    block: new LimitBlock(),
+    idleUntil: 0,
+    wakes: 0,
+    limited: false,
+    fetchWidth: FETCHERS,
+    fetching: 0,
+    ...overrides,
+  };
+}
+
+describe("how many fetches go to a queue at once", () => {
+  it("an unlimited queue found empty takes one fetch at a time, and a wake lets through as many as the jobs it announces", () => {
+    const q = queue({ fetching: 1 });
+    idle(q);
+    q.fetching = 0;
+    expect(q.fetchWidth).toBe(1);
+    expect(isReady(q, Date.now())).toBe(false);
+
+    announced(q, 3, undefined);
+    expect(q.wakes).toBe(1);
+    expect(q.fetchWidth).toBe(3);
+    for (let i = 0; i < 3; i++) {
+      expect(isReady(q, Date.now())).toBe(true);
+      q.fetching++;
+    }
+    expect(isReady(q, Date.now())).toBe(false);
+  });
+
+  it("fetches that find jobs double the width up to the fetchers a process has; a wake never narrows it", () => {
+    const q = queue({ fetchWidth: 1 });
+    const widths = [];
+    for (let i = 0; i < 6; i++) {
+      widen(q);
+      widths.push(q.fetchWidth);
+    }
+    expect(widths).toEqual([2, 4, 8, 16, 16, 16]);
+    announced(q, 1, undefined);
+    expect(q.fetchWidth).toBe(FETCHERS);
+  });
+
+  it("a wake from a process that does not say how many jobs lets every fetcher through", () => {
+    const q = queue({ fetchWidth: 1, idleUntil: Date.now() + IDLE_POLL_MS });
+    announced(q, undefined, undefined);
+    expect(q.fetchWidth).toBe(FETCHERS);
+    expect(q.idleUntil).toBe(0);
+  });
+
+  it("a delayed wake makes the queue ready when its jobs fall due, not before", () => {
+    const now = Date.now();
+    const q = queue({ fetchWidth: 1, idleUntil: now + IDLE_POLL_MS });
+    announced(q, 2, now + 200);
+    expect(q.idleUntil).toBe(now + 200);
+    expect(isReady(q, now)).toBe(false);
+    expect(isReady(q, now + 200)).toBe(true);
+  });
+
+  it("a limited queue's width stays what its limits allow: wakes and empty fetches leave it", () => {
+    const q = queue({ limited: true, fetchWidth: 2 });
+    announced(q, 10, undefined);
+    expect(q.fetchWidth).toBe(2);
+    idle(q);
+    expect(q.fetchWidth).toBe(2);
+  });
+
+  it("fetchers with no queue to fetch from sleep until the soonest idle queue's poll, skipping queues at their width", () => {
+    const now = Date.now();
+    const atWidth = queue({ fetchWidth: 1, fetching: 1 });
+    const polling = queue({ idleUntil: now + 300 });
+    const slept = sleepMs([atWidth, polling]);
+    expect(slept).toBeGreaterThan(200);
+    expect(slept).toBeLessThanOrEqual(300);
+    expect(sleepMs([atWidth])).toBeGreaterThan(IDLE_POLL_MS - 50);
+  });
+});
