@@ -37,6 +37,13 @@ describe("how many fetches go to a queue at once", () => {
     expect(isReady(q, Date.now())).toBe(false);
   });
 
+  it("a wake while fetches are in flight adds its jobs to them", () => {
+    const q = queue({ fetchWidth: 1, fetching: 1 });
+    announced(q, 2, undefined);
+    expect(q.fetchWidth).toBe(3);
+    expect(isReady(q, Date.now())).toBe(true);
+  });
+
   it("fetches that find jobs double the width up to the fetchers a process has; a wake never narrows it", () => {
     const q = queue({ fetchWidth: 1 });
     const widths = [];

@@ -102,9 +102,13 @@ export function idle(state: QueueState): void {
   if (!state.limited) state.fetchWidth = 1;
 }
 
-/** Jobs were announced: fetch at once, with as many fetches as jobs (up to `FETCHERS`) unless a limit sets the width. */
+/**
+ * Jobs were announced: fetch at once, with as many fetches as jobs beside those already in flight
+ * (up to `FETCHERS`), unless a limit sets the width.
+ */
 export function announced(state: QueueState, jobs: number | undefined, at: number | undefined): void {
   state.wakes++;
   state.idleUntil = Math.min(state.idleUntil, at ?? 0);
-  if (!state.limited) state.fetchWidth = Math.max(state.fetchWidth, Math.min(FETCHERS, Math.max(1, jobs ?? FETCHERS)));
+  const wanted = state.fetching + Math.max(1, jobs ?? FETCHERS);
+  if (!state.limited) state.fetchWidth = Math.max(state.fetchWidth, Math.min(FETCHERS, wanted));
 }
