@@ -216,7 +216,7 @@ export class Dispatcher {
       return false;
     }
     state.reason.clear();
-    if (!permit) {
+    if (!state.limited) {
       widen(state);
       if (state.fetching < state.fetchWidth) this.wakeup.notify();
     }
