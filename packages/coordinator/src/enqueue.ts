@@ -41,13 +41,15 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
       ),
     ),
   );
-  // After the jobs are in: a worker woken earlier would find nothing and go back to sleep. The
-  // clock is read after the add too: BullMQ dates a delayed job when it builds it, and a worker
-  // that fetched before that date plus the delay would find nothing due and sleep a whole poll.
+  // Jobs due now wake one worker through BullMQ's marker (see the worker's `MarkerWatch`). A
+  // delayed job's marker holds only the soonest due time of its queue and is taken by one worker,
+  // so every worker is told when each batch of retries falls due. After the add: BullMQ dates a
+  // delayed job when it builds it, and a worker that fetched before that date plus the delay
+  // would find nothing due and sleep a whole poll.
   const now = Date.now();
-  const wakes = [...byQueue].map(([name, list]) => {
+  const wakes = [...byQueue].flatMap(([name, list]) => {
     const soonest = Math.min(...list.map((n) => n.delayMs ?? 0));
-    return soonest > 0 ? { queue: name, at: now + soonest, jobs: list.length } : { queue: name, jobs: list.length };
+    return soonest > 0 ? [{ queue: name, at: now + soonest, jobs: list.length }] : [];
   });
   await publishWake(queues.connection, queues.prefix, wakes);
 }

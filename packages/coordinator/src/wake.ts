@@ -1,8 +1,9 @@
 import type { Redis } from "ioredis";
 
 /**
- * Tells workers that jobs reached a task queue, so an idle worker fetches at once instead of on
- * its next poll. `at` is when a delayed job falls due (retries), so the worker can time its fetch.
+ * Tells workers when delayed jobs (retries) of a task queue fall due, so that an idle worker
+ * fetches then instead of on its next poll. Jobs due at once need no message: adding them sets
+ * BullMQ's marker, which wakes one worker.
  */
 export interface WakeMessage {
   queue: string;

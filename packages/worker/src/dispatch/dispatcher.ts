@@ -18,6 +18,7 @@ import { completeFetchingNext, mayFetchNext } from "./complete-fetching-next.js"
 import type { Admission } from "./keyed-admission.js";
 import { isLimited, type Unsatisfiable } from "./limit-spec.js";
 import { LockExtender } from "./lock-extender.js";
+import { MarkerWatch } from "./marker-watch.js";
 import {
   announced,
   FETCHERS,
@@ -26,7 +27,7 @@ import {
   isReady,
   openQueue,
   sleepMs,
-  widen,
+  found,
   type QueueState,
   type ServedQueue,
 } from "./queue-state.js";
@@ -75,6 +76,7 @@ export class Dispatcher {
   private readonly byName: Map<string, QueueState>;
   private readonly wakeup = new Wakeup();
   private readonly locks: LockExtender;
+  private readonly markers: MarkerWatch<QueueState>;
   private readonly running = new Set<Promise<void>>();
   private free: number;
   private cursor = 0;
@@ -92,6 +94,20 @@ export class Dispatcher {
     this.locks = new LockExtender(o.lockDurationMs, o.log);
     this.states = o.queues.map((q) => openQueue(q, o));
     this.byName = new Map(this.states.map((s) => [s.name, s]));
+    this.markers = new MarkerWatch({
+      connection: o.connection,
+      log: o.log,
+      queues: this.states,
+      waitsFor: (state) => {
+        const now = Date.now();
+        return !this.stopping && state.idleUntil > now && !state.block.blocks(now);
+      },
+      markerOf: (state) => state.worker.keys.marker!,
+      onMarker: (state, at) => {
+        announced(state, 1, at);
+        this.wakeup.notify();
+      },
+    });
   }
 
   async start(): Promise<void> {
@@ -101,6 +117,7 @@ export class Dispatcher {
     );
     this.unsubscribeFreed = await this.o.gate.onFreed((keys) => this.onFreed(keys));
     for (const s of this.states) await s.worker.startStalledCheckTimer();
+    this.markers.start();
     this.locks.start();
     this.renewTimer = setInterval(() => {
       this.o.gate.renew().catch((err) => this.o.log.warn({ err }, "could not renew limit leases; retrying"));
@@ -113,7 +130,7 @@ export class Dispatcher {
   async stopFetching(): Promise<void> {
     this.stopping = true;
     this.wakeup.notify();
-    await Promise.all(this.loops);
+    await Promise.all([...this.loops, this.markers.stop()]);
   }
 
   /** Resolves once every fetched job has settled. */
@@ -160,8 +177,10 @@ export class Dispatcher {
         const wasFull = state.fetching >= state.fetchWidth;
         state.fetching--;
         if (!started) this.free++;
+        const now = Date.now();
         // Fetchers that found every queue at its width sleep until one of its fetches ends.
-        if (wasFull && isReady(state, Date.now())) this.wakeup.notify();
+        if (wasFull && isReady(state, now)) this.wakeup.notify();
+        if (state.idleUntil > now) this.markers.changed();
       }
     }
   }
@@ -217,7 +236,7 @@ export class Dispatcher {
     }
     state.reason.clear();
     if (!state.limited) {
-      widen(state);
+      found(state, state.wakes !== wakes);
       if (state.fetching < state.fetchWidth) this.wakeup.notify();
     }
     const admitted = await admitFetched(this.o, state, job, token, permit);
@@ -236,6 +255,7 @@ export class Dispatcher {
     } finally {
       this.free++;
       this.wakeup.notify();
+      if (state.idleUntil > Date.now()) this.markers.changed();
     }
   }
 

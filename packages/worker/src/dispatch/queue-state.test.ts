@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LimitBlock } from "./limit-block.js";
-import { announced, FETCHERS, idle, IDLE_POLL_MS, isReady, sleepMs, widen, type QueueState } from "./queue-state.js";
+import { announced, FETCHERS, found, idle, IDLE_POLL_MS, isReady, sleepMs, type QueueState } from "./queue-state.js";
 
 /** A queue's fetch state as `openQueue` leaves it; the functions under test never touch its BullMQ worker or reason publisher. */
 function queue(overrides: Partial<QueueState> = {}): QueueState {
@@ -15,6 +15,7 @@ function queue(overrides: Partial<QueueState> = {}): QueueState {
     limited: false,
     fetchWidth: FETCHERS,
     fetching: 0,
+    found: 0,
     ...overrides,
   };
 }
@@ -44,16 +45,44 @@ describe("how many fetches go to a queue at once", () => {
     expect(isReady(q, Date.now())).toBe(true);
   });
 
-  it("fetches that find jobs double the width up to the fetchers a process has; a wake never narrows it", () => {
+  it("fetches that keep finding jobs double the width up to the fetchers a process has; a wake never narrows it", () => {
     const q = queue({ fetchWidth: 1 });
     const widths = [];
-    for (let i = 0; i < 6; i++) {
-      widen(q);
+    for (let i = 0; i < 7; i++) {
+      found(q, false);
       widths.push(q.fetchWidth);
     }
-    expect(widths).toEqual([2, 4, 8, 16, 16, 16]);
+    // The first find alone widens nothing, and leaves the next look to the marker BullMQ set again.
+    expect(widths).toEqual([1, 2, 4, 8, 16, 16, 16]);
     announced(q, 1, undefined);
     expect(q.fetchWidth).toBe(FETCHERS);
+  });
+
+  it("after its first find a queue waits for its marker, which makes it ready again", () => {
+    const q = queue({ fetchWidth: 1 });
+    found(q, false);
+    expect(isReady(q, Date.now())).toBe(false);
+    announced(q, 1, 0);
+    expect(isReady(q, Date.now())).toBe(true);
+    found(q, false);
+    expect(isReady(q, Date.now())).toBe(true);
+  });
+
+  it("a first find does not wait for a marker this process took while the fetch was in flight", () => {
+    const q = queue({ fetchWidth: 1 });
+    found(q, true);
+    expect(isReady(q, Date.now())).toBe(true);
+  });
+
+  it("a queue found empty starts its count of finds again", () => {
+    const q = queue({ fetchWidth: 1 });
+    found(q, false);
+    found(q, false);
+    expect(q.fetchWidth).toBe(2);
+    idle(q);
+    expect(q.fetchWidth).toBe(1);
+    found(q, false);
+    expect(q.fetchWidth).toBe(1);
   });
 
   it("a wake from a process that does not say how many jobs lets every fetcher through", () => {

@@ -14,23 +14,26 @@ export interface ServedQueue {
 
 export interface QueueState extends ServedQueue {
   worker: Worker<NodeJobData>;
-  /** Found empty: not fetched again before this, unless a wake message arrives. */
+  /** Found empty: not fetched again before this, unless a marker or a wake message announces jobs. */
   idleUntil: number;
   /** A limit is reached: not fetched again until the block lifts. */
   block: LimitBlock;
   reason: ReasonPublisher;
-  /** Wake messages seen, so a fetch that found nothing can tell whether jobs arrived meanwhile. */
+  /** Markers and wake messages seen, so a fetch that found nothing can tell whether jobs arrived meanwhile. */
   wakes: number;
   /** Its task had limits at the last fetch. */
   limited: boolean;
   /**
    * Fetches at once from this queue. A limited queue's is the room the gate last said its limits
-   * had, so fetchers do not stampede a full limit. An unlimited queue's follows its jobs: a wake
-   * message raises it to the jobs announced, a fetch that finds a job doubles it, one that finds
-   * nothing drops it to 1. Without it, every wake sent every idle fetcher to Redis for one job.
+   * had, so fetchers do not stampede a full limit. An unlimited queue's follows its jobs: a marker
+   * or a wake message raises it by the jobs announced, fetches that keep finding jobs double it
+   * (`found`), one that finds nothing drops it to 1. Without it, every wake sent every idle fetcher
+   * to Redis for one job.
    */
   fetchWidth: number;
   fetching: number;
+  /** Fetches in a row that found a job, since the queue was last found empty. */
+  found: number;
 }
 
 /** What opening a queue uses of `DispatcherOptions`. */
@@ -42,7 +45,7 @@ export interface QueueOptions {
   log: Logger;
 }
 
-/** An empty queue is fetched again this often even without a wake message (a lost message, a stalled job moved back). */
+/** An empty queue is fetched again this often even when no jobs are announced (a marker taken by a worker that died, a lost message). */
 export const IDLE_POLL_MS = 1000;
 
 /** Fetches in flight at once, so that a Redis round trip per fetch does not bound throughput. */
@@ -71,6 +74,7 @@ export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
     // A backlog may be waiting already: the first fetches go wide, and the width follows what they find.
     fetchWidth: FETCHERS,
     fetching: 0,
+    found: 0,
   };
 }
 
@@ -91,14 +95,24 @@ export function sleepMs(states: readonly QueueState[]): number {
   return Math.max(1, soonest - now);
 }
 
-/** A fetch from an unlimited queue found a job: there may be more, so twice as many fetches may go. */
-export function widen(state: QueueState): void {
-  state.fetchWidth = Math.min(FETCHERS, state.fetchWidth * 2);
+/**
+ * A fetch from an unlimited queue found a job. The second in a row shows a backlog, so from then
+ * on each find lets twice as many fetches go. After the first, the queue waits for its marker
+ * instead: BullMQ has just set it again, and its taker (this process or another) takes the next
+ * look. Fetching on at once, a job triggered alone cost one more fetch that found nothing.
+ * `announcedMeanwhile`: this process took a marker while the fetch was in flight, maybe that very
+ * one, so the queue does not wait.
+ */
+export function found(state: QueueState, announcedMeanwhile: boolean): void {
+  if (state.found > 0) state.fetchWidth = Math.min(FETCHERS, state.fetchWidth * 2);
+  else if (!announcedMeanwhile) state.idleUntil = Date.now() + IDLE_POLL_MS;
+  state.found++;
 }
 
-/** A fetch found nothing and no wake message came meanwhile: poll later, one fetch at a time. */
+/** A fetch found nothing and no jobs were announced meanwhile: poll later, one fetch at a time. */
 export function idle(state: QueueState): void {
   state.idleUntil = Date.now() + IDLE_POLL_MS;
+  state.found = 0;
   if (!state.limited) state.fetchWidth = 1;
 }
 

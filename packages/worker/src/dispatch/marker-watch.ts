@@ -1,0 +1,114 @@
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { closeRedis, duplicateRedis } from "@ax/coordinator";
+import { Wakeup } from "./wakeup.js";
+
+/** How long one blocking call waits before it is sent again. */
+const BLOCK_S = 5;
+/**
+ * The same while some queue is left out of the call (being fetched from): when it is found empty,
+ * the next call takes its marker too. Fractional timeouts need Redis 6.
+ */
+const PARTIAL_BLOCK_S = 0.1;
+/** A blocking call unanswered this long after its own timeout is taken as lost with its connection. */
+const WATCHDOG_MS = 2000;
+/** After a failed call (Redis away), the next one waits this long. */
+const RETRY_MS = 1000;
+
+export interface MarkerWatchOptions<S> {
+  connection: Redis;
+  log: Logger;
+  queues: readonly S[];
+  /** Whether `queue` is worth waiting for now: found empty (or waiting for its marker), and not held by a limit. */
+  waitsFor: (queue: S) => boolean;
+  markerOf: (queue: S) => string;
+  /** `queue` got a job; `at` is when a delayed one falls due (ms since the epoch; 0: now). */
+  onMarker: (queue: S, at: number) => void;
+}
+
+/**
+ * Waits for jobs on BullMQ's own marker of each queue this process serves, all on one blocking
+ * connection (`BZPOPMIN` over their keys). Adding a job sets its queue's marker and one waiting
+ * client takes it, so a job added wakes one worker process rather than every process serving the
+ * queue. BullMQ sets the marker again whenever a fetch finds a job, so a burst draws in more
+ * fetches and more processes while jobs remain, and the last job of a burst costs one fetch that
+ * finds nothing, as it does BullMQ's own workers. A queue being fetched from is left out: its
+ * fetches go on until one finds it empty, and its markers would only wake this connection. A
+ * process whose slots are all busy still waits: a job in another of its queues must take the
+ * next free slot rather than the backlog's next job (see `mayFetchNext`).
+ */
+export class MarkerWatch<S> {
+  private client: Redis;
+  private readonly local = new Wakeup();
+  private blocked = false;
+  private stopped = false;
+  private loop: Promise<void> = Promise.resolve();
+
+  constructor(private readonly o: MarkerWatchOptions<S>) {
+    this.client = duplicateRedis(o.connection, o.log, "job markers");
+  }
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  /** A queue may be worth waiting for now (it was found empty). */
+  changed(): void {
+    if (!this.blocked) this.local.notify();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.local.notify();
+    closeRedis(this.client);
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const queues = this.o.queues.filter(this.o.waitsFor);
+      if (queues.length === 0) {
+        await this.local.wait(BLOCK_S * 1000);
+        continue;
+      }
+      const byKey = new Map(queues.map((queue) => [this.o.markerOf(queue), queue]));
+      let popped: [string, string, string] | null = null;
+      this.blocked = true;
+      try {
+        popped = await this.pop([...byKey.keys()], queues.length < this.o.queues.length ? PARTIAL_BLOCK_S : BLOCK_S);
+      } catch (err) {
+        if (this.stopped) break;
+        this.o.log.debug({ err }, "waiting for jobs failed; trying again shortly");
+        await this.local.wait(RETRY_MS);
+      } finally {
+        this.blocked = false;
+      }
+      if (!popped || this.stopped) continue;
+      const queue = byKey.get(popped[0]);
+      if (queue !== undefined) this.o.onMarker(queue, Number(popped[2]));
+    }
+  }
+
+  /** One blocking pop; a call the connection never answers is given up and the connection replaced. */
+  private async pop(keys: string[], timeoutS: number): Promise<[string, string, string] | null> {
+    const client = this.client;
+    let timer: NodeJS.Timeout | undefined;
+    const lost = new Promise<"lost">((resolve) => {
+      timer = setTimeout(() => resolve("lost"), timeoutS * 1000 + WATCHDOG_MS);
+    });
+    const call = client.bzpopmin(keys, timeoutS);
+    // Given up on, the call still rejects once its connection is closed.
+    call.catch(() => undefined);
+    try {
+      const answer = await Promise.race([call, lost]);
+      if (answer !== "lost") return answer as [string, string, string] | null;
+      // While Redis is away the call waits for the reconnect; that outage is reported already.
+      if (client.status === "ready") this.o.log.warn("Redis did not answer a wait for jobs in time; replacing that connection");
+      closeRedis(client);
+      this.client = duplicateRedis(this.o.connection, this.o.log, "job markers");
+      return null;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
