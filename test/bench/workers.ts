@@ -59,7 +59,8 @@ function workerEnv(env: Isolated): NodeJS.ProcessEnv {
 
 /** A worker process, started but not yet waited for, so its memory can be watched from its first moment. */
 export function startWorkerProcess(env: Isolated): Child {
-  return startChild(process.execPath, [WORKER_FIXTURE], workerEnv(env));
+  const nodeArgs = process.env.AX_BENCH_WORKER_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  return startChild(process.execPath, [...nodeArgs, WORKER_FIXTURE], workerEnv(env));
 }
 
 export async function waitReady(worker: Child): Promise<void> {
