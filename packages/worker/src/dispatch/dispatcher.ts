@@ -98,10 +98,8 @@ export class Dispatcher {
       connection: o.connection,
       log: o.log,
       queues: this.states,
-      waitsFor: (state) => {
-        const now = Date.now();
-        return !this.stopping && state.idleUntil > now && !state.block.blocks(now);
-      },
+      waitsFor: (state) => !this.stopping && state.found < 2,
+      pokeKey: `${o.prefix}:ax:marker-poke:${o.workerId}`,
       markerOf: (state) => state.worker.keys.marker!,
       onMarker: (state, at) => {
         announced(state, 1, at);
@@ -180,7 +178,7 @@ export class Dispatcher {
         const now = Date.now();
         // Fetchers that found every queue at its width sleep until one of its fetches ends.
         if (wasFull && isReady(state, now)) this.wakeup.notify();
-        if (state.idleUntil > now) this.markers.changed();
+        this.markers.changed(state);
       }
     }
   }
@@ -235,10 +233,8 @@ export class Dispatcher {
       return false;
     }
     state.reason.clear();
-    if (!state.limited) {
-      found(state, state.wakes !== wakes);
-      if (state.fetching < state.fetchWidth) this.wakeup.notify();
-    }
+    found(state, state.wakes !== wakes);
+    if (!state.limited && state.fetching < state.fetchWidth) this.wakeup.notify();
     const admitted = await admitFetched(this.o, state, job, token, permit);
     if (!admitted) return false;
     const running = this.run(state, admitted, token);
@@ -255,7 +251,7 @@ export class Dispatcher {
     } finally {
       this.free++;
       this.wakeup.notify();
-      if (state.idleUntil > Date.now()) this.markers.changed();
+      this.markers.changed(state);
     }
   }
 

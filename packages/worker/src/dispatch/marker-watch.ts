@@ -5,11 +5,6 @@ import { Wakeup } from "./wakeup.js";
 
 /** How long one blocking call waits before it is sent again. */
 const BLOCK_S = 5;
-/**
- * The same while some queue is left out of the call (being fetched from): when it is found empty,
- * the next call takes its marker too. Fractional timeouts need Redis 6.
- */
-const PARTIAL_BLOCK_S = 0.1;
 /** A blocking call unanswered this long after its own timeout is taken as lost with its connection. */
 const WATCHDOG_MS = 2000;
 /** After a failed call (Redis away), the next one waits this long. */
@@ -19,9 +14,11 @@ export interface MarkerWatchOptions<S> {
   connection: Redis;
   log: Logger;
   queues: readonly S[];
-  /** Whether `queue` is worth waiting for now: found empty (or waiting for its marker), and not held by a limit. */
+  /** Whether a job added to `queue` is news to this process: no fetch of it is finding jobs in a row. */
   waitsFor: (queue: S) => boolean;
   markerOf: (queue: S) => string;
+  /** A key of this process alone: a member added to it ends the blocking call, so the next one waits on more queues. */
+  pokeKey: string;
   /** `queue` got a job; `at` is when a delayed one falls due (ms since the epoch; 0: now). */
   onMarker: (queue: S, at: number) => void;
 }
@@ -32,15 +29,19 @@ export interface MarkerWatchOptions<S> {
  * client takes it, so a job added wakes one worker process rather than every process serving the
  * queue. BullMQ sets the marker again whenever a fetch finds a job, so a burst draws in more
  * fetches and more processes while jobs remain, and the last job of a burst costs one fetch that
- * finds nothing, as it does BullMQ's own workers. A queue being fetched from is left out: its
- * fetches go on until one finds it empty, and its markers would only wake this connection. A
- * process whose slots are all busy still waits: a job in another of its queues must take the
- * next free slot rather than the backlog's next job (see `mayFetchNext`).
+ * finds nothing, as it does BullMQ's own workers.
+ *
+ * A queue whose fetches keep finding jobs is left out: they go on until one finds it empty, and
+ * its markers would only wake this connection once per job. A process whose slots are all busy
+ * still waits: a job in another of its queues must take the next free slot rather than the
+ * backlog's next job (see `mayFetchNext`).
  */
 export class MarkerWatch<S> {
   private client: Redis;
   private readonly local = new Wakeup();
-  private blocked = false;
+  /** The queues of the blocking call in flight; undefined while none is. */
+  private watching: Set<S> | undefined;
+  private poked = false;
   private stopped = false;
   private loop: Promise<void> = Promise.resolve();
 
@@ -52,9 +53,17 @@ export class MarkerWatch<S> {
     this.loop = this.run();
   }
 
-  /** A queue may be worth waiting for now (it was found empty). */
-  changed(): void {
-    if (!this.blocked) this.local.notify();
+  /** `queue` may have become worth waiting for: a blocking call that leaves it out is ended, and the next includes it. */
+  changed(queue: S): void {
+    if (this.stopped || !this.o.waitsFor(queue)) return;
+    const watching = this.watching;
+    if (!watching) {
+      this.local.notify();
+      return;
+    }
+    if (this.poked || watching.has(queue)) return;
+    this.poked = true;
+    this.o.connection.zadd(this.o.pokeKey, 0, "poke").catch((err) => this.o.log.debug({ err }, "could not end a wait for jobs early"));
   }
 
   async stop(): Promise<void> {
@@ -62,6 +71,7 @@ export class MarkerWatch<S> {
     this.local.notify();
     closeRedis(this.client);
     await this.loop;
+    await this.o.connection.del(this.o.pokeKey).catch(() => undefined);
   }
 
   private async run(): Promise<void> {
@@ -73,15 +83,16 @@ export class MarkerWatch<S> {
       }
       const byKey = new Map(queues.map((queue) => [this.o.markerOf(queue), queue]));
       let popped: [string, string, string] | null = null;
-      this.blocked = true;
+      this.watching = new Set(queues);
       try {
-        popped = await this.pop([...byKey.keys()], queues.length < this.o.queues.length ? PARTIAL_BLOCK_S : BLOCK_S);
+        popped = await this.pop([...byKey.keys(), this.o.pokeKey]);
       } catch (err) {
         if (this.stopped) break;
         this.o.log.debug({ err }, "waiting for jobs failed; trying again shortly");
         await this.local.wait(RETRY_MS);
       } finally {
-        this.blocked = false;
+        this.watching = undefined;
+        this.poked = false;
       }
       if (!popped || this.stopped) continue;
       const queue = byKey.get(popped[0]);
@@ -90,13 +101,13 @@ export class MarkerWatch<S> {
   }
 
   /** One blocking pop; a call the connection never answers is given up and the connection replaced. */
-  private async pop(keys: string[], timeoutS: number): Promise<[string, string, string] | null> {
+  private async pop(keys: string[]): Promise<[string, string, string] | null> {
     const client = this.client;
     let timer: NodeJS.Timeout | undefined;
     const lost = new Promise<"lost">((resolve) => {
-      timer = setTimeout(() => resolve("lost"), timeoutS * 1000 + WATCHDOG_MS);
+      timer = setTimeout(() => resolve("lost"), BLOCK_S * 1000 + WATCHDOG_MS);
     });
-    const call = client.bzpopmin(keys, timeoutS);
+    const call = client.bzpopmin(keys, BLOCK_S);
     // Given up on, the call still rejects once its connection is closed.
     call.catch(() => undefined);
     try {

@@ -96,16 +96,19 @@ export function sleepMs(states: readonly QueueState[]): number {
 }
 
 /**
- * A fetch from an unlimited queue found a job. The second in a row shows a backlog, so from then
+ * A fetch found a job. For an unlimited queue, the second in a row shows a backlog, so from then
  * on each find lets twice as many fetches go. After the first, the queue waits for its marker
  * instead: BullMQ has just set it again, and its taker (this process or another) takes the next
  * look. Fetching on at once, a job triggered alone cost one more fetch that found nothing.
  * `announcedMeanwhile`: this process took a marker while the fetch was in flight, maybe that very
- * one, so the queue does not wait.
+ * one, so the queue does not wait. A limited queue's width is its limits' room; its finds are
+ * only counted (see `MarkerWatch`).
  */
 export function found(state: QueueState, announcedMeanwhile: boolean): void {
-  if (state.found > 0) state.fetchWidth = Math.min(FETCHERS, state.fetchWidth * 2);
-  else if (!announcedMeanwhile) state.idleUntil = Date.now() + IDLE_POLL_MS;
+  if (!state.limited) {
+    if (state.found > 0) state.fetchWidth = Math.min(FETCHERS, state.fetchWidth * 2);
+    else if (!announcedMeanwhile) state.idleUntil = Date.now() + IDLE_POLL_MS;
+  }
   state.found++;
 }
 
