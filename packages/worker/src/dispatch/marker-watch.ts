@@ -71,7 +71,8 @@ export class MarkerWatch<S> {
     this.local.notify();
     closeRedis(this.client);
     await this.loop;
-    await this.o.connection.del(this.o.pokeKey).catch(() => undefined);
+    // Not awaited: with Redis away the command would wait for a reconnect, and hold up the stop.
+    this.o.connection.del(this.o.pokeKey).catch(() => undefined);
   }
 
   private async run(): Promise<void> {
