@@ -66,7 +66,7 @@ const LIMITED_FETCHERS = FETCHERS;
 
 /**
  * Takes jobs across this process's task queues in turn (round robin), at most `concurrency` at
- * once. Before fetching from a task's queue it takes the task's cluster-wide limits from the
+ * once, and learns of new jobs from BullMQ's markers (`MarkerWatch`). Before fetching from a task's queue it takes the task's cluster-wide limits from the
  * gate; a queue whose limit is reached is skipped without fetching, so a waiting node holds no
  * worker slot and stays in its queue. BullMQ's manual fetching is used (each queue's `Worker`
  * without a processor), with its stalled-job checker and lock renewal kept running here.
@@ -175,9 +175,8 @@ export class Dispatcher {
         const wasFull = state.fetching >= state.fetchWidth;
         state.fetching--;
         if (!started) this.free++;
-        const now = Date.now();
         // Fetchers that found every queue at its width sleep until one of its fetches ends.
-        if (wasFull && isReady(state, now)) this.wakeup.notify();
+        if (wasFull && isReady(state, Date.now())) this.wakeup.notify();
         this.markers.changed(state);
       }
     }
