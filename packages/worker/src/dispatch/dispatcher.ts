@@ -98,7 +98,7 @@ export class Dispatcher {
       connection: o.connection,
       log: o.log,
       queues: this.states,
-      waitsFor: (state) => !this.stopping && state.found < 2,
+      waitsFor: (state) => !this.stopping && state.finds < 2,
       pokeKey: `${o.prefix}:ax:marker-poke:${o.workerId}`,
       markerOf: (state) => state.worker.keys.marker!,
       onMarker: (state, at) => {

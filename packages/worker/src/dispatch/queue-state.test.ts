@@ -15,7 +15,7 @@ function queue(overrides: Partial<QueueState> = {}): QueueState {
     limited: false,
     fetchWidth: FETCHERS,
     fetching: 0,
-    found: 0,
+    finds: 0,
     ...overrides,
   };
 }

@@ -33,7 +33,7 @@ export interface QueueState extends ServedQueue {
   fetchWidth: number;
   fetching: number;
   /** Fetches in a row that found a job, since the queue was last found empty. */
-  found: number;
+  finds: number;
 }
 
 /** What opening a queue uses of `DispatcherOptions`. */
@@ -74,7 +74,7 @@ export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
     // A backlog may be waiting already: the first fetches go wide, and the width follows what they find.
     fetchWidth: FETCHERS,
     fetching: 0,
-    found: 0,
+    finds: 0,
   };
 }
 
@@ -106,16 +106,16 @@ export function sleepMs(states: readonly QueueState[]): number {
  */
 export function found(state: QueueState, announcedMeanwhile: boolean): void {
   if (!state.limited) {
-    if (state.found > 0) state.fetchWidth = Math.min(FETCHERS, state.fetchWidth * 2);
+    if (state.finds > 0) state.fetchWidth = Math.min(FETCHERS, state.fetchWidth * 2);
     else if (!announcedMeanwhile) state.idleUntil = Date.now() + IDLE_POLL_MS;
   }
-  state.found++;
+  state.finds++;
 }
 
 /** A fetch found nothing and no jobs were announced meanwhile: poll later, one fetch at a time. */
 export function idle(state: QueueState): void {
   state.idleUntil = Date.now() + IDLE_POLL_MS;
-  state.found = 0;
+  state.finds = 0;
   if (!state.limited) state.fetchWidth = 1;
 }
 
