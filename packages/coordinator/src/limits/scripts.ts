@@ -6,7 +6,7 @@
  */
 
 /** Milliseconds since the epoch on the Redis server, and TTL helpers that only ever extend. */
-const PRELUDE = `
+export const PRELUDE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function extendTtl(key, ms)
@@ -15,23 +15,80 @@ end
 `;
 
 /**
+ * A semaphore's used weight is kept in `<sem>:used` beside its ZSET, so that taking or freeing a
+ * slot costs a few O(log n) steps instead of reading every holder: a pool of 1,000 slots would
+ * otherwise cost each start a scan of up to 1,000 members. The count expires with the ZSET, and is
+ * counted afresh from the members whenever it is missing (a ZSET written before it existed) or
+ * the ZSET is empty. Needs PRELUDE's `now` and `extendTtl`.
+ */
+export const SEMAPHORE = `
+local function weightOf(member) return tonumber(string.match(member, '^(%d+):')) end
+-- Counts the members' weights afresh into the count, with the ZSET's expiry.
+local function recount(sem)
+  local used = 0
+  for _, m in ipairs(redis.call('ZRANGE', sem, 0, -1)) do used = used + weightOf(m) end
+  local ttl = redis.call('PTTL', sem)
+  if ttl > 0 then redis.call('SET', sem .. ':used', used, 'PX', ttl) else redis.call('SET', sem .. ':used', used) end
+  return used
+end
+-- Drops holders whose lease lapsed; answers the weight still held and whether any holder went.
+local function semUsed(sem)
+  local count = sem .. ':used'
+  local expired = redis.call('ZRANGEBYSCORE', sem, '-inf', now)
+  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', sem, '-inf', now) end
+  local used = redis.call('GET', count)
+  if redis.call('ZCARD', sem) == 0 then
+    if used then redis.call('DEL', count) end
+    return 0, #expired > 0
+  end
+  if used then
+    used = tonumber(used)
+    for _, m in ipairs(expired) do used = used - weightOf(m) end
+  end
+  if not used or used < 0 then
+    used = recount(sem)
+  elseif #expired > 0 then
+    redis.call('SET', count, used, 'KEEPTTL')
+  end
+  return used, #expired > 0
+end
+-- Adds (or renews) a holder until expiresAt; answers whether it was not held before.
+local function semHold(sem, member, expiresAt, ttlMs)
+  local added = redis.call('ZADD', sem, expiresAt, member) == 1
+  extendTtl(sem, ttlMs)
+  if added then
+    local weight = weightOf(member)
+    -- A count that was missing (or wrong) next to other holders is counted afresh.
+    if redis.call('INCRBY', sem .. ':used', weight) == weight and redis.call('ZCARD', sem) > 1 then recount(sem) end
+  end
+  extendTtl(sem .. ':used', ttlMs)
+  return added
+end
+-- Removes a holder; answers whether it was held.
+local function semFree(sem, member)
+  if redis.call('ZREM', sem, member) == 0 then return false end
+  if redis.call('ZCARD', sem) == 0 then
+    redis.call('DEL', sem .. ':used')
+  else
+    redis.call('DECRBY', sem .. ':used', weightOf(member))
+  end
+  return true
+end
+`;
+
+/**
  * Drops expired holders of the semaphores KEYS[1..n], publishes their names on \`channel\` if any
  * went, and returns each semaphore's used weight. \`nameFrom\` is where the caller's key starts
  * inside the Redis key.
  */
-const PURGE = `
+const PURGE = `${SEMAPHORE}
 local function purge(n, channel, nameFrom)
   local freed = {}
   local used = {}
   for i = 1, n do
-    if redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) > 0 then
-      freed[#freed + 1] = string.sub(KEYS[i], nameFrom)
-    end
-    local total = 0
-    for _, member in ipairs(redis.call('ZRANGE', KEYS[i], 0, -1)) do
-      total = total + tonumber(string.match(member, '^(%d+):'))
-    end
-    used[i] = total
+    local went
+    used[i], went = semUsed(KEYS[i])
+    if went then freed[#freed + 1] = string.sub(KEYS[i], nameFrom) end
   end
   if #freed > 0 then redis.call('PUBLISH', channel, cjson.encode(freed)) end
   return used
@@ -90,8 +147,7 @@ for j = 1, #KEYS - nSem do
   end
 end
 for i = 1, nSem do
-  redis.call('ZADD', KEYS[i], now + lease, ARGV[5 + 2 * i] .. ':' .. id)
-  extendTtl(KEYS[i], lease)
+  semHold(KEYS[i], ARGV[5 + 2 * i] .. ':' .. id, now + lease, lease)
 end
 for j = 1, #KEYS - nSem do
   local key = KEYS[nSem + j]
@@ -110,12 +166,11 @@ return purge(#KEYS, ARGV[1], tonumber(ARGV[2]))
  * KEYS: one semaphore per held (permit, semaphore) pair. ARGV: lease ms, then the member for each
  * key. Returns the 1-based indexes of members that had lapsed and were put back.
  */
-export const RENEW = `${PRELUDE}
+export const RENEW = `${PRELUDE}${SEMAPHORE}
 local lease = tonumber(ARGV[1])
 local lapsed = {}
 for i = 1, #KEYS do
-  if redis.call('ZADD', KEYS[i], now + lease, ARGV[1 + i]) == 1 then lapsed[#lapsed + 1] = i end
-  extendTtl(KEYS[i], lease)
+  if semHold(KEYS[i], ARGV[1 + i], now + lease, lease) then lapsed[#lapsed + 1] = i end
 end
 return lapsed
 `;
@@ -125,13 +180,15 @@ return lapsed
  * ARGV: freed channel, message, number of semaphores, permit id, then the member per semaphore.
  * Publishes the message when anything was removed; returns how many entries were.
  */
-export const RELEASE = `
+export const RELEASE = `${PRELUDE}${SEMAPHORE}
 local nSem = tonumber(ARGV[3])
 local removed = 0
 for i = 1, #KEYS do
-  local member = ARGV[4]
-  if i <= nSem then member = ARGV[4 + i] end
-  removed = removed + redis.call('ZREM', KEYS[i], member)
+  if i <= nSem then
+    if semFree(KEYS[i], ARGV[4 + i]) then removed = removed + 1 end
+  else
+    removed = removed + redis.call('ZREM', KEYS[i], ARGV[4])
+  end
 end
 if removed > 0 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
 return removed

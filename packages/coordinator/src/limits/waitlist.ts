@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import type { ParkRequest } from "./gate.js";
 import { parkedReasonsKey } from "../wake.js";
+import { PRELUDE, SEMAPHORE } from "./scripts.js";
 
 /**
  * Who waits for a busy semaphore, in arrival order, so that a limit per business key does not
@@ -16,15 +17,10 @@ import { parkedReasonsKey } from "../wake.js";
  * semaphore keys that have waiters, with their capacities in `<prefix>:limits:waiting-capacity`.
  */
 
-/** Purges expired holders of KEYS[1] and answers the weight still held (as the gate counts it). */
-const USED = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+/** Purges expired holders of a semaphore and answers the weight still held (as the gate counts it). */
+const USED = `${PRELUDE}${SEMAPHORE}
 local function used(sem)
-  redis.call('ZREMRANGEBYSCORE', sem, '-inf', now)
-  local total = 0
-  for _, m in ipairs(redis.call('ZRANGE', sem, 0, -1)) do total = total + tonumber(string.match(m, '^(%d+):')) end
-  return total
+  return (semUsed(sem))
 end
 `;
 
