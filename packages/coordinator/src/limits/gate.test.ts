@@ -96,19 +96,35 @@ describe("LimitGate", () => {
     expect(await gate.acquire(spec([sem("resized", 1)]))).toMatchObject({ ok: false, blocked: { used: 1, capacity: 1 } });
   });
 
-  it("release frees the slots and publishes their keys to every process", async () => {
+  it("release frees the slots and publishes the keys somebody waits for to every process", async () => {
     const other = newGate();
     const heard: string[][] = [];
     const unsubscribe = await other.onFreed((keys) => heard.push(keys));
     const permit = permitOf(await gate.acquire(spec([sem("freed_a", 1), sem("freed_b", 2, 2)])));
     expect((await other.acquire(spec([sem("freed_a", 1)]))).ok).toBe(false);
     await gate.release(permit);
-    await expect.poll(() => heard).toEqual([["freed_a", "freed_b"]]);
+    // freed_b refused nobody, so nobody needs to hear of it.
+    await expect.poll(() => heard).toEqual([["freed_a"]]);
     permitOf(await other.acquire(spec([sem("freed_a", 1)])));
     // A second release of the same permit removes nothing and stays silent.
     await gate.release(permit);
     await sleep(50);
     expect(heard).toHaveLength(1);
+    await unsubscribe();
+  });
+
+  it("a release that nobody waits for sends no message; the first after a refusal does", async () => {
+    const heard: string[][] = [];
+    const unsubscribe = await gate.onFreed((keys) => heard.push(keys));
+    for (let i = 0; i < 20; i++) await gate.release(permitOf(await gate.acquire(spec([sem("quiet", 2)]))));
+    const held = permitOf(await gate.acquire(spec([sem("quiet", 2, 2)])));
+    expect((await gate.acquire(spec([sem("quiet", 2)]))).ok).toBe(false);
+    await gate.release(held);
+    await expect.poll(() => heard).toEqual([["quiet"]]);
+    // The refusal was answered: the next free slot is news to nobody.
+    await gate.release(permitOf(await gate.acquire(spec([sem("quiet", 2)]))));
+    await sleep(50);
+    expect(heard).toEqual([["quiet"]]);
     await unsubscribe();
   });
 
@@ -195,7 +211,7 @@ describe("LimitGate", () => {
     }
   });
 
-  it("tells listeners when an expired holder is dropped", async () => {
+  it("tells listeners when an expired holder of a full limit is dropped", async () => {
     const dead = newGate(300);
     const live = newGate(300);
     const heard: string[][] = [];
@@ -203,6 +219,7 @@ describe("LimitGate", () => {
     permitOf(await dead.acquire(spec([sem("expiring", 2)])));
     // A live holder keeps the key; once the last holder lapses the key itself expires, silently.
     permitOf(await live.acquire(spec([sem("expiring", 2)])));
+    expect((await gate.acquire(spec([sem("expiring", 2)]))).ok).toBe(false);
     await sleep(200);
     await live.renew();
     await sleep(200);

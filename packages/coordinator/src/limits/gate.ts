@@ -180,7 +180,8 @@ export class LimitGate {
   }
 
   /**
-   * Frees the permit's semaphore slots and tells every `onFreed` listener. `unused` also gives back
+   * Frees the permit's semaphore slots and tells every `onFreed` listener of those that refused a
+   * request since they last freed a slot (nobody waits on the others). `unused` also gives back
    * its rate slots: the start it paid for never happened (the queue was empty).
    */
   async release(permit: Permit, opts: { unused?: boolean } = {}): Promise<void> {
@@ -190,12 +191,11 @@ export class LimitGate {
     const rates = opts.unused ? permit.spec.rates : [];
     if (semaphores.length + rates.length === 0) return;
     const keys = [...semaphores.map((s) => this.semPrefix + s.key), ...rates.map((r) => this.ratePrefix + r.key)];
-    const message = JSON.stringify([...semaphores, ...rates].map((l) => l.key));
     await this.commands.axLimitRelease(
       keys.length,
       ...keys,
       this.channel,
-      message,
+      this.nameFrom,
       semaphores.length,
       permit.id,
       ...semaphores.map((s) => member(s, permit.id)),
@@ -227,9 +227,10 @@ export class LimitGate {
   }
 
   /**
-   * Calls `cb` with the keys of the limits some process freed (a release, or an expired holder
-   * dropped). A hint to retry at once, not a guarantee: a waiter must also retry on its own, at
-   * least once per lease, because a holder that died frees its slots without a message.
+   * Calls `cb` with the keys of the semaphores some process freed (a release, or an expired holder
+   * dropped) after they refused a request. A hint to retry at once, not a guarantee: a waiter must
+   * also retry on its own, at least once per lease, because a holder that died frees its slots
+   * without a message until someone asks for them.
    */
   async onFreed(cb: (keys: string[]) => void): Promise<() => Promise<void>> {
     const subscriber = await subscribeTo(this.redis, this.options.log ?? silentLog, "limits", this.channel, (message) =>

@@ -64,6 +64,14 @@ local function semHold(sem, member, expiresAt, ttlMs)
   extendTtl(sem .. ':used', ttlMs)
   return added
 end
+-- A refused request marks its semaphore until the next slot frees (or a lease passes), so that
+-- only a freed slot somebody waits for is published to every process.
+local function refused(sem, ms)
+  redis.call('SET', sem .. ':refused', 1, 'PX', ms)
+end
+local function waitedFor(sem)
+  return redis.call('DEL', sem .. ':refused') == 1
+end
 -- Removes a holder; answers whether it was held.
 local function semFree(sem, member)
   if redis.call('ZREM', sem, member) == 0 then return false end
@@ -77,9 +85,9 @@ end
 `;
 
 /**
- * Drops expired holders of the semaphores KEYS[1..n], publishes their names on \`channel\` if any
- * went, and returns each semaphore's used weight. \`nameFrom\` is where the caller's key starts
- * inside the Redis key.
+ * Drops expired holders of the semaphores KEYS[1..n], publishes on `channel` the names of those
+ * that lost a holder and refused someone since they last did (see `freedFor`), and returns each
+ * semaphore's used weight. `nameFrom` is where the caller's key starts inside the Redis key.
  */
 const PURGE = `${SEMAPHORE}
 local function purge(n, channel, nameFrom)
@@ -88,7 +96,7 @@ local function purge(n, channel, nameFrom)
   for i = 1, n do
     local went
     used[i], went = semUsed(KEYS[i])
-    if went then freed[#freed + 1] = string.sub(KEYS[i], nameFrom) end
+    if went and waitedFor(KEYS[i]) then freed[#freed + 1] = string.sub(KEYS[i], nameFrom) end
   end
   if #freed > 0 then redis.call('PUBLISH', channel, cjson.encode(freed)) end
   return used
@@ -120,6 +128,7 @@ for i = 1, nSem do
   local capacity = tonumber(ARGV[4 + 2 * i])
   room = math.min(room, math.floor((capacity - used[i] - weight) / weight))
   if used[i] + weight > capacity then
+    refused(KEYS[i], lease)
     -- Optionally join the semaphore's line in the same step, so no release can slip in between.
     local waiter = ARGV[parkArgs + 1]
     if waiter and waiter ~= '' then
@@ -177,19 +186,24 @@ return lapsed
 
 /**
  * KEYS: the permit's semaphores, then (for an unused permit) its rate limits.
- * ARGV: freed channel, message, number of semaphores, permit id, then the member per semaphore.
- * Publishes the message when anything was removed; returns how many entries were.
+ * ARGV: freed channel, name offset, number of semaphores, permit id, then the member per semaphore.
+ * Publishes the names of the freed semaphores that refused someone since they last freed a slot;
+ * returns how many entries were removed.
  */
 export const RELEASE = `${PRELUDE}${SEMAPHORE}
 local nSem = tonumber(ARGV[3])
 local removed = 0
+local freed = {}
 for i = 1, #KEYS do
   if i <= nSem then
-    if semFree(KEYS[i], ARGV[4 + i]) then removed = removed + 1 end
+    if semFree(KEYS[i], ARGV[4 + i]) then
+      removed = removed + 1
+      if waitedFor(KEYS[i]) then freed[#freed + 1] = string.sub(KEYS[i], tonumber(ARGV[2])) end
+    end
   else
     removed = removed + redis.call('ZREM', KEYS[i], ARGV[4])
   end
 end
-if removed > 0 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
+if #freed > 0 then redis.call('PUBLISH', ARGV[1], cjson.encode(freed)) end
 return removed
 `;
