@@ -232,6 +232,30 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
     expect((await call("GET /api/runs", { token: token.read })).status).toBe(200);
   });
 
+  it("requests without a token never lock the address out; wrong tokens still do, and the limit refuses no-token requests with a 401", async () => {
+    await forgetFailures();
+    // A console opened before signing in, many times over: far past the limit, never counted.
+    for (let i = 0; i < 25; i++) {
+      const answer = await call("GET /api/runs");
+      expect(answer.status).toBe(401);
+      expect(answer.headers.get("www-authenticate")).toBe('Bearer realm="ax"');
+    }
+    expect(await redis.keys(`${env.prefix}:auth-failures:*`)).toEqual([]);
+    expect((await call("GET /api/runs", { token: token.read })).status).toBe(200);
+
+    const malformed = await fetch(`${url}/api/runs`, { headers: { authorization: "Basic dXNlcjpwdw==" } });
+    expect(malformed.status).toBe(401);
+    expect(((await malformed.json()) as { message: string }).message).toContain("is not `Bearer <token>`");
+    for (let i = 1; i < 10; i++) expect((await call("GET /api/runs", { token: `wrong-${i}` })).status).toBe(401);
+    const limited = await call("GET /api/runs", { token: "wrong-again" });
+    expect(limited.status).toBe(429);
+    expect(JSON.parse(limited.text).message).toMatch(/retry in \d+ s/);
+    expect((await call("GET /api/runs", { token: token.read })).status).toBe(429);
+    // Still no-token requests get the 401 that sends a browser to its login screen, not the 429.
+    expect((await call("GET /api/runs")).status).toBe(401);
+    await forgetFailures();
+  });
+
   it("secrets never reach the log: pino paths are censored and result summaries mask secret keys", async () => {
     runtime!.log.info(
       { req: { headers: { authorization: `Bearer ${token.admin}` } }, db: { password: "pw-1" }, token: "t-2", input: { card: "4111" } },

@@ -17,13 +17,15 @@ export interface AuthOptions {
   insecureNoAuth?: boolean | undefined;
   /** `/metrics` on the API port needs a token (any scope); false: public, for a scraper on a private network. @defaultValue true */
   metricsAuth?: boolean | undefined;
-  /** Failed authentications per client address per minute before the API answers 429. @defaultValue 10 */
+  /** Wrong tokens (presented but unknown, revoked, expired or malformed) per client address per minute before the API answers 429. @defaultValue 10 */
   maxFailuresPerMinute?: number | undefined;
 }
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
 const FAILURE_WINDOW_MS = 60_000;
+
+const CREATE_HINT = "create a token with `ax token create --name <name> --scope read|trigger|admin`";
 
 /** Answer keys worth keeping in an audit row: ids and outcomes, never payloads or YAML. */
 const AUDIT_DETAIL_KEYS = [
@@ -63,7 +65,7 @@ function neededScope(request: FastifyRequest, doc: RouteDoc | undefined, metrics
   return doc.scope;
 }
 
-/** Failed authentications per client address, counted in Redis so every API process of the cluster shares the limit. */
+/** Wrong tokens per client address, counted in Redis so every API process of the cluster shares the limit. */
 class FailureLimiter {
   constructor(
     private readonly redis: QueueRegistry["connection"],
@@ -93,7 +95,7 @@ class FailureLimiter {
 
 /**
  * One onRequest hook decides every request from the route -> scope table (API_ROUTES): 401 without
- * a valid token, 403 when its scope is too small, 429 after too many failures from one address.
+ * a valid token, 403 when its scope is too small, 429 after too many wrong tokens from one address.
  * It runs before the body is read, so a refused request never reaches a handler and writes
  * nothing. One onSend hook writes the audit row of each successful call of an audited route.
  */
@@ -103,32 +105,34 @@ export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; lo
 
   const refuse = (reply: FastifyReply, status: number, error: Error) =>
     reply.status(status).send({ error: error.name, message: error.message });
+  const unauthorized = (reply: FastifyReply, message: string) =>
+    refuse(reply.header("www-authenticate", 'Bearer realm="ax"'), 401, new AxUnauthorizedError(message));
 
   app.addHook("onRequest", async (request, reply) => {
     const { key, doc } = routeOf(request);
     const needed = neededScope(request, doc, metricsAuth);
     if (needed === "public" || options.insecureNoAuth) return;
     const ip = request.ip;
+    const header = request.headers.authorization;
+    const query = doc?.tokenInQuery ? (request.query as { access_token?: unknown }).access_token : undefined;
+    // No credentials at all is not a guess: a browser opening the console before signing in sends
+    // none, so it gets its 401 without touching the limiter and cannot lock its own address out.
+    if (header === undefined && typeof query !== "string")
+      return unauthorized(reply, `this route needs \`Authorization: Bearer <token>\`; ${CREATE_HINT}`);
     const wait = await limiter.blockedFor(ip);
     if (wait > 0) {
       reply.header("retry-after", String(wait));
       return refuse(reply, 429, new AxTooManyAuthFailuresError(wait));
     }
-    const header = request.headers.authorization;
-    const query = doc?.tokenInQuery ? (request.query as { access_token?: unknown }).access_token : undefined;
     const bearer = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1] ?? (typeof query === "string" ? query : undefined);
     const token = bearer ? await verifyApiToken(deps.db, bearer) : undefined;
     if (!token) {
       await limiter.fail(ip);
-      reply.header("www-authenticate", 'Bearer realm="ax"');
-      return refuse(
+      return unauthorized(
         reply,
-        401,
-        new AxUnauthorizedError(
-          bearer
-            ? "the bearer token is unknown, revoked or expired; create a new one with `ax token create`"
-            : "this route needs `Authorization: Bearer <token>`; create a token with `ax token create --name <name> --scope read|trigger|admin`",
-        ),
+        bearer
+          ? "the bearer token is unknown, revoked or expired; create a new one with `ax token create`"
+          : `the Authorization header is not \`Bearer <token>\`; ${CREATE_HINT}`,
       );
     }
     if (!scopeCovers(token.scope, needed)) return refuse(reply, 403, new AxForbiddenError(needed, token.scope, key));
