@@ -192,4 +192,23 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
     expect(bad.status).toBe(400);
     await expect(client.getLogs("00000000-0000-4000-8000-000000000000")).rejects.toBeInstanceOf(AxRunNotFoundError);
   });
+
+  it("GET /api/runs/:id/logs?node= answers 404 naming the node and the run's nodes for a node it does not have; 200 and no lines for a quiet one", async () => {
+    const flaky = await run("flaky_logger_flow", {});
+    const typo = await fetch(`${api}/api/runs/${flaky}/logs?node=flaky_loger`);
+    expect(typo.status).toBe(404);
+    expect(await typo.json()).toEqual({
+      error: "AxNodeNotFoundError",
+      message: `run ${flaky} has no node "flaky_loger"; its nodes: flaky_logger`,
+    });
+    // Past the last line of a node that exists: empty, not a 404 (what a console following the log asks).
+    await logsOf(flaky, 2);
+    const past = await fetch(`${api}/api/runs/${flaky}/logs?node=flaky_logger&attempt=2&after=1`);
+    expect(past.status).toBe(200);
+    expect(await past.json()).toEqual({ lines: [], truncated: [] });
+    const quietRun = await run("quiet_flow", {});
+    const silent = await fetch(`${api}/api/runs/${quietRun}/logs?node=quiet`);
+    expect(silent.status).toBe(200);
+    expect(await silent.json()).toEqual({ lines: [], truncated: [] });
+  });
 });

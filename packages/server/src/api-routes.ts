@@ -108,7 +108,11 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     summary: "a run's task log lines (ax.context().log), per node and attempt",
     params: runIdParams,
     query: logsQuery,
-    responses: { 200: { description: "log lines in the order logged", schema: logsAnswer }, 400: badRequest, 404: notFound },
+    responses: {
+      200: { description: "log lines in the order logged; a node with no lines yet answers an empty list", schema: logsAnswer },
+      400: badRequest,
+      404: { description: "unknown run, or `node` names no node of the run (the message lists its nodes)", schema: apiError },
+    },
   },
   "POST /api/runs/:id/cancel": {
     scope: "trigger",
