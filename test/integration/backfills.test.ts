@@ -21,6 +21,12 @@ const hourly = ax.flow({ name: "hourly", schedule: "0 * * * *" }, () => {
 const unscheduled = ax.flow({ name: "unscheduled" }, () => {
   work();
 });
+const zoneless = ax.flow({ name: "zoneless", schedule: "30 2 * * *" }, () => {
+  work();
+});
+const everySecond = ax.flow({ name: "every_second", schedule: "* * * * * *" }, () => {
+  work();
+});
 
 describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   const env = isolate("backfill");
@@ -39,7 +45,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   }
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled] });
+    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled, zoneless, everySecond] });
     await runtime.start();
     client = runtime.client();
   });
@@ -68,6 +74,34 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(new Set(dates.map((d) => d!.slice(0, 10))).size).toBe(10);
     expect(maxOverlap(runs.map((r: RunSummary) => ({ start: r.startedAt!, end: r.finishedAt! })))).toBeLessThanOrEqual(3);
     expect(await client.getBackfill(first.backfillId)).toMatchObject({ ticks: 10, done: 10, succeeded: 10, failed: 0, status: "active" });
+  });
+
+  it("a schedule without a zone backfills in UTC, whatever the zone of the process that asks", async () => {
+    const zone = process.env.TZ;
+    const range = { from: "2026-01-01T00:00:00Z", to: "2026-01-03T00:00:00Z" };
+    try {
+      process.env.TZ = "Asia/Tokyo";
+      const first = await client.backfill("zoneless", range);
+      process.env.TZ = "America/New_York";
+      const again = await client.backfill("zoneless", range);
+      expect([first.created, again.created]).toEqual([2, 0]);
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+    const dates = (await backfillRuns("zoneless")).map((r) => r.logicalDate).sort();
+    expect(dates).toEqual(["2026-01-01T02:30:00.000Z", "2026-01-02T02:30:00.000Z"]);
+  });
+
+  it("refuses a range over maxTicks after counting one tick past it, not the whole range", async () => {
+    // 20 days of a schedule firing every second: 1,728,000 ticks, which would take seconds to list.
+    const refused = await client
+      .backfill("every_second", { from: "2026-01-01T00:00:00Z", to: "2026-01-21T00:00:00Z" })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(AxTooManyTicksError);
+    expect(refused).toMatchObject({ ticks: 100_001, limit: 100_000, ceiling: false });
+    expect((refused as Error).message).toContain("more than 100000 ticks");
+    expect(await backfillRuns("every_second")).toHaveLength(0);
   });
 
   it("an overlapping range creates runs only for ticks without one", async () => {

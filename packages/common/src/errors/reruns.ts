@@ -75,7 +75,11 @@ export class AxNoScheduleError extends Error {
   }
 }
 
-/** More ticks than the caller allowed (`maxTicks`; the CLI's limit without --yes). */
+/**
+ * More ticks than the caller allowed (`maxTicks`; the CLI's limit without --yes), or than any one
+ * backfill may have (`ceiling`). Counting stops one tick past the limit, so `ticks` is that count:
+ * the range has at least this many.
+ */
 export class AxTooManyTicksError extends Error {
   override name = "AxTooManyTicksError";
   readonly statusCode = 400;
@@ -83,9 +87,12 @@ export class AxTooManyTicksError extends Error {
     readonly flow: string,
     readonly ticks: number,
     readonly limit: number,
+    readonly ceiling = false,
   ) {
     super(
-      `backfill of "${flow}" has ${ticks} ticks, over the limit of ${limit}; narrow the range, or confirm (ax backfill --yes, or a larger maxTicks)`,
+      ceiling
+        ? `backfill of "${flow}" has more than ${limit} ticks, the most one backfill may have; split the range into several backfills`
+        : `backfill of "${flow}" has more than ${limit} ticks; narrow the range, or confirm (ax backfill --yes, or a larger maxTicks)`,
     );
   }
 }
