@@ -1,4 +1,4 @@
-import { insertTaskLogs, type AttemptRef, type Db, type TaskLogLine } from "@ax/store";
+import { insertTaskLogs, isConnectionError, toStorableText, type AttemptRef, type Db, type Json, type TaskLogLine } from "@ax/store";
 import type { Logger } from "pino";
 import { capturingLogger, type CapturedLine } from "./log-capture.js";
 import { TASK_LOG_MAX_BYTES, TASK_LOG_MAX_LINES } from "@ax/common";
@@ -10,8 +10,10 @@ const MAX_BATCH = 1000;
 
 /**
  * The `ax.context().log` lines of every attempt this process runs, written to PostgreSQL in
- * batches beside the attempts' own writes, never in front of them. Storing is best effort: a
- * batch that cannot be written is reported on stdout (where every line went anyway) and dropped.
+ * batches beside the attempts' own writes, never in front of them. Storing is best effort: lines
+ * that cannot be written are counted in a warning on stdout (where every line went anyway) and
+ * dropped. A batch holds many runs' lines, so a batch refused for its content is split until
+ * only the refused lines are left out: one run's line never costs another run its lines.
  */
 export class TaskLogWriter {
   private pending: TaskLogLine[] = [];
@@ -51,12 +53,31 @@ export class TaskLogWriter {
 
   private async write(lines: TaskLogLine[]): Promise<void> {
     for (let i = 0; i < lines.length; i += MAX_BATCH) {
-      const chunk = lines.slice(i, i + MAX_BATCH);
-      try {
-        await insertTaskLogs(this.db, chunk);
-      } catch (err) {
-        this.log.warn({ err, lines: chunk.length }, "could not store task log lines; they are on stdout only");
+      const refused = await this.insertSplitting(lines.slice(i, i + MAX_BATCH));
+      if (refused.lines.length > 0) {
+        const runs = [...new Set(refused.lines.map((l) => l.runId))];
+        this.log.warn(
+          { err: refused.error, lines: refused.lines.length, runs },
+          `could not store ${refused.lines.length} task log line(s); they are on stdout only`,
+        );
       }
+    }
+  }
+
+  /**
+   * Inserts `lines`, halving a refused batch until the lines PostgreSQL refuses stand alone. An
+   * unreachable database refuses every part alike, so such a batch is given up whole.
+   */
+  private async insertSplitting(lines: TaskLogLine[]): Promise<{ lines: TaskLogLine[]; error?: unknown }> {
+    try {
+      await insertTaskLogs(this.db, lines);
+      return { lines: [] };
+    } catch (error) {
+      if (lines.length === 1 || isConnectionError(error)) return { lines, error };
+      const half = Math.ceil(lines.length / 2);
+      const first = await this.insertSplitting(lines.slice(0, half));
+      const second = await this.insertSplitting(lines.slice(half));
+      return { lines: [...first.lines, ...second.lines], error: first.error ?? second.error };
     }
   }
 }
@@ -114,8 +135,19 @@ export class AttemptLog {
       seq,
       at: new Date(line.at),
       level: line.level,
-      msg: line.msg,
-      fields: line.fields,
+      msg: toStorableText(line.msg),
+      fields: line.fields === null ? null : storableJson(line.fields),
     };
   }
+}
+
+/**
+ * `value` with each string and key made storable the way error messages are (NUL and lone
+ * surrogates become U+FFFD): a log line is kept as nearly as it can be rather than refused.
+ */
+function storableJson(value: Json): Json {
+  if (typeof value === "string") return toStorableText(value);
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(storableJson);
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [toStorableText(key), storableJson(item)]));
 }
