@@ -167,9 +167,10 @@ export class NodeWorker {
       cancelRun: (runId, reason) => cancelRun({ db: o.db, queues: o.queues }, runId, reason),
       promote: (waiter) => promoteParked(o.queues, waiter, log),
     });
-    const keyedTasks = () => served.some((q) => o.tasks.get(q.task)?.options.concurrencyKey);
+    // Every worker sweeps, keyed tasks or not: a limit removed by live configuration leaves its waiters parked.
     this.sweeper = setInterval(() => {
-      if (keyedTasks()) keyed.sweep().catch((err) => log.warn({ err }, "could not look for parked jobs whose key came free; retrying"));
+      const tasks = served.flatMap((q) => o.tasks.get(q.task)?.options ?? []);
+      keyed.sweep(tasks).catch((err) => log.warn({ err }, "could not look for parked jobs whose key came free; retrying"));
     }, PARKED_SWEEP_MS);
     this.sweeper.unref();
     this.dispatcher = new Dispatcher({

@@ -42,13 +42,27 @@ if redis.call('LLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[2]) en
 return woken
 `;
 
-/** KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, how many keys to look at. */
+/**
+ * KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, how many keys to look at,
+ * then pairs of (key prefix, capacity now) that override the capacity stored when the waiters
+ * parked, -1 for a limit that no longer exists (every waiter may go).
+ */
 const SWEEP = `${USED}
+local overrides = {}
+for i = 3, #ARGV, 2 do overrides[#overrides + 1] = {ARGV[i], tonumber(ARGV[i + 1])} end
+local function capacityOf(key)
+  for _, o in ipairs(overrides) do
+    if string.sub(key, 1, #o[1]) == o[1] then return o[2] end
+  end
+  return tonumber(redis.call('HGET', KEYS[2], key) or '1')
+end
 local woken = {}
 for _, key in ipairs(redis.call('SRANDMEMBER', KEYS[1], tonumber(ARGV[2]))) do
   local sem = ARGV[1] .. key
   local list = sem .. ':waiting'
-  local room = tonumber(redis.call('HGET', KEYS[2], key) or '1') - used(sem)
+  local capacity = capacityOf(key)
+  local room = capacity - used(sem)
+  if capacity < 0 then room = redis.call('LLEN', list) end
   while room > 0 do
     local w = redis.call('LPOP', list)
     if not w then break end
@@ -114,9 +128,15 @@ export class Waitlist {
     return this.commands.axWaitWake(4, sem, `${sem}:waiting`, this.waitingKeys, `${sem}:holders`, capacity, key, permitId);
   }
 
-  /** Waiters of up to `keys` keys whose slots came free without a release (a holder died). */
-  sweep(keys = 100): Promise<string[]> {
-    return this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys);
+  /**
+   * Waiters of up to `keys` keys that may start now: their slots came free without a release (a
+   * holder died), or their limit was raised or removed since they parked. `capacities` gives the
+   * limit in force now for keys starting with each prefix (`undefined`: none any more); other keys
+   * keep the capacity they parked with.
+   */
+  sweep(capacities: ReadonlyMap<string, number | undefined> = new Map(), keys = 100): Promise<string[]> {
+    const overrides = [...capacities].flatMap(([prefix, capacity]) => [prefix, capacity ?? -1]);
+    return this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys, ...overrides);
   }
 
   /**

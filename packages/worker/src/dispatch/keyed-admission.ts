@@ -74,7 +74,7 @@ export class KeyedAdmission {
     // A stale or duplicate job: the attempt fence drops it, no key needed.
     if (!node || !inputs) return { ok: true };
     const key = this.keyOf(options, nodeArgs(node, inputs.payload, inputs.upstream));
-    const semKey = `key:${options.name}:${key}`;
+    const semKey = `${semaphorePrefix(options.name)}${key}`;
     const spec: LimitSpec = {
       semaphores: concurrencyKey ? [{ key: semKey, capacity: concurrencyKey.max, weight: 1, label: `concurrency key ${key}` }] : [],
       rates: rateLimitKey
@@ -108,9 +108,14 @@ export class KeyedAdmission {
     return { ok: false, finish: "none" };
   }
 
-  /** Wakes the parked jobs of keys whose holder died: its slot came free when its lease lapsed, with no release to wake them. */
-  async sweep(): Promise<void> {
-    for (const waiter of await this.deps.waitlist.sweep()) await this.deps.promote(waiter);
+  /**
+   * Wakes the parked jobs of keys that have room with no release to say so: a holder died (its
+   * slot came free when its lease lapsed), or the key's limit of one of `tasks` was raised or
+   * removed (live configuration) since they parked.
+   */
+  async sweep(tasks: readonly ResolvedTaskOptions[]): Promise<void> {
+    const capacities = new Map(tasks.map((t) => [semaphorePrefix(t.name), t.concurrencyKey?.max]));
+    for (const waiter of await this.deps.waitlist.sweep(capacities)) await this.deps.promote(waiter);
   }
 
   private keyOf(options: ResolvedTaskOptions, args: unknown[]): string {
@@ -134,6 +139,9 @@ export class KeyedAdmission {
     for (const waiter of await d.waitlist.wake(semKey, capacity, permit.id)) await d.promote(waiter);
   }
 }
+
+/** Where a task's semaphores per key start: `key:<task>:<key>`. */
+const semaphorePrefix = (task: string) => `key:${task}:`;
 
 /** How long a woken waiter's job may take to reach the delayed set (it joins the line a moment before). */
 const PROMOTE_TRIES = 50;
