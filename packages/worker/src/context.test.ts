@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
+import { AxDefinitionError } from "@ax/common";
 import { runInTaskContext, taskContextStorage, type TaskContext } from "./context.js";
 
-const contextFor = (runId: string) => ({ runId }) as TaskContext;
+const contextFor = (runId: string) => ({ runId, nodeKey: "node", attempt: 1 }) as TaskContext;
 const seenRun = () => taskContextStorage.getStore()?.runId;
 
 describe("runInTaskContext", () => {
@@ -48,5 +49,40 @@ describe("runInTaskContext", () => {
       }),
     ).rejects.toThrow("task error");
     expect(await runInTaskContext(contextFor("after"), () => seenRun())).toBe("after");
+  });
+
+  it("refuses the context to work a settled function left running, beside another pending function too", async () => {
+    const leftovers: Promise<() => string | undefined>[] = [];
+    /** A function that returns at once and leaves a timer reading the context after `ms`. */
+    const leaky = (runId: string, ms: number) =>
+      runInTaskContext(contextFor(runId), () => {
+        leftovers.push(
+          new Promise((resolve) =>
+            setTimeout(() => {
+              try {
+                const seen = seenRun();
+                resolve(() => seen);
+              } catch (error) {
+                resolve(() => {
+                  throw error;
+                });
+              }
+            }, ms),
+          ),
+        );
+        return seenRun();
+      });
+
+    expect(await leaky("alone", 10)).toBe("alone");
+    expect((await leftovers[0]!)()).toBeUndefined();
+
+    let release!: () => void;
+    const other = runInTaskContext(contextFor("other"), () => new Promise<void>((resolve) => (release = resolve)));
+    expect(await leaky("beside", 10)).toBe("beside");
+    const beside = await leftovers[1]!;
+    release();
+    await other;
+    expect(beside).toThrow(AxDefinitionError);
+    expect(beside).toThrow('after its attempt already ended (run beside, node "node", attempt 1)');
   });
 });
