@@ -27,14 +27,16 @@ export function parseDuration(value: Duration): number {
 }
 
 /** zod: a duration in, milliseconds out. */
-export const durationMs = z.union([z.number(), z.string()]).transform((value, ctx) => {
-  try {
-    return parseDuration(value);
-  } catch (error) {
-    ctx.addIssue({ code: "custom", message: (error as Error).message });
-    return z.NEVER;
-  }
-});
+export const durationMs = z
+  .union([z.number(), z.string()], { error: 'must be a duration: seconds as a number or a string like "500ms", "10s", "5m", "1h"' })
+  .transform((value, ctx) => {
+    try {
+      return parseDuration(value);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
 
 /** zod: a duration that a timer can hold (timeouts), in milliseconds. */
 export const timerMs = durationMs.refine((millis) => millis <= MAX_TIMER_MS, {

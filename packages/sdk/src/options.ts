@@ -15,12 +15,72 @@ const errorMatcher = z.union([
 /** Task names become node keys and job names: `#` is reserved for repeated uses. */
 export const taskName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, "use letters, digits, _ . and - (starting with a letter or _)");
 
+/** How `byType` tells the members of a union apart. */
+type ValueType = "number" | "string" | "object" | "function";
+
+function typeOf(value: unknown): ValueType | undefined {
+  if (typeof value === "number" || typeof value === "string" || typeof value === "function") return typeof value as ValueType;
+  return value !== null && typeof value === "object" && !Array.isArray(value) ? "object" : undefined;
+}
+
+/**
+ * One schema per type of value. A zod union whose members all fail says only "Invalid input";
+ * picking the member by type reports what is wrong inside the one the user meant, at its path.
+ */
+function byType<M extends Partial<Record<ValueType, z.ZodType>>>(members: M, expected: string) {
+  return z.unknown().transform((value, ctx): z.output<NonNullable<M[keyof M]>> => {
+    const kind = typeOf(value);
+    const member = kind && members[kind];
+    if (!member) {
+      ctx.addIssue({ code: "custom", message: expected });
+      return z.NEVER;
+    }
+    const result = member.safeParse(value);
+    if (result.success) return result.data as z.output<NonNullable<M[keyof M]>>;
+    for (const issue of result.error.issues) ctx.addIssue(issue as Parameters<typeof ctx.addIssue>[0]);
+    return z.NEVER;
+  });
+}
+
+/** A count of slots, attempts or starts; zod's own words ("expected int", ">0") do not say what is wanted. */
+export const atLeastOne = (what = "a whole number of at least 1") =>
+  z
+    .number({ error: `must be ${what}` })
+    .int({ error: `must be ${what}` })
+    .min(1, { error: `must be ${what}` });
+
+const strategyOption = z.enum(KEY_STRATEGIES, { error: `must be one of: ${KEY_STRATEGIES.join(", ")}` });
+
 /** A business key: a function of the task's arguments (code), or a dotted path into its first argument (code or YAML). */
 const KEY_PATH = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
-const keyOption = z.union([
-  z.string().regex(KEY_PATH, "a dotted path into the task's input, e.g. user_id or order.customer.id"),
-  z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", "a function of the task's input"),
-]);
+const keyOption = byType(
+  {
+    string: z.string().regex(KEY_PATH, "must be a dotted path into the task's input, e.g. user_id or order.customer.id"),
+    function: z.custom<(...args: never[]) => unknown>((v) => typeof v === "function"),
+  },
+  "must be a dotted path into the task's input (e.g. user_id), or in code a function of the task's arguments",
+);
+
+/**
+ * `concurrency: { max, key, strategy }`. A cancelling strategy acts on the runs that hold the same
+ * business key, so without a key it would be silently ignored; `queue` is what a task-wide limit does.
+ */
+const keyedConcurrency = z
+  .object({ max: atLeastOne(), key: keyOption.optional(), strategy: strategyOption.optional() })
+  .strict()
+  .superRefine((option, ctx) => {
+    if (option.key !== undefined || option.strategy === undefined || option.strategy === "queue") return;
+    ctx.addIssue({
+      code: "custom",
+      path: ["strategy"],
+      message: `"${option.strategy}" needs a key: it acts on the runs holding the same business key. Add key (a dotted path such as order_id, or in code a function of the task's arguments), or remove strategy so that an attempt over the limit waits`,
+    });
+  });
+
+/** The gate counts rate windows in whole milliseconds: a shorter window could never admit a start. */
+const rateWindow = durationMs.refine((ms) => ms >= 1, {
+  message: 'must be at least 1ms: max starts are allowed in each window of per; write e.g. "1s" or "500ms"',
+});
 
 /** Options a task may set in code (camelCase) or YAML (snake_case, mapped to these). */
 export const taskOverridesSchema = z
@@ -35,12 +95,25 @@ export const taskOverridesSchema = z
     timeout: timerMs,
     heartbeatTimeout: timerMs,
     onFailure: z.enum(["fail", "notify_only"]),
-    concurrency: z.union([
-      z.number().int().positive(),
-      z.object({ max: z.number().int().positive(), key: keyOption.optional(), strategy: z.enum(KEY_STRATEGIES).optional() }).strict(),
-    ]),
-    rateLimit: z.object({ max: z.number().int().positive(), per: durationMs, key: keyOption.optional() }).strict(),
-    pool: z.union([z.string().min(1), z.object({ name: z.string().min(1), slots: z.number().int().positive() }).strict()]),
+    concurrency: byType(
+      { number: atLeastOne(), object: keyedConcurrency },
+      `must be a whole number of at least 1, or { max, key, strategy } (strategy: ${KEY_STRATEGIES.join(", ")})`,
+    ),
+    rateLimit: z
+      .object(
+        { max: atLeastOne("a whole number of at least 1 (starts per window)"), per: rateWindow, key: keyOption.optional() },
+        { error: 'must be { max, per, key? }, e.g. { max: 5, per: "1s" }' },
+      )
+      .strict(),
+    pool: byType(
+      {
+        string: z.string().min(1, { error: "must be a pool name" }),
+        object: z
+          .object({ name: z.string({ error: "must be a pool name" }).min(1, { error: "must be a pool name" }), slots: atLeastOne() })
+          .strict(),
+      },
+      "must be a pool name, or { name, slots }",
+    ),
     queue: z.string().regex(/^[A-Za-z0-9_-]+$/, "use letters, digits, _ and -"),
     executor: z.enum(["inline", "thread", "process"]),
     resources: z.object({ memoryMb: z.number().positive().optional(), cpuSeconds: z.number().positive().optional() }).strict(),
@@ -180,7 +253,7 @@ export const flowOverridesSchema = z
       .object({
         max: z.number().int().positive(),
         key: z.string().regex(KEY_PATH, "a dotted path into the run's payload, e.g. order_id or order.customer.id"),
-        strategy: z.enum(KEY_STRATEGIES).optional(),
+        strategy: strategyOption.optional(),
       })
       .strict(),
   })

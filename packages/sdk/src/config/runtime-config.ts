@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
-import { flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
+import { atLeastOne, flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
 import { alertGroupSchema, alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { AxConfigError } from "@ax/common";
 
@@ -50,8 +50,8 @@ export const retentionMs = durationMs.refine((ms) => ms >= MIN_RETENTION_MS, {
 
 const configSchema = z
   .object({
-    maxConcurrency: z.number().int().positive().optional(),
-    pools: z.record(z.string(), z.number().int().positive()).optional(),
+    maxConcurrency: atLeastOne("a whole number of attempts, at least 1").optional(),
+    pools: z.record(z.string(), atLeastOne("a whole number of slots, at least 1")).optional(),
     tasks: z.record(z.string(), taskOverridesSchema).optional(),
     flows: z.record(z.string(), flowOverridesSchema).optional(),
     retention: retentionMs.optional(),
