@@ -21,6 +21,9 @@ const hourly = ax.flow({ name: "hourly", schedule: "0 * * * *" }, () => {
 const unscheduled = ax.flow({ name: "unscheduled" }, () => {
   work();
 });
+const capped = ax.flow({ name: "capped_yearly", schedule: "0 0 1 1 *", maxConcurrentRuns: 3 }, () => {
+  work();
+});
 const zoneless = ax.flow({ name: "zoneless", schedule: "30 2 * * *" }, () => {
   work();
 });
@@ -45,7 +48,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   }
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled, zoneless, everySecond] });
+    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled, zoneless, everySecond, capped] });
     await runtime.start();
     client = runtime.client();
   });
@@ -102,6 +105,16 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(refused).toMatchObject({ ticks: 100_001, limit: 100_000, ceiling: false });
     expect((refused as Error).message).toContain("more than 100000 ticks");
     expect(await backfillRuns("every_second")).toHaveLength(0);
+  });
+
+  it("a backfill longer than admission's window, at its own cap, does not hold back the flow's other runs", async () => {
+    // 1,100 yearly ticks, one at a time: more held runs than one admission pass reads (1,000).
+    const long = await client.backfill("capped_yearly", { from: "0800-01-01T00:00:00Z", to: "1900-01-01T00:00:00Z", maxConcurrentRuns: 1 });
+    expect(long.ticks).toBe(1100);
+    const manual = await client.triggerFlow("capped_yearly", null);
+    // The flow's cap is 3 and the backfill holds 1: the manual run has a slot.
+    expect((await client.waitForRun(manual, { timeout: "10s" })).status).toBe("success");
+    await client.cancelBackfill(long.backfillId);
   });
 
   it("an overlapping range creates runs only for ticks without one", async () => {

@@ -154,16 +154,27 @@ function keyOf(keyed: FlowConcurrency) {
 }
 
 /**
- * Held runs to consider, oldest first: with a limit per key, at most `max` per key, so that one
- * key's long line does not fill the window and hide the other keys' runs.
+ * Held runs to consider, oldest first: the flow's own, and of each active backfill only as many
+ * as its cap lets start, so that a backfill of a million ticks cannot fill the window and hide
+ * the runs triggered after it. With a limit per key, at most `max` per key too, so that one key's
+ * long line does not hide the other keys' runs.
  */
 async function heldCandidates(
   tx: Db,
   flow: string,
   keyed: FlowConcurrency | null,
 ): Promise<{ run_id: string; backfill_id: string | null; key: string | null }[]> {
+  const held = sql`
+    (select h.run_id, h.backfill_id, h.seq from held_runs h
+      where h.flow = ${flow} and h.backfill_id is null order by h.seq limit ${ADMIT_WINDOW})
+    union all
+    (select h.run_id, h.backfill_id, h.seq from backfills b
+      cross join lateral (
+        select run_id, backfill_id, seq from held_runs where backfill_id = b.id order by seq limit b.max_concurrent_runs
+      ) h
+      where b.flow = ${flow} and b.status = 'active')`;
   if (!keyed) {
-    return rows(tx, sql`select run_id, backfill_id, null as key from held_runs where flow = ${flow} order by seq limit ${ADMIT_WINDOW}`);
+    return rows(tx, sql`select run_id, backfill_id, null as key from (${held}) c order by seq limit ${ADMIT_WINDOW}`);
   }
   return rows(
     tx,
@@ -172,6 +183,7 @@ async function heldCandidates(
       select h.run_id, h.backfill_id, h.seq, ${keyOf(keyed)} as key,
         row_number() over (partition by ${keyOf(keyed)} order by h.seq) as nth
       from held_runs h join runs r on r.id = h.run_id where h.flow = ${flow}
+        and (h.backfill_id is null or h.run_id in (select run_id from (${held}) c where c.backfill_id is not null))
     ) x where nth <= ${keyed.max} order by seq limit ${ADMIT_WINDOW}`,
   );
 }

@@ -74,7 +74,13 @@ export const heldRuns = pgTable(
     flow: text("flow").notNull(),
     backfillId: uuid("backfill_id"),
   },
-  (t) => [uniqueIndex("held_runs_run").on(t.runId), index("held_runs_flow_seq").on(t.flow, t.seq)],
+  (t) => [
+    uniqueIndex("held_runs_run").on(t.runId),
+    index("held_runs_flow_seq").on(t.flow, t.seq),
+    // Admission reads a flow's own held runs and each backfill's apart, so a long backfill cannot hide the others.
+    index("held_runs_flow_seq_own").on(t.flow, t.seq).where(sql`${t.backfillId} is null`),
+    index("held_runs_backfill_seq").on(t.backfillId, t.seq),
+  ],
 );
 
 /** `client.backfill(flow, { from, to })`: one run per schedule tick in [from, to). */

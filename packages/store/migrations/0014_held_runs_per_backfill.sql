@@ -1,0 +1,2 @@
+CREATE INDEX "held_runs_flow_seq_own" ON "held_runs" USING btree ("flow","seq") WHERE "held_runs"."backfill_id" is null;--> statement-breakpoint
+CREATE INDEX "held_runs_backfill_seq" ON "held_runs" USING btree ("backfill_id","seq");
