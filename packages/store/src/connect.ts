@@ -4,6 +4,7 @@ import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import { within } from "./deadline.js";
 import { openEmbedded } from "./embedded.js";
+import { guardStoreErrors } from "./store-error.js";
 import { listenOnServer, type Listening } from "./listen.js";
 import * as schema from "./schema/index.js";
 
@@ -113,7 +114,7 @@ function replanAsTablesGrow(pool: pg.Pool): void {
   });
 }
 
-function serverPool(url: string, max: number, options: string, queryTimeoutMs?: number): ServerPool {
+function serverPool(url: string, schemaName: string, max: number, options: string, queryTimeoutMs?: number): ServerPool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -134,7 +135,7 @@ function serverPool(url: string, max: number, options: string, queryTimeoutMs?: 
   replanAsTablesGrow(pool);
   return {
     pool,
-    db: drizzlePg(pool, { schema }) as unknown as Db,
+    db: guardStoreErrors(drizzlePg(pool, { schema }) as unknown as Db, schemaName),
     async close(timeoutMs) {
       // end() waits for every checked-out client to be released, which code stuck in a
       // transaction never does: past the deadline its connection is cut and its next query fails.
@@ -148,15 +149,15 @@ function serverPool(url: string, max: number, options: string, queryTimeoutMs?: 
 function openServer(rawUrl: string, poolSize: number): Store {
   const { url, schema: schemaName } = splitSchema(rawUrl);
   const searchPath = `-c search_path=${schemaName}`;
-  const main = serverPool(url, poolSize, `${searchPath} ${POOL_SETTINGS.main}`);
-  const leases = serverPool(url, 2, `${searchPath} ${POOL_SETTINGS.leases}`, 10_000);
+  const main = serverPool(url, schemaName, poolSize, `${searchPath} ${POOL_SETTINGS.main}`);
+  const leases = serverPool(url, schemaName, 2, `${searchPath} ${POOL_SETTINGS.leases}`, 10_000);
   let relaxed: ServerPool | undefined;
   return {
     db: main.db,
     kind: "pg",
     schema: schemaName,
     get relaxed() {
-      relaxed ??= serverPool(url, Math.max(4, Math.ceil(poolSize / 2)), `${searchPath} ${POOL_SETTINGS.relaxed}`);
+      relaxed ??= serverPool(url, schemaName, Math.max(4, Math.ceil(poolSize / 2)), `${searchPath} ${POOL_SETTINGS.relaxed}`);
       return relaxed.db;
     },
     leases: leases.db,
@@ -165,7 +166,7 @@ function openServer(rawUrl: string, poolSize: number): Store {
       try {
         // Migrations may take long on a large history; the session's own default comes back on reset.
         await client.query("set statement_timeout = 0");
-        return await fn(drizzlePg(client, { schema }) as unknown as Db);
+        return await fn(guardStoreErrors(drizzlePg(client, { schema }) as unknown as Db, schemaName));
       } finally {
         await client.query("reset statement_timeout").catch(() => {});
         client.release();

@@ -4,6 +4,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import type { Db, Store } from "./connect.js";
 import { DataDirLock } from "./data-dir-lock.js";
 import * as schema from "./schema/index.js";
+import { guardStoreErrors } from "./store-error.js";
 
 /**
  * One PGlite per data directory per process: two instances on one directory would corrupt it.
@@ -27,7 +28,7 @@ export function openEmbedded(dataDir: string): Store {
     mkdirSync(dataDir, { recursive: true });
     const lock = DataDirLock.acquire(dataDir);
     const client = openClient(dataDir, lock);
-    entry = { client, db: drizzlePglite(client, { schema }) as unknown as Db, lock, users: 0 };
+    entry = { client, db: guardStoreErrors(drizzlePglite(client, { schema }) as unknown as Db, "public"), lock, users: 0 };
     embedded.set(dataDir, entry);
   }
   entry.users += 1;

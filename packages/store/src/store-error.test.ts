@@ -2,7 +2,7 @@ import { DrizzleQueryError } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { isConnectionError } from "./pg-error.js";
 import { toStoreError } from "./store-error.js";
-import { AxStoreError } from "@ax/common";
+import { AxSchemaNotMigratedError, AxStoreError } from "@ax/common";
 
 describe("toStoreError", () => {
   it("keeps PostgreSQL's message and SQLSTATE, not the query or its parameters", () => {
@@ -24,6 +24,19 @@ describe("toStoreError", () => {
     expect(isConnectionError(toStoreError(new DrizzleQueryError("select 1", [], new Error("Connection terminated unexpectedly"))))).toBe(
       true,
     );
+  });
+
+  it("makes a missing table or column of the guarded schema an AxSchemaNotMigratedError", () => {
+    for (const code of ["42P01", "42703"]) {
+      const driverError = Object.assign(new Error('relation "runs" does not exist'), { code });
+      const error = toStoreError(new DrizzleQueryError("select * from runs where id = $1", ["secret"], driverError), "tenant_a");
+      expect(error).toBeInstanceOf(AxSchemaNotMigratedError);
+      expect(error).toMatchObject({ schema: "tenant_a", code, cause: driverError });
+      expect((error as Error).message).toBe(
+        'the database schema "tenant_a" has no ax tables, or is older than this version of ax (relation "runs" does not exist): ' +
+          "run `ax migrate --storage <url>` or start a Runtime on it, which migrates",
+      );
+    }
   });
 
   it("leaves other errors alone", () => {

@@ -1,7 +1,64 @@
 import { DrizzleQueryError } from "drizzle-orm";
-import { AxStoreError } from "@ax/common";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { AxSchemaNotMigratedError, AxStoreError } from "@ax/common";
+import { pgErrorCode } from "./pg-error.js";
 
-/** The error to hand on: drizzle's query error becomes an AxStoreError; anything else is returned as is. */
-export function toStoreError(error: unknown): unknown {
-  return error instanceof DrizzleQueryError ? new AxStoreError(error.cause) : error;
+/** "undefined table", "undefined column": every statement of ax names only ax's own tables. */
+const NOT_MIGRATED_CODES = new Set(["42P01", "42703"]);
+
+/** The schema each guarded Db's statements run in, for statements that bypass drizzle (`hotRows`). */
+const schemas = new WeakMap<object, string>();
+
+/**
+ * The error to hand on: drizzle's query error, whose message quotes the statement and its
+ * parameters, becomes an AxSchemaNotMigratedError (a missing table or column) or an
+ * AxStoreError (anything else), carrying only PostgreSQL's own words; other errors are returned as is.
+ */
+export function toStoreError(error: unknown, schema?: string): unknown {
+  if (!(error instanceof DrizzleQueryError)) return error;
+  const code = pgErrorCode(error.cause);
+  if (schema !== undefined && code !== undefined && NOT_MIGRATED_CODES.has(code)) {
+    return new AxSchemaNotMigratedError(schema, code, error.cause);
+  }
+  return new AxStoreError(error.cause);
+}
+
+/** The schema `db` was guarded for (`guardStoreErrors`), if it was. */
+export function schemaOf(db: object): string | undefined {
+  return schemas.get(db);
+}
+
+type Run = (placeholders?: Record<string, unknown>) => Promise<unknown>;
+/** The parts of drizzle's PgSession and PgPreparedQuery (node-postgres and PGlite alike) every statement goes through. */
+interface Session {
+  prepareQuery(...args: unknown[]): { execute: Run; all?: Run };
+  transaction(...args: unknown[]): Promise<unknown>;
+}
+
+/**
+ * Makes every statement run on `db` (queries, `execute`, transactions as a whole) fail with
+ * `toStoreError`'s typed errors, so that no caller of the store, down to the CLI and HTTP API,
+ * sees drizzle's message with the query and its parameters. Inside a transaction a statement's
+ * error is still drizzle's (so the transaction's code can inspect it); it is translated as it
+ * leaves the transaction. Patches this one db's session, never drizzle's classes, which a user
+ * of ax may share.
+ */
+export function guardStoreErrors<D extends PgDatabase<PgQueryResultHKT, any>>(db: D, schema: string): D {
+  const session = db._.session as unknown as Session;
+  const translate = (error: unknown): never => {
+    throw toStoreError(error, schema);
+  };
+  const prepareQuery = session.prepareQuery.bind(session);
+  session.prepareQuery = (...args) => {
+    const prepared = prepareQuery(...args);
+    const execute = prepared.execute.bind(prepared);
+    prepared.execute = (placeholders) => execute(placeholders).catch(translate);
+    const all = prepared.all?.bind(prepared);
+    if (all) prepared.all = (placeholders) => all(placeholders).catch(translate);
+    return prepared;
+  };
+  const transaction = session.transaction.bind(session);
+  session.transaction = (...args) => transaction(...args).catch(translate);
+  schemas.set(db, schema);
+  return db;
 }

@@ -63,6 +63,28 @@ export class AxStoreError extends Error {
   }
 }
 
+/**
+ * PostgreSQL answered "undefined table" or "undefined column" for one of ax's own tables: the
+ * schema was never migrated, or holds an older version of them. Says only which schema and
+ * PostgreSQL's own reason, never the statement or its parameters.
+ */
+export class AxSchemaNotMigratedError extends Error {
+  override name = "AxSchemaNotMigratedError";
+  constructor(
+    readonly schema: string,
+    /** SQLSTATE 42P01 (undefined table) or 42703 (undefined column). */
+    readonly code: string,
+    driverError: unknown,
+  ) {
+    const reason = driverError instanceof Error ? ` (${driverError.message})` : "";
+    super(
+      `the database schema "${schema}" has no ax tables, or is older than this version of ax${reason}: ` +
+        "run `ax migrate --storage <url>` or start a Runtime on it, which migrates",
+      { cause: driverError },
+    );
+  }
+}
+
 export class AxDataDirLockedError extends Error {
   override name = "AxDataDirLockedError";
   constructor(

@@ -3,6 +3,7 @@ import { DrizzleQueryError, sql, type SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { Db } from "../connect.js";
+import { schemaOf, toStoreError } from "../store-error.js";
 import type { RunStatus, TaskStatus } from "../types.js";
 
 /** Rows of a raw statement; node-postgres and PGlite both answer `{ rows }`. */
@@ -34,8 +35,8 @@ export async function hotRows<T>(db: Db, query: SQL): Promise<T[]> {
     const result = await client.query<T & pg.QueryResultRow>({ name, text, values: params, types: rawTypes });
     return result.rows;
   } catch (error) {
-    // As drizzle reports a failed statement, so that callers see one kind of error (`toStoreError`).
-    throw new DrizzleQueryError(text, params, error as Error);
+    // The pool bypasses drizzle here, so the translation drizzle statements get on this db is done by hand.
+    throw toStoreError(new DrizzleQueryError(text, params, error as Error), schemaOf(db));
   }
 }
 
