@@ -10,7 +10,10 @@ export interface TaskContext {
   task: string;
   nodeKey: string;
   attempt: number;
-  /** Stable across retries of this node in this run: use it to make side effects exactly-once. */
+  /**
+   * `originalRunId:nodeKey` (the run's id, or for a rerun its chain's first run): the same across
+   * retries and reruns of this node, so side effects keyed by it happen once.
+   */
   idempotencyKey: string;
   businessKey: string | null;
   /** The schedule tick this run is for (ISO 8601); null for runs not started by a schedule. */

@@ -118,7 +118,7 @@ async function executeStarted(
       task: node.task,
       nodeKey,
       attempt,
-      idempotencyKey: `${runId}:${nodeKey}`,
+      idempotencyKey: `${started.originalRunId}:${nodeKey}`,
       logicalDate: started.logicalDate,
       log: taskLog.wrap(log),
     },

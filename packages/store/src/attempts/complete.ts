@@ -5,6 +5,7 @@ import type { ReadyNode } from "../repositories/ready-node.js";
 import type { Json, RunStatus } from "../types.js";
 import { finishRunsSql } from "./finish-run.js";
 import { lockRunsSql } from "./lock-order.js";
+import { originalRunSql } from "./start.js";
 import type { Advanced, CompleteRequest, ContinuedAttempt } from "./types.js";
 
 interface ContinuedRow {
@@ -16,6 +17,7 @@ interface ContinuedRow {
   payload: Json;
   businessKey: string | null;
   logicalDate: string | null;
+  originalRunId: string;
   queuedAt: string;
   startedAt: string;
   upstream: Record<string, Json> | null;
@@ -146,7 +148,8 @@ function readySql(): SQL {
 /** The dependants the statement started (local continuation), with what their attempt needs. */
 function continuedSql(keyLists: string[][]): SQL {
   return sql`(select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'by', c.continued_by, 'flow', r.flow,
-          'payload', r.payload, 'businessKey', r.business_key, 'logicalDate', r.logical_date, 'queuedAt', now(), 'startedAt', now(),
+          'payload', r.payload, 'businessKey', r.business_key, 'logicalDate', r.logical_date,
+          'originalRunId', ${originalRunSql(sql`r`)}, 'queuedAt', now(), 'startedAt', now(),
           'upstream', (
             -- Every upstream completed in this statement (see edges): their results are in the input.
             select jsonb_object_agg(k.key, fresh.result)
@@ -165,6 +168,7 @@ function continuedAttempt(c: ContinuedRow): ContinuedAttempt {
     payload: c.payload,
     businessKey: c.businessKey,
     logicalDate: c.logicalDate === null ? null : new Date(c.logicalDate).toISOString(),
+    originalRunId: c.originalRunId,
     queuedAt: new Date(c.queuedAt),
     startedAt: new Date(c.startedAt),
     runStarted: false,

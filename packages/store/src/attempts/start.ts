@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { elementsOf, hotRows, recordset, statusIs } from "../repositories/raw.js";
 import type { Json } from "../types.js";
@@ -39,6 +39,7 @@ export async function startAttempts(db: Db, worker: string, requests: StartReque
       payload: row.payload,
       businessKey: row.business_key,
       logicalDate: row.logical_date === null ? null : new Date(row.logical_date).toISOString(),
+      originalRunId: row.original_run_id,
       // Raw statements bypass drizzle's column mapping: PGlite answers timestamps as text.
       queuedAt: row.queued_at === null ? null : new Date(row.queued_at),
       startedAt: new Date(row.started_at),
@@ -56,6 +57,7 @@ interface StartRow {
   payload: Json;
   business_key: string | null;
   logical_date: Date | string | null;
+  original_run_id: string;
   queued_at: Date | string | null;
   started_at: Date | string;
   run_started: boolean;
@@ -104,8 +106,24 @@ function startStatement(db: Db, worker: string, input: StartInput, resume: boole
         for update skip locked)
       returning id
     )
-    select s.run_id, s.node_key, s.attempt, r.flow, r.payload, r.business_key, r.logical_date, s.queued_at, s.started_at,
+    select s.run_id, s.node_key, s.attempt, r.flow, r.payload, r.business_key, r.logical_date, ${originalRunSql(sql`r`)} as original_run_id,
+      s.queued_at, s.started_at,
       exists (select 1 from run_started rs where rs.id = s.run_id) as run_started, ${upstream} as upstream
     from answered s join runs r on r.id = s.run_id`,
   );
+}
+
+/**
+ * The first run of the chain of reruns `run` (a `runs` row) belongs to, following `rerun_of`. A
+ * link retention already deleted ends the chain at its id, so a rerun keeps its original's id
+ * after that run is pruned. The walk costs nothing for runs that are not reruns.
+ */
+export function originalRunSql(run: SQL): SQL {
+  return sql`case when ${run}.rerun_of is null then ${run}.id else (
+      with recursive chain (id, rerun_of) as (
+        select ${run}.rerun_of, (select p.rerun_of from runs p where p.id = ${run}.rerun_of)
+        union all
+        select c.rerun_of, (select p.rerun_of from runs p where p.id = c.rerun_of) from chain c where c.rerun_of is not null
+      )
+      select id from chain where rerun_of is null) end`;
 }

@@ -23,6 +23,8 @@ export interface StartedAttempt {
   businessKey: string | null;
   /** The run's schedule tick (ISO), null for runs not triggered by a schedule. */
   logicalDate: string | null;
+  /** The first run of this run's chain of reruns: the run itself unless it is a rerun. */
+  originalRunId: string;
   queuedAt: Date | null;
   startedAt: Date;
   /** True when this attempt moved the run from `pending` to `running`. */
