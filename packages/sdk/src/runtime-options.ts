@@ -1,10 +1,13 @@
 import type { Logger } from "pino";
+import { z } from "zod";
 import type { AdmissionOptions, ReconcilerOptions, RetentionOptions } from "@ax/coordinator";
 import type { ConnectionOptions } from "./connections.js";
 import type { Flow } from "./definition/flow.js";
 import type { Duration } from "./duration.js";
+import { connectionOptions, flowList, milliseconds, shown, wholeNumber } from "./option-checks.js";
 
-export type Role = "coordinator" | "worker" | "api";
+export const ROLES = ["coordinator", "worker", "api"] as const;
+export type Role = (typeof ROLES)[number];
 
 export interface RuntimeOptions extends ConnectionOptions {
   flows: Flow<any>[];
@@ -75,3 +78,67 @@ export interface StopOptions {
    */
   timeout?: Duration | undefined;
 }
+
+const port = wholeNumber(0, 65535);
+const flag = z.boolean({ error: (issue) => `must be true or false, got ${shown(issue.input)}` });
+const names = (what: string) =>
+  z.array(z.string({ error: `must be a ${what}` }).min(1, { error: `must be a ${what}, not empty` }), {
+    error: (issue) => `must be an array of ${what}s, got ${shown(issue.input)}`,
+  });
+const section = <S extends z.ZodRawShape>(shape: S) =>
+  z.object(shape, { error: (issue) => `must be an object, got ${shown(issue.input)}` }).optional();
+
+/**
+ * Every Runtime option, checked before anything starts: a value the roles cannot use (a
+ * `maxConcurrency` of 0 takes no job, ever) is refused with AxConfigError rather than left to
+ * make a process that silently runs nothing.
+ */
+export const runtimeOptionsSchema = connectionOptions.extend({
+  flows: flowList.min(1, { error: "needs at least one flow made by ax.flow(…)" }),
+  config: z.string({ error: "must be the path of a runtime.yaml" }).min(1, { error: "must be the path of a runtime.yaml" }).optional(),
+  maxConcurrency: wholeNumber(1).optional(),
+  configPollMs: milliseconds.optional(),
+  roles: z
+    .array(z.enum(ROLES, { error: (issue) => `must be one of ${ROLES.join(", ")}, got ${shown(issue.input)}` }), {
+      error: (issue) => `must be an array of roles (${ROLES.join(", ")}), got ${shown(issue.input)}`,
+    })
+    .min(1, { error: `needs at least one of ${ROLES.join(", ")}` })
+    .optional(),
+  queues: names("queue name").min(1, { error: "needs at least one queue name (leave it unset to serve every queue)" }).optional(),
+  port: port.optional(),
+  host: z.string({ error: "must be a host name or address" }).min(1, { error: "must be a host name or address" }).optional(),
+  metricsPort: port.optional(),
+  insecureNoAuth: flag.optional(),
+  metricsAuth: flag.optional(),
+  redact: names("pino path").optional(),
+  logLevel: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
+      error: (issue) => `must be a pino level (fatal, error, warn, info, debug, trace, silent), got ${shown(issue.input)}`,
+    })
+    .optional(),
+  logger: z
+    .custom<Logger>((value) => typeof (value as Logger | null)?.child === "function" && typeof (value as Logger).info === "function", {
+      error: (issue) => `must be a pino logger, got ${shown(issue.input)}`,
+    })
+    .optional(),
+  reconciler: section({
+    intervalMs: milliseconds.optional(),
+    staleMs: wholeNumber(0).optional(),
+    leaseMs: milliseconds.optional(),
+    batch: wholeNumber(1).optional(),
+    recheckMs: wholeNumber(0).optional(),
+    remember: wholeNumber(0).optional(),
+    unknownTaskGraceMs: wholeNumber(0).optional(),
+  }),
+  admission: section({ intervalMs: milliseconds.optional() }),
+  alerts: section({ stuckScanMs: milliseconds.optional() }),
+  retention: section({ intervalMs: milliseconds.optional(), batch: wholeNumber(1).optional(), pauseMs: wholeNumber(0).optional() }),
+  worker: section({
+    heartbeatMs: milliseconds.optional(),
+    leaseMs: milliseconds.optional(),
+    lockDurationMs: milliseconds.optional(),
+    stalledIntervalMs: milliseconds.optional(),
+    deadWorkerRetentionMs: wholeNumber(0).optional(),
+    durability: z.enum(["run", "step"], { error: (issue) => `must be "run" or "step", got ${shown(issue.input)}` }).optional(),
+  }),
+});

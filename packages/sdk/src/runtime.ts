@@ -1,7 +1,6 @@
 import { hostname, userInfo } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import { z } from "zod";
 import { attachEventSource, checkEvictionPolicy } from "@ax/coordinator";
 import {
   countApiTokens,
@@ -23,7 +22,8 @@ import { startMetricsServer } from "@ax/server/metrics";
 import { Client } from "./client.js";
 import { axLogger } from "./logger.js";
 import { RuntimeCode } from "./runtime-code.js";
-import type { Role, RuntimeOptions, StopOptions } from "./runtime-options.js";
+import { checkOptions } from "./option-checks.js";
+import { ROLES, runtimeOptionsSchema, type Role, type RuntimeOptions, type StopOptions } from "./runtime-options.js";
 import { CoordinatorRole, createWorker, startApi, type RoleContext } from "./runtime-roles.js";
 import { ConfigFollower, LiveConfig } from "./config/live-config.js";
 import { parseRuntimeConfig, readConfigFile } from "./config/runtime-config.js";
@@ -36,8 +36,6 @@ export type { Role, RuntimeOptions, StopOptions } from "./runtime-options.js";
 
 /** After the stop deadline, how long the connections may take to close before they are dropped. */
 const CLOSE_GRACE_MS = 500;
-
-const rolesSchema = z.array(z.enum(["coordinator", "worker", "api"])).min(1);
 
 /** A process of the cluster: any mix of coordinator, worker and API roles. */
 export class Runtime {
@@ -57,13 +55,10 @@ export class Runtime {
   private detachEvents: (() => Promise<void>) | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
-    const roles = rolesSchema.safeParse(options.roles ?? ["coordinator", "worker", "api"]);
-    if (!roles.success) throw new AxConfigError(`Runtime roles: ${formatIssues(roles.error)}`);
-    this.roles = roles.data;
-    const flows = options.flows ?? [];
-    if (flows.length === 0) throw new AxConfigError("Runtime needs at least one flow in `flows`");
+    checkOptions(runtimeOptionsSchema, options, (problems) => new AxConfigError(`Runtime options: ${problems}`));
+    this.roles = options.roles ?? [...ROLES];
     this.log = options.logger ?? axLogger({ level: options.logLevel, redact: options.redact });
-    this.code = new RuntimeCode(flows);
+    this.code = new RuntimeCode(options.flows);
   }
 
   /** The worker's id in attempt history, once started with the worker role. */
@@ -217,7 +212,9 @@ export class Runtime {
     }
     if (file === undefined || fileText === undefined) return;
     const cluster = await this.live!.knownNames();
+    // The cluster's taskPools include this process's: its code options were saved before this.
     const parsed = parseRuntimeConfig(fileText, file, {
+      ...cluster,
       tasks: [...cluster.tasks, ...this.code.taskNames],
       flows: [...cluster.flows, ...this.code.flowNames],
     });

@@ -1,0 +1,57 @@
+import { z } from "zod";
+import type { Flow } from "./definition/flow.js";
+
+/** A value as a message may quote it: strings in quotes, so `"10"` and `10` read apart. */
+export function shown(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value);
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an invalid Date" : value.toISOString();
+  if (Array.isArray(value)) return "an array";
+  if (value === null || typeof value !== "object") return String(value);
+  return value.constructor?.name && value.constructor !== Object ? `a ${value.constructor.name}` : "an object";
+}
+
+/** zod: an integer in [min, max]; the message says which and quotes what was given. */
+export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
+  const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
+  const error = (issue: { input?: unknown }) => `must be a whole number ${range}, got ${shown(issue.input)}`;
+  return z.int({ error }).min(min, { error }).max(max, { error });
+}
+
+/** zod: milliseconds of a timer or interval option, at least 1. */
+export const milliseconds = wholeNumber(1);
+
+/** zod: a valid Date; `new Date("x")` is named an invalid date, not "expected date, received Date". */
+export const validDate = z.custom<Date>((value) => value instanceof Date && !Number.isNaN(value.getTime()), {
+  error: (issue) => (issue.input instanceof Date ? "is an invalid date" : `must be a Date, got ${shown(issue.input)}`),
+});
+
+/** zod: a non-empty string; URLs are not quoted back, as they may carry a password. */
+const text = (what: string) => z.string({ error: `must be ${what}` }).min(1, { error: `must be ${what}, not empty` });
+
+const POSTGRES_URL = /^postgres(?:ql)?:\/\//;
+const REDIS_URL = /^rediss?(?:\+sentinel)?:\/\//;
+
+/** The options every `Runtime` and `Client` takes to reach PostgreSQL and Redis. */
+export const connectionOptions = z.object({
+  storage: text("a postgres:// URL")
+    .regex(POSTGRES_URL, { error: "must be a postgres:// or postgresql:// URL (leave it unset for embedded PGlite)" })
+    .optional(),
+  dataDir: text("a directory path").optional(),
+  redis: text("a Redis URL").regex(REDIS_URL, { error: "must be a redis://, rediss:// or redis+sentinel:// URL" }).optional(),
+  prefix: text("a Redis key prefix").optional(),
+});
+
+/** zod: flows made by `ax.flow(…)`. */
+export const flowList = z.array(
+  z.custom<Flow<any>>((value) => typeof (value as Flow | null)?.name === "string" && (value as Flow).tasks instanceof Map, {
+    error: (issue) => `must be a flow made by ax.flow(…), got ${shown(issue.input)}`,
+  }),
+  { error: (issue) => `must be an array of flows made by ax.flow(…), got ${shown(issue.input)}` },
+);
+
+/** Parses `value`, or throws `refuse` with every problem named by its option's path. */
+export function checkOptions<S extends z.ZodType>(schema: S, value: unknown, refuse: (problems: string) => Error): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw refuse(parsed.error.issues.map((i) => (i.path.length ? `${i.path.join(".")} ${i.message}` : i.message)).join("; "));
+}
