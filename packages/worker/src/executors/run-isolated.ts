@@ -66,7 +66,8 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
       () =>
         fail(
           new AxExecutorError(
-            `task "${task.name}" did not start within ${STARTUP_LIMIT_MS} ms in a ${executor.kind}: its module is too slow to load or hangs while loading.`,
+            `task "${task.name}" did not start within ${STARTUP_LIMIT_MS} ms in a ${executor.kind}: its module is too slow to load or hangs while loading. ` +
+              "Move slow setup from the module's top level into the task function (this bound on loading is apart from the task's timeout).",
           ),
         ),
       STARTUP_LIMIT_MS,
