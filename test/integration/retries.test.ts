@@ -77,6 +77,18 @@ const goesSilent = ax.task({ name: "goes_silent", heartbeatTimeout: 1, retries: 
   throw signal.reason;
 });
 
+const FIXED_BACKOFF_MS = 200;
+const fixedBackoff = ax.task(
+  { name: "fixed_backoff", retries: 4, retryBackoff: FIXED_BACKOFF_MS / 1000, backoff: "fixed", jitter: 0 },
+  () => {
+    if (ax.context().attempt < 5) throw new Error("not yet");
+    return "done";
+  },
+);
+const fixedFlow = ax.flow({ name: "fixed_backoff" }, () => {
+  fixedBackoff();
+});
+
 const invoiceFlow = ax.flow({ name: "invoice" }, (input) => {
   createInvoice(input);
 });
@@ -133,7 +145,7 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
     unsubscribe = ax.onEvent((event) => {
       events.push(event);
     });
-    runtime = testRuntime(env, { flows: [invoiceFlow, notifyFlow, retryAfterFlow, reportFlow, silentFlow], maxConcurrency: 10 });
+    runtime = testRuntime(env, { flows: [invoiceFlow, notifyFlow, retryAfterFlow, reportFlow, silentFlow, fixedFlow], maxConcurrency: 10 });
     await runtime.start();
     client = runtime.client();
   });
@@ -179,6 +191,22 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
 
     const retryEvents = events.filter((e) => e.runId === runId && e.name === "task_retrying");
     expect(retryEvents.map((e) => e.attempt)).toEqual([1, 2]);
+  });
+
+  it("starts each retry when its backoff ends, one after another and four at once (not at the next second's poll)", async () => {
+    const observed: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const run = await client.waitForRun(await client.triggerFlow("fixed_backoff", null), { timeout: "30s" });
+      observed.push(...gaps(run.tasks[0]!));
+    }
+    const together = await Promise.all(Array.from({ length: 4 }, () => client.triggerFlow("fixed_backoff", null)));
+    for (const id of together) observed.push(...gaps((await client.waitForRun(id, { timeout: "30s" })).tasks[0]!));
+    const late = observed.filter((gap) => gap > FIXED_BACKOFF_MS + 500);
+    console.log(`fixed ${FIXED_BACKOFF_MS} ms backoff, 28 gaps: ${observed.join(", ")} ms`);
+    // Until 0.7.8 about one retry in four waited out the 1 s poll: a fetch that found the queue empty
+    // just before the retry fell due put the next look a second away, and the retry's marker was taken.
+    expect(observed.every((gap) => gap >= FIXED_BACKOFF_MS - 20)).toBe(true);
+    expect(late.length).toBeLessThanOrEqual(2);
   });
 
   it("fails create_invoice on the first attempt with a ConfigError, which is not in retryOn", async () => {

@@ -22,6 +22,7 @@ export async function completeFetchingNext(
   log: Logger,
 ): Promise<Job<NodeJobData> | undefined> {
   const wakes = state.wakes;
+  const startedAt = Date.now();
   let answer: unknown;
   try {
     answer = await job.moveToCompleted(null, token, true);
@@ -29,9 +30,12 @@ export async function completeFetchingNext(
     log.debug({ err, jobId: job.id }, "could not close the BullMQ job; it is cleaned up as stalled");
     return undefined;
   }
-  const [data, id] = Array.isArray(answer) ? (answer as [JobJsonRaw | undefined, string | undefined]) : [];
+  // BullMQ answers the next job, or why there is none: [0, 0, rate limit delay, next delayed job's due time].
+  const [data, id, , delayUntil] = Array.isArray(answer)
+    ? (answer as [JobJsonRaw | 0 | undefined, string | 0 | undefined, unknown, unknown])
+    : [];
   if (!data || !id) {
-    if (state.wakes === wakes) idle(state);
+    if (state.wakes === wakes) idle(state, startedAt, typeof delayUntil === "number" ? delayUntil : 0);
     return undefined;
   }
   return Job.fromJSON<NodeJobData>(state.worker, data, id);

@@ -218,6 +218,7 @@ export class Dispatcher {
     }
     const token = `${this.o.workerId}:${++this.tokens}`;
     const wakes = state.wakes;
+    const startedAt = Date.now();
     let job: Job<NodeJobData> | undefined;
     try {
       job = await state.worker.getNextJob(token, { block: false });
@@ -227,7 +228,7 @@ export class Dispatcher {
     }
     if (!job) {
       if (permit) await this.o.gate.release(permit, { unused: true });
-      if (state.wakes === wakes) idle(state);
+      if (state.wakes === wakes) idle(state, startedAt);
       state.reason.clear();
       return false;
     }

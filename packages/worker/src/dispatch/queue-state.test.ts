@@ -16,6 +16,7 @@ function queue(overrides: Partial<QueueState> = {}): QueueState {
     fetchWidth: FETCHERS,
     fetching: 0,
     finds: 0,
+    dueAt: 0,
     ...overrides,
   };
 }
@@ -23,7 +24,7 @@ function queue(overrides: Partial<QueueState> = {}): QueueState {
 describe("how many fetches go to a queue at once", () => {
   it("an unlimited queue found empty takes one fetch at a time, and a wake lets through as many as the jobs it announces", () => {
     const q = queue({ fetching: 1 });
-    idle(q);
+    idle(q, Date.now());
     q.fetching = 0;
     expect(q.fetchWidth).toBe(1);
     expect(isReady(q, Date.now())).toBe(false);
@@ -79,7 +80,7 @@ describe("how many fetches go to a queue at once", () => {
     found(q, false);
     found(q, false);
     expect(q.fetchWidth).toBe(2);
-    idle(q);
+    idle(q, Date.now());
     expect(q.fetchWidth).toBe(1);
     found(q, false);
     expect(q.fetchWidth).toBe(1);
@@ -101,11 +102,32 @@ describe("how many fetches go to a queue at once", () => {
     expect(isReady(q, now + 200)).toBe(true);
   });
 
+  it("a fetch that finds nothing does not put the next look past a delayed job announced before it began", () => {
+    const now = Date.now();
+    const q = queue({ fetchWidth: 1 });
+    // The marker of a retry due in 200 ms is taken first; then a fetch begins, for another reason, and finds nothing.
+    announced(q, 1, now + 200);
+    idle(q, Date.now());
+    expect(q.idleUntil).toBe(now + 200);
+    expect(isReady(q, now + 200)).toBe(true);
+  });
+
+  it("the due time BullMQ answers with an empty fetch is kept; one the fetch began after is forgotten", () => {
+    const now = Date.now();
+    const q = queue({ fetchWidth: 1 });
+    idle(q, now, now + 300);
+    expect(q.idleUntil).toBe(now + 300);
+    // The fetch at the due time found nothing: another process took the job. Back to the slow poll.
+    idle(q, now + 300);
+    expect(q.dueAt).toBe(0);
+    expect(q.idleUntil).toBeGreaterThanOrEqual(now + IDLE_POLL_MS);
+  });
+
   it("a limited queue's width stays what its limits allow: wakes and empty fetches leave it", () => {
     const q = queue({ limited: true, fetchWidth: 2 });
     announced(q, 10, undefined);
     expect(q.fetchWidth).toBe(2);
-    idle(q);
+    idle(q, Date.now());
     expect(q.fetchWidth).toBe(2);
   });
 

@@ -34,6 +34,12 @@ export interface QueueState extends ServedQueue {
   fetching: number;
   /** Fetches in a row that found a job, since the queue was last found empty. */
   finds: number;
+  /**
+   * When the earliest delayed job (a retry, a delayed run) announced to this process falls due,
+   * epoch ms; 0 for none. A fetch that finds the queue empty before then must not put the next
+   * look off past it: the marker that announced the job is taken already.
+   */
+  dueAt: number;
 }
 
 /** What opening a queue uses of `DispatcherOptions`. */
@@ -75,6 +81,7 @@ export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
     fetchWidth: FETCHERS,
     fetching: 0,
     finds: 0,
+    dueAt: 0,
   };
 }
 
@@ -112,11 +119,23 @@ export function found(state: QueueState, announcedMeanwhile: boolean): void {
   state.finds++;
 }
 
-/** A fetch found nothing and no jobs were announced meanwhile: poll later, one fetch at a time. */
-export function idle(state: QueueState): void {
-  state.idleUntil = Date.now() + IDLE_POLL_MS;
+/**
+ * A fetch that began at `startedAt` found nothing and no jobs were announced meanwhile: poll
+ * later, one fetch at a time, but no later than a delayed job falls due. `nextDue` is when BullMQ
+ * said its next delayed job falls due, when the fetch asked it. A due time the fetch began after
+ * is forgotten: that job was taken, by this process or another.
+ */
+export function idle(state: QueueState, startedAt: number, nextDue = 0): void {
+  const now = Date.now();
+  if (nextDue > now) dueBy(state, nextDue);
+  if (state.dueAt !== 0 && state.dueAt <= startedAt) state.dueAt = 0;
+  state.idleUntil = state.dueAt === 0 ? now + IDLE_POLL_MS : Math.min(now + IDLE_POLL_MS, state.dueAt);
   state.finds = 0;
   if (!state.limited) state.fetchWidth = 1;
+}
+
+function dueBy(state: QueueState, at: number): void {
+  state.dueAt = state.dueAt === 0 ? at : Math.min(state.dueAt, at);
 }
 
 /**
@@ -125,6 +144,7 @@ export function idle(state: QueueState): void {
  */
 export function announced(state: QueueState, jobs: number | undefined, at: number | undefined): void {
   state.wakes++;
+  if (at !== undefined && at > Date.now()) dueBy(state, at);
   state.idleUntil = Math.min(state.idleUntil, at ?? 0);
   const wanted = state.fetching + Math.max(1, jobs ?? FETCHERS);
   if (!state.limited) state.fetchWidth = Math.max(state.fetchWidth, Math.min(FETCHERS, wanted));
