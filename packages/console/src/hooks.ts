@@ -43,3 +43,25 @@ export function useNow(ms = 1000): number {
   }, [ms]);
   return now;
 }
+
+/**
+ * A change the user asked for (a POST): `busy` while it is in flight, so its button can be
+ * disabled against double submits, and the server's refusal (a 403 for a scope too small, a 409)
+ * kept in `error` for the page to show.
+ */
+export function useAction(): { busy: boolean; error: string | undefined; run: (action: () => Promise<unknown>) => Promise<void> } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const run = useCallback(async (action: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await action();
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run };
+}

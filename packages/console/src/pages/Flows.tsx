@@ -5,7 +5,7 @@ import { RunStrip } from "../components/RunStrip";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
 import { TriggerDialog } from "../components/TriggerDialog";
 import { time } from "../format";
-import { useApi } from "../hooks";
+import { useAction, useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import { Link } from "../router";
 import type { FlowDescription, RunSummary, ScheduleInfo } from "../types";
@@ -61,10 +61,12 @@ export function FlowPage({ name }: { name: string }) {
   const schedules = useApi<{ schedules: ScheduleInfo[] }>("/api/schedules");
   const runs = useApi<{ runs: RunSummary[] }>(`/api/runs?flow=${encodeURIComponent(name)}&limit=50`, 3000);
   const schedule = schedules.data?.schedules.find((s) => s.flow === name);
-  const toggle = async () => {
-    await api.post(`/api/flows/${encodeURIComponent(name)}/schedule/${schedule?.paused ? "resume" : "pause"}`);
-    schedules.reload();
-  };
+  const scheduleAction = useAction();
+  const toggle = () =>
+    scheduleAction.run(async () => {
+      await api.post(`/api/flows/${encodeURIComponent(name)}/schedule/${schedule?.paused ? "resume" : "pause"}`);
+      schedules.reload();
+    });
   return (
     <>
       <div className="page-head">
@@ -114,9 +116,14 @@ export function FlowPage({ name }: { name: string }) {
                   <li key={f}>{time(f)}</li>
                 ))}
               </ul>
-              <button type="button" onClick={toggle}>
+              <button type="button" onClick={toggle} disabled={scheduleAction.busy}>
                 {schedule.paused ? t("resume") : t("pause")}
               </button>
+              {scheduleAction.error && (
+                <div className="error-note inline" role="alert">
+                  {scheduleAction.error}
+                </div>
+              )}
             </>
           ) : (
             <p className="muted">{t("flows.noSchedule")}</p>

@@ -4,7 +4,7 @@ import { ApiError, api, stream } from "../api";
 import { Dag, type DagNode } from "../components/Dag";
 import { ErrorNote, StatusBadge } from "../components/Status";
 import { between, duration, summary, time } from "../format";
-import { useNow } from "../hooks";
+import { useAction, useNow } from "../hooks";
 import { useI18n } from "../i18n";
 import { Link, navigate } from "../router";
 import type { LogLine, RunInfo, TaskRunInfo } from "../types";
@@ -77,7 +77,7 @@ export function RunPage({ id }: { id: string }) {
   const { t } = useI18n();
   const { run, error, live } = useLiveRun(id);
   const [selected, setSelected] = useState<string>();
-  const [actionError, setActionError] = useState<string>();
+  const action = useAction();
   const now = useNow(500);
   if (error) return <ErrorNote error={error} />;
   if (!run) return <p className="muted">{t("loading")}</p>;
@@ -89,15 +89,11 @@ export function RunPage({ id }: { id: string }) {
     status: task.reusedFrom ? "reused" : task.status,
     detail: nodeDetail(task, now, t),
   }));
-  const act = async (path: string, body?: object) => {
-    setActionError(undefined);
-    try {
+  const act = (path: string, body?: object) =>
+    action.run(async () => {
       const answer = await api.post<{ runId: string; rerunOf?: string }>(path, body);
       if (answer.rerunOf) navigate(`/runs/${answer.runId}`);
-    } catch (e) {
-      setActionError((e as Error).message);
-    }
-  };
+    });
   const task = run.tasks.find((n) => n.key === selected);
   const anyFailed = run.tasks.some((n) => ["failed", "skipped", "cancelled"].includes(n.status));
   return (
@@ -131,25 +127,30 @@ export function RunPage({ id }: { id: string }) {
         </div>
         <div className="actions">
           {!final && (
-            <button type="button" className="danger" onClick={() => act(`/api/runs/${run.id}/cancel`)}>
+            <button type="button" className="danger" disabled={action.busy} onClick={() => act(`/api/runs/${run.id}/cancel`)}>
               {t("run.cancel")}
             </button>
           )}
           {final && anyFailed && (
-            <button type="button" className="primary" onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "failed" })}>
+            <button
+              type="button"
+              className="primary"
+              disabled={action.busy}
+              onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "failed" })}
+            >
               {t("run.rerunFailed")}
             </button>
           )}
           {final && (
-            <button type="button" onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "all" })}>
+            <button type="button" disabled={action.busy} onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "all" })}>
               {t("run.rerunAll")}
             </button>
           )}
         </div>
       </div>
-      {actionError && (
+      {action.error && (
         <div className="error-note" role="alert">
-          {actionError}
+          {action.error}
         </div>
       )}
       <Dag nodes={nodes} selected={selected} onSelect={setSelected} height={300} />
@@ -160,6 +161,7 @@ export function RunPage({ id }: { id: string }) {
           now={now}
           onClose={() => setSelected(undefined)}
           onRerunFrom={final ? () => act(`/api/runs/${run.id}/rerun`, { from: task.key }) : undefined}
+          busy={action.busy}
         />
       ) : (
         <section className="panel">
@@ -178,12 +180,14 @@ function NodePanel({
   now,
   onClose,
   onRerunFrom,
+  busy,
 }: {
   run: RunInfo;
   task: TaskRunInfo;
   now: number;
   onClose: () => void;
   onRerunFrom: (() => void) | undefined;
+  busy: boolean;
 }) {
   const { t } = useI18n();
   const input =
@@ -205,7 +209,7 @@ function NodePanel({
         </h2>
         <div className="actions">
           {onRerunFrom && (
-            <button type="button" className="primary" onClick={onRerunFrom}>
+            <button type="button" className="primary" disabled={busy} onClick={onRerunFrom}>
               {t("run.rerunFrom")}
             </button>
           )}
