@@ -22,21 +22,54 @@ export const token = {
   clear: () => localStorage.removeItem(TOKEN_KEY),
 };
 
-function headers(json: boolean): Record<string, string> {
-  const h: Record<string, string> = {};
-  const t = token.get();
-  if (t) h.authorization = `Bearer ${t}`;
-  if (json) h["content-type"] = "application/json";
-  return h;
+/**
+ * The first request made with a token, while its answer is awaited. The page's other requests
+ * wait for it rather than each presenting a token that may be stale: the server counts every wrong
+ * token toward its per-address limit, and one page load sends several requests.
+ */
+let probe: { token: string; valid: Promise<boolean> } | undefined;
+
+async function authorized(path: string, init: RequestInit, credential: string | null, json: boolean): Promise<Response> {
+  const headers: Record<string, string> = {};
+  if (credential) headers.authorization = `Bearer ${credential}`;
+  if (json) headers["content-type"] = "application/json";
+  const response = await fetch(path, { ...init, headers });
+  if (response.status === 401) {
+    // A token the server refused is never sent again: it would only count toward the limit.
+    if (credential && token.get() === credential) token.clear();
+    onUnauthorized();
+  }
+  return response;
+}
+
+async function send(path: string, init: RequestInit, json = false): Promise<Response> {
+  const stored = token.get();
+  if (!stored) return authorized(path, init, null, json);
+  if (probe?.token !== stored) {
+    let settle: (valid: boolean) => void = () => {};
+    const mine = { token: stored, valid: new Promise<boolean>((resolve) => (settle = resolve)) };
+    probe = mine;
+    try {
+      const response = await authorized(path, init, stored, json);
+      settle(response.status !== 401);
+      return response;
+    } catch (error) {
+      // Unreachable is not refused: the waiting requests go ahead, the next one probes again.
+      if (probe === mine) probe = undefined;
+      settle(true);
+      throw error;
+    }
+  }
+  if (!(await probe.valid)) throw new ApiError(401, "AxUnauthorizedError", "the stored token was refused");
+  return authorized(path, init, stored, json);
 }
 
 async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(path, {
-    method,
-    headers: headers(body !== undefined),
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (response.status === 401) onUnauthorized();
+  const response = await send(path, { method, body: body === undefined ? undefined : JSON.stringify(body) }, body !== undefined);
+  return parse<T>(response);
+}
+
+async function parse<T>(response: Response): Promise<T> {
   const text = await response.text();
   const parsed = text ? (JSON.parse(text) as unknown) : null;
   if (!response.ok) {
@@ -44,6 +77,17 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
     throw new ApiError(response.status, e.error ?? `HTTP ${response.status}`, e.message ?? response.statusText);
   }
   return parsed as T;
+}
+
+/**
+ * Checks a token with one cheap read every scope may make (`GET /api/flows`), then stores it. A
+ * refusal throws the server's ApiError (401 not valid, 429 limited) and stores nothing.
+ */
+export async function signIn(value: string): Promise<void> {
+  const response = await fetch("/api/flows", { headers: { authorization: `Bearer ${value}` } });
+  await parse<unknown>(response);
+  token.set(value);
+  probe = { token: value, valid: Promise.resolve(true) };
 }
 
 export const api = {
@@ -63,8 +107,7 @@ export function query(params: Record<string, string | undefined>): string {
  * header. Calls `onData` per `data:` event and resolves when the server ends the stream.
  */
 export async function stream(path: string, onData: (data: string, event: string) => void, signal: AbortSignal): Promise<void> {
-  const response = await fetch(path, { headers: headers(false), signal });
-  if (response.status === 401) onUnauthorized();
+  const response = await send(path, { signal });
   if (!response.ok || !response.body) throw new ApiError(response.status, `HTTP ${response.status}`, response.statusText);
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";

@@ -1,18 +1,31 @@
 import { useState } from "react";
-import { token } from "../api";
+import { ApiError, signIn } from "../api";
 import { useI18n } from "../i18n";
 
 export function LoginPage({ onLogin }: { onLogin: () => void }) {
   const { t, toggle } = useI18n();
   const [value, setValue] = useState("");
+  const [busy, setBusy] = useState(false);
+  // The status, not its words: the lead follows a language switch made after the answer.
+  const [refusal, setRefusal] = useState<{ status: number; detail: string }>();
+  const submit = async () => {
+    setBusy(true);
+    setRefusal(undefined);
+    try {
+      await signIn(value.trim());
+      onLogin();
+    } catch (e) {
+      setRefusal({ status: e instanceof ApiError ? e.status : 0, detail: (e as Error).message });
+      setBusy(false);
+    }
+  };
   return (
     <div className="login">
       <form
         className="panel"
         onSubmit={(e) => {
           e.preventDefault();
-          token.set(value.trim());
-          onLogin();
+          void submit();
         }}
       >
         <div className="brand big">
@@ -22,10 +35,23 @@ export function LoginPage({ onLogin }: { onLogin: () => void }) {
         <p className="muted">{t("login.hint")}</p>
         <label className="field">
           <span>{t("login.token")}</span>
-          <input type="password" name="token" value={value} onChange={(e) => setValue(e.target.value)} />
+          <input
+            type="password"
+            name="token"
+            autoComplete="off"
+            value={value}
+            aria-invalid={refusal !== undefined}
+            onChange={(e) => setValue(e.target.value)}
+          />
         </label>
-        <button type="submit" className="primary" disabled={!value.trim()}>
-          {t("login.submit")}
+        {refusal && (
+          <div className="error-note inline" role="alert">
+            <strong>{t(refusal.status === 401 ? "login.invalid" : refusal.status === 429 ? "login.limited" : "login.failed")}</strong>:{" "}
+            {refusal.detail}
+          </div>
+        )}
+        <button type="submit" className="primary" disabled={!value.trim() || busy}>
+          {busy ? t("login.checking") : t("login.submit")}
         </button>
         <button type="button" className="link" onClick={toggle}>
           {t("language")}

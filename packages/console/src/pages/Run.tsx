@@ -41,6 +41,8 @@ function useLiveRun(id: string): { run: RunInfo | undefined; error: Error | unde
           setError(new Error(`no run with id ${id}`));
           return;
         }
+        // Refused: the login screen is showing, and retrying would only present the bad token again.
+        if (e instanceof ApiError && e.status === 401) return;
         // The server restarted or the network blinked: read the run once, then follow it again.
         await new Promise((resolve) => setTimeout(resolve, 1000));
         if (!abort.signal.aborted) {
