@@ -258,7 +258,8 @@ function NodePanel({
           <div className="timeline">
             <ResponsiveContainer width="100%" height={28 * bars.length + 36}>
               <BarChart data={bars} layout="vertical" margin={{ left: 8, right: 24, top: 4, bottom: 4 }}>
-                <XAxis type="number" tickFormatter={(v: number) => duration(v)} fontSize={11} stroke="#94a3b8" />
+                {/* Whole milliseconds: a short attempt's fractional ticks would round to the same label. */}
+                <XAxis type="number" allowDecimals={false} tickFormatter={(v: number) => duration(v)} fontSize={11} stroke="#94a3b8" />
                 <YAxis type="category" dataKey="name" width={36} fontSize={12} stroke="#94a3b8" />
                 <Tooltip formatter={(v) => (Array.isArray(v) ? duration(Number(v[1]) - Number(v[0])) : String(v))} />
                 <Bar dataKey="span" radius={4} isAnimationActive={false}>
