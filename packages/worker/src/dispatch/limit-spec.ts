@@ -20,6 +20,15 @@ export interface Unsatisfiable {
  */
 export function limitSpecOf(task: ResolvedTaskOptions, cluster: ClusterLimits): LimitSpec | Unsatisfiable {
   const spec: LimitSpec = { semaphores: [], rates: [] };
+  // Configuration refuses these; a value that slipped through still says why its task waits.
+  if (task.concurrency !== null && !(Number.isInteger(task.concurrency) && task.concurrency >= 1)) {
+    return { reason: `concurrency ${task.concurrency} lets nothing start: set it to a whole number of at least 1` };
+  }
+  if (task.rateLimit !== null && !(Number.isInteger(task.rateLimit.max) && task.rateLimit.max >= 1 && task.rateLimit.perMs >= 1)) {
+    return {
+      reason: `rate limit ${task.rateLimit.max} per ${task.rateLimit.perMs} ms lets nothing start: set max to at least 1 and per to at least 1ms`,
+    };
+  }
   if (task.concurrency !== null) {
     spec.semaphores.push({ key: `task:${task.name}`, capacity: task.concurrency, weight: 1, label: "concurrency" });
   }
@@ -34,7 +43,7 @@ export function limitSpecOf(task: ResolvedTaskOptions, cluster: ClusterLimits): 
     spec.semaphores.push({ key: "cluster", capacity: cluster.maxConcurrency, weight: 1, label: "max_concurrency" });
   }
   if (task.rateLimit !== null) {
-    spec.rates.push({ key: `rate:${task.name}`, max: task.rateLimit.max, perMs: task.rateLimit.perMs, label: "rate limit" });
+    spec.rates.push({ key: `rate:${task.name}`, max: task.rateLimit.max, perMs: Math.round(task.rateLimit.perMs), label: "rate limit" });
   }
   return spec;
 }
