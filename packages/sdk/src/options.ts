@@ -190,10 +190,19 @@ function compileKey(key: KeyOption): KeyedLimit {
   };
 }
 
+/** A task's `pool` option with its default of one slot made explicit. */
+export interface TaskPool {
+  name: string;
+  slots: number;
+}
+
+export const taskPoolOf = (pool: NonNullable<TaskOverrides["pool"]>): TaskPool =>
+  typeof pool === "string" ? { name: pool, slots: 1 } : pool;
+
 /** Code defaults, then the task's own options, then YAML overrides (YAML wins). */
 export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: TaskOverrides = {}): ResolvedTaskOptions {
   const o = { ...code, ...yaml };
-  const pool = o.pool === undefined ? null : typeof o.pool === "string" ? { name: o.pool, slots: 1 } : o.pool;
+  const pool = o.pool === undefined ? null : taskPoolOf(o.pool);
   return {
     name,
     retries: o.retries ?? 0,

@@ -19,7 +19,15 @@ import {
   type WorkerConfigState,
 } from "@ax/store";
 import { AxConfigError, AxConfigVersionNotFoundError } from "@ax/common";
-import { FLOW_DEFAULTS, resolveTaskOptions, type FlowOverrides, type TaskOverrides } from "../options.js";
+import {
+  FLOW_DEFAULTS,
+  resolveTaskOptions,
+  taskOverridesSchema,
+  taskPoolOf,
+  type FlowOverrides,
+  type TaskOverrides,
+  type TaskPool,
+} from "../options.js";
 import { parseRuntimeConfig, snake, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
 
 /** Where a new version's number is published; every Runtime of the prefix subscribes. */
@@ -99,12 +107,21 @@ export class LiveConfig {
     private readonly prefix: string,
   ) {}
 
-  /** The tasks and flows of every flow's newest registered definition. */
+  /**
+   * The tasks and flows of every flow's newest registered definition, and the pools tasks take in
+   * the code the Runtimes registered (a config is checked against them, not only against itself).
+   */
   async knownNames(): Promise<KnownNames> {
     const flows = await listFlowNames(this.db);
     const tasks = new Set<string>();
     for (const flow of flows) for (const node of (await latestFlowVersion(this.db, flow))?.dag.nodes ?? []) tasks.add(node.task);
-    return { flows, tasks };
+    const taskPools: Record<string, TaskPool> = {};
+    for (const row of await listCodeOptions(this.db)) {
+      // Stored by whichever version of the code registered last: one this version cannot read is not checked.
+      const pool = row.kind === "task" ? taskOverridesSchema.shape.pool.safeParse(row.options.pool) : undefined;
+      if (pool?.success && pool.data !== undefined) taskPools[row.name] = taskPoolOf(pool.data);
+    }
+    return { flows, tasks, taskPools };
   }
 
   /** Validates `text` against what the cluster knows; throws AxConfigError naming file, line, column and key. */

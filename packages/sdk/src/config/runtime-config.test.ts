@@ -66,6 +66,29 @@ describe("runtime.yaml", () => {
     );
   });
 
+  it("refuses a task taking more slots than its pool has, naming task, pool, both numbers and the fix", () => {
+    const error = refusal(["pools: { core_db: 2 }", "tasks:", "  create_invoice: { pool: { name: core_db, slots: 5 } }"].join("\n"));
+    expect(error.message).toBe(
+      'config/runtime.yaml:3:44: tasks.create_invoice.pool.slots: task "create_invoice" takes 5 slots of pool "core_db" but the pool has 2, so it could never start; make pools.core_db at least 5, or tasks.create_invoice.pool.slots at most 2',
+    );
+  });
+
+  it("checks the pools under pools: against the slots tasks take in code, unless the YAML sets the task's pool", () => {
+    const withCode = {
+      ...known,
+      taskPools: { create_invoice: { name: "core_db", slots: 5 }, retired_task: { name: "core_db", slots: 9 } },
+    };
+    const parse = (text: string) => parseRuntimeConfig(text, "config/runtime.yaml", withCode);
+    expect(() => parse("max_concurrency: 4\npools:\n  core_db: 2\n")).toThrow(
+      'config/runtime.yaml:3:3: pools.core_db: task "create_invoice" takes 5 slots of pool "core_db" (in its code) but the pool has 2, so it could never start; make pools.core_db at least 5, or give the task at most 2 (tasks.create_invoice.pool: { name: core_db, slots: 2 })',
+    );
+    // Only tasks some registered flow uses count: retired_task takes 9.
+    expect(parse("pools: { core_db: 5 }").pools).toEqual({ core_db: 5 });
+    expect(parse("pools: { core_db: 2 }\ntasks:\n  create_invoice: { pool: { name: core_db, slots: 2 } }").pools).toEqual({ core_db: 2 });
+    // Unsized, the task waits saying so until a version sizes it.
+    expect(parse("pools: { other: 1 }").pools).toEqual({ other: 1 });
+  });
+
   it("refuses a bad duration and broken YAML with the line", () => {
     expect(refusal(["tasks:", "  create_invoice: { timeout: soon }"].join("\n")).message).toMatch(/"soon" is not a duration/);
     expect(refusal(["tasks:", "  create_invoice: { retries: 1", "flows: {}"].join("\n")).message).toMatch(/YAML syntax/);

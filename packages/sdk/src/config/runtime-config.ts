@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
-import { atLeastOne, flowOverridesSchema, taskOverridesSchema, type TaskOverrides } from "../options.js";
+import { atLeastOne, flowOverridesSchema, taskOverridesSchema, taskPoolOf, type TaskOverrides, type TaskPool } from "../options.js";
 import { alertGroupSchema, alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { AxConfigError } from "@ax/common";
 
@@ -74,6 +74,20 @@ export interface RuntimeConfig {
 export interface KnownNames {
   tasks: Iterable<string>;
   flows: Iterable<string>;
+  /**
+   * The pool each task takes as its code sets it, by task name: checked against the sizes under
+   * `pools:` unless the YAML gives the task a pool of its own.
+   */
+  taskPools?: Record<string, TaskPool> | undefined;
+}
+
+/** Why a pool of `size` can never start a task taking `pool.slots` of it, and what to change. */
+function poolTooSmall(task: string, pool: TaskPool, size: number, where: "code" | "yaml"): string {
+  const slots =
+    where === "code"
+      ? `give the task at most ${size} (tasks.${task}.pool: { name: ${pool.name}, slots: ${size} })`
+      : `tasks.${task}.pool.slots at most ${size}`;
+  return `task "${task}" takes ${pool.slots} slots of pool "${pool.name}"${where === "code" ? " (in its code)" : ""} but the pool has ${size}, so it could never start; make pools.${pool.name} at least ${pool.slots}, or ${slots}`;
 }
 
 export function readConfigFile(file: string): string {
@@ -188,9 +202,22 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
       });
     }
   }
+  const pools = config.pools ?? {};
   for (const [name, task] of Object.entries(config.tasks ?? {})) {
-    const pool = typeof task.pool === "string" ? task.pool : task.pool?.name;
-    if (pool && !(pool in (config.pools ?? {}))) fail(["tasks", name, "pool"], `pool "${pool}" is not defined under pools:`);
+    if (task.pool === undefined) continue;
+    const pool = taskPoolOf(task.pool);
+    const size = pools[pool.name];
+    if (size === undefined) fail(["tasks", name, "pool"], `pool "${pool.name}" is not defined under pools:`);
+    else if (pool.slots > size) fail(["tasks", name, "pool", "slots"], poolTooSmall(name, pool, size, "yaml"));
+  }
+  // A pool the code names but the file leaves unsized is not refused: the task waits saying so, and
+  // sizing it is how a new deploy's pool comes into use. One sized too small could never start.
+  for (const name of known?.tasks ?? []) {
+    const pool = known?.taskPools?.[name];
+    const size = pool && pools[pool.name];
+    if (pool && size !== undefined && pool.slots > size && config.tasks?.[name]?.pool === undefined) {
+      fail(["pools", pool.name], poolTooSmall(name, pool, size, "code"));
+    }
   }
   return {
     maxConcurrency: config.maxConcurrency,

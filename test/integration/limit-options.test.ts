@@ -1,0 +1,101 @@
+/**
+ * Task limits as a running cluster takes them: `config.apply` and a Runtime's start-up file refuse
+ * a configuration under which a task could never start.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AxConfigError, ax, type Client, type Runtime } from "ax-scheduler";
+import { latestConfigVersionNumber, openStore } from "@ax/store";
+import { isolate } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const FILE = "config/runtime.yaml";
+
+const wide = ax.task({ name: "lo_wide", pool: { name: "lo_db", slots: 5 } }, async (_payload: unknown) => 1);
+const plain = ax.task({ name: "lo_plain" }, async (_payload: unknown) => 1);
+const pooledFlow = ax.flow({ name: "lo_pooled" }, (payload) => {
+  wide(payload);
+  plain(payload);
+});
+
+describe("config.apply refuses a configuration under which a task could never start", () => {
+  const env = isolate("limitcfg");
+  let runtime: Runtime;
+  let client: Client;
+  let store: ReturnType<typeof openStore>;
+
+  beforeAll(async () => {
+    runtime = testRuntime(env, { flows: [pooledFlow], roles: ["coordinator"] });
+    await runtime.start();
+    client = runtime.client();
+    store = openStore({ url: env.storage });
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await runtime?.stop({ timeout: 1 });
+    await env.cleanup();
+  });
+
+  async function refusal(text: string): Promise<AxConfigError> {
+    const error = await client.config.apply(text, FILE, "qa").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error, text).toBeInstanceOf(AxConfigError);
+    return error as AxConfigError;
+  }
+
+  it("refuses rates of 0, cancelling strategies without a key and pools smaller than a task's slots; nothing is stored", async () => {
+    const before = await latestConfigVersionNumber(store.db);
+
+    // lo_wide takes 5 slots of lo_db in its code.
+    const tooSmall = await refusal("pools:\n  lo_db: 2\n");
+    expect(tooSmall).toMatchObject({ file: FILE, line: 2, column: 3, key: "pools.lo_db" });
+    expect(tooSmall.message).toBe(
+      `${FILE}:2:3: pools.lo_db: task "lo_wide" takes 5 slots of pool "lo_db" (in its code) but the pool has 2, so it could never start; make pools.lo_db at least 5, or give the task at most 2 (tasks.lo_wide.pool: { name: lo_db, slots: 2 })`,
+    );
+    const yamlSlots = await refusal("pools: { lo_db: 5, small: 2 }\ntasks:\n  lo_plain: { pool: { name: small, slots: 3 } }\n");
+    expect(yamlSlots.key).toBe("tasks.lo_plain.pool.slots");
+    expect(yamlSlots.message).toMatch(/task "lo_plain" takes 3 slots of pool "small" but the pool has 2, so it could never start/);
+
+    for (const per of ["0", "0.0004", "0ms"]) {
+      const rate = await refusal(`pools: { lo_db: 5 }\ntasks:\n  lo_plain: { rate_limit: { max: 2, per: ${per} } }\n`);
+      expect(rate.key).toBe("tasks.lo_plain.rate_limit.per");
+      expect(rate.message).toMatch(/must be at least 1ms/);
+    }
+    const strategy = await refusal("pools: { lo_db: 5 }\ntasks:\n  lo_plain: { concurrency: { max: 1, strategy: cancel_newest } }\n");
+    expect(strategy.key).toBe("tasks.lo_plain.concurrency.strategy");
+    expect(strategy.message).toMatch(/"cancel_newest" needs a key/);
+
+    expect(await latestConfigVersionNumber(store.db)).toBe(before);
+  });
+
+  it("accepts the pool once it is large enough, or once the YAML gives the task fewer slots", async () => {
+    expect((await client.config.apply("pools: { lo_db: 5 }\n", FILE, "qa")).parsed).toMatchObject({ pools: { lo_db: 5 } });
+    const fewer = await client.config.apply("pools: { lo_db: 2 }\ntasks:\n  lo_wide: { pool: { name: lo_db, slots: 2 } }\n", FILE, "qa");
+    expect(fewer.parsed).toMatchObject({ pools: { lo_db: 2 } });
+  });
+
+  it("a Runtime whose start-up file sizes a pool below its code's slots does not start, and stores nothing", async () => {
+    const fresh = isolate("limitcfgstart");
+    const dir = mkdtempSync(join(tmpdir(), "ax-limits-"));
+    const file = join(dir, "runtime.yaml");
+    writeFileSync(file, "pools: { lo_db: 2 }\n");
+    const starting = testRuntime(fresh, { flows: [pooledFlow], roles: ["coordinator"], config: file });
+    const freshStore = openStore({ url: fresh.storage });
+    try {
+      await expect(starting.start()).rejects.toThrow(
+        /pools\.lo_db: task "lo_wide" takes 5 slots of pool "lo_db" \(in its code\) but the pool has 2/,
+      );
+      expect(await latestConfigVersionNumber(freshStore.db)).toBe(0);
+    } finally {
+      await starting.stop({ timeout: 1 });
+      await freshStore.close();
+      rmSync(dir, { recursive: true, force: true });
+      await fresh.cleanup();
+    }
+  });
+});
