@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { z } from "zod";
 import {
   cancelBackfill,
   cancelRun,
@@ -21,7 +22,7 @@ import {
   type BusyKey,
   type QueueInfo,
 } from "@ax/coordinator";
-import { AxBackfillNotFoundError } from "@ax/common";
+import { AxArgumentError, AxBackfillNotFoundError } from "@ax/common";
 import {
   backfillInfo,
   callerTransactionDb,
@@ -48,12 +49,23 @@ import {
 } from "@ax/store";
 import type { Flow } from "./definition/flow.js";
 import { Tokens } from "./tokens.js";
-import { parseDuration, type Duration } from "./duration.js";
+import type { Duration } from "./duration.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { AxConfigError, AxRetentionError, AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
 import { retentionMs } from "./config/runtime-config.js";
 import { resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 import { LiveConfig } from "./config/live-config.js";
+import { checkOptions } from "./option-checks.js";
+import {
+  backfillSchema,
+  clientOptionsSchema,
+  limitSchema,
+  logQuerySchema,
+  payloadsSchema,
+  pruneSchema,
+  runFilterSchema,
+  waitSchema,
+} from "./client-options.js";
 
 export interface ClientOptions extends ConnectionOptions {
   /** Flows whose `idempotencyKey`/`businessKey` functions should apply to triggers from here. */
@@ -101,7 +113,16 @@ export interface TriggerManyOptions extends RunTimingOptions {
 }
 
 const FLOW_CACHE_MS = 5000;
+const DEFAULT_WAIT_MS = 60_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Run and backfill ids are uuids: anything else names no run, and must not reach PostgreSQL, which would refuse its cast. */
+const isId = (id: unknown): id is string => typeof id === "string" && UUID.test(id);
+
+/** A method's arguments, checked before anything is read or written. */
+function checkArgs<S extends z.ZodType>(schema: S, value: unknown, method: string): z.output<S> {
+  return checkOptions(schema, value, (problems) => new AxArgumentError(`${method}: ${problems}`));
+}
 
 /** What producer services and tools use: trigger runs and read their history. */
 export class Client {
@@ -117,6 +138,7 @@ export class Client {
     private readonly options: ClientOptions = {},
     shared?: Connections,
   ) {
+    checkOptions(clientOptionsSchema, options, (problems) => new AxConfigError(`Client options: ${problems}`));
     this.connections = shared ?? openConnections(options);
     this.ownsConnections = !shared;
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
@@ -150,6 +172,7 @@ export class Client {
    * idempotency key was already used (before, or earlier in the list) gets that run's id.
    */
   async triggerFlows(flow: string, payloads: unknown[], options: TriggerManyOptions = {}): Promise<string[]> {
+    checkArgs(payloadsSchema, payloads, "triggerFlows(flow, payloads)");
     if (payloads.length === 0) return [];
     const defined = this.flows.get(flow)?.options;
     const { runAt, priority } = resolveTiming(options);
@@ -168,14 +191,15 @@ export class Client {
   }
 
   async getRun(runId: string): Promise<RunInfo> {
-    const run = await getRunInfo(this.connections.store.db, runId);
+    const run = isId(runId) ? await getRunInfo(this.connections.store.db, runId) : undefined;
     if (!run) throw new AxRunNotFoundError(runId);
     return explainWaitingNodes(this.connections.store.db, this.connections.queues, run);
   }
 
   /** Resolves with the run once it is `success`, `failed` or `cancelled`. */
   async waitForRun(runId: string, options: { timeout?: Duration } = {}): Promise<RunInfo> {
-    const timeoutMs = parseDuration(options.timeout ?? "60s");
+    const timeoutMs = checkArgs(waitSchema, options, "waitForRun").timeout ?? DEFAULT_WAIT_MS;
+    if (!isId(runId)) throw new AxRunNotFoundError(runId);
     const deadline = Date.now() + timeoutMs;
     let pause = 10;
     for (;;) {
@@ -194,7 +218,8 @@ export class Client {
    * greater `seq` within their attempt. Throws AxRunNotFoundError for an unknown id.
    */
   async getLogs(runId: string, query: TaskLogQuery = {}): Promise<TaskLogs> {
-    const logs = UUID.test(runId) ? await readTaskLogs(this.connections.store.db, runId, query) : undefined;
+    checkArgs(logQuerySchema, query, "getLogs");
+    const logs = isId(runId) ? await readTaskLogs(this.connections.store.db, runId, query) : undefined;
     if (!logs) throw new AxRunNotFoundError(runId);
     return logs;
   }
@@ -206,6 +231,7 @@ export class Client {
    * Throws AxPruneBusyError while another prune (a coordinator's hourly pass) runs.
    */
   async prune(options: PruneRequest): Promise<PruneResult | (PruneCounts & { dryRun: true })> {
+    checkArgs(pruneSchema, options, "prune");
     const parsed = retentionMs.safeParse(options.olderThan);
     if (!parsed.success) throw new AxRetentionError(`olderThan: ${parsed.error.issues[0]!.message}`);
     const cutoff = new Date(Date.now() - parsed.data);
@@ -227,9 +253,7 @@ export class Client {
    * and its status). Throws AxRunNotFoundError for an unknown id.
    */
   async cancel(runId: string): Promise<CancelResult> {
-    const result = UUID.test(runId)
-      ? await cancelRun({ db: this.connections.store.db, queues: this.connections.queues }, runId)
-      : undefined;
+    const result = isId(runId) ? await cancelRun({ db: this.connections.store.db, queues: this.connections.queues }, runId) : undefined;
     if (!result) throw new AxRunNotFoundError(runId);
     return result;
   }
@@ -251,7 +275,7 @@ export class Client {
       maxPayloadBytes: this.options.maxPayloadBytes,
       knownTasks,
     };
-    const runIdFound = UUID.test(runId) ? await rerunRun(deps, runId, options) : undefined;
+    const runIdFound = isId(runId) ? await rerunRun(deps, runId, options) : undefined;
     if (!runIdFound) throw new AxRunNotFoundError(runId);
     return runIdFound;
   }
@@ -260,7 +284,8 @@ export class Client {
    * One run per tick of the flow's schedule in [from, to) (`trigger: "backfill"`, `logicalDate`),
    * at most `maxConcurrentRuns` at a time. A tick that already has a backfill run is not run again.
    */
-  backfill(flow: string, options: BackfillOptions): Promise<BackfillStarted> {
+  async backfill(flow: string, options: BackfillOptions): Promise<BackfillStarted> {
+    checkArgs(backfillSchema, options, "backfill");
     return startBackfill(
       { db: this.connections.store.db, queues: this.connections.queues },
       {
@@ -275,24 +300,26 @@ export class Client {
   }
 
   async getBackfill(backfillId: string): Promise<BackfillInfo> {
-    const found = UUID.test(backfillId) ? await backfillInfo(this.connections.store.db, backfillId) : undefined;
+    const found = isId(backfillId) ? await backfillInfo(this.connections.store.db, backfillId) : undefined;
     if (!found) throw new AxBackfillNotFoundError(backfillId);
     return found;
   }
 
   /** Newest first, with progress. */
-  listBackfills(options: { limit?: number } = {}): Promise<BackfillInfo[]> {
+  async listBackfills(options: { limit?: number } = {}): Promise<BackfillInfo[]> {
+    checkArgs(limitSchema, options, "listBackfills");
     return listBackfills(this.connections.store.db, options.limit);
   }
 
   /** Its runs not started yet end `cancelled`; started ones are cancelled like any run. */
   async cancelBackfill(backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {
-    if (!UUID.test(backfillId)) throw new AxBackfillNotFoundError(backfillId);
+    if (!isId(backfillId)) throw new AxBackfillNotFoundError(backfillId);
     return cancelBackfill({ db: this.connections.store.db, queues: this.connections.queues }, backfillId);
   }
 
   /** Newest first. */
-  listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
+  async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
+    checkArgs(runFilterSchema, filter, "listRuns");
     return listRunSummaries(this.connections.store.db, filter);
   }
 
@@ -327,7 +354,8 @@ export class Client {
   }
 
   /** The audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens. */
-  audit(options: { limit?: number } = {}): Promise<AuditEntry[]> {
+  async audit(options: { limit?: number } = {}): Promise<AuditEntry[]> {
+    checkArgs(limitSchema, options, "audit");
     return listAudit(this.connections.store.db, options);
   }
 

@@ -3,6 +3,7 @@ import type { CallerTransactionHandle } from "@ax/store";
 import { durationMs, type Duration } from "./duration.js";
 import { AxTriggerOptionError } from "@ax/common";
 import { formatIssues } from "./options.js";
+import { validDate } from "./option-checks.js";
 
 /** BullMQ's priority range: 1 is served first. */
 export const MAX_PRIORITY = 2 ** 21;
@@ -29,10 +30,7 @@ export interface RunTimingOptions {
 const timing = z
   .object({
     delay: durationMs.optional(),
-    runAt: z
-      .date()
-      .refine((d) => !Number.isNaN(d.getTime()), "is an invalid Date")
-      .optional(),
+    runAt: validDate.optional(),
     priority: z.number().int().min(1).max(MAX_PRIORITY).optional(),
   })
   .refine((o) => o.delay === undefined || o.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] });

@@ -60,6 +60,11 @@ export class AxCancelledError extends Error {
   }
 }
 
+/** A Client method got an argument it cannot use (a `listRuns` status, a negative `limit`); nothing was read or written. */
+export class AxArgumentError extends Error {
+  override name = "AxArgumentError";
+}
+
 /** A trigger option (`delay`, `runAt`, `priority`) is invalid; nothing was written. */
 export class AxTriggerOptionError extends Error {
   override name = "AxTriggerOptionError";

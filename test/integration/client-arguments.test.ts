@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ax,
+  AxArgumentError,
+  AxBackfillNotFoundError,
+  AxConfigError,
+  AxRunNotFoundError,
+  AxTriggerOptionError,
+  Client,
+  Runtime,
+} from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+
+const noop = ax.task({ name: "client_args_noop" }, () => null);
+const flow = ax.flow({ name: "client_args_flow" }, () => {
+  noop();
+});
+
+async function refusal(call: () => Promise<unknown>): Promise<Error> {
+  return call().then(
+    () => {
+      throw new Error("the call was accepted");
+    },
+    (error: Error) => error,
+  );
+}
+
+describe("Client arguments", () => {
+  const env = isolate("clientargs");
+  let runtime: Runtime;
+  let client: Client;
+
+  beforeAll(async () => {
+    runtime = new Runtime({
+      storage: env.storage,
+      redis: env.redis,
+      prefix: env.prefix,
+      flows: [flow],
+      roles: ["coordinator"],
+      logLevel: "error",
+    });
+    await runtime.start();
+    client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix, flows: [flow] });
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await runtime?.stop();
+    await env.cleanup();
+  });
+
+  it("answers AxRunNotFoundError for an id that is not a uuid, from every method taking a run id, without quoting SQL", async () => {
+    const calls = [
+      () => client.getRun("not-a-uuid"),
+      () => client.waitForRun("not-a-uuid", { timeout: "1s" }),
+      () => client.cancel("not-a-uuid"),
+      () => client.rerun("not-a-uuid"),
+      () => client.getLogs("not-a-uuid"),
+    ];
+    for (const call of calls) {
+      const error = await refusal(call);
+      expect(error).toBeInstanceOf(AxRunNotFoundError);
+      expect(error.message).toBe("no run with id not-a-uuid; list runs with `ax runs` or client.listRuns()");
+    }
+    expect(await refusal(() => client.getBackfill("not-a-uuid"))).toBeInstanceOf(AxBackfillNotFoundError);
+    expect(await refusal(() => client.cancelBackfill("not-a-uuid"))).toBeInstanceOf(AxBackfillNotFoundError);
+  });
+
+  it("refuses a bad listRuns filter, limit or wait timeout with AxArgumentError naming it", async () => {
+    const status = await refusal(() => client.listRuns({ status: "bogus" as never }));
+    expect(status).toBeInstanceOf(AxArgumentError);
+    expect(status.message).toBe('listRuns: status must be one of pending, running, success, failed, cancelled, got "bogus"');
+    expect((await refusal(() => client.listRuns({ limit: -1 }))).message).toBe("listRuns: limit must be a whole number at least 1, got -1");
+    expect((await refusal(() => client.listRuns({ from: new Date("x") }))).message).toBe("listRuns: from is an invalid date");
+    expect((await refusal(() => client.listBackfills({ limit: 0 }))).message).toBe(
+      "listBackfills: limit must be a whole number at least 1, got 0",
+    );
+    expect((await refusal(() => client.audit({ limit: 2.5 }))).message).toBe("audit: limit must be a whole number at least 1, got 2.5");
+    expect((await refusal(() => client.getLogs("0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11", { attempt: 0 }))).message).toBe(
+      "getLogs: attempt must be a whole number at least 1, got 0",
+    );
+    const timeout = await refusal(() => client.waitForRun("0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11", { timeout: "soon" }));
+    expect(timeout).toBeInstanceOf(AxArgumentError);
+    expect(timeout.message).toMatch(/^waitForRun: timeout "soon" is not a duration/);
+  });
+
+  it("refuses triggerFlows payloads that are not an array, and an invalid runAt as an invalid date", async () => {
+    const payloads = await refusal(() => client.triggerFlows("client_args_flow", {} as never));
+    expect(payloads).toBeInstanceOf(AxArgumentError);
+    expect(payloads.message).toBe("triggerFlows(flow, payloads): must be an array of payloads (one run each), got an object");
+    const runAt = await refusal(() => client.triggerFlow("client_args_flow", {}, { runAt: new Date("x") }));
+    expect(runAt).toBeInstanceOf(AxTriggerOptionError);
+    expect(runAt.message).toBe("trigger options: runAt: is an invalid date");
+    expect(await client.listRuns({ flow: "client_args_flow" })).toEqual([]);
+  });
+
+  it("refuses bad constructor options with AxConfigError before connecting", () => {
+    expect(() => new Client({ maxPayloadBytes: 0 })).toThrow(
+      new AxConfigError("Client options: maxPayloadBytes must be a whole number at least 1, got 0"),
+    );
+    expect(() => new Client({ storage: "not a url", flows: "x" as never })).toThrow(
+      /^Client options: storage must be a postgres:\/\/ or postgresql:\/\/ URL .*; flows must be an array of flows made by ax\.flow\(…\), got "x"$/,
+    );
+  });
+});
