@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import { Bar, BarChart, Cell, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { ApiError, api, stream } from "../api";
 import { Dag, type DagNode } from "../components/Dag";
@@ -196,6 +196,7 @@ function NodePanel({
     task.upstream.length === 0
       ? run.payload
       : Object.fromEntries(task.upstream.map((u) => [u, run.tasks.find((n) => n.key === u)?.result ?? null]));
+  const following = task.status === "running" || task.status === "retrying";
   const runStart = Date.parse(task.attempts[0]?.startedAt ?? run.createdAt);
   const spanMs = Math.max(1, ...task.attempts.map((a) => (a.finishedAt ? Date.parse(a.finishedAt) : now) - runStart));
   const bars = task.attempts.map((a) => {
@@ -315,35 +316,75 @@ function NodePanel({
           <pre className="code">{summary(task.result, 2000)}</pre>
         </div>
       </div>
-      <h3>{t("node.logs")}</h3>
-      <Logs runId={run.id} node={task.key} version={`${task.status}:${task.attempts.length}`} />
+      <h3>
+        {t("node.logs")} {following && <span className="live">{t("run.live")}</span>}
+      </h3>
+      <Logs runId={run.id} node={task.key} attempt={task.attempts.length} following={following} />
     </section>
   );
 }
 
-/** GET /api/runs/:id/logs; a server without that route (404) shows the empty state. */
-function Logs({ runId, node, version }: { runId: string; node: string; version: string }) {
+/** How often a running node's panel asks for its new log lines. */
+const FOLLOW_MS = 1500;
+
+/**
+ * A node's lines from GET /api/runs/:id/logs; a server without that route (404) shows the empty
+ * state. While the node runs or waits to retry, the lines its latest attempt logs after the last
+ * one shown are fetched every FOLLOW_MS (`attempt=&after=`) and appended.
+ */
+function Logs({ runId, node, attempt, following }: { runId: string; node: string; attempt: number; following: boolean }) {
   const { t } = useI18n();
   const [lines, setLines] = useState<LogLine[]>([]);
   const [truncated, setTruncated] = useState(false);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: version changes when the node gets new attempts or ends
+  const followed = useRef(false);
+  const box = useRef<HTMLDivElement>(null);
+  // Follow the tail while the reader is at it; someone scrolled up to read keeps their place.
+  const pinned = useRef(true);
   useEffect(() => {
     let live = true;
-    api
-      .get<{ lines: LogLine[]; truncated: { node: string; attempt: number }[] }>(`/api/runs/${runId}/logs?node=${encodeURIComponent(node)}`)
-      .then((answer) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const all = `/api/runs/${runId}/logs?node=${encodeURIComponent(node)}`;
+    // Lines are stored in batches shortly after they are logged: a node seen ending gets one more look.
+    let looks = following ? Number.POSITIVE_INFINITY : followed.current ? 2 : 1;
+    followed.current = following;
+    let shown: LogLine[] = [];
+    const load = async (first: boolean) => {
+      const after = Math.max(0, ...shown.filter((l) => l.attempt === attempt).map((l) => l.seq));
+      const path = first || !following ? all : `${all}&attempt=${attempt}&after=${after}`;
+      try {
+        const answer = await api.get<{ lines: LogLine[]; truncated: { node: string; attempt: number }[] }>(path);
         if (!live) return;
-        setLines(answer.lines);
-        setTruncated(answer.truncated.length > 0);
-      })
-      .catch(() => live && setLines([]));
+        shown = path === all ? answer.lines : [...shown, ...answer.lines];
+        setLines(shown);
+        if (path === all || answer.truncated.length > 0) setTruncated(answer.truncated.length > 0);
+      } catch {
+        if (live && path === all) {
+          shown = [];
+          setLines(shown);
+        }
+      }
+      if (live && --looks > 0) timer = setTimeout(() => void load(false), FOLLOW_MS);
+    };
+    void load(true);
     return () => {
       live = false;
+      clearTimeout(timer);
     };
-  }, [runId, node, version]);
+  }, [runId, node, attempt, following]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: new lines are what moves the tail
+  useLayoutEffect(() => {
+    if (following && pinned.current && box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [lines, following]);
   if (lines.length === 0) return <p className="muted">{t("node.noLogs")}</p>;
   return (
-    <div className="logs">
+    <div
+      className="logs"
+      ref={box}
+      onScroll={(e) => {
+        const el = e.currentTarget;
+        pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+      }}
+    >
       {lines.map((l) => (
         <div key={`${l.attempt}:${l.seq}`} className={`log l-${l.level}`}>
           <span className="muted">{new Date(l.at).toLocaleTimeString()}</span>
