@@ -17,7 +17,8 @@ function context(): TaskContext {
  * Runs `fn` at most once per `key` with a stored result, across retries, reruns and workers, and
  * returns its result (the stored one on every later call). Keys are global to the cluster: build
  * them from what makes the effect unique, e.g. `charge:${payment_id}`;
- * `ax.context().idempotencyKey` is unique per node of a run but a rerun gets a new one.
+ * `ax.context().idempotencyKey` is the same for a node across its retries and reruns, but differs
+ * between runs triggered apart.
  *
  * The first call claims the key in PostgreSQL with a lease the worker renews while `fn` runs; no
  * transaction or connection is held meanwhile, so `fn` may itself use the database (trigger a
