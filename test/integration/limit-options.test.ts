@@ -1,6 +1,7 @@
 /**
  * Task limits as a running cluster takes them: `config.apply` and a Runtime's start-up file refuse
- * a configuration under which a task could never start.
+ * a configuration under which a task could never start, and a task's business key is the same
+ * text as a flow's key (computed in SQL) for the same payload.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,15 +10,39 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AxConfigError, ax, type Client, type Runtime } from "ax-scheduler";
 import { latestConfigVersionNumber, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
+import { waitUntil } from "../helpers/limits.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const FILE = "config/runtime.yaml";
+
+let release: () => void = () => {};
+let released = new Promise<void>((resolve) => {
+  release = resolve;
+});
+/** Holds its key until the test releases every attempt at once. */
+const hold = async (_payload: unknown) => {
+  await released;
+};
 
 const wide = ax.task({ name: "lo_wide", pool: { name: "lo_db", slots: 5 } }, async (_payload: unknown) => 1);
 const plain = ax.task({ name: "lo_plain" }, async (_payload: unknown) => 1);
 const pooledFlow = ax.flow({ name: "lo_pooled" }, (payload) => {
   wide(payload);
   plain(payload);
+});
+
+type Keyed = { k?: unknown };
+const flowHold = ax.task({ name: "lo_flow_hold" }, hold);
+const pathHold = ax.task({ name: "lo_path_hold", concurrency: { max: 1, key: "k" } }, hold);
+const functionHold = ax.task({ name: "lo_function_hold", concurrency: { max: 1, key: (p: Keyed) => p.k } }, hold);
+const flowKeyed = ax.flow({ name: "lo_flow_key", concurrency: { max: 1, key: "k" } }, (payload) => {
+  flowHold(payload);
+});
+const pathKeyed = ax.flow({ name: "lo_path_key" }, (payload) => {
+  pathHold(payload);
+});
+const functionKeyed = ax.flow({ name: "lo_function_key" }, (payload) => {
+  functionHold(payload);
 });
 
 describe("config.apply refuses a configuration under which a task could never start", () => {
@@ -97,5 +122,81 @@ describe("config.apply refuses a configuration under which a task could never st
       rmSync(dir, { recursive: true, force: true });
       await fresh.cleanup();
     }
+  });
+});
+
+describe("business keys: a task's key is the text a flow's key gives for the same payload", () => {
+  const env = isolate("keytext");
+  let runtime: Runtime;
+  let client: Client;
+  const runs: string[] = [];
+
+  beforeAll(async () => {
+    runtime = testRuntime(env, { flows: [flowKeyed, pathKeyed, functionKeyed], maxConcurrency: 100 });
+    await runtime.start();
+    client = runtime.client();
+  });
+
+  afterAll(async () => {
+    release();
+    await Promise.all(runs.map((id) => client.waitForRun(id, { timeout: "30s" }).catch(() => undefined)));
+    await runtime?.stop({ timeout: 1 });
+    await env.cleanup();
+    released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+  });
+
+  /** The key a second run of `flow` with `payload` waits on, as its node's `waitingFor` names it. */
+  async function keyOf(flow: string, payload: Keyed): Promise<string> {
+    const pair = [await client.triggerFlow(flow, payload), await client.triggerFlow(flow, payload)];
+    runs.push(...pair);
+    let key: string | undefined;
+    await waitUntil(async () => {
+      for (const id of pair) {
+        const waiting = (await client.getRun(id)).tasks[0]?.waitingFor;
+        const found = waiting && /^concurrency key ([\s\S]*) \(1\/1\)$/.exec(waiting);
+        if (found) key = found[1];
+      }
+      return key !== undefined;
+    }, 20_000);
+    return key!;
+  }
+
+  it("for strings, numbers, booleans, null, a missing value, objects and arrays", async () => {
+    const values: [string, Keyed][] = [
+      ["string", { k: "o42" }],
+      ["empty string", { k: "" }],
+      ["number", { k: 42 }],
+      ["fraction", { k: -0.5 }],
+      ["large number", { k: 1e21 }],
+      ["small number", { k: 1.5e-7 }],
+      ["boolean", { k: true }],
+      ["null", { k: null }],
+      ["missing", {}],
+      ["object", { k: { b: 1, a: [1, "x"], aa: null, é: 'ü\n"q"' } }],
+      ["other object", { k: { b: 2 } }],
+      ["array", { k: [1, { c: 2, b: [true] }] }],
+    ];
+    const keys = await Promise.all(
+      values.map(async ([label, payload]) => {
+        const [flow, path, fn] = await Promise.all([
+          keyOf("lo_flow_key", payload),
+          keyOf("lo_path_key", payload),
+          keyOf("lo_function_key", payload),
+        ]);
+        return { label, flow, path, fn };
+      }),
+    );
+    for (const { label, flow, path, fn } of keys) expect({ label, path, fn }).toEqual({ label, path: flow, fn: flow });
+    const byLabel = Object.fromEntries(keys.map((k) => [k.label, k.flow]));
+    expect(byLabel).toMatchObject({
+      missing: "null",
+      null: "null",
+      "large number": "1000000000000000000000",
+      "small number": "0.00000015",
+    });
+    expect(byLabel.object).toBe('{"a": [1, "x"], "b": 1, "aa": null, "é": "ü\\n\\"q\\""}');
+    expect(byLabel["other object"]).not.toBe(byLabel.object);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseRuntimeConfig } from "./config/runtime-config.js";
 import { defineTask } from "./definition/task.js";
 import { AxConfigError, AxDefinitionError } from "@ax/common";
-import type { TaskOptions } from "./options.js";
+import { resolveTaskOptions, type TaskOptions } from "./options.js";
 
 /** The message `ax.task` refuses `options` with. */
 function codeError(options: Partial<TaskOptions>): string {
@@ -102,5 +102,41 @@ describe("cluster limits in runtime.yaml", () => {
     expect(refuse("pools: { core_db: 2.5 }")).toThrow(/pools\.core_db: must be a whole number of slots, at least 1/);
     expect(refuse("pools: { core_db: 0 }")).toThrow(/pools\.core_db: must be a whole number of slots, at least 1/);
     expect(refuse("max_concurrency: 1.5")).toThrow(/max_concurrency: must be a whole number of attempts, at least 1/);
+  });
+});
+
+describe("business keys", () => {
+  const keyOf = (key: string | ((...args: never[]) => unknown), input: unknown) =>
+    resolveTaskOptions("keyed", { concurrency: { max: 1, key } }).concurrencyKey!.key([input]);
+
+  it("are null for a missing value, from a path or a function", () => {
+    expect(keyOf("order.id", {})).toBe("null");
+    expect(keyOf("order.id", { order: null })).toBe("null");
+    expect(keyOf(() => undefined, {})).toBe("null");
+    expect(keyOf(() => null, {})).toBe("null");
+    expect(keyOf(() => Symbol("x"), {})).toBe("null");
+  });
+
+  it("are the JSON text of an object or array, as PostgreSQL's jsonb writes it, never [object Object]", () => {
+    expect(keyOf("order", { order: { id: 1, customer: { name: "ann" } } })).toBe('{"id": 1, "customer": {"name": "ann"}}');
+    expect(keyOf("order", { order: { id: 2, customer: { name: "ann" } } })).not.toBe(keyOf("order", { order: { id: 1 } }));
+    expect(keyOf((input: { tags: string[] }) => input.tags, { tags: ["a", "b"] })).toBe('["a", "b"]');
+    expect(keyOf("k", { k: { bb: 1, a: 2, c: 3 } })).toBe('{"a": 2, "c": 3, "bb": 1}');
+  });
+
+  it("read a path as PostgreSQL's #>> does: own keys only, array indexes from either end", () => {
+    expect(keyOf("items.0.sku", { items: [{ sku: "s1" }, { sku: "s2" }] })).toBe("s1");
+    expect(keyOf("items.-1.sku", { items: [{ sku: "s1" }, { sku: "s2" }] })).toBe("s2");
+    expect(keyOf("items.length", { items: [1, 2] })).toBe("null");
+    expect(keyOf("order.constructor", { order: {} })).toBe("null");
+  });
+
+  it("write numbers with every digit, and other values as JSON would store them", () => {
+    expect(keyOf("n", { n: 1e21 })).toBe("1000000000000000000000");
+    expect(keyOf("n", { n: -1.5e-7 })).toBe("-0.00000015");
+    expect(keyOf("n", { n: 1.25 })).toBe("1.25");
+    expect(keyOf(() => 12n, {})).toBe("12");
+    expect(keyOf(() => new Date("2024-01-02T03:04:05Z"), {})).toBe("2024-01-02T03:04:05.000Z");
+    expect(keyOf(() => true, {})).toBe("true");
   });
 });
