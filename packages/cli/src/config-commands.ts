@@ -2,6 +2,7 @@ import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { z } from "zod";
 import { readConfigFile, type Client, type ConfigVersionInfo, type EffectiveOption } from "ax-scheduler";
+import { AxUsageError } from "./errors.js";
 import { parseFlags, positiveInt } from "./options.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
@@ -22,7 +23,8 @@ function stored(v: ConfigVersionInfo): string {
 
 function versionArg(command: string, text: string): number {
   const parsed = positiveInt.safeParse(text);
-  if (!parsed.success) throw new Error(`ax config ${command}: "${text}" is not a version number; list versions with \`ax config history\``);
+  if (!parsed.success)
+    throw new AxUsageError(`ax config ${command}: "${text}" is not a version number; list versions with \`ax config history\``);
   return parsed.data;
 }
 

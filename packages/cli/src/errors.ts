@@ -25,3 +25,9 @@ export class AxApiUnreachableError extends Error {
     );
   }
 }
+
+/** A flag or argument of an `ax` command is missing or wrong; nothing was done. */
+export class AxUsageError extends Error {
+  override name = "AxUsageError";
+}
+

@@ -4,7 +4,8 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { Client, LogLineInfo } from "ax-scheduler";
 import { TERMINAL_RUN_STATUSES } from "@ax/store";
-import { parseFlags, positiveInt } from "./options.js";
+import { durationFlag, parseFlags, positiveInt } from "./options.js";
+import { Eta } from "./progress.js";
 import type { RunsApi } from "./runs-api.js";
 
 type WithRunsApi = (fn: (client: RunsApi) => Promise<void>) => Promise<void>;
@@ -80,7 +81,7 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
     .option("--batch <n>", "runs per transaction", "1000")
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(
-        z.object({ olderThan: z.string(), archive: z.boolean().optional(), dryRun: z.boolean().optional(), batch: positiveInt }),
+        z.object({ olderThan: durationFlag, archive: z.boolean().optional(), dryRun: z.boolean().optional(), batch: positiveInt }),
         raw,
         "prune",
       );
@@ -93,12 +94,13 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
           return;
         }
         const bar = new cliProgress.SingleBar(
-          { format: "prune [{bar}] {value}/{total} runs | ETA {eta_formatted}", stream: process.stdout, noTTYOutput: true },
+          { format: "prune [{bar}] {value}/{total} runs | ETA {remaining}", stream: process.stdout, noTTYOutput: true },
           cliProgress.Presets.shades_classic,
         );
         const abort = new AbortController();
         const stop = () => abort.abort();
         process.once("SIGINT", stop);
+        const eta = new Eta(0);
         let started = false;
         try {
           const result = await client.prune({
@@ -107,9 +109,9 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
             batch: flags.batch,
             signal: abort.signal,
             onProgress: (runs, total) => {
-              if (!started) bar.start(total, 0);
+              if (!started) bar.start(total, 0, { remaining: eta.text(0, total) });
               started = true;
-              bar.update(Math.min(runs, total));
+              bar.update(Math.min(runs, total), { remaining: eta.text(Math.min(runs, total), total) });
             },
           });
           if (started) bar.stop();

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseDuration, type Duration } from "ax-scheduler";
+import { AxUsageError } from "./errors.js";
 
 /** Connection flags every command shares; environment variables are the defaults. */
 export const connectionFlags = z.object({
@@ -18,13 +19,14 @@ export const connectionFlags = z.object({
 
 export type ConnectionFlags = z.infer<typeof connectionFlags>;
 
-export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command: string): z.infer<S> {
+/** Parses a command's flags (`command` undefined: the global flags) or throws AxUsageError naming each wrong one. */
+export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command: string | undefined): z.infer<S> {
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
       (i) => `--${String(i.path[0] ?? "?").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`,
     );
-    throw new Error(`ax ${command}: ${problems.join("; ")}`);
+    throw new AxUsageError(`${command === undefined ? "ax" : `ax ${command}`}: ${problems.join("; ")}`);
   }
   return parsed.data;
 }

@@ -54,26 +54,35 @@ async function serve(runtime: Runtime, what: string, stopTimeout: Duration, afte
   process.exit(process.exitCode ?? 0);
 }
 
-const roleCommand = (program: Command, name: string, roles: Role[], description: string) =>
-  program
+const port = z.coerce.number().int().min(0).max(65535);
+
+/** Each command offers the flags of its roles only: the worker's run attempts, the API's listens. */
+function roleCommand(program: Command, name: string, roles: Role[], description: string): void {
+  const command = program
     .command(`${name} <entry>`)
     .description(description)
     .option(
       "--config <file>",
       "runtime.yaml: stored as version 1 when none is stored; `ax dev` applies it on every save (default config/runtime.yaml if it exists)",
-    )
-    .option("--concurrency <n>", "attempts at once in this process (default 10; YAML max_concurrency is the cluster-wide limit)")
-    .option("--queues <names>", "comma-separated worker groups to serve")
-    .option(
-      "--durability <run|step>",
-      "run: only a run's last step waits for the disk (a step may run again after a PostgreSQL crash); step: every step waits",
-      "run",
-    )
-    .option("--port <port>", "API port (dev)", "8080")
-    .option("--metrics-port <port>", "serve /metrics on this port (worker, coordinator)")
+    );
+  if (roles.includes("worker")) {
+    command
+      .option("--concurrency <n>", "attempts at once in this process (default 10; YAML max_concurrency is the cluster-wide limit)")
+      .option("--queues <names>", "comma-separated worker groups to serve")
+      .option(
+        "--durability <run|step>",
+        "run: only a run's last step waits for the disk (a step may run again after a PostgreSQL crash); step: every step waits",
+        "run",
+      );
+  }
+  if (roles.includes("api")) command.option("--port <port>", "API, console and /metrics port", "8080");
+  command
+    .option("--metrics-port <port>", "serve /metrics and /healthz on this port")
     .option(
       "--stop-timeout <duration>",
-      "on SIGTERM, how long in-flight attempts may finish before they are handed back",
+      roles.includes("worker")
+        ? "on SIGTERM, how long in-flight attempts may finish before they are handed back"
+        : "on SIGTERM, how long stopping may take before the process exits anyway",
       `${DEFAULT_STOP_TIMEOUT_MS / 1000}s`,
     )
     .action(async (entry: string, raw: Record<string, string | undefined>) => {
@@ -82,9 +91,9 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
           config: z.string().optional(),
           concurrency: positiveInt.optional(),
           queues: z.string().optional(),
-          durability: z.enum(["run", "step"]),
-          port: z.coerce.number().int().min(0).max(65535),
-          metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+          durability: z.enum(["run", "step"]).optional(),
+          port: port.optional(),
+          metricsPort: port.optional(),
           stopTimeout: durationFlag,
         }),
         raw,
@@ -93,7 +102,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
       const c = connection(program);
       const config = flags.config ?? (name === "dev" && existsSync(DEV_CONFIG) ? DEV_CONFIG : undefined);
       // Other processes (the CLI) reach an embedded history through this API while this one holds it.
-      if (!c.storage && roles.includes("api") && flags.port !== 0) advertiseApi(`http://127.0.0.1:${flags.port}`);
+      if (!c.storage && flags.port !== undefined && flags.port !== 0) advertiseApi(`http://127.0.0.1:${flags.port}`);
       const runtime = new Runtime({
         ...c,
         flows: await loadFlows(entry),
@@ -106,7 +115,7 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
         roles,
         port: flags.port,
         metricsPort: flags.metricsPort,
-        worker: { durability: flags.durability },
+        worker: flags.durability === undefined ? undefined : { durability: flags.durability },
         // `ax dev` is a developer's own machine: its API and console need no token (docs/security.md).
         insecureNoAuth: name === "dev",
       });
@@ -117,12 +126,24 @@ const roleCommand = (program: Command, name: string, roles: Role[], description:
           : undefined;
       await serve(runtime, name, flags.stopTimeout, watchConfig);
     });
+}
 
 /** `ax dev|worker|coordinator|server`: long-running processes, stopped by SIGINT/SIGTERM. */
 export function addProcessCommands(program: Command): void {
-  roleCommand(program, "dev", ["coordinator", "worker", "api"], "everything in one process, API and metrics on --port");
+  roleCommand(
+    program,
+    "dev",
+    ["coordinator", "worker", "api"],
+    "everything in one process (coordinator, worker, API); API, console and /metrics on --port",
+  );
   roleCommand(program, "worker", ["worker"], "run attempts of the entry's tasks");
-  roleCommand(program, "coordinator", ["coordinator"], "reconcile PostgreSQL and Redis");
+  roleCommand(
+    program,
+    "coordinator",
+    ["coordinator"],
+    "tick the entry's flows' schedules, reconcile PostgreSQL and Redis, dispatch runs triggered in producers' transactions, " +
+      "release held runs (maxConcurrentRuns, backfills), prune history (YAML retention) and raise alerts",
+  );
 
   program
     .command("server [entry]")
@@ -136,12 +157,12 @@ export function addProcessCommands(program: Command): void {
     .action(async (entry: string | undefined, raw: Record<string, unknown>) => {
       const flags = parseFlags(
         z.object({
-          port: z.coerce.number().int().min(0).max(65535),
+          port,
           host: z.string(),
           config: z.string().optional(),
           insecureNoAuth: z.boolean().optional(),
           publicMetrics: z.boolean().optional(),
-          metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+          metricsPort: port.optional(),
         }),
         raw,
         "server",

@@ -1,5 +1,5 @@
 import pc from "picocolors";
-import type { RunInfo, TaskRunInfo } from "ax-scheduler";
+import type { Duration, RunInfo, TaskRunInfo } from "ax-scheduler";
 
 const COLOURS: Record<string, (s: string) => string> = {
   success: pc.green,
@@ -54,9 +54,9 @@ export function renderRun(run: RunInfo): string {
 
 /** What `ax trigger` and `ax rerun` print: the new run's id, or with `--wait` the finished run (exit code 1 unless it succeeded). */
 export async function printRunOrWait(
-  client: { waitForRun(runId: string, options: { timeout: string }): Promise<RunInfo> },
+  client: { waitForRun(runId: string, options: { timeout: Duration }): Promise<RunInfo> },
   runId: string,
-  flags: { wait?: boolean | undefined; timeout: string },
+  flags: { wait?: boolean | undefined; timeout: Duration },
 ): Promise<void> {
   if (!flags.wait) {
     console.log(runId);

@@ -3,7 +3,9 @@ import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
 import type { BackfillInfo, Client } from "ax-scheduler";
-import { jsonFlag, parseFlags, positiveInt } from "./options.js";
+import { AxUsageError } from "./errors.js";
+import { durationFlag, jsonFlag, parseFlags, positiveInt } from "./options.js";
+import { Eta } from "./progress.js";
 import { printRunOrWait } from "./render-run.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
@@ -12,9 +14,28 @@ type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 const CONFIRM_TICKS = 10_000;
 const POLL_MS = 500;
 
-const instant = z
-  .string()
-  .refine((text) => !Number.isNaN(new Date(text).getTime()), "not a date; use ISO 8601, e.g. 2026-01-01 or 2026-01-01T00:00:00Z");
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const WITH_OFFSET = /(Z|[+-]\d{2}(:?\d{2})?)$/i;
+
+/**
+ * A date alone (midnight UTC) or a date-time with its UTC offset, as an ISO string. A date-time
+ * without an offset is refused, as the HTTP API refuses it, rather than read in this machine's zone.
+ */
+const instant = z.string({ error: "missing; give 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00" }).transform((text, ctx) => {
+  const at = new Date(text);
+  if (Number.isNaN(at.getTime()) || !(DATE_ONLY.test(text) || text.includes("T"))) {
+    ctx.addIssue({ code: "custom", message: `"${text}" is not a date; write 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00` });
+    return z.NEVER;
+  }
+  if (!DATE_ONLY.test(text) && !WITH_OFFSET.test(text)) {
+    ctx.addIssue({
+      code: "custom",
+      message: `"${text}" has no UTC offset; write ${text}Z for UTC or ${text}+01:00 with the zone's offset (a date alone is midnight UTC)`,
+    });
+    return z.NEVER;
+  }
+  return at.toISOString();
+});
 
 /** `ax rerun`, `ax backfill`, `ax backfill cancel`, `ax backfills`. */
 export function addRerunBackfillCommands(program: Command, withClient: WithClient): void {
@@ -36,7 +57,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
             all: z.boolean().optional(),
             payload: jsonFlag.optional(),
             wait: z.boolean().optional(),
-            timeout: z.string(),
+            timeout: durationFlag,
           })
           .refine((f) => [f.failed, f.from !== undefined, f.all].filter(Boolean).length <= 1, {
             message: "give at most one of --failed, --from <node>, --all",
@@ -56,18 +77,22 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
     .description(
       "one run per schedule tick of <flow> in [--from, --to), a few at a time, with a progress bar; `ax backfill cancel <id>` cancels one",
     )
-    .option("--from <date>", "first tick included (ISO 8601)")
-    .option("--to <date>", "end of the range, excluded (ISO 8601)")
+    .option("--from <date>", "first tick included: 2026-01-01 (midnight UTC) or a date-time with its offset, 2026-01-01T02:00:00+01:00")
+    .option("--to <date>", "end of the range, excluded (same forms as --from)")
     .option("--max-concurrent <n>", "runs at once (default: the flow's maxConcurrentRuns, else 10)")
     .option("--yes", `allow more than ${CONFIRM_TICKS} ticks`)
     .action(async (flow: string, id: string | undefined, raw: Record<string, unknown>) => {
-      if (flow === "cancel" && id !== undefined) {
+      if (flow === "cancel") {
+        if (id === undefined)
+          throw new AxUsageError("ax backfill cancel: missing <id>, the backfill to cancel; list backfills with `ax backfills`");
         await withClient(async (client) => {
           const result = await client.cancelBackfill(id);
           console.log(`backfill ${id} cancelled (${result.cancelledRuns} started run(s) cancelled; runs not started yet will not run)`);
         });
         return;
       }
+      if (id !== undefined)
+        throw new AxUsageError(`ax backfill ${flow}: unexpected argument "${id}"; give the range as --from <date> --to <date>`);
       const flags = parseFlags(
         z.object({ from: instant, to: instant, maxConcurrent: positiveInt.optional(), yes: z.boolean().optional() }),
         raw,
@@ -119,15 +144,15 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
 async function followBackfill(client: Client, first: BackfillInfo): Promise<void> {
   const bar = new cliProgress.SingleBar(
     {
-      format: "backfill [{bar}] {value}/{total} done | {failed} failed | {running} running | ETA {eta_formatted}",
+      format: "backfill [{bar}] {value}/{total} done | {failed} failed | {running} running | ETA {remaining}",
       stream: process.stdout,
       noTTYOutput: true,
       notTTYSchedule: POLL_MS,
-      etaBuffer: 50,
     },
     cliProgress.Presets.shades_classic,
   );
-  bar.start(first.ticks, first.done, { failed: first.failed, running: first.running });
+  const eta = new Eta(first.done);
+  bar.start(first.ticks, first.done, { failed: first.failed, running: first.running, remaining: eta.text(first.done, first.ticks) });
   let stopped = false;
   const stopWatching = () => {
     stopped = true;
@@ -138,7 +163,7 @@ async function followBackfill(client: Client, first: BackfillInfo): Promise<void
     while (!stopped && info.status === "active" && info.done < info.ticks) {
       await sleep(POLL_MS);
       info = await client.getBackfill(first.id);
-      bar.update(info.done, { failed: info.failed, running: info.running });
+      bar.update(info.done, { failed: info.failed, running: info.running, remaining: eta.text(info.done, info.ticks) });
     }
   } finally {
     process.off("SIGINT", stopWatching);

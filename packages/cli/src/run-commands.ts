@@ -29,7 +29,7 @@ export function addRunCommands(program: Command): void {
           delay: durationFlag.optional(),
           priority: positiveInt.optional(),
           wait: z.boolean().optional(),
-          timeout: z.string(),
+          timeout: durationFlag,
         }),
         raw,
         "trigger",

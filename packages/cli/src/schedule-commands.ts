@@ -9,7 +9,8 @@ function describe(s: ScheduleInfo): string {
     : "never";
   return [
     `${s.flow}  cron "${s.cron}"  zone ${s.timezone}  ${s.paused ? "PAUSED" : "active"}  overlap ${s.overlap}  catch-up ${s.catchUp}`,
-    `  next: ${s.nextFireTimes.map((d) => d.toISOString()).join(", ")}`,
+    // A cron such as "0 0 30 2 *" (February 30th) parses but never fires.
+    `  next: ${s.nextFireTimes.length ? s.nextFireTimes.map((d) => d.toISOString()).join(", ") : "never (the cron matches no date)"}`,
     `  last tick: ${tick}`,
   ].join("\n");
 }

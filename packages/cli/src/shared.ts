@@ -16,7 +16,7 @@ export function connection(program: Command): ConnectionFlags {
       prefix: o.prefix ?? process.env.AX_PREFIX,
       dataDir: o.dataDir,
     },
-    "",
+    undefined,
   );
 }
 

@@ -1,0 +1,147 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { ax, type Client, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const step = ax.task({ name: "usage_step" }, () => "done");
+const plain = ax.flow({ name: "usage_flow" }, () => {
+  step();
+});
+const hourly = ax.flow({ name: "usage_hourly", schedule: { cron: "0 * * * *", timezone: "UTC" } }, () => {
+  step();
+});
+// February 30th: the cron parses but never fires.
+const never = ax.flow({ name: "usage_never", schedule: { cron: "0 0 30 2 *", timezone: "UTC" } }, () => {
+  step();
+});
+
+interface Exited {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `ax <args>` as a separate process; never rejects, reports the exit code. */
+async function runAx(args: string[]): Promise<Exited> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+      timeout: 80_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
+  }
+}
+
+// Each `ax` start loads TypeScript through tsx (seconds of CPU): independent commands run concurrently.
+describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
+  const env = isolate("cliusage");
+  const connection = () => ["--storage", env.storage, "--prefix", env.prefix];
+  let runtime: Runtime;
+  let client: Client;
+
+  beforeAll(async () => {
+    runtime = testRuntime(env, { flows: [plain, hourly, never] });
+    await runtime.start();
+    client = runtime.client();
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await env.cleanup();
+  });
+
+  it("ax trigger --wait --timeout <not a duration> names the flag and creates no run", async ({ expect }) => {
+    const result = await runAx([...connection(), "trigger", "usage_flow", "--business-key", "bad-timeout", "--wait", "--timeout", "soon"]);
+    expect(result).toMatchObject({ code: 1, stdout: "" });
+    expect(result.stderr).toMatch(/^AxUsageError: ax trigger: --timeout: "soon" is not a duration/);
+    const [row] = await env.sql<{ n: number }>("select count(*)::int as n from runs where business_key = 'bad-timeout'");
+    expect(row!.n).toBe(0);
+  });
+
+  it("ax rerun --wait --timeout <not a duration> names the flag and starts no rerun", async ({ expect }) => {
+    const runId = await client.triggerFlow("usage_flow", null);
+    await client.waitForRun(runId, { timeout: "30s" });
+    const result = await runAx([...connection(), "rerun", runId, "--all", "--wait", "--timeout", "soon"]);
+    expect(result).toMatchObject({ code: 1, stdout: "" });
+    expect(result.stderr).toMatch(/^AxUsageError: ax rerun: --timeout: "soon" is not a duration/);
+    const [row] = await env.sql<{ n: number }>("select count(*)::int as n from runs where rerun_of = $1", [runId]);
+    expect(row!.n).toBe(0);
+  });
+
+  it("duration flags of ax prune and ax token create are checked before anything is done", async ({ expect }) => {
+    const [prune, token] = await Promise.all([
+      runAx([...connection(), "prune", "--older-than", "ages"]),
+      runAx([...connection(), "token", "create", "--name", "usage", "--scope", "read", "--expires", "never"]),
+    ]);
+    expect(prune.code).toBe(1);
+    expect(prune.stderr).toMatch(/^AxUsageError: ax prune: --older-than: "ages" is not a duration/);
+    expect(token.code).toBe(1);
+    expect(token.stderr).toMatch(/^AxUsageError: ax token create: --expires: "never" is not a duration/);
+    expect(await client.tokens.list()).toEqual([]);
+  });
+
+  it("a wrong global flag is an AxUsageError naming the flag, with no empty command name", async ({ expect }) => {
+    const result = await runAx(["--storage", env.storage, "--prefix", "bad prefix", "runs"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^AxUsageError: ax: --prefix: letters, digits/);
+  });
+
+  it("ax backfill cancel without an id says the <id> is missing", async ({ expect }) => {
+    const result = await runAx([...connection(), "backfill", "cancel"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^AxUsageError: ax backfill cancel: missing <id>/);
+    expect(result.stderr).not.toContain("--from");
+  });
+
+  it("ax backfill refuses a time without an offset, showing both accepted forms, and writes nothing", async ({ expect }) => {
+    const result = await runAx([...connection(), "backfill", "usage_hourly", "--from", "2026-01-01T00:00", "--to", "2026-01-02"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /^AxUsageError: ax backfill: --from: "2026-01-01T00:00" has no UTC offset; write 2026-01-01T00:00Z for UTC or 2026-01-01T00:00\+01:00/,
+    );
+    // The other backfill of this file (2025) runs concurrently.
+    expect((await client.listBackfills()).filter((b) => b.from.startsWith("2026"))).toEqual([]);
+  });
+
+  it("ax backfill reads a date alone as midnight UTC, honours an offset, and its ETA is never a bogus number", async ({ expect }) => {
+    const result = await runAx([...connection(), "backfill", "usage_hourly", "--from", "2025-06-01", "--to", "2025-06-01T03:00:00+01:00"]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    // [00:00Z, 02:00Z): two hourly ticks, whatever this machine's time zone.
+    expect(result.stdout).toMatch(/2 tick\(s\) of usage_hourly, 2 new run\(s\)/);
+    expect(result.stdout).toMatch(/finished: 2 succeeded, 0 failed/);
+    // Nothing is done when the bar first shows: no rate, so no number.
+    const etas = [...result.stdout.matchAll(/ETA (\S+)/g)].map((m) => m[1]);
+    expect(etas[0]).toBe("–");
+    for (const eta of etas) expect(eta).toMatch(/^(–|\d+s|\d+m\d\ds|\d+h\d\dm)$/);
+    const ticks = (await client.listRuns({ flow: "usage_hourly", limit: 10 })).filter((r) => r.trigger === "backfill");
+    expect(ticks).toHaveLength(2);
+  });
+
+  it("ax schedules says never for a cron that never fires", async ({ expect }) => {
+    const result = await runAx([...connection(), "schedules"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/usage_never {2}cron "0 0 30 2 \*".*\n {2}next: never/);
+    expect(result.stdout).not.toMatch(/next: *\n/);
+  });
+
+  it("ax coordinator and ax worker offer only the flags their roles use; the coordinator's help says what it does", async ({ expect }) => {
+    const [coordinator, worker, dev] = await Promise.all([
+      runAx(["coordinator", "--help"]),
+      runAx(["worker", "--help"]),
+      runAx(["dev", "--help"]),
+    ]);
+    expect(coordinator.stdout).toMatch(/schedules/);
+    expect(coordinator.stdout).toMatch(/reconcile/);
+    for (const flag of ["--port", "--queues", "--concurrency", "--durability"]) expect(coordinator.stdout).not.toContain(flag);
+    expect(worker.stdout).not.toContain("--port");
+    for (const flag of ["--port", "--queues", "--concurrency", "--durability", "--metrics-port"]) expect(dev.stdout).toContain(flag);
+  });
+});
