@@ -9,6 +9,7 @@ import { AX_BIN, freePort, REPO_ROOT, startAx, type Child } from "../helpers/pro
 
 const run = promisify(execFile);
 const OPEN_EMBEDDED = "test/fixtures/open-embedded.ts";
+const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
 
 /** A separate OS process; never rejects, reports the exit code. */
 async function exec(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -44,11 +45,12 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
   const connection = ["--data-dir", dataDir, "--prefix", env.prefix];
   let dev: Child;
   let api: string;
+  let triggeredRun: string;
 
   beforeAll(async () => {
     const port = await freePort();
     api = `http://127.0.0.1:${port}`;
-    dev = startAx(["dev", "test/fixtures/hello-flow.ts", "--port", String(port), ...connection], {
+    dev = startAx(["dev", "test/fixtures/dev-cli-flows.ts", "--port", String(port), ...connection], {
       AX_LOG_LEVEL: "info",
       DATABASE_URL: undefined,
     });
@@ -69,6 +71,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(triggered.stdout).toMatch(/hello_flow v1\s+success/);
     const runId = /^run ([0-9a-f-]{36}) /.exec(triggered.stdout)?.[1];
     expect(runId, triggered.stdout).toBeDefined();
+    triggeredRun = runId!;
 
     const [listed, shown, unknown] = await Promise.all([
       ax(["runs", "--flow", "hello_flow", ...connection]),
@@ -90,6 +93,81 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(unknown.stderr).toMatch(/^AxRunNotFoundError: no run with id 00000000-0000-4000-8000-000000000000/);
   });
 
+  it("ax rerun, backfill, backfills, backfill cancel, schedules, schedule pause|resume and queues go through its HTTP API too", async () => {
+    const [rerun, backfill, paused] = await Promise.all([
+      ax(["rerun", triggeredRun, "--all", "--wait", "--timeout", "120s", ...connection]),
+      ax(["backfill", "hello_yearly", "--from", "2024-01-01", "--to", "2026-01-01T00:00:01Z", ...connection]),
+      ax(["schedule", "pause", "hello_yearly", ...connection]),
+    ]);
+    expect(rerun.stderr).toBe("");
+    expect(rerun.code).toBe(0);
+    expect(rerun.stdout).toMatch(/hello_flow v1\s+success/);
+    expect(rerun.stdout).toContain(`rerun of ${triggeredRun}`);
+
+    expect(backfill.stderr).toBe("");
+    expect(backfill.code).toBe(0);
+    const backfillId = new RegExp(`^backfill (${UUID}): 3 tick\\(s\\) of hello_yearly, 3 new run\\(s\\), at most 10 at a time$`, "m").exec(
+      backfill.stdout,
+    )?.[1];
+    expect(backfillId, backfill.stdout).toBeDefined();
+    expect(backfill.stdout).toMatch(/finished: 3 succeeded, 0 failed, 0 cancelled/);
+
+    expect(paused).toMatchObject({ code: 0, stderr: "", stdout: "schedule of hello_yearly paused\n" });
+
+    const [schedules, schedulesJson, backfills, queues, unknownBackfill] = await Promise.all([
+      ax(["schedules", ...connection]),
+      ax(["schedules", "--json", ...connection]),
+      ax(["backfills", "--limit", "5", ...connection]),
+      ax(["queues", ...connection]),
+      ax(["backfill", "cancel", "00000000-0000-4000-8000-000000000000", ...connection]),
+    ]);
+    expect(schedules.stderr).toBe("");
+    expect(schedules.stdout).toMatch(/^hello_yearly {2}cron "0 0 1 1 \*" {2}zone UTC {2}PAUSED {2}overlap skip {2}catch-up none\n/);
+    expect(schedules.stdout).toMatch(/\n {2}next: \d{4}-01-01T00:00:00\.000Z, \d{4}-01-01T00:00:00\.000Z, \d{4}-01-01T00:00:00\.000Z\n/);
+    expect(schedules.stdout).toMatch(/\n {2}last tick: never\n?$/);
+    const [listed] = JSON.parse(schedulesJson.stdout) as { flow: string; paused: boolean; nextFireTimes: string[]; updatedAt: string }[];
+    expect(listed).toMatchObject({ flow: "hello_yearly", paused: true });
+    expect(listed!.nextFireTimes).toHaveLength(3);
+    expect(listed!.updatedAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+
+    expect(backfills.stderr).toBe("");
+    expect(backfills.stdout).toMatch(
+      new RegExp(
+        `^${backfillId}  hello_yearly  active     3/3 done  0 failed  0 running  2024-01-01T00:00:00\\.000Z -> 2026-01-01T00:00:01\\.000Z\n$`,
+      ),
+    );
+    const cancelled = await ax(["backfill", "cancel", backfillId!, ...connection]);
+    expect(cancelled).toMatchObject({ code: 0, stderr: "" });
+    expect(cancelled.stdout).toBe(`backfill ${backfillId} cancelled (0 started run(s) cancelled; runs not started yet will not run)\n`);
+    expect(queues.stderr).toBe("");
+    expect(queues.stdout).toContain("hello_greet");
+    expect(unknownBackfill.code).not.toBe(0);
+    expect(unknownBackfill.stderr).toMatch(/^AxBackfillNotFoundError: no backfill with id 00000000-0000-4000-8000-000000000000/);
+
+    const resumed = await ax(["schedule", "resume", "hello_yearly", ...connection]);
+    expect(resumed).toMatchObject({ code: 0, stderr: "", stdout: "schedule of hello_yearly resumed\n" });
+  });
+
+  it("a command its HTTP API does not serve is refused up front, saying so and what to do instead", async () => {
+    const [prune, history, token] = await Promise.all([
+      ax(["prune", "--older-than", "90d", ...connection]),
+      ax(["config", "history", ...connection]),
+      ax(["token", "list", ...connection]),
+    ]);
+    for (const refused of [prune, history, token]) {
+      expect(refused.code).toBe(1);
+      expect(refused.stdout).toBe("");
+      expect(refused.stderr).toContain(`held by the ax dev (process ${dev.process.pid}, ${api})`);
+      expect(refused.stderr).not.toContain("does so by itself");
+    }
+    expect(prune.stderr).toMatch(/^AxNoDevRouteError: ax prune works on the storage directly/);
+    expect(prune.stderr).toContain("its HTTP API has no route for pruning: stop that ax dev and run the command again");
+    expect(history.stderr).toMatch(/^AxNoDevRouteError: ax config history works on the storage directly/);
+    expect(history.stderr).toContain(`save the config file instead (ax dev applies it on every save), use ${api}/api/config`);
+    expect(token.stderr).toMatch(/^AxNoDevRouteError: ax token list works on the storage directly/);
+    expect(token.stderr).toContain(`${api}/api/tokens`);
+  });
+
   it("a second opener that is not the CLI gets AxDataDirLockedError naming the holder, not a crash", async () => {
     const second = await openEmbedded(dataDir);
     expect(second).toMatchObject({ opened: false, name: "AxDataDirLockedError" });
@@ -108,7 +186,8 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
       `${dataDir}.lock`,
       JSON.stringify({ pid: Number(gone.stdout), hostname: hostname(), startedAt: new Date().toISOString() }),
     );
-    expect(await openEmbedded(dataDir)).toEqual({ opened: true, runs: 1 });
+    // The triggered run, its rerun and the three backfilled ticks.
+    expect(await openEmbedded(dataDir)).toEqual({ opened: true, runs: 5 });
     expect(existsSync(`${dataDir}.lock`)).toBe(false);
   });
 });

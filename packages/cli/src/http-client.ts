@@ -1,11 +1,19 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import {
+  AxBackfillNotFoundError,
   AxRunNotFoundError,
   AxWaitTimeoutError,
   parseDuration,
+  type BackfillInfo,
+  type BackfillOptions,
+  type BackfillStarted,
+  type BusyKey,
   type Duration,
+  type QueueInfo,
+  type RerunOptions,
   type RunInfo,
   type RunSummary,
+  type ScheduleInfo,
   type TaskLogQuery,
   type TaskLogs,
   type TriggerOptions,
@@ -17,6 +25,9 @@ import type { RunsApi } from "./runs-api.js";
 import type { DataDirHolder } from "@ax/common";
 
 const REQUEST_TIMEOUT_MS = 30_000;
+
+/** A value as JSON carries it: its Dates are ISO strings. */
+type Json<T> = T extends Date ? string : T extends (infer U)[] ? Json<U>[] : T extends object ? { [K in keyof T]: Json<T[K]> } : T;
 
 /**
  * The client commands through the HTTP API of the `ax dev` that holds an embedded data
@@ -44,7 +55,7 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async getRun(runId: string): Promise<RunInfo> {
-    return this.request<RunInfo>("GET", `/api/runs/${encodeURIComponent(runId)}`, undefined, runId);
+    return this.request<RunInfo>("GET", `/api/runs/${encodeURIComponent(runId)}`, undefined, () => new AxRunNotFoundError(runId));
   }
 
   async waitForRun(runId: string, options: { timeout?: Duration } = {}): Promise<RunInfo> {
@@ -59,7 +70,12 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async cancel(runId: string): Promise<CancelResult> {
-    return this.request<CancelResult>("POST", `/api/runs/${encodeURIComponent(runId)}/cancel`, undefined, runId);
+    return this.request<CancelResult>(
+      "POST",
+      `/api/runs/${encodeURIComponent(runId)}/cancel`,
+      undefined,
+      () => new AxRunNotFoundError(runId),
+    );
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
@@ -72,13 +88,94 @@ export class HttpRunsApi implements RunsApi {
   async getLogs(runId: string, query: TaskLogQuery = {}): Promise<TaskLogs> {
     const params = new URLSearchParams();
     for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
-    return this.request<TaskLogs>("GET", `/api/runs/${encodeURIComponent(runId)}/logs?${params}`, undefined, runId);
+    return this.request<TaskLogs>(
+      "GET",
+      `/api/runs/${encodeURIComponent(runId)}/logs?${params}`,
+      undefined,
+      () => new AxRunNotFoundError(runId),
+    );
+  }
+
+  async rerun(runId: string, options: RerunOptions = {}): Promise<string> {
+    const body = { only: options.only, from: options.from, payload: options.payload };
+    const answer = await this.request<{ runId: string }>(
+      "POST",
+      `/api/runs/${encodeURIComponent(runId)}/rerun`,
+      body,
+      () => new AxRunNotFoundError(runId),
+    );
+    return answer.runId;
+  }
+
+  async backfill(flow: string, options: BackfillOptions): Promise<BackfillStarted> {
+    // The API takes instants with an offset only.
+    const body = {
+      from: new Date(options.from).toISOString(),
+      to: new Date(options.to).toISOString(),
+      maxConcurrentRuns: options.maxConcurrentRuns,
+      maxTicks: options.maxTicks,
+    };
+    return this.request<BackfillStarted>("POST", `/api/flows/${encodeURIComponent(flow)}/backfills`, body);
+  }
+
+  async getBackfill(backfillId: string): Promise<BackfillInfo> {
+    return this.request<BackfillInfo>(
+      "GET",
+      `/api/backfills/${encodeURIComponent(backfillId)}`,
+      undefined,
+      () => new AxBackfillNotFoundError(backfillId),
+    );
+  }
+
+  /** The route has no limit: it answers the newest 50, of which the first `limit` are kept. */
+  async listBackfills(options: { limit?: number } = {}): Promise<BackfillInfo[]> {
+    const { backfills } = await this.request<{ backfills: BackfillInfo[] }>("GET", "/api/backfills");
+    return backfills.slice(0, options.limit);
+  }
+
+  async cancelBackfill(backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {
+    return this.request(
+      "POST",
+      `/api/backfills/${encodeURIComponent(backfillId)}/cancel`,
+      undefined,
+      () => new AxBackfillNotFoundError(backfillId),
+    );
+  }
+
+  async listSchedules(): Promise<ScheduleInfo[]> {
+    const { schedules } = await this.request<{ schedules: Json<ScheduleInfo>[] }>("GET", "/api/schedules");
+    // JSON carries the times as ISO strings; the direct path and the renderer have Dates.
+    return schedules.map((s) => ({
+      ...s,
+      resumedAt: s.resumedAt === null ? null : new Date(s.resumedAt),
+      updatedAt: new Date(s.updatedAt),
+      nextFireTimes: s.nextFireTimes.map((t) => new Date(t)),
+      lastTick: s.lastTick && { ...s.lastTick, logicalDate: new Date(s.lastTick.logicalDate), createdAt: new Date(s.lastTick.createdAt) },
+    }));
+  }
+
+  async pauseSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
+    return this.request("POST", `/api/flows/${encodeURIComponent(flow)}/schedule/pause`);
+  }
+
+  async resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
+    return this.request("POST", `/api/flows/${encodeURIComponent(flow)}/schedule/resume`);
+  }
+
+  async listQueues(): Promise<QueueInfo[]> {
+    const { queues } = await this.request<{ queues: QueueInfo[] }>("GET", "/api/queues");
+    return queues;
+  }
+
+  async listBusyKeys(task: string): Promise<BusyKey[]> {
+    const { keys } = await this.request<{ keys: BusyKey[] }>("GET", `/api/queues/${encodeURIComponent(task)}/keys`);
+    return keys;
   }
 
   async close(): Promise<void> {}
 
-  /** `runId` turns a 404 into the same AxRunNotFoundError a local Client throws. */
-  private async request<T>(method: "GET" | "POST", path: string, body?: unknown, runId?: string): Promise<T> {
+  /** `notFound` turns a 404 into the same error a local Client throws (AxRunNotFoundError, AxBackfillNotFoundError). */
+  private async request<T>(method: "GET" | "POST", path: string, body?: unknown, notFound?: () => Error): Promise<T> {
     let response: Response;
     try {
       response = await fetch(`${this.api}${path}`, {
@@ -91,7 +188,7 @@ export class HttpRunsApi implements RunsApi {
       const cause = (error as { cause?: { code?: string } }).cause?.code;
       throw new AxApiUnreachableError(this.api, this.holder.pid, cause ?? (error as Error).message);
     }
-    if (response.status === 404 && runId !== undefined) throw new AxRunNotFoundError(runId);
+    if (response.status === 404 && notFound !== undefined) throw notFound();
     const answer = (await response.json().catch(() => undefined)) as (T & { error?: string; message?: string }) | undefined;
     if (!response.ok || answer === undefined) {
       throw new AxApiError(this.api, response.status, answer?.error ?? "Error", answer?.message ?? response.statusText);

@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import type { Client } from "ax-scheduler";
 import { migrate, openStore } from "@ax/store";
 import { addProcessCommands } from "./process-commands.js";
 import { renderBusyKeys, renderQueues } from "./render-queues.js";
@@ -10,6 +11,7 @@ import { addConfigCommands } from "./config-commands.js";
 import { addAlertsCommands } from "./alerts-commands.js";
 import { addLogsPruneCommands } from "./logs-prune-commands.js";
 import { addTokenCommands } from "./token-commands.js";
+import type { RunsApi } from "./runs-api.js";
 
 export async function main(argv: string[]): Promise<void> {
   const program = new Command("ax")
@@ -18,6 +20,16 @@ export async function main(argv: string[]): Promise<void> {
     .option("--data-dir <dir>", "embedded PGlite directory")
     .option("--redis <url>", "Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379)")
     .option("--prefix <prefix>", "Redis key prefix (default: $AX_PREFIX or ax)");
+
+  // The command being run ("config apply"), named by the refusal of a direct command while `ax dev` holds the data directory.
+  let running = "";
+  program.hook("preAction", (_root, action) => {
+    const names: string[] = [];
+    for (let c: Command | null = action; c && c !== program; c = c.parent) names.unshift(c.name());
+    running = names.join(" ");
+  });
+  const direct = (fn: (client: Client) => Promise<void>) => withDirectClient(program, running, fn);
+  const routed = (fn: (client: RunsApi) => Promise<void>) => withClient(program, fn);
 
   addProcessCommands(program);
   addRunCommands(program);
@@ -28,7 +40,7 @@ export async function main(argv: string[]): Promise<void> {
     .option("--keys <task>", "the task's business keys with runs waiting on their concurrency limit, busiest first")
     .option("--json", "print them as JSON")
     .action(async (raw: { json?: boolean; keys?: string }) => {
-      await withDirectClient(program, async (client) => {
+      await routed(async (client) => {
         if (raw.keys) {
           const keys = await client.listBusyKeys(raw.keys);
           console.log(raw.json ? JSON.stringify(keys, null, 2) : renderBusyKeys(raw.keys, keys));
@@ -39,16 +51,12 @@ export async function main(argv: string[]): Promise<void> {
       });
     });
 
-  addScheduleCommands(program, (fn) => withDirectClient(program, fn));
-  addRerunBackfillCommands(program, (fn) => withDirectClient(program, fn));
-  addConfigCommands(program, (fn) => withDirectClient(program, fn));
-  addAlertsCommands(program, (fn) => withDirectClient(program, fn));
-  addLogsPruneCommands(
-    program,
-    (fn) => withClient(program, fn),
-    (fn) => withDirectClient(program, fn),
-  );
-  addTokenCommands(program, (fn) => withDirectClient(program, fn));
+  addScheduleCommands(program, routed);
+  addRerunBackfillCommands(program, routed);
+  addConfigCommands(program, direct);
+  addAlertsCommands(program, direct);
+  addLogsPruneCommands(program, routed, direct);
+  addTokenCommands(program, direct);
 
   program
     .command("migrate")

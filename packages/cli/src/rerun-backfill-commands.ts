@@ -2,13 +2,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
-import type { BackfillInfo, Client } from "ax-scheduler";
+import type { BackfillInfo } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 import { durationFlag, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { Eta } from "./progress.js";
 import { printRunOrWait } from "./render-run.js";
+import type { RunsApi } from "./runs-api.js";
 
-type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+type WithClient = (fn: (client: RunsApi) => Promise<void>) => Promise<void>;
 
 /** More ticks than this need `--yes`. */
 const CONFIRM_TICKS = 10_000;
@@ -37,7 +38,7 @@ const instant = z.string({ error: "missing; give 2026-01-01 (midnight UTC) or 20
   return at.toISOString();
 });
 
-/** `ax rerun`, `ax backfill`, `ax backfill cancel`, `ax backfills`. */
+/** `ax rerun`, `ax backfill`, `ax backfill cancel`, `ax backfills`; they also reach an `ax dev`'s embedded history through its API. */
 export function addRerunBackfillCommands(program: Command, withClient: WithClient): void {
   program
     .command("rerun <id>")
@@ -141,7 +142,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
  * A live progress bar until every tick's run ended. Ctrl-C stops watching only: the backfill
  * lives in PostgreSQL and the coordinators keep releasing its runs.
  */
-async function followBackfill(client: Client, first: BackfillInfo): Promise<void> {
+async function followBackfill(client: RunsApi, first: BackfillInfo): Promise<void> {
   const bar = new cliProgress.SingleBar(
     {
       format: "backfill [{bar}] {value}/{total} done | {failed} failed | {running} running | ETA {remaining}",

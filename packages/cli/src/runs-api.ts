@@ -1,8 +1,25 @@
-import type { Duration, RunInfo, RunSummary, TaskLogQuery, TaskLogs, TriggerOptions } from "ax-scheduler";
+import type {
+  BackfillInfo,
+  BackfillOptions,
+  BackfillStarted,
+  BusyKey,
+  Duration,
+  QueueInfo,
+  RerunOptions,
+  RunInfo,
+  RunSummary,
+  ScheduleInfo,
+  TaskLogQuery,
+  TaskLogs,
+  TriggerOptions,
+} from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
 import type { RunFilter } from "@ax/store";
 
-/** What the CLI's client commands need: a `Client` on the store, or the HTTP API of an `ax dev`. */
+/**
+ * What the CLI's client commands need: a `Client` on the store, or the HTTP API of the `ax dev`
+ * that holds an embedded data directory (so every method here needs a route of that API).
+ */
 export interface RunsApi {
   triggerFlow(flow: string, payload: unknown, options?: TriggerOptions): Promise<string>;
   waitForRun(runId: string, options?: { timeout?: Duration }): Promise<RunInfo>;
@@ -10,5 +27,15 @@ export interface RunsApi {
   cancel(runId: string): Promise<CancelResult>;
   listRuns(filter?: RunFilter): Promise<RunSummary[]>;
   getLogs(runId: string, query?: TaskLogQuery): Promise<TaskLogs>;
+  rerun(runId: string, options?: RerunOptions): Promise<string>;
+  backfill(flow: string, options: BackfillOptions): Promise<BackfillStarted>;
+  getBackfill(backfillId: string): Promise<BackfillInfo>;
+  listBackfills(options?: { limit?: number }): Promise<BackfillInfo[]>;
+  cancelBackfill(backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }>;
+  listSchedules(): Promise<ScheduleInfo[]>;
+  pauseSchedule(flow: string): Promise<{ flow: string; paused: boolean }>;
+  resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }>;
+  listQueues(): Promise<QueueInfo[]>;
+  listBusyKeys(task: string): Promise<BusyKey[]>;
   close(): Promise<void>;
 }

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
-import type { Client, ScheduleInfo } from "ax-scheduler";
+import type { ScheduleInfo } from "ax-scheduler";
+import type { RunsApi } from "./runs-api.js";
 
-type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+type WithClient = (fn: (client: RunsApi) => Promise<void>) => Promise<void>;
 
 function describe(s: ScheduleInfo): string {
   const tick = s.lastTick
@@ -15,7 +16,7 @@ function describe(s: ScheduleInfo): string {
   ].join("\n");
 }
 
-/** `ax schedules` and `ax schedule pause|resume <flow>`. */
+/** `ax schedules` and `ax schedule pause|resume <flow>`; they also reach an `ax dev`'s embedded history through its API. */
 export function addScheduleCommands(program: Command, withClient: WithClient): void {
   program
     .command("schedules")

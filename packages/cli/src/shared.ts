@@ -2,6 +2,8 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { Client, type Flow } from "ax-scheduler";
 import { dataDirHolder } from "@ax/store";
+import type { DataDirHolder } from "@ax/common";
+import { AxNoDevRouteError } from "./errors.js";
 import { HttpRunsApi } from "./http-client.js";
 import { connectionFlags, parseFlags, type ConnectionFlags } from "./options.js";
 import type { RunsApi } from "./runs-api.js";
@@ -30,8 +32,8 @@ const DEFAULT_DATA_DIR = ".ax/data";
  */
 export async function withClient(program: Command, fn: (client: RunsApi) => Promise<void>, flows?: Flow<any>[]): Promise<void> {
   const flags = connection(program);
-  const holder = flags.storage ? undefined : dataDirHolder(resolve(flags.dataDir ?? DEFAULT_DATA_DIR));
-  const client: RunsApi = holder?.api ? new HttpRunsApi({ ...holder, api: holder.api }) : new Client({ ...flags, flows });
+  const holder = devHolder(flags);
+  const client: RunsApi = holder ? new HttpRunsApi(holder) : new Client({ ...flags, flows });
   try {
     await fn(client);
   } finally {
@@ -39,12 +41,40 @@ export async function withClient(program: Command, fn: (client: RunsApi) => Prom
   }
 }
 
+/** The live process holding the embedded data directory, when it serves it over HTTP (an `ax dev`). */
+function devHolder(flags: ConnectionFlags): (DataDirHolder & { api: string; dataDir: string }) | undefined {
+  if (flags.storage) return undefined;
+  const dataDir = resolve(flags.dataDir ?? DEFAULT_DATA_DIR);
+  const holder = dataDirHolder(dataDir);
+  return holder?.api ? { ...holder, api: holder.api, dataDir } : undefined;
+}
+
+const STOP_DEV =
+  "stop that ax dev and run the command again, or keep the history in PostgreSQL (--storage or DATABASE_URL) so that several processes share it.";
+
+/** Why a direct command cannot go through `ax dev`'s API, and what to do instead, by top-level command. */
+const NO_ROUTE: Record<string, (api: string) => string> = {
+  prune: () => `its HTTP API has no route for pruning: ${STOP_DEV}`,
+  alerts: () =>
+    "its HTTP API has no route for test alerts: give --config <file> to read the groups from that file instead, or stop that ax dev and run the command again.",
+  config: (api) =>
+    `the CLI does not route config commands through its HTTP API: save the config file instead (ax dev applies it on every save), use ${api}/api/config (docs/api.md), or ${STOP_DEV}`,
+  token: (api) => `the CLI manages tokens on the storage only (ax dev needs none): use ${api}/api/tokens (docs/api.md), or ${STOP_DEV}`,
+  audit: (api) => `the CLI reads the audit log on the storage only: use ${api}/api/audit (docs/api.md), or ${STOP_DEV}`,
+};
+
 /**
- * A Client straight on the storage, for commands the HTTP API of `ax dev` does not serve (an
- * embedded directory held by another process is refused with AxDataDirLockedError, which says so).
+ * A Client straight on the storage, for commands the HTTP API of `ax dev` does not serve; an
+ * embedded directory held by an `ax dev` is refused up front with AxNoDevRouteError, naming `command`.
  */
-export async function withDirectClient(program: Command, fn: (client: Client) => Promise<void>): Promise<void> {
-  const client = new Client(connection(program));
+export async function withDirectClient(program: Command, command: string, fn: (client: Client) => Promise<void>): Promise<void> {
+  const flags = connection(program);
+  const holder = devHolder(flags);
+  if (holder) {
+    const why = NO_ROUTE[command.split(" ")[0]!]?.(holder.api) ?? `the CLI does not route it through its HTTP API: ${STOP_DEV}`;
+    throw new AxNoDevRouteError(command, holder.dataDir, holder, why);
+  }
+  const client = new Client(flags);
   try {
     await fn(client);
   } finally {
