@@ -1,8 +1,11 @@
 import { existsSync, mkdirSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "ax-scheduler";
+import { ax, Client, type Runtime } from "ax-scheduler";
+import { migrate, openStore } from "@ax/store";
 import { flows } from "../../examples/order-payment/flows/order-flow.js";
 import { invoiceApi } from "../../examples/order-payment/services/invoice-api.js";
 import { isolate } from "../helpers/isolated.js";
@@ -145,5 +148,192 @@ describe("the web console in a real browser", () => {
     await page.getByRole("heading", { name: "Runs" }).waitFor();
     await expect.poll(() => sent).toBe("Bearer secret-token");
     await shot("10-after-login");
+  });
+});
+
+/** Logs a line every `everyMs`: long enough for the console to follow it live. */
+const tail = ax.task({ name: "console_tail" }, async (input: { lines: number; everyMs: number }) => {
+  for (let i = 1; i <= input.lines; i++) {
+    ax.context().log.info(`step ${i} of ${input.lines}`);
+    await sleep(input.everyMs);
+  }
+  return { lines: input.lines };
+});
+const tailFlow = ax.flow({ name: "console_tail_flow" }, (input) => tail(input));
+const nightly = ax.task({ name: "console_nightly" }, () => "done");
+const nightlyFlow = ax.flow({ name: "console_nightly_flow", schedule: "0 3 * * *" }, () => nightly());
+
+describe("the web console against an API that checks tokens", () => {
+  const env = isolate("console_auth");
+  let runtime: Runtime;
+  let client: Client;
+  let redis: Redis;
+  let browser: Browser;
+  let page: Page;
+  const token: Record<"trigger" | "admin", string> = { trigger: "", admin: "" };
+
+  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
+  const failures = () => redis.keys(`${env.prefix}:auth-failures:*`);
+  // As strings: the test's TypeScript has no DOM types.
+  const storedToken = () => page.evaluate(`localStorage.getItem("ax.token")`);
+  const storeToken = (value: string) => page.evaluate(`localStorage.setItem("ax.token", ${JSON.stringify(value)})`);
+  /** Signed in as `value` whatever an earlier test left, so each test also runs alone. */
+  const signedInAs = async (value: string) => {
+    await page.goto(`${runtime.url}/healthz`);
+    await storeToken(value);
+  };
+  const signIn = async (value: string) => {
+    await page.locator("input[name=token]").fill(value);
+    await page.getByRole("button", { name: "Sign in" }).click();
+  };
+
+  beforeAll(async () => {
+    if (!existsSync(CONSOLE_DIST))
+      throw new Error("the console is not built: run `npx -y pnpm@9.15.9 --filter @ax/console build` (pnpm test does)");
+    mkdirSync(ARTIFACTS, { recursive: true });
+    redis = new Redis(env.redis);
+    runtime = testRuntime(env, {
+      flows: [tailFlow, nightlyFlow],
+      roles: ["coordinator", "worker", "api"],
+      port: 0,
+      insecureNoAuth: false,
+    });
+    const store = openStore({ url: env.storage });
+    await migrate(store).finally(() => store.close());
+    client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+    // Tokens are stored before the API starts: it refuses to start open without one.
+    for (const scope of ["trigger", "admin"] as const)
+      token[scope] = (await client.tokens.create({ name: `console_${scope}`, scope })).token;
+    await runtime.start();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await runtime?.stop();
+    await client?.close();
+    redis?.disconnect();
+    await env.cleanup();
+  });
+
+  it("page loads without a token never lock the address; a wrong token says why and the right one then signs in", async () => {
+    for (const path of ["/", "/runs", "/workers", "/config", "/flows/console_nightly_flow", "/"]) {
+      await page.goto(`${runtime.url}${path}`);
+      await page.getByRole("heading", { name: "Sign in to ax" }).waitFor();
+    }
+    expect(await failures()).toEqual([]);
+
+    await signIn("ax_0123456789abcdef_not-the-secret");
+    const alert = page.getByRole("alert");
+    await expect.poll(() => alert.textContent()).toContain("This token is not valid: the bearer token is unknown, revoked or expired");
+    await expect(page.locator("input[name=token]").inputValue()).resolves.toBe("ax_0123456789abcdef_not-the-secret");
+    await expect(storedToken()).resolves.toBeNull();
+    expect(await failures()).toHaveLength(1);
+    await shot("11-login-invalid");
+    await page.getByRole("button", { name: "中文" }).click();
+    await expect.poll(() => alert.textContent()).toContain("此令牌无效");
+    await shot("12-login-invalid-zh");
+    await page.getByRole("button", { name: "English" }).click();
+
+    await signIn(token.admin);
+    await page.locator(".flow-card", { hasText: "console_nightly_flow" }).waitFor();
+    await expect(storedToken()).resolves.toBe(token.admin);
+    await redis.del(...(await failures()));
+  });
+
+  it("a stale token costs one failure per page load, then the login screen shows the server's 429 with when to retry", async () => {
+    await storeToken("ax_0123456789abcdef_revoked-long-ago");
+    await page.goto(`${runtime.url}/flows/console_nightly_flow`);
+    await page.getByRole("heading", { name: "Sign in to ax" }).waitFor();
+    // The flow page asks for four things at once; only the first presented the stale token.
+    expect(Number(await redis.get((await failures())[0]!))).toBe(1);
+    await expect(storedToken()).resolves.toBeNull();
+
+    const alert = page.getByRole("alert");
+    for (let i = 2; i <= 10; i++) {
+      await signIn(`wrong-${i}`);
+      await expect.poll(async () => Number(await redis.get((await failures())[0]!))).toBe(i);
+      await expect.poll(() => alert.textContent()).toContain("This token is not valid");
+    }
+    await signIn(token.admin);
+    await expect
+      .poll(() => alert.textContent())
+      .toMatch(/^Signing in is paused for this address: too many failed authentication attempts from this address; retry in \d+ s/);
+    await expect(page.locator("input[name=token]").inputValue()).resolves.toBe(token.admin);
+    await shot("13-login-limited");
+    await redis.del(...(await failures()));
+    await signIn(token.admin);
+    await page.getByRole("heading", { name: "console_nightly_flow" }).waitFor();
+  });
+
+  it("pausing a schedule with a trigger token shows the server's 403 in the page; an admin token pauses and resumes it", async () => {
+    await signedInAs(token.trigger);
+    await page.goto(`${runtime.url}/flows/console_nightly_flow`);
+    const schedule = page.locator("section", { has: page.getByRole("heading", { name: "Schedule" }) });
+    await schedule.locator(".pill", { hasText: "active" }).waitFor();
+    const errors: Error[] = [];
+    page.on("pageerror", (error) => errors.push(error));
+    await schedule.getByRole("button", { name: "Pause" }).click();
+    const alert = schedule.getByRole("alert");
+    await expect.poll(() => alert.textContent()).toContain('scope "admin"');
+    await expect(schedule.locator(".pill").textContent()).resolves.toBe("active");
+    await expect(schedule.getByRole("button", { name: "Pause" }).isEnabled()).resolves.toBe(true);
+    expect(errors).toEqual([]);
+    await shot("14-pause-forbidden");
+    expect((await client.listSchedules()).find((s) => s.flow === "console_nightly_flow")?.paused).toBe(false);
+
+    await storeToken(token.admin);
+    await page.reload();
+    await schedule.getByRole("button", { name: "Pause" }).click();
+    await schedule.locator(".pill", { hasText: "paused" }).waitFor();
+    await expect(alert.count()).resolves.toBe(0);
+    await schedule.getByRole("button", { name: "Resume" }).click();
+    await schedule.locator(".pill", { hasText: "active" }).waitFor();
+  });
+
+  it("a running node's panel shows its new log lines as they are written", async () => {
+    await signedInAs(token.admin);
+    const runId = await client.triggerFlow("console_tail_flow", { lines: 16, everyMs: 400 });
+    await page.goto(`${runtime.url}/runs/${runId}`);
+    const node = page.locator('.dag-node[data-node="console_tail"]');
+    await node.and(page.locator('[data-status="running"]')).waitFor({ timeout: 15_000 });
+    await node.click();
+    const panel = page.locator('[data-panel="console_tail"]');
+    const lines = panel.locator(".logs .log");
+    await expect.poll(() => lines.count(), { timeout: 5_000 }).toBeGreaterThanOrEqual(2);
+    const early = await lines.count();
+    await expect.poll(() => lines.count(), { timeout: 5_000 }).toBeGreaterThanOrEqual(early + 3);
+    await expect(node.getAttribute("data-status")).resolves.toBe("running");
+    await expect(panel.locator("h3 .live").isVisible()).resolves.toBe(true);
+    await shot("15-node-logs-live");
+    await node.and(page.locator('[data-status="success"]')).waitFor({ timeout: 20_000 });
+    await expect.poll(() => lines.count(), { timeout: 5_000 }).toBe(16);
+    await expect(lines.last().textContent()).resolves.toContain("step 16 of 16");
+    await expect(panel.locator("h3 .live").count()).resolves.toBe(0);
+    await shot("16-node-logs-done");
+  });
+
+  it("a 2 ms attempt's timeline has distinct tick labels", async () => {
+    const runId = await client.triggerFlow("console_nightly_flow", {});
+    await client.waitForRun(runId, { timeout: "20s" });
+    // How long a fast task takes depends on the machine: the stream answers the run with a 2 ms attempt.
+    const answer = await fetch(`${runtime.url}/api/runs/${runId}`, { headers: { authorization: `Bearer ${token.admin}` } });
+    const run = (await answer.json()) as { tasks: { attempts: { startedAt: string; finishedAt: string }[] }[] };
+    const attempt = run.tasks[0]!.attempts[0]!;
+    attempt.finishedAt = new Date(Date.parse(attempt.startedAt) + 2).toISOString();
+    await page.route(`**/api/runs/${runId}/stream`, (route) =>
+      route.fulfill({ contentType: "text/event-stream", body: `data: ${JSON.stringify(run)}\n\nevent: end\ndata: {}\n\n` }),
+    );
+    await signedInAs(token.admin);
+    await page.goto(`${runtime.url}/runs/${runId}`);
+    await page.locator('.dag-node[data-node="console_nightly"][data-status="success"]').click();
+    const ticks = page.locator('[data-panel="console_nightly"] .timeline .recharts-cartesian-axis-tick-value');
+    await ticks.first().waitFor();
+    const labels = await ticks.allTextContents();
+    expect(labels.length).toBeGreaterThan(1);
+    expect(new Set(labels).size, labels.join(", ")).toBe(labels.length);
+    await shot("17-short-attempt");
+    await page.unroute(`**/api/runs/${runId}/stream`);
   });
 });
