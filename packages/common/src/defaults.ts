@@ -30,3 +30,10 @@ export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
 /** Task log lines stored per attempt; past either bound, one note says how many were dropped. */
 export const TASK_LOG_MAX_LINES = 500;
 export const TASK_LOG_MAX_BYTES = 64 * 1024;
+/**
+ * The deepest nesting of objects and arrays a payload or result may have. JSON.stringify,
+ * JSON.parse and PostgreSQL's jsonb parser all recurse, and somewhere past a thousand levels one
+ * of them runs out of stack (a RangeError in the caller's process, or PostgreSQL's "stack depth
+ * limit exceeded"); no data passed between tasks needs a tenth of this.
+ */
+export const MAX_JSON_DEPTH = 256;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { assertJson, toStorableText } from "./json.js";
-import { AxNotJsonError } from "@ax/common";
+import { AxNotJsonError, MAX_JSON_DEPTH } from "@ax/common";
 
 const refusal = (value: unknown): AxNotJsonError => {
   try {
@@ -45,5 +45,43 @@ describe("assertJson refuses strings PostgreSQL cannot store", () => {
 describe("toStorableText", () => {
   it("replaces NUL and lone surrogates with U+FFFD and keeps whole characters", () => {
     expect(toStorableText("a\u0000b\ud83d c\ude00 😀")).toBe("a\uFFFDb\uFFFD c\uFFFD 😀");
+  });
+});
+
+const nested = (depth: number): unknown => {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = i % 2 ? [value] : { v: value };
+  return value;
+};
+
+describe("assertJson follows JSON.stringify", () => {
+  it("accepts a valid Date anywhere (stored as its ISO string) and refuses an invalid one", () => {
+    expect(() => assertJson({ at: new Date("2026-03-08T07:00:00Z"), list: [new Date(0)] }, "result")).not.toThrow();
+    const error = refusal({ at: new Date("x") });
+    expect(error.path).toBe("$.at");
+    expect(error.message).toMatch(/^payload is not plain JSON: \$\.at is an invalid Date\. Pass only/);
+  });
+
+  it("still refuses other class instances", () => {
+    expect(refusal({ m: new Map() }).message).toMatch(/\$\.m is a Map \(convert it to plain data\)/);
+  });
+});
+
+describe("assertJson bounds nesting", () => {
+  it(`accepts ${MAX_JSON_DEPTH} levels and refuses one more, saying the depth and the limit`, () => {
+    expect(() => assertJson(nested(MAX_JSON_DEPTH), "payload")).not.toThrow();
+    const error = refusal(nested(MAX_JSON_DEPTH + 1));
+    expect(error).toBeInstanceOf(AxNotJsonError);
+    expect(error.message).toMatch(
+      new RegExp(
+        `^payload is nested too deeply: \\$\\.v\\[0\\]\\.v.* is nested ${MAX_JSON_DEPTH + 1} levels deep, over the limit of ${MAX_JSON_DEPTH}\\. Flatten the data`,
+      ),
+    );
+  });
+
+  it("refuses 100,000 levels without overflowing the stack", () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(refusal(deep).message).toContain(`over the limit of ${MAX_JSON_DEPTH}`);
   });
 });

@@ -1,4 +1,4 @@
-import { AxNotJsonError } from "@ax/common";
+import { AxNotJsonError, MAX_JSON_DEPTH } from "@ax/common";
 import type { Json } from "./types.js";
 
 /**
@@ -28,14 +28,16 @@ const STORABLE_ADVICE =
   "Remove the character, cut strings at code-point boundaries (Array.from(text).slice(...)), or encode binary data (e.g. base64).";
 
 /**
- * Checks that `value` is plain JSON (no functions, BigInt, cycles, class instances …) that
- * PostgreSQL can store (no NUL or lone surrogate in any string or key).
+ * Checks that `value` is JSON as JSON.stringify writes it and PostgreSQL can store it: no
+ * functions, BigInt, cycles or class instances (a valid Date is fine: it is stored as its ISO
+ * string), no NUL or lone surrogate in any string or key, and at most MAX_JSON_DEPTH levels of
+ * nesting. The check itself recurses at most that deep, so no value can overflow the stack here.
  */
 export function assertJson(value: unknown, what: string): asserts value is Json {
-  visit(value, "$", new Set(), what);
+  visit(value, "$", 0, new Set(), what);
 }
 
-function visit(value: unknown, path: string, ancestors: Set<object>, what: string): void {
+function visit(value: unknown, path: string, depth: number, ancestors: Set<object>, what: string): void {
   switch (typeof value) {
     case "string": {
       const problem = unstorable(value);
@@ -57,12 +59,26 @@ function visit(value: unknown, path: string, ancestors: Set<object>, what: strin
       throw new AxNotJsonError(what, path, "is a symbol");
   }
   if (value === null) return;
+  if (value instanceof Date) {
+    // JSON.stringify writes a valid Date as its ISO string, and that is what is stored; an invalid one it writes as null.
+    if (Number.isNaN(value.getTime())) throw new AxNotJsonError(what, path, "is an invalid Date");
+    return;
+  }
   const object = value as object;
   if (ancestors.has(object)) throw new AxNotJsonError(what, path, "refers back to itself (circular)");
+  if (depth === MAX_JSON_DEPTH) {
+    throw new AxNotJsonError(
+      what,
+      path,
+      `is nested ${depth + 1} levels deep, over the limit of ${MAX_JSON_DEPTH}`,
+      "Flatten the data, or store it elsewhere and pass its key.",
+      "is nested too deeply",
+    );
+  }
   ancestors.add(object);
   if (Array.isArray(object)) {
     object.forEach((item, i) => {
-      visit(item, `${path}[${i}]`, ancestors, what);
+      visit(item, `${path}[${i}]`, depth + 1, ancestors, what);
     });
   } else {
     const proto = Object.getPrototypeOf(object);
@@ -73,7 +89,7 @@ function visit(value: unknown, path: string, ancestors: Set<object>, what: strin
       const itemPath = `${path}${member(key)}`;
       const problem = unstorable(key);
       if (problem) throw new AxNotJsonError(what, itemPath, `is a key that ${problem}`, STORABLE_ADVICE, UNSTORABLE_VERDICT);
-      visit(item, itemPath, ancestors, what);
+      visit(item, itemPath, depth + 1, ancestors, what);
     }
   }
   ancestors.delete(object);
