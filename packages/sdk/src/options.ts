@@ -210,7 +210,7 @@ function jsonbText(value: unknown): string {
  * number, boolean, object or array as its jsonb text; no value (undefined, or nothing JSON can
  * hold) as "null". The value is taken as JSON would store it (a Date as its ISO string).
  */
-export function keyText(value: unknown): string {
+function keyText(value: unknown): string {
   if (typeof value === "string") return value;
   if (typeof value === "bigint") return value.toString();
   const json = JSON.stringify(value);
