@@ -62,6 +62,10 @@ describe("assertJson follows JSON.stringify", () => {
     expect(error.message).toMatch(/^payload is not plain JSON: \$\.at is an invalid Date\. Pass only/);
   });
 
+  it("refuses a Date with dates: false, where a string would not be what was written", () => {
+    expect(() => assertJson({ at: new Date(0) }, "argument 1", { dates: false })).toThrow(/argument 1 is not plain JSON: \$\.at is a Date/);
+  });
+
   it("still refuses other class instances", () => {
     expect(refusal({ m: new Map() }).message).toMatch(/\$\.m is a Map \(convert it to plain data\)/);
   });

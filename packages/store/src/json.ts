@@ -32,12 +32,14 @@ const STORABLE_ADVICE =
  * functions, BigInt, cycles or class instances (a valid Date is fine: it is stored as its ISO
  * string), no NUL or lone surrogate in any string or key, and at most MAX_JSON_DEPTH levels of
  * nesting. The check itself recurses at most that deep, so no value can overflow the stack here.
+ * `dates: false` refuses Dates too, where a string would not be what the caller wrote (a flow's constants).
  */
-export function assertJson(value: unknown, what: string): asserts value is Json {
-  visit(value, "$", 0, new Set(), what);
+export function assertJson(value: unknown, what: string, options: { dates?: boolean } = {}): asserts value is Json {
+  visit(value, "$", 0, new Set(), { what, dates: options.dates ?? true });
 }
 
-function visit(value: unknown, path: string, depth: number, ancestors: Set<object>, what: string): void {
+function visit(value: unknown, path: string, depth: number, ancestors: Set<object>, check: { what: string; dates: boolean }): void {
+  const { what } = check;
   switch (typeof value) {
     case "string": {
       const problem = unstorable(value);
@@ -59,7 +61,7 @@ function visit(value: unknown, path: string, depth: number, ancestors: Set<objec
       throw new AxNotJsonError(what, path, "is a symbol");
   }
   if (value === null) return;
-  if (value instanceof Date) {
+  if (value instanceof Date && check.dates) {
     // JSON.stringify writes a valid Date as its ISO string, and that is what is stored; an invalid one it writes as null.
     if (Number.isNaN(value.getTime())) throw new AxNotJsonError(what, path, "is an invalid Date");
     return;
@@ -78,7 +80,7 @@ function visit(value: unknown, path: string, depth: number, ancestors: Set<objec
   ancestors.add(object);
   if (Array.isArray(object)) {
     object.forEach((item, i) => {
-      visit(item, `${path}[${i}]`, depth + 1, ancestors, what);
+      visit(item, `${path}[${i}]`, depth + 1, ancestors, check);
     });
   } else {
     const proto = Object.getPrototypeOf(object);
@@ -89,7 +91,7 @@ function visit(value: unknown, path: string, depth: number, ancestors: Set<objec
       const itemPath = `${path}${member(key)}`;
       const problem = unstorable(key);
       if (problem) throw new AxNotJsonError(what, itemPath, `is a key that ${problem}`, STORABLE_ADVICE, UNSTORABLE_VERDICT);
-      visit(item, itemPath, depth + 1, ancestors, what);
+      visit(item, itemPath, depth + 1, ancestors, check);
     }
   }
   ancestors.delete(object);

@@ -39,7 +39,8 @@ export class FlowBuilder {
       return arg.source === "input" ? { kind: "input" } : { kind: "node", key: arg.source.node };
     }
     try {
-      assertJson(arg, `argument ${index + 1} of "${task}"`);
+      // A constant is passed as written in the body: a Date would arrive as a string.
+      assertJson(arg, `argument ${index + 1} of "${task}"`, { dates: false });
     } catch (error) {
       if (error instanceof AxNotJsonError) {
         throw new AxDefinitionError(
