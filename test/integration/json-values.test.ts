@@ -53,7 +53,7 @@ describe("JSON values between tasks", () => {
     expect(error).toBeInstanceOf(AxPayloadError);
     expect((error as Error).message).toMatch(
       new RegExp(
-        `^payload is nested too deeply: \\$\\.x(\\[0\\])+ is nested ${MAX_JSON_DEPTH + 1} levels deep, over the limit of ${MAX_JSON_DEPTH}\\.`,
+        `^payload is nested deeper than the limit of ${MAX_JSON_DEPTH} levels: \\$\\.x(\\[0\\])+ is nested ${MAX_JSON_DEPTH + 1} levels deep\\.`,
       ),
     );
     expect(await client.listRuns({ flow: "json_deep_flow" })).toEqual([]);
@@ -65,7 +65,7 @@ describe("JSON values between tasks", () => {
     expect(run.tasks[0]!.error).toMatchObject({ name: "AxNotJsonError" });
     expect(run.tasks[0]!.error!.message).toMatch(
       new RegExp(
-        `^result of task "json_deep" is nested too deeply: \\$(\\[0\\])+ is nested ${MAX_JSON_DEPTH + 1} levels deep, over the limit of ${MAX_JSON_DEPTH}\\.`,
+        `^result of task "json_deep" is nested deeper than the limit of ${MAX_JSON_DEPTH} levels: \\$(\\[0\\])+ is nested ${MAX_JSON_DEPTH + 1} levels deep\\.`,
       ),
     );
     const fine = await client.waitForRun(await client.triggerFlow("json_deep_flow", { depth: MAX_JSON_DEPTH }), { timeout: "20s" });

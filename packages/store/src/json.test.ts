@@ -78,7 +78,7 @@ describe("assertJson bounds nesting", () => {
     expect(error).toBeInstanceOf(AxNotJsonError);
     expect(error.message).toMatch(
       new RegExp(
-        `^payload is nested too deeply: \\$\\.v\\[0\\]\\.v.* is nested ${MAX_JSON_DEPTH + 1} levels deep, over the limit of ${MAX_JSON_DEPTH}\\. Flatten the data`,
+        `^payload is nested deeper than the limit of ${MAX_JSON_DEPTH} levels: \\$\\.v\\[0\\]\\.v.* is nested ${MAX_JSON_DEPTH + 1} levels deep\\. Flatten the data`,
       ),
     );
   });
@@ -86,6 +86,6 @@ describe("assertJson bounds nesting", () => {
   it("refuses 100,000 levels without overflowing the stack", () => {
     let deep: unknown = 1;
     for (let i = 0; i < 100_000; i++) deep = [deep];
-    expect(refusal(deep).message).toContain(`over the limit of ${MAX_JSON_DEPTH}`);
+    expect(refusal(deep).message).toContain(`is nested deeper than the limit of ${MAX_JSON_DEPTH} levels`);
   });
 });

@@ -72,9 +72,9 @@ function visit(value: unknown, path: string, depth: number, ancestors: Set<objec
     throw new AxNotJsonError(
       what,
       path,
-      `is nested ${depth + 1} levels deep, over the limit of ${MAX_JSON_DEPTH}`,
+      `is nested ${depth + 1} levels deep`,
       "Flatten the data, or store it elsewhere and pass its key.",
-      "is nested too deeply",
+      `is nested deeper than the limit of ${MAX_JSON_DEPTH} levels`,
     );
   }
   ancestors.add(object);
