@@ -50,6 +50,8 @@ export type Acquired = { ok: true; permit: Permit; room: number } | { ok: false;
  * `reason` is recorded for `jobId` in the parked-reasons hash.
  */
 export interface ParkRequest {
+  /** Newcomers join the end of the line even when a slot is free (strategy `queue`). */
+  firstCome: boolean;
   waiter: string;
   jobId: string;
   reason: string;
@@ -163,7 +165,8 @@ export class LimitGate {
     const args: (string | number)[] = [id, this.leaseMs, spec.semaphores.length, this.channel, this.nameFrom];
     for (const sem of spec.semaphores) args.push(sem.capacity, sem.weight);
     for (const rate of spec.rates) args.push(rate.max, rate.perMs);
-    if (park) args.push(park.waiter, park.jobId, park.waitingKeys, park.capacities, park.parkedReasons, park.reason);
+    if (park)
+      args.push(park.waiter, park.jobId, park.waitingKeys, park.capacities, park.parkedReasons, park.reason, park.firstCome ? "1" : "");
     const [ok, index, value] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
     if (ok === 1) {
       const permit = { id, spec };

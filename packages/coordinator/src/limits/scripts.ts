@@ -108,7 +108,11 @@ end
  * ARGV: permit id, lease ms, number of semaphores, freed channel, name offset,
  *       then capacity and weight per semaphore, then max and window ms per rate limit.
  *       then, to park when a semaphore blocks: waiter, its job id, the waiting-keys set, the
- *       capacities hash, the parked-reasons hash and the reason (all empty strings otherwise).
+ *       capacities hash, the parked-reasons hash, the reason and '1' when the line is first come,
+ *       first served (all empty strings otherwise).
+ * A parking waiter takes a slot only when no one is in line before it: a semaphore's line
+ * (\`…:waiting\`) and the waiters woken from it and still on their way (\`…:woken\`, scored by
+ * when their claim lapses) come first, and with a first-come line a newcomer joins its end.
  * Returns {1, room} when everything was taken, where room is how many more permits of the same
  * spec would pass right now (the tightest limit decides), or {0, index of the first blocking
  * limit (1-based over KEYS), used weight for a semaphore | ms until a rate slot frees}. Nothing is
@@ -123,23 +127,36 @@ local used = purge(nSem, ARGV[4], tonumber(ARGV[5]))
 local rateArgs = 5 + 2 * nSem
 local parkArgs = rateArgs + 2 * (#KEYS - nSem)
 local room = 1000000
+local waiter = ARGV[parkArgs + 1]
+local parking = waiter ~= nil and waiter ~= ''
+local firstCome = parking and ARGV[parkArgs + 7] == '1'
 for i = 1, nSem do
   local weight = tonumber(ARGV[5 + 2 * i])
   local capacity = tonumber(ARGV[4 + 2 * i])
-  room = math.min(room, math.floor((capacity - used[i] - weight) / weight))
-  if used[i] + weight > capacity then
+  local list = KEYS[i] .. ':waiting'
+  local taken = used[i]
+  local cutsIn = false
+  if firstCome then
+    local woken = KEYS[i] .. ':woken'
+    redis.call('ZREMRANGEBYSCORE', woken, '-inf', now)
+    local mine = redis.call('ZSCORE', woken, waiter)
+    -- Woken waiters on their way hold their slots; a newcomer goes behind the line.
+    taken = taken + redis.call('ZCARD', woken) - (mine and 1 or 0)
+    cutsIn = not mine and redis.call('LLEN', list) > 0
+  end
+  room = math.min(room, math.floor((capacity - taken - weight) / weight))
+  if cutsIn or taken + weight > capacity then
     refused(KEYS[i], lease)
     -- Optionally join the semaphore's line in the same step, so no release can slip in between.
-    local waiter = ARGV[parkArgs + 1]
-    if waiter and waiter ~= '' then
+    if parking then
       local name = string.sub(KEYS[i], tonumber(ARGV[5]))
-      local list = KEYS[i] .. ':waiting'
+      redis.call('ZREM', KEYS[i] .. ':woken', waiter)
       if not redis.call('LPOS', list, waiter) then redis.call('RPUSH', list, waiter) end
       redis.call('SADD', ARGV[parkArgs + 3], name)
       redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[4 + 2 * i])
       redis.call('HSET', ARGV[parkArgs + 5], ARGV[parkArgs + 2], ARGV[parkArgs + 6])
     end
-    return {0, i, used[i]}
+    return {0, i, taken}
   end
 end
 for j = 1, #KEYS - nSem do
@@ -157,6 +174,7 @@ for j = 1, #KEYS - nSem do
 end
 for i = 1, nSem do
   semHold(KEYS[i], ARGV[5 + 2 * i] .. ':' .. id, now + lease, lease)
+  if parking then redis.call('ZREM', KEYS[i] .. ':woken', waiter) end
 end
 for j = 1, #KEYS - nSem do
   local key = KEYS[nSem + j]

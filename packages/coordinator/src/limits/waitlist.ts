@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import type { ParkRequest } from "./gate.js";
+import { DEFAULT_LIMIT_LEASE_MS, type ParkRequest } from "./gate.js";
 import { parkedReasonsKey } from "../wake.js";
 import { PRELUDE, SEMAPHORE } from "./scripts.js";
 
@@ -17,39 +17,51 @@ import { PRELUDE, SEMAPHORE } from "./scripts.js";
  * semaphore keys that have waiters, with their capacities in `<prefix>:limits:waiting-capacity`.
  */
 
-/** Purges expired holders of a semaphore and answers the weight still held (as the gate counts it). */
-const USED = `${PRELUDE}${SEMAPHORE}
-local function used(sem)
-  return (semUsed(sem))
+/**
+ * Pops up to `capacity` minus what is held and claimed of a semaphore's line, and gives each woken
+ * waiter a claim (\`…:woken\`, until \`claimMs\` from now) that the gate honours: no newcomer
+ * takes its slot while it is on its way. A claim that lapses (its job never came) frees the slot.
+ * A negative capacity (the limit was removed) wakes the whole line.
+ */
+const WAKE_LINE = `${PRELUDE}${SEMAPHORE}
+local function wakeLine(sem, capacity, claimMs)
+  local list = sem .. ':waiting'
+  local claims = sem .. ':woken'
+  redis.call('ZREMRANGEBYSCORE', claims, '-inf', now)
+  local room = capacity - semUsed(sem) - redis.call('ZCARD', claims)
+  if capacity < 0 then room = redis.call('LLEN', list) end
+  local woken = {}
+  while room > 0 do
+    local w = redis.call('LPOP', list)
+    if not w then break end
+    woken[#woken + 1] = w
+    redis.call('ZADD', claims, now + claimMs, w)
+    room = room - 1
+  end
+  if #woken > 0 then extendTtl(claims, claimMs) end
+  return woken
 end
 `;
 
 /**
  * KEYS: semaphore, its list, waiting-keys set, holders hash. ARGV: capacity, key, the released
- * permit's id. Forgets the permit's holder, then pops as many waiters as there is room for.
+ * permit's id, claim ms. Forgets the permit's holder, then wakes as many waiters as there is room for.
  */
-const WAKE = `${USED}
+const WAKE = `${WAKE_LINE}
 redis.call('HDEL', KEYS[4], ARGV[3])
-local room = tonumber(ARGV[1]) - used(KEYS[1])
-local woken = {}
-while room > 0 do
-  local w = redis.call('LPOP', KEYS[2])
-  if not w then break end
-  woken[#woken + 1] = w
-  room = room - 1
-end
+local woken = wakeLine(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]))
 if redis.call('LLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[2]) end
 return woken
 `;
 
 /**
  * KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, how many keys to look at,
- * then pairs of (key prefix, capacity now) that override the capacity stored when the waiters
- * parked, -1 for a limit that no longer exists (every waiter may go).
+ * claim ms, then pairs of (key prefix, capacity now) that override the capacity stored when the
+ * waiters parked, -1 for a limit that no longer exists (every waiter may go).
  */
-const SWEEP = `${USED}
+const SWEEP = `${WAKE_LINE}
 local overrides = {}
-for i = 3, #ARGV, 2 do overrides[#overrides + 1] = {ARGV[i], tonumber(ARGV[i + 1])} end
+for i = 4, #ARGV, 2 do overrides[#overrides + 1] = {ARGV[i], tonumber(ARGV[i + 1])} end
 local function capacityOf(key)
   for _, o in ipairs(overrides) do
     if string.sub(key, 1, #o[1]) == o[1] then return o[2] end
@@ -59,17 +71,8 @@ end
 local woken = {}
 for _, key in ipairs(redis.call('SRANDMEMBER', KEYS[1], tonumber(ARGV[2]))) do
   local sem = ARGV[1] .. key
-  local list = sem .. ':waiting'
-  local capacity = capacityOf(key)
-  local room = capacity - used(sem)
-  if capacity < 0 then room = redis.call('LLEN', list) end
-  while room > 0 do
-    local w = redis.call('LPOP', list)
-    if not w then break end
-    woken[#woken + 1] = w
-    room = room - 1
-  end
-  if redis.call('LLEN', list) == 0 then
+  for _, w in ipairs(wakeLine(sem, capacityOf(key), tonumber(ARGV[3]))) do woken[#woken + 1] = w end
+  if redis.call('LLEN', sem .. ':waiting') == 0 then
     redis.call('SREM', KEYS[1], key)
     redis.call('HDEL', KEYS[2], key)
   end
@@ -95,9 +98,14 @@ export class Waitlist {
   private readonly waitingKeys: string;
   private readonly capacities: string;
 
+  /**
+   * `claimMs`: how long a woken waiter's slot is kept for it while its job comes back to a worker.
+   * A line's order survives any number of worker processes only while claims outlast that trip.
+   */
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
+    private readonly claimMs = DEFAULT_LIMIT_LEASE_MS,
   ) {
     this.semPrefix = `${prefix}:limits:sem:`;
     this.waitingKeys = `${prefix}:limits:waiting-keys`;
@@ -108,8 +116,9 @@ export class Waitlist {
   }
 
   /** What `LimitGate.acquire` needs to put a refused job (`queue|jobId`) in its key's line. */
-  parkRequest(queue: string, jobId: string, reason: string): ParkRequest {
+  parkRequest(queue: string, jobId: string, reason: string, firstCome: boolean): ParkRequest {
     return {
+      firstCome,
       waiter: `${queue}|${jobId}`,
       jobId,
       reason,
@@ -125,7 +134,7 @@ export class Waitlist {
    */
   wake(key: string, capacity: number, permitId: string): Promise<string[]> {
     const sem = this.semPrefix + key;
-    return this.commands.axWaitWake(4, sem, `${sem}:waiting`, this.waitingKeys, `${sem}:holders`, capacity, key, permitId);
+    return this.commands.axWaitWake(4, sem, `${sem}:waiting`, this.waitingKeys, `${sem}:holders`, capacity, key, permitId, this.claimMs);
   }
 
   /**
@@ -136,7 +145,7 @@ export class Waitlist {
    */
   sweep(capacities: ReadonlyMap<string, number | undefined> = new Map(), keys = 100): Promise<string[]> {
     const overrides = [...capacities].flatMap(([prefix, capacity]) => [prefix, capacity ?? -1]);
-    return this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys, ...overrides);
+    return this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys, this.claimMs, ...overrides);
   }
 
   /**

@@ -83,7 +83,8 @@ export class KeyedAdmission {
     };
     const parking = concurrencyKey && concurrencyKey.strategy !== "cancel_newest";
     const fullReason = concurrencyKey ? `concurrency key ${key} (${concurrencyKey.max}/${concurrencyKey.max})` : "";
-    const answer = await d.gate.acquire(spec, parking ? d.waitlist.parkRequest(queue, job.id!, fullReason) : undefined);
+    const firstCome = concurrencyKey?.strategy === "queue";
+    const answer = await d.gate.acquire(spec, parking ? d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome) : undefined);
     if (answer.ok) {
       await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
       return { ok: true, release: () => this.release(answer.permit, semKey, concurrencyKey?.max) };
