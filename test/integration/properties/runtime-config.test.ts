@@ -134,8 +134,65 @@ describe("runtime.yaml, property-based", () => {
         // JSON is YAML: one key per line, so every refusal of a key has a line to point at.
         const answer = parseOrRefuse(JSON.stringify(object, null, 2), withNames ? KNOWN : undefined);
         if (answer instanceof AxConfigError && answer.key) expect(answer.line, answer.message).toBeGreaterThan(0);
+        // An unknown key always says what to write instead.
+        if (answer instanceof AxConfigError && answer.message.includes(": unknown key")) {
+          expect(answer.message).toMatch(/: unknown key( ".*" \(expected one of: [a-z_, ]+\)|; did you mean [a-z_]+\?)/s);
+        }
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it("refuses any other spelling of an option (camelCase, dashes, capitals) naming the snake_case key, alone or beside it", () => {
+    const respell = fc.constantFrom(
+      (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()),
+      (key: string) => key.replaceAll("_", "-"),
+      (key: string) => key.toUpperCase(),
+    );
+    const place = fc.constantFrom(
+      {
+        at: "tasks.create_invoice",
+        keys: [
+          "retry_backoff",
+          "max_backoff",
+          "retry_on",
+          "no_retry_on",
+          "heartbeat_timeout",
+          "on_failure",
+          "rate_limit",
+          "max_result_bytes",
+          "alert_group",
+        ],
+        value: "x",
+      },
+      { at: "flows.order_payment_flow", keys: ["catch_up", "max_catch_up", "max_concurrent_runs"], value: "x" },
+      { at: "tasks.create_invoice.resources", keys: ["memory_mb", "cpu_seconds"], value: 1 },
+      { at: "", keys: ["max_concurrency"], value: 1 },
+    );
+    fc.assert(
+      fc.property(place, fc.nat(), respell, fc.constantFrom("alone", "before", "after"), ({ at, keys, value }, i, spell, beside) => {
+        const key = keys[i % keys.length]!;
+        const other = spell(key);
+        const entries: [string, unknown][] =
+          beside === "alone"
+            ? [[other, value]]
+            : beside === "before"
+              ? [
+                  [other, value],
+                  [key, value],
+                ]
+              : [
+                  [key, value],
+                  [other, value],
+                ];
+        const leaf: Record<string, unknown> = Object.fromEntries(entries);
+        const object = at ? at.split(".").reduceRight((inner, step) => ({ [step]: inner }), leaf) : leaf;
+        const answer = parseOrRefuse(JSON.stringify(object, null, 2), KNOWN);
+        expect(answer).toBeInstanceOf(AxConfigError);
+        expect((answer as AxConfigError).key).toBe(at ? `${at}.${other}` : other);
+        expect((answer as AxConfigError).message).toContain(`unknown key; did you mean ${key}?`);
+      }),
+      { numRuns: 200 },
     );
   });
 

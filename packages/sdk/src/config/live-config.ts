@@ -28,7 +28,8 @@ import {
   type TaskOverrides,
   type TaskPool,
 } from "../options.js";
-import { parseRuntimeConfig, snake, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
+import { parseRuntimeConfig, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
+import { snake } from "./yaml-keys.js";
 
 /** Where a new version's number is published; every Runtime of the prefix subscribes. */
 export function configChannel(prefix: string): string {

@@ -47,6 +47,87 @@ describe("runtime.yaml", () => {
     );
   });
 
+  it("refuses a camelCase spelling of an option at any level, naming the snake_case key to write", () => {
+    expect(refusal(["flows:", "  order_payment_flow:", "    catchUp: all"].join("\n"))).toMatchObject({
+      message: "config/runtime.yaml:3:5: flows.order_payment_flow.catchUp: unknown key; did you mean catch_up?",
+      line: 3,
+      column: 5,
+      key: "flows.order_payment_flow.catchUp",
+    });
+    for (const [text, key, meant] of [
+      ["maxConcurrency: 4", "maxConcurrency", "max_concurrency"],
+      ["tasks: { create_invoice: { retryBackoff: 1s } }", "tasks.create_invoice.retryBackoff", "retry_backoff"],
+      ["tasks: { create_invoice: { resources: { memoryMb: 64 } } }", "tasks.create_invoice.resources.memoryMb", "memory_mb"],
+      ["tasks: { create_invoice: { pool: { name: db, Slots: 1 } } }", "tasks.create_invoice.pool.Slots", "slots"],
+      ["flows: { order_payment_flow: { max-catch-up: 3 } }", "flows.order_payment_flow.max-catch-up", "max_catch_up"],
+      ["alerts: { ops: { sinks: [{ type: log }], triggers: { slowRun: 1h } } }", "alerts.ops.triggers.slowRun", "slow_run"],
+      [
+        "alerts: { ops: { sinks: [{ type: webhook, url: 'https://x.test', secretEnv: K }] } }",
+        "alerts.ops.sinks.0.secretEnv",
+        "secret_env",
+      ],
+    ]) {
+      expect(refusal(text!).message).toMatch(
+        new RegExp(`^config/runtime\\.yaml:1:\\d+: ${key!.replace(/\./g, "\\.")}: unknown key; did you mean ${meant}\\?$`),
+      );
+    }
+  });
+
+  it("refuses two spellings of one option, whichever comes first, instead of letting the later win", () => {
+    for (const flow of ["{ catch_up: none, catchUp: all }", "{ catchUp: all, catch_up: none }"]) {
+      expect(refusal(`flows: { order_payment_flow: ${flow} }`).message).toMatch(
+        /flows\.order_payment_flow\.catchUp: unknown key; did you mean catch_up\? \(catch_up is given too: remove catchUp\)$/,
+      );
+    }
+  });
+
+  it("lists the keys expected wherever an unknown key is, nested mappings and sequences included", () => {
+    for (const [text, key, expected] of [
+      [
+        'flows: { order_payment_flow: { schedule: { cron: "0 2 * * *", zone: UTC } } }',
+        "flows.order_payment_flow.schedule.zone",
+        "cron, timezone",
+      ],
+      [
+        "tasks: { create_invoice: { rate_limit: { max: 1, per: 1s, burst: 2 } } }",
+        "tasks.create_invoice.rate_limit.burst",
+        "max, per, key",
+      ],
+      ["tasks: { create_invoice: { concurrency: { max: 1, limit: 2 } } }", "tasks.create_invoice.concurrency.limit", "max, key, strategy"],
+      ["tasks: { create_invoice: { pool: { name: db, size: 1 } } }", "tasks.create_invoice.pool.size", "name, slots"],
+      [
+        "flows: { order_payment_flow: { concurrency: { max: 1, key: a, per: 1 } } }",
+        "flows.order_payment_flow.concurrency.per",
+        "max, key, strategy",
+      ],
+      ["alerts: { ops: { sinks: [{ type: log, url: x }] } }", "alerts.ops.sinks.0.url", "type, level"],
+      [
+        "alerts: { ops: { sinks: [{ type: log }], triggers: { failure: true } } }",
+        "alerts.ops.triggers.failure",
+        "terminal_failure, consecutive_failures,",
+      ],
+    ]) {
+      const error = refusal(text!);
+      expect(error.message).toContain(`: ${key}: unknown key "${key!.split(".").pop()}" (expected one of: ${expected}`);
+      expect(error).toMatchObject({ file: "config/runtime.yaml", line: 1, key });
+      expect(error.column).toBeGreaterThan(1);
+    }
+  });
+
+  it("keeps names as written: tasks, flows, pools, alert groups and webhook headers", () => {
+    const config = parseRuntimeConfig(
+      [
+        "pools: { core_DB_pool: 2 }",
+        "alerts:",
+        "  ops_Team:",
+        "    sinks: [{ type: webhook, url: 'https://x.test', headers: { x_api_key: k, X-Trace: t } }]",
+      ].join("\n"),
+      "config/runtime.yaml",
+    );
+    expect(config.pools).toEqual({ core_DB_pool: 2 });
+    expect(config.alerts.ops_Team!.sinks[0]).toMatchObject({ headers: { x_api_key: "k", "X-Trace": "t" } });
+  });
+
   it("refuses a value of the wrong type, at its line", () => {
     const error = refusal(["tasks:", "  create_invoice: { retries: many }"].join("\n"));
     expect(error.line).toBe(2);

@@ -3,42 +3,9 @@ import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
 import { atLeastOne, flowOverridesSchema, taskOverridesSchema, taskPoolOf, type TaskOverrides, type TaskPool } from "../options.js";
-import { alertGroupSchema, alertsSchema, type AlertsConfig } from "./alerts-config.js";
+import { alertsSchema, type AlertsConfig } from "./alerts-config.js";
+import { optionKeys, yamlPath, type YamlPath } from "./yaml-keys.js";
 import { AxConfigError } from "@ax/common";
-
-/** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
-const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-
-export const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-
-function camelKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(camelKeys);
-  if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [camel(k), camelKeys(v)]));
-  }
-  return value;
-}
-
-/** Sections whose keys are names (tasks, flows, pools): names are kept as written. */
-const NAMED_SECTIONS = new Set(["tasks", "flows", "pools", "alerts"]);
-
-function normalise(raw: unknown): unknown {
-  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return raw;
-  return Object.fromEntries(
-    Object.entries(raw).map(([key, value]) => {
-      const name = camel(key);
-      if (!NAMED_SECTIONS.has(key) || !value || typeof value !== "object" || Array.isArray(value)) return [name, value];
-      return [name, Object.fromEntries(Object.entries(value).map(([k, v]) => [k, key === "pools" ? v : camelKeys(v)]))];
-    }),
-  );
-}
-
-/** The YAML spelling of a zod path: option keys snake_case, names (path[1] in a named section) as written. */
-function yamlPath(path: PropertyKey[]): (string | number)[] {
-  return path.map((p, i) =>
-    typeof p === "number" ? p : i === 1 && NAMED_SECTIONS.has(snake(String(path[0]))) ? String(p) : snake(String(p)),
-  );
-}
 
 /** Pruning history younger than an hour would delete runs people are still looking at. */
 const MIN_RETENTION_MS = 3_600_000;
@@ -106,21 +73,6 @@ export function loadRuntimeConfig(file: string, known?: KnownNames): RuntimeConf
   return parseRuntimeConfig(readConfigFile(file), file, known);
 }
 
-/** The keys a mapping at `path` (YAML spelling) accepts, for "unknown key" errors; undefined where it is not one of ours. */
-function keysAt(path: (string | number)[]): string[] | undefined {
-  const shape =
-    path.length === 0
-      ? configSchema.shape
-      : path.length === 2 && path[0] === "tasks"
-        ? taskOverridesSchema.shape
-        : path.length === 2 && path[0] === "flows"
-          ? flowOverridesSchema.shape
-          : path.length === 2 && path[0] === "alerts"
-            ? alertGroupSchema.shape
-            : undefined;
-  return shape && Object.keys(shape).map(snake);
-}
-
 /**
  * Parses and validates `runtime.yaml` text. With `known` (the tasks and flows the cluster has
  * registered) a name it lacks is refused too. The error names file, line, column and key, and
@@ -129,7 +81,7 @@ function keysAt(path: (string | number)[]): string[] | undefined {
 export function parseRuntimeConfig(text: string, file: string, known?: KnownNames): RuntimeConfig {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines });
-  const positionOf = (path: (string | number)[]): { line: number; col: number } | undefined => {
+  const positionOf = (path: YamlPath): { line: number; col: number } | undefined => {
     for (let depth = path.length; depth >= 0; depth--) {
       const node = doc.getIn(path.slice(0, depth), true);
       if (isNode(node) && node.range) return lines.linePos(node.range[0]);
@@ -137,7 +89,7 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     return undefined;
   };
   /** The key's own position when it is a mapping key (an unknown key has no value node worth pointing at). */
-  const keyPositionOf = (path: (string | number)[]): { line: number; col: number } | undefined => {
+  const keyPositionOf = (path: YamlPath): { line: number; col: number } | undefined => {
     const parent = path.length > 1 ? doc.getIn(path.slice(0, -1), true) : doc.contents;
     if (isMap(parent)) {
       const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === path[path.length - 1]);
@@ -145,7 +97,7 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     }
     return positionOf(path);
   };
-  const fail = (path: (string | number)[], message: string): never => {
+  const fail = (path: YamlPath, message: string): never => {
     const at = keyPositionOf(path);
     const key = path.join(".");
     throw new AxConfigError(
@@ -174,17 +126,10 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     // Aliases are resolved only here: one used before its anchor, or expanding past yaml's cap.
     throw new AxConfigError(`${file}: YAML: ${(error as Error).message}. Write the value out instead of using that alias.`, file);
   }
-  const parsed = configSchema.safeParse(normalise(raw));
+  const parsed = configSchema.safeParse(optionKeys(raw, configSchema, fail));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    if (issue.code === "unrecognized_keys") {
-      const expected = keysAt(yamlPath(issue.path));
-      fail(
-        yamlPath([...issue.path, issue.keys[0]!]),
-        `unknown key "${snake(issue.keys[0]!)}"${expected ? ` (expected one of: ${expected.join(", ")})` : ""}`,
-      );
-    }
-    fail(yamlPath(issue.path), issue.message);
+    fail(yamlPath(raw, issue.path), issue.message);
   }
   const config = parsed.data!;
   if (known) {
