@@ -73,6 +73,15 @@ describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {
     expect(unknown.stderr).toMatch(/no run with id 00000000-0000-4000-8000-000000000000/);
   });
 
+  it("ax logs --node with a node the run does not have says so, naming its nodes, instead of printing nothing", async ({ expect }) => {
+    const typo = await runAx(["logs", runId, "--node", "nope", ...connection()]);
+    expect(typo).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `AxNodeNotFoundError: run ${runId} has no node "nope"; its nodes: audit. Name one of those, or no node for all of them\n`,
+    });
+  });
+
   it("ax prune --dry-run counts; ax prune --archive archives with a progress bar", async ({ expect }) => {
     const dry = await runAx(["prune", "--older-than", "90d", "--dry-run", ...connection()]);
     expect(dry.code).toBe(0);

@@ -93,6 +93,21 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(unknown.stderr).toMatch(/^AxRunNotFoundError: no run with id 00000000-0000-4000-8000-000000000000/);
   });
 
+  it("ax logs --node and ax rerun print the error its API answers, as the direct path prints it", async () => {
+    const [typo, rerunFrom] = await Promise.all([
+      ax(["logs", triggeredRun, "--node", "nope", ...connection]),
+      ax(["rerun", triggeredRun, "--from", "nope", ...connection]),
+    ]);
+    expect(typo).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `AxNodeNotFoundError: run ${triggeredRun} has no node "nope"; its nodes: hello_greet, hello_measure. Name one of those, or no node for all of them\n`,
+    });
+    expect(rerunFrom.code).toBe(1);
+    expect(rerunFrom.stderr).toMatch(new RegExp(`^AxUnknownNodeError: run ${triggeredRun} has no node "nope" \\(its nodes: `));
+    expect(rerunFrom.stderr).not.toContain("answered by");
+  });
+
   it("ax rerun, backfill, backfills, backfill cancel, schedules, schedule pause|resume and queues go through its HTTP API too", async () => {
     const [rerun, backfill, paused] = await Promise.all([
       ax(["rerun", triggeredRun, "--all", "--wait", "--timeout", "120s", ...connection]),

@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ax, AxRunNotFoundError, type Client, type Runtime, type TaskLogs } from "ax-scheduler";
+import { ax, AxNodeNotFoundError, AxRunNotFoundError, type Client, type Runtime, type TaskLogs } from "ax-scheduler";
 import { inlineChatty, isolatedLoggers } from "../fixtures/logging-tasks.js";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
@@ -141,7 +141,7 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
       ["flaky_logger", 2, 1, "attempt 2 starting"],
     ]);
     expect((await client.getLogs(runId, { node: "flaky_logger", attempt: 2 })).lines.map((l) => l.msg)).toEqual(["attempt 2 starting"]);
-    expect((await client.getLogs(runId, { node: "other" })).lines).toEqual([]);
+    expect((await client.getLogs(runId, { node: "flaky_logger", attempt: 3 })).lines).toEqual([]);
     expect((await client.getLogs(runId, { attempt: 1, after: 1 })).lines).toEqual([]);
   });
 
@@ -193,14 +193,16 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
     await expect(client.getLogs("00000000-0000-4000-8000-000000000000")).rejects.toBeInstanceOf(AxRunNotFoundError);
   });
 
-  it("GET /api/runs/:id/logs?node= answers 404 naming the node and the run's nodes for a node it does not have; 200 and no lines for a quiet one", async () => {
+  it("GET /api/runs/:id/logs?node= and client.getLogs refuse a node the run does not have, naming its nodes; a quiet one answers no lines", async () => {
     const flaky = await run("flaky_logger_flow", {});
     const typo = await fetch(`${api}/api/runs/${flaky}/logs?node=flaky_loger`);
+    const message = `run ${flaky} has no node "flaky_loger"; its nodes: flaky_logger. Name one of those, or no node for all of them`;
     expect(typo.status).toBe(404);
-    expect(await typo.json()).toEqual({
-      error: "AxNodeNotFoundError",
-      message: `run ${flaky} has no node "flaky_loger"; its nodes: flaky_logger`,
-    });
+    expect(await typo.json()).toEqual({ error: "AxNodeNotFoundError", message });
+    // The direct path refuses it the same way, rather than answering "no lines".
+    const direct = client.getLogs(flaky, { node: "flaky_loger" });
+    await expect(direct).rejects.toBeInstanceOf(AxNodeNotFoundError);
+    await expect(direct).rejects.toMatchObject({ runId: flaky, nodeKey: "flaky_loger", message });
     // Past the last line of a node that exists: empty, not a 404 (what a console following the log asks).
     await logsOf(flaky, 2);
     const past = await fetch(`${api}/api/runs/${flaky}/logs?node=flaky_logger&attempt=2&after=1`);

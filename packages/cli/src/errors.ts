@@ -11,6 +11,22 @@ export class AxApiError extends Error {
   }
 }
 
+/**
+ * An ax error the HTTP API of `ax dev` answered (`AxRunNotFoundError`, `AxNodeNotFoundError`, …),
+ * with the API's name and message unchanged: a command prints what it prints on the direct path.
+ */
+export class AxApiAnsweredError extends Error {
+  constructor(
+    readonly api: string,
+    readonly status: number,
+    remoteName: string,
+    remoteMessage: string,
+  ) {
+    super(remoteMessage);
+    this.name = remoteName;
+  }
+}
+
 /** The process holding the embedded data directory advertises an API that does not answer. */
 export class AxApiUnreachableError extends Error {
   override name = "AxApiUnreachableError";

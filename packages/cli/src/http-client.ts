@@ -1,7 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import {
-  AxBackfillNotFoundError,
-  AxRunNotFoundError,
   AxWaitTimeoutError,
   parseDuration,
   type BackfillInfo,
@@ -20,7 +18,7 @@ import {
 } from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
 import { TERMINAL_RUN_STATUSES, type RunFilter } from "@ax/store";
-import { AxApiError, AxApiUnreachableError } from "./errors.js";
+import { AxApiAnsweredError, AxApiError, AxApiUnreachableError } from "./errors.js";
 import type { RunsApi } from "./runs-api.js";
 import type { DataDirHolder } from "@ax/common";
 
@@ -55,7 +53,7 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async getRun(runId: string): Promise<RunInfo> {
-    return this.request<RunInfo>("GET", `/api/runs/${encodeURIComponent(runId)}`, undefined, () => new AxRunNotFoundError(runId));
+    return this.request<RunInfo>("GET", `/api/runs/${encodeURIComponent(runId)}`);
   }
 
   async waitForRun(runId: string, options: { timeout?: Duration } = {}): Promise<RunInfo> {
@@ -70,12 +68,7 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async cancel(runId: string): Promise<CancelResult> {
-    return this.request<CancelResult>(
-      "POST",
-      `/api/runs/${encodeURIComponent(runId)}/cancel`,
-      undefined,
-      () => new AxRunNotFoundError(runId),
-    );
+    return this.request<CancelResult>("POST", `/api/runs/${encodeURIComponent(runId)}/cancel`);
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
@@ -88,22 +81,12 @@ export class HttpRunsApi implements RunsApi {
   async getLogs(runId: string, query: TaskLogQuery = {}): Promise<TaskLogs> {
     const params = new URLSearchParams();
     for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
-    return this.request<TaskLogs>(
-      "GET",
-      `/api/runs/${encodeURIComponent(runId)}/logs?${params}`,
-      undefined,
-      () => new AxRunNotFoundError(runId),
-    );
+    return this.request<TaskLogs>("GET", `/api/runs/${encodeURIComponent(runId)}/logs?${params}`);
   }
 
   async rerun(runId: string, options: RerunOptions = {}): Promise<string> {
     const body = { only: options.only, from: options.from, payload: options.payload };
-    const answer = await this.request<{ runId: string }>(
-      "POST",
-      `/api/runs/${encodeURIComponent(runId)}/rerun`,
-      body,
-      () => new AxRunNotFoundError(runId),
-    );
+    const answer = await this.request<{ runId: string }>("POST", `/api/runs/${encodeURIComponent(runId)}/rerun`, body);
     return answer.runId;
   }
 
@@ -119,12 +102,7 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async getBackfill(backfillId: string): Promise<BackfillInfo> {
-    return this.request<BackfillInfo>(
-      "GET",
-      `/api/backfills/${encodeURIComponent(backfillId)}`,
-      undefined,
-      () => new AxBackfillNotFoundError(backfillId),
-    );
+    return this.request<BackfillInfo>("GET", `/api/backfills/${encodeURIComponent(backfillId)}`);
   }
 
   /** The route has no limit: it answers the newest 50, of which the first `limit` are kept. */
@@ -134,12 +112,7 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async cancelBackfill(backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {
-    return this.request(
-      "POST",
-      `/api/backfills/${encodeURIComponent(backfillId)}/cancel`,
-      undefined,
-      () => new AxBackfillNotFoundError(backfillId),
-    );
+    return this.request("POST", `/api/backfills/${encodeURIComponent(backfillId)}/cancel`);
   }
 
   async listSchedules(): Promise<ScheduleInfo[]> {
@@ -174,8 +147,11 @@ export class HttpRunsApi implements RunsApi {
 
   async close(): Promise<void> {}
 
-  /** `notFound` turns a 404 into the same error a local Client throws (AxRunNotFoundError, AxBackfillNotFoundError). */
-  private async request<T>(method: "GET" | "POST", path: string, body?: unknown, notFound?: () => Error): Promise<T> {
+  /**
+   * An ax error the API answers for the request (4xx, `Ax…Error`) is thrown as it came, so a command
+   * prints what it prints on the direct path; anything else is an AxApiError naming the API.
+   */
+  private async request<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
     let response: Response;
     try {
       response = await fetch(`${this.api}${path}`, {
@@ -188,11 +164,13 @@ export class HttpRunsApi implements RunsApi {
       const cause = (error as { cause?: { code?: string } }).cause?.code;
       throw new AxApiUnreachableError(this.api, this.holder.pid, cause ?? (error as Error).message);
     }
-    if (response.status === 404 && notFound !== undefined) throw notFound();
-    const answer = (await response.json().catch(() => undefined)) as (T & { error?: string; message?: string }) | undefined;
-    if (!response.ok || answer === undefined) {
-      throw new AxApiError(this.api, response.status, answer?.error ?? "Error", answer?.message ?? response.statusText);
+    const answer = (await response.json().catch(() => undefined)) as (T & { error?: unknown; message?: unknown }) | undefined;
+    if (response.ok && answer !== undefined) return answer;
+    const name = typeof answer?.error === "string" ? answer.error : "Error";
+    const message = typeof answer?.message === "string" ? answer.message : response.statusText;
+    if (response.status >= 400 && response.status < 500 && /^Ax[A-Za-z]+Error$/.test(name)) {
+      throw new AxApiAnsweredError(this.api, response.status, name, message);
     }
-    return answer;
+    throw new AxApiError(this.api, response.status, name, message);
   }
 }

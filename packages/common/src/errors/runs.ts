@@ -8,6 +8,22 @@ export class AxRunNotFoundError extends Error {
   }
 }
 
+/** A log query's `node` names no node of the run: a typo would otherwise read as "this node logged nothing". */
+export class AxNodeNotFoundError extends Error {
+  override name = "AxNodeNotFoundError";
+  readonly statusCode = 404;
+  constructor(
+    readonly runId: string,
+    readonly nodeKey: string,
+    known: string[],
+  ) {
+    super(
+      `run ${runId} has no node "${nodeKey}"; ` +
+        (known.length ? `its nodes: ${known.join(", ")}. Name one of those, or no node for all of them` : "it has no nodes yet"),
+    );
+  }
+}
+
 /** `waitForRun` gave up before the run finished. */
 export class AxWaitTimeoutError extends Error {
   override name = "AxWaitTimeoutError";

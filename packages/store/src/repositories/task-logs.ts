@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { AxNodeNotFoundError } from "@ax/common";
 import type { Db } from "../connect.js";
 import type { TaskLogLevel } from "../schema/index.js";
 import type { Json } from "../types.js";
@@ -70,7 +71,10 @@ export interface TaskLogs {
   truncated: { node: string; attempt: number }[];
 }
 
-/** A run's task log lines in the order they were logged; undefined when no run has that id. */
+/**
+ * A run's task log lines in the order they were logged; undefined when no run has that id.
+ * Throws AxNodeNotFoundError when `node` names no node of the run.
+ */
 export async function readTaskLogs(db: Db, runId: string, query: TaskLogQuery = {}): Promise<TaskLogs | undefined> {
   const [run] = await rows<{ found: number }>(db, sql`select 1 as found from runs where id = ${runId}::uuid`);
   if (!run) return undefined;
@@ -96,6 +100,17 @@ export async function readTaskLogs(db: Db, runId: string, query: TaskLogQuery = 
     db,
     sql`select node_key, attempt, seq, at, level, msg, fields, dropped from attempt_logs where ${filter} ${after} order by at, node_key, attempt, seq`,
   );
+  // Only an empty answer needs the node checked: lines prove the node exists.
+  if (query.node !== undefined && found.length === 0) {
+    const nodes = await rows<{ node_key: string }>(db, sql`select node_key from node_runs where run_id = ${runId}::uuid order by node_key`);
+    if (!nodes.some((n) => n.node_key === query.node)) {
+      throw new AxNodeNotFoundError(
+        runId,
+        query.node,
+        nodes.map((n) => n.node_key),
+      );
+    }
+  }
   const truncated = await rows<{ node_key: string; attempt: number }>(
     db,
     sql`select node_key, attempt from attempt_logs where ${filter} and dropped is not null order by node_key, attempt`,
