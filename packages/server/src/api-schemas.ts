@@ -119,11 +119,17 @@ export const flowDescription = z.object({
   version: z.number().int().meta({ description: "the latest stored DAG version" }),
   nodes: z.array(z.object({ key: z.string(), task: z.string(), queue: z.string(), upstream: z.array(z.string()) })),
   edges: z.array(z.object({ from: z.string(), to: z.string() })),
-  options: z.record(z.string(), jsonValue).nullable().meta({ description: "the flow's options, when this server loaded its code" }),
-  schedule: z
-    .union([z.string(), z.object({ cron: z.string(), timezone: z.string().optional() })])
+  options: z
+    .record(z.string(), jsonValue)
     .nullable()
-    .meta({ description: "the flow's schedule, when this server loaded its code and it has one" }),
+    .meta({ description: "the flow's options as this server loaded them at start (code, then YAML), when it loaded the flow's code" }),
+  schedule: z
+    .object({ cron: z.string(), timezone: z.string() })
+    .nullable()
+    .meta({
+      description:
+        "the schedule coordinators tick the flow by (code, then the current config version), as GET /api/schedules lists it; null when it has none",
+    }),
 });
 
 export const runSummary = z.record(z.string(), jsonValue).meta({ description: "RunSummary (see docs/api.md)" });

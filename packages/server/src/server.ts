@@ -3,7 +3,16 @@ import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
-import { countApiTokens, getRunInfo, latestFlowVersion, listFlowNames, listRunPage, toStorableText, type Db } from "@ax/store";
+import {
+  countApiTokens,
+  getRunInfo,
+  getSchedules,
+  latestFlowVersion,
+  listFlowNames,
+  listRunPage,
+  toStorableText,
+  type Db,
+} from "@ax/store";
 import {
   busyKeys,
   cancelRun,
@@ -44,7 +53,7 @@ export interface ServerOptions {
   port?: number | undefined;
   /** @defaultValue "127.0.0.1" */
   host?: string | undefined;
-  /** Flows whose code this process loaded: their key functions apply to triggers, their options show in `GET /api/flows/:name`. */
+  /** Flows whose code this process loaded: their key functions apply to triggers, their options (as loaded at start) show in `GET /api/flows/:name`. */
   flows?: ServedFlow[] | undefined;
   /** Stored config versions (`/api/config…`); without it those routes answer 501. */
   config?: ConfigService | undefined;
@@ -134,13 +143,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const version = toStorableText(name) === name ? await latestFlowVersion(options.db, name) : undefined;
     if (!version) throw new AxUnknownFlowError(name, await listFlowNames(options.db));
     const served = flows.get(name);
+    // The stored schedule is the one coordinators tick by: it follows config versions, unlike the options this server started with.
+    const [schedule] = await getSchedules(options.db, [name]);
     return {
       name,
       version: version.version,
       nodes: version.dag.nodes.map((n) => ({ key: n.key, task: n.task, queue: n.queue, upstream: n.upstream })),
       edges: version.dag.nodes.flatMap((n) => n.upstream.map((from) => ({ from, to: n.key }))),
       options: served?.options ?? null,
-      schedule: served?.schedule ?? null,
+      schedule: schedule ? { cron: schedule.cron, timezone: schedule.timezone } : null,
     };
   });
 
