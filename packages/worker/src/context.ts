@@ -20,7 +20,10 @@ export interface TaskContext {
   logicalDate: string | null;
   /** Aborts on timeout, lost heartbeat or cancel. */
   signal: AbortSignal;
-  /** Keeps a task with `heartbeatTimeout` alive; `progress` is stored on the node. */
+  /**
+   * Keeps a task with `heartbeatTimeout` alive; `progress` is stored on the node. Progress that is
+   * not plain JSON PostgreSQL can store throws AxNotJsonError, and that call keeps nothing alive.
+   */
   heartbeat(progress?: Json): void;
   log: Logger;
 }

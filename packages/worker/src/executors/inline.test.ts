@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { AxTimeoutError } from "@ax/common";
+import { AxNotJsonError, AxTimeoutError } from "@ax/common";
+import type { Json } from "@ax/store";
 import { AttemptCancel } from "../attempt-cancel.js";
 import { taskContextStorage } from "../context.js";
 import type { ResolvedTaskOptions, RunnableTask } from "../task-definition.js";
@@ -108,6 +109,59 @@ describe("executeInline", () => {
     const result = await running;
     expect(result).toMatchObject({ ok: false, outcome: "failed", error: { message: "run cancelled" } });
     expect(seen?.aborted).toBe(true);
+  });
+
+  it("heartbeat(progress) throws AxNotJsonError for progress it could not store, and keeps only the storable", async () => {
+    const stored: Json[] = [];
+    const refused: AxNotJsonError[] = [];
+    const beat = (progress: unknown) => {
+      try {
+        taskContextStorage.getStore()!.heartbeat(progress as Json);
+      } catch (error) {
+        refused.push(error as AxNotJsonError);
+      }
+    };
+    const result = await executeInline({
+      ...input(() => {
+        beat({ i: 1n });
+        beat({ s: "a\u0000b" });
+        beat(["\ud83d"]);
+        beat({ at: new Map() });
+        beat({ i: 1, s: "ok 🚀" });
+        return "done";
+      }),
+      onProgress: (progress) => stored.push(progress),
+    });
+    expect(result).toEqual({ ok: true, value: "done" });
+    expect(stored).toEqual([{ i: 1, s: "ok 🚀" }]);
+    expect(refused.map((error) => [error.name, error.path])).toEqual([
+      ["AxNotJsonError", "$.i"],
+      ["AxNotJsonError", "$.s"],
+      ["AxNotJsonError", "$[0]"],
+      ["AxNotJsonError", "$.at"],
+    ]);
+    expect(refused[0]!).toBeInstanceOf(AxNotJsonError);
+    expect(refused[0]!.message).toMatch(/^heartbeat progress of task "t" is not plain JSON: \$\.i is a BigInt \(convert it to a string\)/);
+    expect(refused[1]!.message).toMatch(/^heartbeat progress of task "t" cannot be stored in PostgreSQL: \$\.s contains a NUL character/);
+  });
+
+  it("a refused heartbeat keeps nothing alive: only storable beats hold off heartbeatTimeout", async () => {
+    const beating = (progress: unknown) => async () => {
+      for (let i = 0; i < 6; i++) {
+        try {
+          taskContextStorage.getStore()!.heartbeat(progress as Json);
+        } catch {
+          // The task carries on as one that ignores the refusal would.
+        }
+        await sleep(20);
+      }
+      return "done";
+    };
+    expect(await executeInline(input(beating({ i: 1n }), { heartbeatTimeoutMs: 60 }))).toMatchObject({
+      ok: false,
+      outcome: "heartbeat_lost",
+    });
+    expect(await executeInline(input(beating({ i: 1 }), { heartbeatTimeoutMs: 60 }))).toEqual({ ok: true, value: "done" });
   });
 
   it("an attempt cancelled before it started ends at once", async () => {

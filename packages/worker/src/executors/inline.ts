@@ -4,6 +4,7 @@ import { runInTaskContext, type TaskContext } from "../context.js";
 import { bindAttemptStore, type AttemptStore } from "../once-scope.js";
 import type { CapturedLine } from "../log-capture.js";
 import type { RunnableTask } from "../task-definition.js";
+import { assertProgress } from "./progress.js";
 import { AxHeartbeatLostError, AxTimeoutError } from "@ax/common";
 
 export type AttemptResult = { ok: true; value: unknown } | { ok: false; error: unknown; outcome: AttemptOutcome };
@@ -62,6 +63,7 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
       return controller.signal;
     },
     heartbeat(progress?: Json) {
+      if (progress !== undefined) assertProgress(progress, task.name);
       armHeartbeat();
       if (progress !== undefined) input.onProgress(progress);
     },

@@ -8,6 +8,7 @@ import { capturingLogger } from "../log-capture.js";
 import { withOnceGate } from "../once-scope.js";
 import { markExecutorChild } from "./child-marker.js";
 import { ParentOnceGate } from "./once-channel.js";
+import { assertProgress } from "./progress.js";
 import { serialiseError, type ChildMessage, type ParentMessage, type RunMessage } from "./protocol.js";
 import { AxExecutorError } from "@ax/common";
 
@@ -66,6 +67,7 @@ async function run(message: RunMessage): Promise<void> {
       ...message.context,
       signal: new AbortController().signal,
       heartbeat(progress?: Json) {
+        if (progress !== undefined) assertProgress(progress, message.task);
         send(progress === undefined ? { type: "heartbeat" } : { type: "heartbeat", progress });
       },
       log: capturingLogger(loggerFor(message.log), (line) => send({ type: "log", line })),
