@@ -163,6 +163,35 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(resumed).toMatchObject({ code: 0, stderr: "", stdout: "schedule of hello_yearly resumed\n" });
   });
 
+  it("GET /api/backfills takes ?limit= (1 to 500), and ax backfills --limit passes it through, past the default 50", async () => {
+    // A range between two ticks: a backfill of no runs, quick to create 55 times.
+    for (let i = 0; i < 55; i++) {
+      const created = await fetch(`${api}/api/flows/hello_yearly/backfills`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ from: "2024-01-02T00:00:00Z", to: "2024-01-03T00:00:00Z" }),
+      });
+      expect(created.status).toBe(201);
+    }
+    const page = async (query: string) => {
+      const answer = await fetch(`${api}/api/backfills${query}`);
+      return { status: answer.status, body: (await answer.json()) as { backfills?: unknown[]; error?: string; message?: string } };
+    };
+    expect((await page("")).body.backfills).toHaveLength(50);
+    expect((await page("?limit=3")).body.backfills).toHaveLength(3);
+    expect((await page("?limit=500")).body.backfills).toHaveLength(56);
+    for (const bad of ["0", "501", "2.5", "many"]) {
+      const refused = await page(`?limit=${bad}`);
+      expect(refused.status, bad).toBe(400);
+      expect(refused.body.error).toBe("BadRequest");
+      expect(refused.body.message).toMatch(/^limit: must be (a whole number from 1 to 500|at most 500)/);
+    }
+
+    const listed = await ax(["backfills", "--limit", "60", ...connection]);
+    expect(listed.stderr).toBe("");
+    expect(listed.stdout.trim().split("\n")).toHaveLength(56);
+  });
+
   it("a command its HTTP API does not serve is refused up front, saying so and what to do instead", async () => {
     const [prune, history, token] = await Promise.all([
       ax(["prune", "--older-than", "90d", ...connection]),

@@ -105,10 +105,10 @@ export class HttpRunsApi implements RunsApi {
     return this.request<BackfillInfo>("GET", `/api/backfills/${encodeURIComponent(backfillId)}`);
   }
 
-  /** The route has no limit: it answers the newest 50, of which the first `limit` are kept. */
   async listBackfills(options: { limit?: number } = {}): Promise<BackfillInfo[]> {
-    const { backfills } = await this.request<{ backfills: BackfillInfo[] }>("GET", "/api/backfills");
-    return backfills.slice(0, options.limit);
+    const query = options.limit === undefined ? "" : `?limit=${options.limit}`;
+    const { backfills } = await this.request<{ backfills: BackfillInfo[] }>("GET", `/api/backfills${query}`);
+    return backfills;
   }
 
   async cancelBackfill(backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {

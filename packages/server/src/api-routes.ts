@@ -7,6 +7,7 @@ import {
   triggerBody,
   rerunBody,
   backfillBody,
+  backfillsQuery,
   configBody,
   configVersionParams,
   triggerAnswer,
@@ -232,7 +233,11 @@ export const API_ROUTES: Record<string, RouteDoc> = {
   "GET /api/backfills": {
     scope: "read",
     summary: "backfills with their progress, newest first",
-    responses: { 200: { description: "backfills", schema: z.object({ backfills: z.array(z.record(z.string(), jsonValue)) }) } },
+    query: backfillsQuery,
+    responses: {
+      200: { description: "backfills", schema: z.object({ backfills: z.array(z.record(z.string(), jsonValue)) }) },
+      400: badRequest,
+    },
   },
   "GET /api/backfills/:id": {
     scope: "read",

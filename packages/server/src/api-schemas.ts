@@ -74,6 +74,17 @@ export const flowParams = z.object({ flow: z.string().meta({ description: "flow 
 export const backfillIdParams = z.object({ id: z.string().meta({ description: "backfill id (uuid)" }) });
 export const flowNameParams = z.object({ name: z.string().meta({ description: "flow name" }) });
 
+/** `GET /api/backfills`: how many, newest first. */
+export const backfillsQuery = z.object({
+  limit: z.coerce
+    .number({ error: "must be a whole number from 1 to 500" })
+    .int({ error: "must be a whole number from 1 to 500" })
+    .min(1, { error: "must be a whole number from 1 to 500" })
+    .max(500, { error: "must be at most 500 (the newest 500 backfills)" })
+    .optional()
+    .meta({ description: "how many backfills, newest first (default 50)" }),
+});
+
 export const auditQuery = z.object({ limit: z.coerce.number().int().min(1).max(1000).optional() });
 
 export const tokenBody = z
@@ -123,13 +134,10 @@ export const flowDescription = z.object({
     .record(z.string(), jsonValue)
     .nullable()
     .meta({ description: "the flow's options as this server loaded them at start (code, then YAML), when it loaded the flow's code" }),
-  schedule: z
-    .object({ cron: z.string(), timezone: z.string() })
-    .nullable()
-    .meta({
-      description:
-        "the schedule coordinators tick the flow by (code, then the current config version), as GET /api/schedules lists it; null when it has none",
-    }),
+  schedule: z.object({ cron: z.string(), timezone: z.string() }).nullable().meta({
+    description:
+      "the schedule coordinators tick the flow by (code, then the current config version), as GET /api/schedules lists it; null when it has none",
+  }),
 });
 
 export const runSummary = z.record(z.string(), jsonValue).meta({ description: "RunSummary (see docs/api.md)" });

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { backfillInfo, listBackfills, type Db } from "@ax/store";
 import { cancelBackfill, rerunRun, startBackfill, type QueueRegistry } from "@ax/coordinator";
 import { AxBackfillNotFoundError, AxRunNotFoundError } from "@ax/common";
-import { backfillBody, rerunBody } from "./api-schemas.js";
+import { backfillBody, backfillsQuery, rerunBody } from "./api-schemas.js";
 
 /**
  * `POST /api/runs/:id/rerun`, `POST /api/flows/:flow/backfills`, `GET /api/backfills[/:id]`,
@@ -28,7 +28,10 @@ export function registerRerunBackfillRoutes(app: App, deps: { db: Db; queues: Qu
     return reply.status(201).send(started);
   });
 
-  app.get("/api/backfills", async () => ({ backfills: await listBackfills(deps.db) }));
+  app.get("/api/backfills", async (request) => {
+    const { limit } = backfillsQuery.parse(request.query);
+    return { backfills: await listBackfills(deps.db, limit) };
+  });
 
   app.get<{ Params: { id: string } }>("/api/backfills/:id", async (request) => {
     const id = z.uuid().safeParse(request.params.id);
