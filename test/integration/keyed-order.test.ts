@@ -8,7 +8,7 @@ const step = ax.task({ name: "order_step", concurrency: { max: 1, key: "order" }
   await sleep(300);
   return "done";
 });
-const orderEvents = ax.flow({ name: "order_events" }, (event: { order: string; i: number }) => {
+const orderEvents = ax.flow({ name: "order_events" }, (event) => {
   step(event);
 });
 
@@ -43,7 +43,7 @@ describe("a key's line is first come, first served across worker processes", () 
         "select run_id, worker from attempts where run_id = any($1::uuid[]) order by started_at",
         [runIds],
       );
-      // Until 0.7.8 a waiter woken from the line went to the back of the task's queue, and a run
+      // Until 0.8.0 a waiter woken from the line went to the back of the task's queue, and a run
       // triggered after it that the other process fetched first took the key ahead of it.
       expect(starts.map((s) => runIds.indexOf(s.run_id))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     }

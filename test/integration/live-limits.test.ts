@@ -24,7 +24,7 @@ const keyedSlow = ax.task({ name: "hot_keyed" }, async (_order: { k: string }) =
   await sleep(300);
   return "done";
 });
-const keyedFlow = ax.flow({ name: "hot_keyed" }, (order: { k: string }) => {
+const keyedFlow = ax.flow({ name: "hot_keyed" }, (order) => {
   keyedSlow(order);
 });
 

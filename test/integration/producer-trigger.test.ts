@@ -248,7 +248,7 @@ describe("triggerFlows", () => {
   it("refuses the whole batch when one payload is bad, writing nothing", async () => {
     const businessKey = (p: unknown) => (p as { id: string }).id;
     await expect(
-      client.triggerFlows("order_created", [{ id: "fine" }, { id: "bad", at: new Date() }], { businessKey }),
+      client.triggerFlows("order_created", [{ id: "fine" }, { id: "bad", amount: 10n }], { businessKey }),
     ).rejects.toBeInstanceOf(AxNotJsonError);
     expect(await client.listRuns({ businessKey: "fine" })).toHaveLength(0);
   });

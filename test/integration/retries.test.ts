@@ -203,7 +203,7 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
     for (const id of together) observed.push(...gaps((await client.waitForRun(id, { timeout: "30s" })).tasks[0]!));
     const late = observed.filter((gap) => gap > FIXED_BACKOFF_MS + 500);
     console.log(`fixed ${FIXED_BACKOFF_MS} ms backoff, 28 gaps: ${observed.join(", ")} ms`);
-    // Until 0.7.8 about one retry in four waited out the 1 s poll: a fetch that found the queue empty
+    // Until 0.8.0 about one retry in four waited out the 1 s poll: a fetch that found the queue empty
     // just before the retry fell due put the next look a second away, and the retry's marker was taken.
     expect(observed.every((gap) => gap >= FIXED_BACKOFF_MS - 20)).toBe(true);
     expect(late.length).toBeLessThanOrEqual(2);
