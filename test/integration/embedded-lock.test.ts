@@ -218,6 +218,12 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(second.message).toContain(`in use by process ${dev.process.pid}`);
     expect(second.message).toContain(api);
     expect(second.message).toMatch(/DATABASE_URL/);
+    // It says which CLI commands reach the directory through ax dev, and which need it stopped.
+    expect(second.message).toContain(
+      "the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun, backfill, backfills, schedules, schedule pause|resume and queues",
+    );
+    expect(second.message).toContain("prune, config, token, audit and alerts test (without --config) work on the directory itself");
+    expect(second.message).not.toContain("does so by itself");
   });
 
   it("once ax dev has stopped the directory is free, and a lock left by a dead process is taken over", async () => {

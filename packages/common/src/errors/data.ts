@@ -85,6 +85,7 @@ export class AxSchemaNotMigratedError extends Error {
   }
 }
 
+/** A second process opened an embedded data directory that a live one holds. */
 export class AxDataDirLockedError extends Error {
   override name = "AxDataDirLockedError";
   constructor(
@@ -95,9 +96,12 @@ export class AxDataDirLockedError extends Error {
     super(
       `the embedded database in ${dataDir} is in use by process ${holder.pid} on ${holder.hostname} (since ${holder.startedAt})` +
         (holder.api ? `, which serves it at ${holder.api}` : "") +
-        `. Embedded PGlite allows one process per data directory: stop that process, reach it through its HTTP API` +
-        ` (the ax CLI does so by itself when \`ax dev\` holds the directory), or set DATABASE_URL / --storage to a PostgreSQL server` +
-        ` so that several processes share the history. If that process is gone, delete ${lockFile}.`,
+        `. Embedded PGlite allows one process per data directory: stop that process, reach it through its HTTP API,` +
+        ` or set DATABASE_URL / --storage to a PostgreSQL server so that several processes share the history.` +
+        ` While \`ax dev\` holds the directory, the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun,` +
+        ` backfill, backfills, schedules, schedule pause|resume and queues; prune, config, token, audit and alerts test` +
+        ` (without --config) work on the directory itself and need that ax dev stopped (config, tokens and the audit log` +
+        ` are also served by its HTTP API). If that process is gone, delete ${lockFile}.`,
     );
   }
 }
