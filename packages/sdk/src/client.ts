@@ -215,7 +215,8 @@ export class Client {
   /**
    * The `ax.context().log` lines of a run's attempts, in the order logged (500 lines / 64 KiB per
    * attempt; `truncated` names the attempts that logged more). `after` returns only lines with a
-   * greater `seq` within their attempt. Throws AxRunNotFoundError for an unknown id.
+   * greater `seq` within their attempt. Throws AxRunNotFoundError for an unknown id, and
+   * AxNodeNotFoundError (from readTaskLogs) for a `node` the run does not have.
    */
   async getLogs(runId: string, query: TaskLogQuery = {}): Promise<TaskLogs> {
     checkArgs(logQuerySchema, query, "getLogs");
