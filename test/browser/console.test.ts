@@ -93,7 +93,7 @@ describe("the web console in a real browser", () => {
 
     await node("create_invoice").click();
     const panel = page.locator('[data-panel="create_invoice"]');
-    await expect(panel.locator(".error-box").innerText()).resolves.toContain(
+    await expect(panel.locator(".error-box").textContent()).resolves.toContain(
       "InvoiceApiError: invoice service unavailable (user user_002)",
     );
     await expect(panel.locator("tr[data-attempt]").count()).resolves.toBe(4);

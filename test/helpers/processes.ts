@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 
 export const AX_BIN = fileURLToPath(new URL("../../packages/cli/bin/ax.js", import.meta.url));
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -134,4 +135,26 @@ export async function spawnWorker(fixture: string, env: NodeJS.ProcessEnv, timeo
       await child.stop(0);
     },
   };
+}
+
+/** What an `ax` command left behind: its exit code and output. */
+export interface Exited {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `ax <args>` as a separate process, like a person at a terminal; never rejects, reports the exit code. */
+export async function runAx(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 80_000): Promise<Exited> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0", ...env },
+      timeout: timeoutMs,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
+  }
 }

@@ -1,13 +1,11 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
-import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { runAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 import { startWebhookSink, validSignature, type Received } from "../helpers/webhook-sink.js";
 
@@ -46,16 +44,6 @@ const streakTask = ax.task({ name: "alert_streak", alertGroup: "streak" }, (n: n
 const streakFlow = ax.flow({ name: "alert_streak_flow" }, (input) => streakTask(input));
 
 const flows = [chargeFlow, burstFlow, slowFlow, stuckFlow, streakFlow];
-
-async function runAx(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], { cwd: REPO_ROOT, timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number | string; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
-  }
-}
 
 function configYaml(url: string): string {
   return [

@@ -1,32 +1,19 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
-import { AX_BIN, freePort, REPO_ROOT, startAx } from "../helpers/processes.js";
+import { freePort, runAx as runAxAs, startAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const greet = ax.task({ name: "hello_greet", retries: 1 }, (name: string) => `hello ${name}`);
 const measure = ax.task({ name: "hello_measure" }, (text: string) => text.length);
 const helloFlow = ax.flow({ name: "hello_flow" }, (name) => measure(greet(name)));
 
-async function runAx(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1", USER: "erin" },
-      timeout: 80_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number | string; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
-  }
-}
+/** Every config command here runs as the user erin, whom stored versions name as their author. */
+const runAx = (args: string[]) => runAxAs(args, { USER: "erin" });
 
 describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
   const env = isolate("clicfg");

@@ -1,10 +1,8 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { seedHistory } from "../helpers/history.js";
 import { isolate } from "../helpers/isolated.js";
-import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { runAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const DAY = 86_400_000;
@@ -16,26 +14,6 @@ const audit = ax.task({ name: "audit" }, (order: string) => {
   return order;
 });
 const auditFlow = ax.flow({ name: "audit_flow" }, (order) => audit(order));
-
-interface Exited {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function runAx(args: string[]): Promise<Exited> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
-      timeout: 80_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number | string; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
-  }
-}
 
 // Each `ax` start loads TypeScript through tsx: the commands run concurrently, under a long timeout.
 describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {

@@ -1,9 +1,7 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
-import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
+import { runAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const step = ax.task({ name: "usage_step" }, () => "done");
@@ -17,27 +15,6 @@ const hourly = ax.flow({ name: "usage_hourly", schedule: { cron: "0 * * * *", ti
 const never = ax.flow({ name: "usage_never", schedule: { cron: "0 0 30 2 *", timezone: "UTC" } }, () => {
   step();
 });
-
-interface Exited {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `ax <args>` as a separate process; never rejects, reports the exit code. */
-async function runAx(args: string[]): Promise<Exited> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
-      timeout: 80_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number | string; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
-  }
-}
 
 // Each `ax` start loads TypeScript through tsx (seconds of CPU): independent commands run concurrently.
 describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {

@@ -1,9 +1,7 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate, type Isolated } from "../helpers/isolated.js";
-import { AX_BIN, freePort, REPO_ROOT, startAx } from "../helpers/processes.js";
+import { freePort, runAx, startAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const greet = ax.task({ name: "greet" }, (input: { name: string }) => `hello ${input.name}`);
@@ -14,27 +12,6 @@ const cliFlow = ax.flow({ name: "cli_flow" }, (input) => {
   const text = greet(input);
   report(shout(text), count(text));
 });
-
-interface Exited {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `ax <args>` as a separate process, like a person at a terminal; never rejects, reports the exit code. */
-async function runAx(args: string[]): Promise<Exited> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [AX_BIN, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
-      timeout: 80_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number | string; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
-  }
-}
 
 // Each `ax` start loads TypeScript through tsx (seconds of CPU, far more on a busy machine): independent
 // commands run concurrently, under a longer timeout than the default.
