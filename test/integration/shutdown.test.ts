@@ -55,7 +55,8 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
   it("returns within 4 s while an inline task ignores its signal, and hands the attempt back for another worker at once", async () => {
     // Leases of a minute: a takeover that waited for one would not finish within this test's bound.
     const longLease = { heartbeatMs: 500, leaseMs: 60_000, lockDurationMs: 60_000, stalledIntervalMs: 30_000 };
-    const first = testRuntime(env, { flows: [stubbornFlow], roles: ["worker"], worker: longLease });
+    const { log, lines } = capturedLogger();
+    const first = testRuntime(env, { flows: [stubbornFlow], roles: ["worker"], worker: longLease, logger: log });
     runtimes.push(first);
     await first.start();
     const runId = await first.client().triggerFlow("stubborn_flow", "order-1");
@@ -88,6 +89,14 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
       ["success", second.workerId],
     ]);
     expect(node?.attempts[0]?.error?.name).toBe("AxWorkerStoppedError");
+
+    // The stopping worker tells it as history does: handed back, not a failure of the task.
+    const finished = lines.map((l) => JSON.parse(l) as { msg: string; outcome?: string }).filter((l) => l.outcome);
+    expect(finished.map((l) => [l.msg, l.outcome])).toEqual([["attempt handed back: this worker is stopping", "crashed"]]);
+    const metrics = await first.registry.metrics();
+    expect(metrics).toMatch(/ax_attempts_total\{task="stubborn",outcome="crashed"\} 1/);
+    expect(metrics).not.toMatch(/outcome="failed"/);
+    expect(metrics).not.toMatch(/ax_task_consecutive_failures\{task="stubborn"\} [1-9]/);
   });
 
   it("returns within 4 s with Redis stopped", async () => {

@@ -7,6 +7,11 @@ export class AttemptCancel {
   private reasonGiven: Error | undefined;
   private listener: ((reason: Error) => void) | undefined;
 
+  /** Why the attempt was aborted, once it was. */
+  get reason(): Error | undefined {
+    return this.reasonGiven;
+  }
+
   /** Aborts once; later calls change nothing. True when this call aborted it. */
   abort(reason: Error): boolean {
     if (this.reasonGiven) return false;

@@ -48,7 +48,16 @@ export async function fence(deps: AttemptDeps, dag: CachedDag, node: DagNode, re
 async function closeCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, ref: AttemptRef, found: RunningAttempt): Promise<void> {
   const run: RunMeta = { runId: ref.runId, flow: found.flow, businessKey: found.businessKey };
   deps.log.warn(
-    { runId: ref.runId, node: node.key, attempt: ref.attempt, lostWorker: found.worker, abandoned: found.abandoned },
+    {
+      runId: ref.runId,
+      flow: run.flow,
+      node: node.key,
+      task: node.task,
+      attempt: ref.attempt,
+      businessKey: run.businessKey,
+      lostWorker: found.worker,
+      abandoned: found.abandoned,
+    },
     found.abandoned ? "attempt's worker gave it up; closing it as crashed" : "attempt's worker died; closing it as crashed",
   );
   deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });

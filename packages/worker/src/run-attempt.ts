@@ -17,7 +17,7 @@ import { nodeArgs } from "./node-args.js";
 import { lazyChild } from "./log-capture.js";
 import { recordOutcome } from "./record-outcome.js";
 import type { ResolvedTaskOptions, RunnableTask } from "./task-definition.js";
-import { AxOutcomeNotRecordedError, AxResultTooLargeError, maskSecrets } from "@ax/common";
+import { AxOutcomeNotRecordedError, AxResultTooLargeError, AxWorkerStoppedError, maskSecrets } from "@ax/common";
 import { attemptKey, type AttemptDeps, type AttemptJob, type Next, type RunMeta } from "./attempt-deps.js";
 import { afterRecorded, closeFailedAttempt, continuation, nodeEvent, writeFailure, type Recorded } from "./attempt-close.js";
 import { fence } from "./attempt-fence.js";
@@ -130,8 +130,16 @@ async function executeStarted(
     store: deps.onceStore,
   });
   taskLog.close();
-  const checked = executed.ok ? checkResult(task.options, executed.value) : executed;
   const durationMs = Math.round(performance.now() - t0);
+  if (!executed.ok && cancel?.reason instanceof AxWorkerStoppedError) {
+    // The stopping worker wrote the attempt `crashed` and queued its node again before aborting
+    // it: no failure to record, and none to count against the task.
+    deps.metrics.attemptDuration.observe({ task: node.task, outcome: "crashed" }, durationMs / 1000);
+    deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });
+    log.info({ task: node.task, outcome: "crashed", durationMs }, "attempt handed back: this worker is stopping");
+    return undefined;
+  }
+  const checked = executed.ok ? checkResult(task.options, executed.value) : executed;
   const ended = Date.now();
   const outcome: AttemptOutcome = checked.ok ? "success" : checked.outcome;
   deps.metrics.attemptDuration.observe({ task: node.task, outcome }, durationMs / 1000);
