@@ -9,7 +9,11 @@ export interface WorkerMetrics {
   runsFinished: Counter<"flow" | "status">;
 }
 
-const SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
+/**
+ * Attempts and queue waits range from a millisecond to a day: without the long buckets a P99 of
+ * ten minutes and one of an hour would both read as the last bucket.
+ */
+const DURATION_BUCKETS_SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 21600, 86400];
 
 /** Registers the worker's metrics on `registry` (one registry per Runtime, so tests can run many). */
 export function createWorkerMetrics(registry: Registry): WorkerMetrics {
@@ -19,14 +23,14 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
       name: "ax_attempt_duration_seconds",
       help: "Duration of task attempts by task and outcome",
       labelNames: ["task", "outcome"],
-      buckets: SECONDS,
+      buckets: DURATION_BUCKETS_SECONDS,
       registers,
     }),
     queueWait: new Histogram({
       name: "ax_queue_wait_seconds",
       help: "Time from queued to attempt start",
       labelNames: ["task"],
-      buckets: SECONDS,
+      buckets: DURATION_BUCKETS_SECONDS,
       registers,
     }),
     attempts: new Counter({
