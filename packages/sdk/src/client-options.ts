@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/store";
 import { durationMs } from "./duration.js";
-import { connectionOptions, flowList, shown, validDate, wholeNumber } from "./option-checks.js";
+import { connectionOptions, flowList, shown, strictOptions, validDate, wholeNumber } from "./option-checks.js";
 
 /** `new Client(options)`: the connection options, the flows whose key functions apply, the payload cap. */
-export const clientOptionsSchema = connectionOptions.extend({
+export const clientOptionsSchema = strictOptions({
+  ...connectionOptions,
   flows: flowList.optional(),
   maxPayloadBytes: wholeNumber(1).optional(),
 });

@@ -31,15 +31,61 @@ const text = (what: string) => z.string({ error: `must be ${what}` }).min(1, { e
 const POSTGRES_URL = /^postgres(?:ql)?:\/\//;
 const REDIS_URL = /^rediss?(?:\+sentinel)?:\/\//;
 
-/** The options every `Runtime` and `Client` takes to reach PostgreSQL and Redis. */
-export const connectionOptions = z.object({
+/** Case, `_` and `-` aside: `max_concurrency` and `MaxConcurrency` are spellings of `maxConcurrency`. */
+const folded = (key: string) => key.toLowerCase().replace(/[_-]/g, "");
+
+/** Edits (insert, delete, replace) from `a` to `b`, to name the option a typo meant. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/** The known option `key` was probably meant as: same letters in another spelling, or a typo of at most two letters. */
+export function meantOption(key: string, known: readonly string[]): string | undefined {
+  const spelled = known.find((k) => folded(k) === folded(key));
+  if (spelled) return spelled;
+  const near = known.filter((k) => editDistance(folded(k), folded(key)) <= Math.min(2, Math.floor(k.length / 4)));
+  return near.length === 1 ? near[0] : undefined;
+}
+
+/**
+ * zod: an object of options refusing keys it does not know, so a misspelt option (`max_concurrency`)
+ * fails instead of being ignored. `at` is the object's path (`"worker."`), as the message of an
+ * unknown key names the key itself.
+ */
+export function strictOptions<S extends z.ZodRawShape>(shape: S, at = "") {
+  const known = Object.keys(shape);
+  return z.strictObject(shape, {
+    error: (issue) => {
+      if (issue.code !== "unrecognized_keys") return `must be an object, got ${shown(issue.input)}`;
+      return issue.keys
+        .map((key) => {
+          const meant = meantOption(key, known);
+          return meant
+            ? `${at}${key}: unknown option; did you mean ${meant}?`
+            : `${at}${key}: unknown option; the options here are ${known.join(", ")}`;
+        })
+        .join("; ");
+    },
+  });
+}
+
+/** The options every `Runtime` and `Client` takes to reach PostgreSQL and Redis (a shape: both add theirs, then `strictOptions`). */
+export const connectionOptions = {
   storage: text("a postgres:// URL")
     .regex(POSTGRES_URL, { error: "must be a postgres:// or postgresql:// URL (leave it unset for embedded PGlite)" })
     .optional(),
   dataDir: text("a directory path").optional(),
   redis: text("a Redis URL").regex(REDIS_URL, { error: "must be a redis://, rediss:// or redis+sentinel:// URL" }).optional(),
   prefix: text("a Redis key prefix").optional(),
-});
+};
 
 /** zod: flows made by `ax.flow(…)`. */
 export const flowList = z.array(
@@ -53,5 +99,7 @@ export const flowList = z.array(
 export function checkOptions<S extends z.ZodType>(schema: S, value: unknown, refuse: (problems: string) => Error): z.output<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  throw refuse(parsed.error.issues.map((i) => (i.path.length ? `${i.path.join(".")} ${i.message}` : i.message)).join("; "));
+  // An unknown key's message names the key by its full path already.
+  const named = (i: z.core.$ZodIssue) => i.path.length && i.code !== "unrecognized_keys";
+  throw refuse(parsed.error.issues.map((i) => (named(i) ? `${i.path.join(".")} ${i.message}` : i.message)).join("; "));
 }

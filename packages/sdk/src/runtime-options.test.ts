@@ -53,6 +53,21 @@ describe("Runtime options", () => {
     expect(refusal({ alerts: 5 })).toContain("alerts must be an object, got 5");
   });
 
+  it("refuses an option it does not know, naming the one meant when it is another spelling of a known one", () => {
+    expect(refusal({ max_concurrency: 10 })).toBe("Runtime options: max_concurrency: unknown option; did you mean maxConcurrency?");
+    expect(refusal({ MaxConcurrency: 10 })).toContain("did you mean maxConcurrency?");
+    expect(refusal({ metricPort: 9464 })).toContain("metricPort: unknown option; did you mean metricsPort?");
+    expect(refusal({ executor: "threadpool" })).toMatch(
+      /^Runtime options: executor: unknown option; the options here are storage, .*flows, .*worker$/,
+    );
+    expect(refusal({ worker: { heartbeat_ms: 500 }, reconciler: { interval: 5 } })).toBe(
+      "Runtime options: reconciler.interval: unknown option; did you mean intervalMs?; worker.heartbeat_ms: unknown option; did you mean heartbeatMs?",
+    );
+    expect(refusal({ alerts: { stuck_scan_ms: 1 }, retention: { every: 1 }, admission: { interval_ms: 1 } })).toBe(
+      "Runtime options: admission.interval_ms: unknown option; did you mean intervalMs?; alerts.stuck_scan_ms: unknown option; did you mean stuckScanMs?; retention.every: unknown option; the options here are intervalMs, batch, pauseMs",
+    );
+  });
+
   it("accepts every option at a sensible value, connecting to nothing until start()", () => {
     expect(
       () =>

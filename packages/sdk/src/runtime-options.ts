@@ -4,7 +4,7 @@ import type { AdmissionOptions, ReconcilerOptions, RetentionOptions } from "@ax/
 import type { ConnectionOptions } from "./connections.js";
 import type { Flow } from "./definition/flow.js";
 import type { Duration } from "./duration.js";
-import { connectionOptions, flowList, milliseconds, shown, wholeNumber } from "./option-checks.js";
+import { connectionOptions, flowList, milliseconds, shown, strictOptions, wholeNumber } from "./option-checks.js";
 
 export const ROLES = ["coordinator", "worker", "api"] as const;
 export type Role = (typeof ROLES)[number];
@@ -85,15 +85,15 @@ const names = (what: string) =>
   z.array(z.string({ error: `must be a ${what}` }).min(1, { error: `must be a ${what}, not empty` }), {
     error: (issue) => `must be an array of ${what}s, got ${shown(issue.input)}`,
   });
-const section = <S extends z.ZodRawShape>(shape: S) =>
-  z.object(shape, { error: (issue) => `must be an object, got ${shown(issue.input)}` }).optional();
+const section = <S extends z.ZodRawShape>(at: string, shape: S) => strictOptions(shape, `${at}.`).optional();
 
 /**
  * Every Runtime option, checked before anything starts: a value the roles cannot use (a
  * `maxConcurrency` of 0 takes no job, ever) is refused with AxConfigError rather than left to
  * make a process that silently runs nothing.
  */
-export const runtimeOptionsSchema = connectionOptions.extend({
+export const runtimeOptionsSchema = strictOptions({
+  ...connectionOptions,
   flows: flowList.min(1, { error: "needs at least one flow made by ax.flow(…)" }),
   config: z.string({ error: "must be the path of a runtime.yaml" }).min(1, { error: "must be the path of a runtime.yaml" }).optional(),
   maxConcurrency: wholeNumber(1).optional(),
@@ -121,7 +121,7 @@ export const runtimeOptionsSchema = connectionOptions.extend({
       error: (issue) => `must be a pino logger, got ${shown(issue.input)}`,
     })
     .optional(),
-  reconciler: section({
+  reconciler: section("reconciler", {
     intervalMs: milliseconds.optional(),
     staleMs: wholeNumber(0).optional(),
     leaseMs: milliseconds.optional(),
@@ -130,10 +130,14 @@ export const runtimeOptionsSchema = connectionOptions.extend({
     remember: wholeNumber(0).optional(),
     unknownTaskGraceMs: wholeNumber(0).optional(),
   }),
-  admission: section({ intervalMs: milliseconds.optional() }),
-  alerts: section({ stuckScanMs: milliseconds.optional() }),
-  retention: section({ intervalMs: milliseconds.optional(), batch: wholeNumber(1).optional(), pauseMs: wholeNumber(0).optional() }),
-  worker: section({
+  admission: section("admission", { intervalMs: milliseconds.optional() }),
+  alerts: section("alerts", { stuckScanMs: milliseconds.optional() }),
+  retention: section("retention", {
+    intervalMs: milliseconds.optional(),
+    batch: wholeNumber(1).optional(),
+    pauseMs: wholeNumber(0).optional(),
+  }),
+  worker: section("worker", {
     heartbeatMs: milliseconds.optional(),
     leaseMs: milliseconds.optional(),
     lockDurationMs: milliseconds.optional(),
