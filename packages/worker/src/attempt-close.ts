@@ -105,6 +105,7 @@ export async function afterRecorded(
       );
       return undefined;
     }
+    deps.metrics.consecutiveFailures.set({ task: node.task }, 0);
     deps.events.publish({ name: "task_succeeded", ...nodeEvent(deps, run, node, attempt) });
     return afterAdvance(deps, recorded.advanced, run, dag.versionId);
   }
@@ -127,6 +128,8 @@ export async function afterRecorded(
     return undefined;
   }
   if (!recorded.advanced.applied) return undefined;
+  // Like the consecutive_failures alert: final failures only, a retried attempt is not one.
+  deps.metrics.consecutiveFailures.inc({ task: node.task });
   deps.events.publish({ name: "task_failed", ...event });
   return afterAdvance(deps, recorded.advanced, run, dag.versionId);
 }

@@ -42,7 +42,7 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
     retries: new Counter({ name: "ax_retries_total", help: "Retries scheduled by task", labelNames: ["task"], registers }),
     consecutiveFailures: new Gauge({
       name: "ax_task_consecutive_failures",
-      help: "Failed attempts in a row by task, as seen by this process",
+      help: "Final failures (not retried) in a row by task, reset by a success, in attempts this process ran",
       labelNames: ["task"],
       registers,
     }),

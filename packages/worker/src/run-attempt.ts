@@ -147,7 +147,6 @@ async function executeStarted(
 
   if (checked.ok) {
     const result = checked.value as Json;
-    deps.metrics.consecutiveFailures.set({ task: node.task }, 0);
     if (logInfo)
       log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
     const failed = { attempt, outcome: "failed" as const, policy: task.options, run };
@@ -170,7 +169,6 @@ async function executeStarted(
     );
     return recorded ? afterRecorded(deps, dag, node, run, attempt, recorded) : undefined;
   }
-  deps.metrics.consecutiveFailures.inc({ task: node.task });
   const failure = toTaskFailure(checked.error);
   log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
   if (outcome === "timed_out")
