@@ -25,9 +25,11 @@ export interface WaitingReason {
   reason: string;
   /** `Date.now()` of the worker when it found the queue blocked. */
   at: number;
+  /** When that worker looks at the queue again (a rate limit's window may be long); 0 when soon. */
+  until?: number;
 }
 
-/** A reason older than this is stale: its worker fetched since, died, or the limit cleared. */
+/** A reason older than this (past its `until`) is stale: its worker fetched since, died, or the limit cleared. */
 export const WAITING_REASON_TTL_MS = 5000;
 
 function waitingKey(prefix: string): string {
@@ -35,9 +37,9 @@ function waitingKey(prefix: string): string {
 }
 
 /** Records (or with `null`, clears) why `queue` is skipped: read by `getRun` and `ax queues`. */
-export async function setWaitingReason(redis: Redis, prefix: string, queue: string, reason: string | null): Promise<void> {
+export async function setWaitingReason(redis: Redis, prefix: string, queue: string, reason: string | null, until = 0): Promise<void> {
   if (reason === null) await redis.hdel(waitingKey(prefix), queue);
-  else await redis.hset(waitingKey(prefix), queue, JSON.stringify({ reason, at: Date.now() } satisfies WaitingReason));
+  else await redis.hset(waitingKey(prefix), queue, JSON.stringify({ reason, at: Date.now(), until } satisfies WaitingReason));
 }
 
 /** The current reasons for the given task queues (stale ones left out). */
@@ -49,7 +51,7 @@ export async function waitingReasons(redis: Redis, prefix: string, queues: strin
     const raw = values[i];
     if (!raw) return;
     const parsed = JSON.parse(raw) as WaitingReason;
-    if (Date.now() - parsed.at <= WAITING_REASON_TTL_MS) found.set(queue, parsed.reason);
+    if (Date.now() - Math.max(parsed.at, parsed.until ?? 0) <= WAITING_REASON_TTL_MS) found.set(queue, parsed.reason);
   });
   return found;
 }

@@ -211,6 +211,19 @@ describe("LimitGate", () => {
     }
   });
 
+  it("a rate slot an unused permit gives back is published when someone was refused it", async () => {
+    const heard: string[][] = [];
+    const unsubscribe = await gate.onFreed((keys) => heard.push(keys));
+    const rate = { key: "rate_given_back", max: 1, perMs: 60_000, label: "rate limit" };
+    // Nobody refused: giving the slot back is news to nobody.
+    await gate.release(permitOf(await gate.acquire(spec([], [rate]))), { unused: true });
+    const held = permitOf(await gate.acquire(spec([], [rate])));
+    expect((await gate.acquire(spec([], [rate]))).ok).toBe(false);
+    await gate.release(held, { unused: true });
+    await expect.poll(() => heard).toEqual([["rate_given_back"]]);
+    await unsubscribe();
+  });
+
   it("tells listeners when an expired holder of a full limit is dropped", async () => {
     const dead = newGate(300);
     const live = newGate(300);

@@ -129,6 +129,8 @@ export class LimitGate {
   private readonly channel: string;
   /** Byte offset (1-based, for Lua) of the caller's key inside a semaphore's Redis key. */
   private readonly nameFrom: number;
+  /** The same inside a rate limit's Redis key. */
+  private readonly rateNameFrom: number;
   private readonly held = new Map<string, Permit>();
   private readonly subscribers = new Set<Redis>();
 
@@ -146,6 +148,7 @@ export class LimitGate {
     this.ratePrefix = `${prefix}:limits:rate:`;
     this.channel = `${prefix}:limits:freed`;
     this.nameFrom = Buffer.byteLength(this.semPrefix) + 1;
+    this.rateNameFrom = Buffer.byteLength(this.ratePrefix) + 1;
     redis.defineCommand("axLimitAcquire", { lua: ACQUIRE });
     redis.defineCommand("axLimitUsage", { lua: USAGE });
     redis.defineCommand("axLimitRenew", { lua: RENEW });
@@ -201,6 +204,7 @@ export class LimitGate {
       this.nameFrom,
       semaphores.length,
       permit.id,
+      this.rateNameFrom,
       ...semaphores.map((s) => member(s, permit.id)),
     );
   }
@@ -231,7 +235,8 @@ export class LimitGate {
 
   /**
    * Calls `cb` with the keys of the semaphores some process freed (a release, or an expired holder
-   * dropped) after they refused a request. A hint to retry at once, not a guarantee: a waiter must
+   * dropped), and of the rate limits an unused permit gave a slot back to, after they refused a
+   * request. A hint to retry at once, not a guarantee: a waiter must
    * also retry on its own, at least once per lease, because a holder that died frees its slots
    * without a message until someone asks for them.
    */

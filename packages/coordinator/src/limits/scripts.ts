@@ -167,6 +167,7 @@ for j = 1, #KEYS - nSem do
   local count = redis.call('ZCARD', key)
   room = math.min(room, max - count - 1)
   if count >= max then
+    refused(key, per)
     -- A lowered max may leave more than max entries: the slot frees when the (count - max + 1)th oldest leaves.
     local leaving = redis.call('ZRANGE', key, count - max, count - max, 'WITHSCORES')
     return {0, nSem + j, tonumber(leaving[2]) + per - now}
@@ -204,22 +205,27 @@ return lapsed
 
 /**
  * KEYS: the permit's semaphores, then (for an unused permit) its rate limits.
- * ARGV: freed channel, name offset, number of semaphores, permit id, then the member per semaphore.
- * Publishes the names of the freed semaphores that refused someone since they last freed a slot;
- * returns how many entries were removed.
+ * ARGV: freed channel, semaphore name offset, number of semaphores, permit id, rate limit name
+ * offset, then the member per semaphore.
+ * Publishes the names of the freed semaphores, and of the rate slots given back, that refused
+ * someone since they last freed one; returns how many entries were removed.
  */
 export const RELEASE = `${PRELUDE}${SEMAPHORE}
 local nSem = tonumber(ARGV[3])
 local removed = 0
 local freed = {}
 for i = 1, #KEYS do
+  local went
+  local nameFrom = ARGV[2]
   if i <= nSem then
-    if semFree(KEYS[i], ARGV[4 + i]) then
-      removed = removed + 1
-      if waitedFor(KEYS[i]) then freed[#freed + 1] = string.sub(KEYS[i], tonumber(ARGV[2])) end
-    end
+    went = semFree(KEYS[i], ARGV[5 + i])
   else
-    removed = removed + redis.call('ZREM', KEYS[i], ARGV[4])
+    went = redis.call('ZREM', KEYS[i], ARGV[4]) == 1
+    nameFrom = ARGV[5]
+  end
+  if went then
+    removed = removed + 1
+    if waitedFor(KEYS[i]) then freed[#freed + 1] = string.sub(KEYS[i], tonumber(nameFrom)) end
   end
 end
 if #freed > 0 then redis.call('PUBLISH', ARGV[1], cjson.encode(freed)) end

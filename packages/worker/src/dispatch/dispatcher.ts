@@ -289,13 +289,14 @@ export class Dispatcher {
   /** `freedMeanwhile`: a limit was freed while the refused acquire was in flight, so try again at once. */
   private blockOn(state: QueueState, blocked: Blocked, freedMeanwhile: boolean): void {
     const reason = describeBlocked(blocked);
-    if (blocked.kind === "rate") this.block(state, reason, Date.now() + Math.max(1, blocked.retryInMs), []);
+    // A rate slot an unused permit gives back (a fetch that found the queue empty) lifts the block early.
+    if (blocked.kind === "rate") this.block(state, reason, Date.now() + Math.max(1, blocked.retryInMs), [blocked.key]);
     else this.block(state, reason, freedMeanwhile ? 0 : Date.now() + LIMIT_RECHECK_MS, [blocked.key]);
   }
 
   private block(state: QueueState, reason: string, until: number, keys: string[]): void {
     state.block.block(until, keys);
-    state.reason.publish(reason);
+    state.reason.publish(reason, until);
   }
 
   private onWake(message: string): void {

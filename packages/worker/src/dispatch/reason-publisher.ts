@@ -21,12 +21,13 @@ export class ReasonPublisher {
     private readonly log: Logger,
   ) {}
 
-  publish(reason: string): void {
+  /** `until`: when the queue looks again; the reason holds at least that long without a refresh. */
+  publish(reason: string, until = 0): void {
     const now = Date.now();
     if (reason === this.reason && now - this.reasonAt < REASON_REFRESH_MS) return;
     this.reason = reason;
     this.reasonAt = now;
-    setWaitingReason(this.connection, this.prefix, this.queue, reason).catch((err) =>
+    setWaitingReason(this.connection, this.prefix, this.queue, reason, until).catch((err) =>
       this.log.debug({ err }, "could not publish why a queue waits"),
     );
   }
