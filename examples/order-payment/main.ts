@@ -1,5 +1,5 @@
 /**
- * The article's §4 end to end: start a runtime, trigger one "payment succeeded" event, wait for
+ * Payment -> invoice -> notification end to end: start a runtime, trigger one "payment succeeded" event, wait for
  * the run and print its DAG with each node's state. Needs Redis; PostgreSQL is optional
  * (DATABASE_URL), without it the history lives in embedded PGlite under ./.ax/data.
  * The web console is served while it runs (AX_PORT, default 8080); `--console` keeps it open

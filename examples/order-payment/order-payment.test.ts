@@ -11,7 +11,7 @@ import { notifier } from "./services/notifier.js";
 
 const axBin = fileURLToPath(new URL("../../packages/cli/bin/ax.js", import.meta.url));
 
-describe("the article's order-payment example", () => {
+describe("the order-payment example", () => {
   const env = isolate("example");
   let runtime: Runtime;
   let client: Client;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 
-/** The third-party invoice service's failure: worth retrying (DESIGN §2's `retryOn`). */
+/** The third-party invoice service's failure: worth retrying (the task's `retryOn` names it). */
 export class InvoiceApiError extends Error {
   override name = "InvoiceApiError";
 }
