@@ -12,6 +12,8 @@ export class AxPruneBusyError extends Error {
 export class AxRetentionError extends Error {
   override name = "AxRetentionError";
   constructor(detail: string) {
-    super(`retention: ${detail}; write a duration such as "90d", "30d" or "12h"`);
+    // A detail from the configuration's own check carries the hint already.
+    const hint = detail.includes("write a duration") ? "" : '; write a duration such as "90d", "30d" or "12h"';
+    super(`retention: ${detail}${hint}`);
   }
 }
