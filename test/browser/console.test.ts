@@ -74,7 +74,8 @@ describe("the web console in a real browser", () => {
     }
     await expect(runBadge().getAttribute("data-status")).resolves.toBe("success");
     await shot("02-run-success");
-    expect((await runtime.client().getRun(runId)).status).toBe("success");
+    // A person pressed Start run: the run is labelled manual, as a Client's trigger is, not event.
+    expect(await runtime.client().getRun(runId)).toMatchObject({ status: "success", trigger: "manual" });
 
     await page.goto(`${runtime.url}/runs?flow=order_payment_flow`);
     await page.locator("table tbody tr", { hasText: runId.slice(0, 8) }).waitFor();

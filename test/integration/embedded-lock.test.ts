@@ -82,8 +82,10 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(listed.stdout).toMatch(new RegExp(`^${runId}\\s+hello_flow\\s+success`));
 
     expect(shown.code).toBe(0);
-    const info = JSON.parse(shown.stdout) as { status: string; tasks: { key: string; result: unknown }[] };
+    const info = JSON.parse(shown.stdout) as { status: string; trigger: string; tasks: { key: string; result: unknown }[] };
     expect(info.status).toBe("success");
+    // Labelled as the direct path (Client) labels it, not as an event posted by a service.
+    expect(info.trigger).toBe("manual");
     expect(info.tasks.map((t) => [t.key, t.result])).toEqual([
       ["hello_greet", "hello lock"],
       ["hello_measure", 10],

@@ -93,6 +93,20 @@ describe("POST /api/flows/:flow/runs applies the flow's own key functions", () =
     expect((await post("/api/flows/http_payment/runs", { payload: { event_id: "x", order: "o" }, runAt: "tomorrow" })).status).toBe(400);
   });
 
+  it("labels the run event unless the body says a person asked for it (trigger: manual)", async () => {
+    const byService = await post("/api/flows/http_payment/runs", { payload: { event_id: "svc", order: "o" } });
+    expect((await runtime.client().getRun(byService.body.runId as string)).trigger).toBe("event");
+    const byPerson = await post("/api/flows/http_payment/runs", { payload: { event_id: "person", order: "o" }, trigger: "manual" });
+    expect(byPerson.status).toBe(201);
+    expect((await runtime.client().getRun(byPerson.body.runId as string)).trigger).toBe("manual");
+    const explicit = await post("/api/flows/http_payment/runs", { payload: { event_id: "explicit", order: "o" }, trigger: "event" });
+    expect((await runtime.client().getRun(explicit.body.runId as string)).trigger).toBe("event");
+    // The labels the cluster itself gives (schedule, rerun, backfill) are not the caller's to claim.
+    const claimed = await post("/api/flows/http_payment/runs", { payload: { event_id: "claimed", order: "o" }, trigger: "schedule" });
+    expect(claimed.status).toBe(400);
+    expect(await runtime.client().listRuns({ flow: "http_payment", trigger: "schedule" })).toHaveLength(0);
+  });
+
   it("a payload the key function cannot read is a 400 naming the function", async () => {
     const answer = await post("/api/flows/http_payment/runs", { payload: null });
     expect(answer.status).toBe(400);
@@ -157,7 +171,16 @@ describe("GET /api/openapi.json", () => {
     expect(API_ROUTES["POST /api/flows/:flow/runs"]!.body).toBe(triggerBody);
     expect(API_ROUTES["GET /api/runs"]!.query).toBe(listQuery);
     const triggerSchema = doc.paths["/api/flows/{flow}/runs"].post.requestBody.content["application/json"].schema;
-    expect(Object.keys(triggerSchema.properties).sort()).toEqual(["businessKey", "idempotencyKey", "payload", "priority", "runAt"]);
+    expect(Object.keys(triggerSchema.properties).sort()).toEqual([
+      "businessKey",
+      "idempotencyKey",
+      "payload",
+      "priority",
+      "runAt",
+      "trigger",
+    ]);
+    expect(triggerSchema.properties.trigger).toMatchObject({ enum: ["event", "manual"], default: "event" });
+    expect(triggerSchema.required ?? []).not.toContain("trigger");
     expect(triggerSchema.additionalProperties).toBe(false);
     // What the document forbids, the route refuses.
     expect((await post("/api/flows/http_payment/runs", { payload: {}, extra: 1 })).status).toBe(400);

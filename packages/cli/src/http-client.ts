@@ -47,6 +47,8 @@ export class HttpRunsApi implements RunsApi {
       businessKey: options.businessKey,
       priority: options.priority,
       runAt: runAt === undefined ? undefined : new Date(runAt).toISOString(),
+      // What the direct path (Client) records: the same command labels its run alike whichever way it goes.
+      trigger: "manual",
     };
     const { runId } = await this.request<{ runId: string }>("POST", `/api/flows/${encodeURIComponent(flow)}/runs`, body);
     return runId;

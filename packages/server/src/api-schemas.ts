@@ -37,6 +37,10 @@ export const triggerBody = z
       .max(2 ** 21)
       .optional()
       .meta({ description: "BullMQ priority of every job of the run, 1 served first" }),
+    trigger: z
+      .enum(["event", "manual"])
+      .default("event")
+      .meta({ description: 'the run\'s trigger label: "manual" when a person asked for it (the console, ax trigger), else "event"' }),
   })
   .strict();
 

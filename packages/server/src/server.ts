@@ -187,7 +187,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       {
         flow: request.params.flow,
         payload,
-        trigger: "event",
+        trigger: body.trigger,
         ...keys,
         priority: body.priority,
         runAt: body.runAt === undefined ? undefined : new Date(body.runAt),

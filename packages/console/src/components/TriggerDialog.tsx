@@ -16,7 +16,8 @@ export function TriggerDialog({ flow, onClose }: { flow: string; onClose: () => 
     setBusy(true);
     setError(undefined);
     try {
-      const body = { payload: parsed.value, ...(businessKey ? { businessKey } : {}) };
+      // A person asked for this run: labelled as the Client labels it, not as an event from a service.
+      const body = { payload: parsed.value, trigger: "manual", ...(businessKey ? { businessKey } : {}) };
       const { runId } = await api.post<{ runId: string }>(`/api/flows/${encodeURIComponent(flow)}/runs`, body);
       onClose();
       navigate(`/runs/${runId}`);
