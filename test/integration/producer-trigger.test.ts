@@ -270,6 +270,9 @@ describe("delay, runAt and priority", () => {
 
   it("refuses bad timing options", async () => {
     await expect(client.triggerFlow("order_created", {}, { priority: 0 })).rejects.toBeInstanceOf(AxTriggerOptionError);
+    // BullMQ takes 0 to 2,097,151: one more was once written to PostgreSQL and then refused by Redis, leaving the run queued.
+    await expect(client.triggerFlow("order_created", {}, { priority: 2 ** 21 })).rejects.toBeInstanceOf(AxTriggerOptionError);
+    expect((await client.getRun(await client.triggerFlow("order_created", {}, { priority: 2 ** 21 - 1 }))).priority).toBe(2 ** 21 - 1);
     await expect(client.triggerFlow("order_created", {}, { delay: "soon" })).rejects.toBeInstanceOf(AxTriggerOptionError);
     await expect(client.triggerFlow("order_created", {}, { delay: 1, runAt: new Date() })).rejects.toBeInstanceOf(AxTriggerOptionError);
   });

@@ -6,7 +6,7 @@ import { formatIssues } from "./options.js";
 import { validDate } from "./option-checks.js";
 
 /** BullMQ's priority range: 1 is served first. */
-export const MAX_PRIORITY = 2 ** 21;
+export const MAX_PRIORITY = 2 ** 21 - 1;
 
 /** Options every run of a trigger shares. */
 export interface RunTimingOptions {
@@ -21,7 +21,7 @@ export interface RunTimingOptions {
   /** Start the run's first nodes at this time (instead of `delay`). */
   runAt?: Date | undefined;
   /**
-   * BullMQ priority of every job of the run, 1 (served first) to 2,097,152. Jobs without a
+   * BullMQ priority of every job of the run, 1 (served first) to 2,097,151 (BullMQ refuses more). Jobs without a
    * priority are served before prioritised ones (BullMQ's rule).
    */
   priority?: number | undefined;
