@@ -8,7 +8,9 @@ import { AxDefinitionError } from "@ax/common";
 function context(): TaskContext {
   const current = taskContextStorage.getStore();
   if (!current) {
-    throw new AxDefinitionError("ax.context() was called outside a running task; it is only available while a worker runs an attempt");
+    throw new AxDefinitionError(
+      "ax.context() was called outside a running task; it is only available while a worker runs an attempt, not in work an attempt left running after it ended (await that work inside the task)",
+    );
   }
   return current;
 }
@@ -35,7 +37,7 @@ async function once<T>(key: string, fn: () => T | Promise<T>): Promise<Awaited<T
   const gate = current && currentOnceGate(current);
   if (!current || !gate) {
     throw new AxDefinitionError(
-      "ax.once() was called outside a running task; it needs the worker's database and is only available while a worker runs an attempt",
+      "ax.once() was called outside a running task; it needs the worker's database and is only available while a worker runs an attempt, not in work an attempt left running after it ended (await that work inside the task)",
     );
   }
   if (typeof key !== "string" || key.length === 0) throw new AxDefinitionError("ax.once(key, fn) needs a non-empty string key");
