@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { toStorableText } from "@ax/store";
+import { reviveError, serialiseError } from "./executors/protocol.js";
 import { toTaskFailure } from "./failure.js";
 import { AxStoreError } from "@ax/common";
 
@@ -16,6 +17,21 @@ describe("toTaskFailure", () => {
     expect(storable(failure.message)).toBe(true);
     expect(storable(failure.stack!)).toBe(true);
     expect(failure.stack!.length).toBeLessThanOrEqual(4000);
+  });
+
+  it("records a plain subclass by its class name, and a name the error set as is, inline and from a child alike", () => {
+    class ConfigError extends Error {}
+    class Named extends Error {
+      override name = "CustomName";
+    }
+    for (const revive of [(e: Error) => e, (e: Error) => reviveError(serialiseError(e))]) {
+      expect(toTaskFailure(revive(new ConfigError("missing setting"))).name).toBe("ConfigError");
+      expect(toTaskFailure(revive(new Named("x"))).name).toBe("CustomName");
+      expect(toTaskFailure(revive(new TypeError("x"))).name).toBe("TypeError");
+      expect(toTaskFailure(revive(new Error("x"))).name).toBe("Error");
+      expect(toTaskFailure(revive(Object.assign(new ConfigError("x"), { name: "Error" }))).name).toBe("Error");
+    }
+    expect(toTaskFailure(new Error("outer", { cause: new ConfigError("inner") })).message).toBe("outer [cause: ConfigError: inner]");
   });
 
   it("replaces NUL and lone surrogates in names, messages, causes and non-errors", () => {

@@ -1,4 +1,5 @@
 import { toStorableText, toStoreError, type TaskFailure } from "@ax/store";
+import { errorName } from "./executors/error-class.js";
 
 const MAX_STACK = 4000;
 const MAX_MESSAGE = 2000;
@@ -11,7 +12,7 @@ export function toTaskFailure(thrown: unknown, kind: TaskFailure["kind"] = "erro
     const cause = causeText(error);
     const message = storable(textOf(error.message), MAX_MESSAGE - Math.min(cause.length, MAX_MESSAGE / 2));
     return {
-      name: storable(textOf(error.name) || "Error", MAX_MESSAGE),
+      name: storable(errorName(error), MAX_MESSAGE),
       message: message + storable(cause, MAX_MESSAGE - message.length),
       stack: stackOf(error),
       kind,
@@ -36,7 +37,7 @@ function causeText(error: Error): string {
   if (!(cause instanceof Error)) return "";
   const said = textOf(cause.message);
   if (textOf(error.message).includes(said)) return "";
-  return ` [cause: ${textOf(cause.name)}: ${said}]`;
+  return ` [cause: ${errorName(cause)}: ${said}]`;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { reviveError, serialiseError } from "./executors/protocol.js";
 import { backoffDelay, decideRetry } from "./retry-policy.js";
 import { AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
 
@@ -113,6 +114,38 @@ describe("decideRetry", () => {
     });
     expect(decideRetry(policy({ noRetryOn: ["ConfigError"] }), new ConfigError("x"), 1).retry).toBe(false);
     expect(decideRetry(policy({ noRetryOn: ["ConfigError"] }), new InvoiceApiError("x"), 1).retry).toBe(true);
+  });
+
+  it("matches a class by its chain of class names when the error is not an instance (from a thread or process child)", () => {
+    // Plain subclasses: their `name` is Error.prototype's "Error", so only the class tells them apart.
+    class AppError extends Error {}
+    class MissingSetting extends AppError {}
+    const fromChild = reviveError(serialiseError(new MissingSetting("no API key")));
+    expect(fromChild).not.toBeInstanceOf(AppError);
+    expect(decideRetry(policy({ noRetryOn: [MissingSetting] }), fromChild, 1)).toMatchObject({
+      retry: false,
+      reason: "error is in noRetryOn",
+    });
+    expect(decideRetry(policy({ noRetryOn: [AppError] }), fromChild, 1).retry).toBe(false);
+    expect(decideRetry(policy({ retryOn: [AppError] }), fromChild, 1).retry).toBe(true);
+    expect(decideRetry(policy({ retryOn: [InvoiceApiError] }), fromChild, 1)).toMatchObject({
+      retry: false,
+      reason: "error is not in retryOn",
+    });
+    expect(decideRetry(policy({ noRetryOn: [ConfigError] }), reviveError(serialiseError(new Error("plain"))), 1).retry).toBe(true);
+  });
+
+  it('matches a plain subclass named "Error" by its class name when it is not an instance (a package loaded twice)', () => {
+    const copyA = class ConfigError extends Error {};
+    const copyB = class ConfigError extends Error {};
+    expect(decideRetry(policy({ noRetryOn: [copyA] }), new copyB("missing setting"), 1).retry).toBe(false);
+  });
+
+  it("treats a child's NonRetryableError subclass as final", () => {
+    class Fatal extends NonRetryableError {
+      override name = "Fatal";
+    }
+    expect(decideRetry(policy(), reviveError(serialiseError(new Fatal("bad input"))), 1)).toMatchObject({ retry: false });
   });
 
   it("lets noRetryOn win over retryOn", () => {

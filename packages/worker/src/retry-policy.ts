@@ -1,4 +1,5 @@
 import { AxResultTooLargeError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
+import { errorClasses } from "./executors/error-class.js";
 import type { ErrorMatcher, ResolvedTaskOptions } from "./task-definition.js";
 
 export type RetryDecision = { retry: false; reason: string } | { retry: true; delayMs: number };
@@ -8,8 +9,9 @@ type Policy = Pick<ResolvedTaskOptions, "retries" | "retryBackoffMs" | "backoff"
 function matches(error: unknown, matcher: ErrorMatcher): boolean {
   const name = (error as { name?: unknown } | null)?.name;
   if (typeof matcher === "string") return name === matcher;
-  // Errors that crossed a thread or process boundary keep only their name.
-  return error instanceof matcher || name === matcher.name;
+  // An error from a thread or process child is a plain Error carrying its classes' names; one
+  // whose class was loaded twice (two copies of a package) is not an instance either.
+  return error instanceof matcher || name === matcher.name || errorClasses(error).includes(matcher.name);
 }
 
 /** Delay before attempt `failedAttempt + 1`: exponential or fixed, ± jitter, capped. */
@@ -21,16 +23,16 @@ export function backoffDelay(policy: Policy, failedAttempt: number, random: () =
 
 /** Decides, where the error was caught, whether attempt `attempt` is followed by another. */
 export function decideRetry(policy: Policy, error: unknown, attempt: number, random?: () => number): RetryDecision {
-  if (matches(error, NonRetryableError.name)) return { retry: false, reason: NonRetryableError.name };
-  if (matches(error, AxResultTooLargeError.name)) return { retry: false, reason: "result too large" };
+  if (matches(error, NonRetryableError)) return { retry: false, reason: NonRetryableError.name };
+  if (matches(error, AxResultTooLargeError)) return { retry: false, reason: "result too large" };
   if (attempt > policy.retries) return { retry: false, reason: `no retries left (${policy.retries})` };
   // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing.
-  if (matches(error, AxWorkerCrashedError.name)) return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
+  if (matches(error, AxWorkerCrashedError)) return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
   if (policy.noRetryOn.some((m) => matches(error, m))) return { retry: false, reason: "error is in noRetryOn" };
   if (policy.retryOn && !policy.retryOn.some((m) => matches(error, m))) {
     return { retry: false, reason: "error is not in retryOn" };
   }
   const requested = (error as { delayMs?: unknown } | null)?.delayMs;
-  if (matches(error, RetryAfterError.name) && typeof requested === "number") return { retry: true, delayMs: requested };
+  if (matches(error, RetryAfterError) && typeof requested === "number") return { retry: true, delayMs: requested };
   return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
 }

@@ -1,6 +1,7 @@
 import type { Json } from "@ax/store";
 import type { AttemptIdentity } from "../context.js";
 import type { CapturedLine } from "../log-capture.js";
+import { carryClasses, errorClasses, errorName } from "./error-class.js";
 
 /** What a thread or process child is told to run: one attempt, its module and its context. */
 export interface RunMessage {
@@ -27,9 +28,11 @@ export type OnceAnswer =
 /** What the parent sends its child: an attempt to run, or the answer to one of its once requests. */
 export type ParentMessage = RunMessage | ({ type: "once-reply"; id: number } & OnceAnswer);
 
-/** A thrown value as it crosses the boundary: its `name` keeps retryOn/noRetryOn working. */
+/** A thrown value as it crosses the boundary: its name and classes keep retryOn/noRetryOn working. */
 export interface SerialisedError {
   name: string;
+  /** Constructor names from its class up to Error: a class matcher matches a subclass by them. */
+  classes: string[];
   message: string;
   stack: string | null;
   /** RetryAfterError's delay. */
@@ -51,18 +54,24 @@ export type ChildMessage =
   | { type: "error"; error: SerialisedError; fatal?: boolean };
 
 export function serialiseError(error: unknown): SerialisedError {
-  if (!(error instanceof Error)) return { name: "NonErrorThrown", message: String(error), stack: null };
-  const out: SerialisedError = { name: error.name || "Error", message: error.message, stack: error.stack ?? null };
+  if (!(error instanceof Error)) return { name: "NonErrorThrown", classes: [], message: String(error), stack: null };
+  const out: SerialisedError = {
+    name: errorName(error),
+    classes: [...errorClasses(error)],
+    message: error.message,
+    stack: error.stack ?? null,
+  };
   const { delayMs, code } = error as { delayMs?: unknown; code?: unknown };
   if (typeof delayMs === "number") out.delayMs = delayMs;
   if (typeof code === "string") out.code = code;
   return out;
 }
 
-/** An Error standing for one thrown in a child: same name, message, stack (and delay, code). */
+/** An Error standing for one thrown in a child: same name, classes, message, stack (and delay, code). */
 export function reviveError(serialised: SerialisedError): Error {
   const error = new Error(serialised.message);
   error.name = serialised.name;
+  carryClasses(error, serialised.classes);
   error.stack = serialised.stack ?? `${serialised.name}: ${serialised.message}`;
   if (serialised.delayMs !== undefined) Object.assign(error, { delayMs: serialised.delayMs });
   if (serialised.code !== undefined) Object.assign(error, { code: serialised.code });

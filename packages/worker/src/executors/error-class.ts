@@ -1,0 +1,51 @@
+/**
+ * What retryOn/noRetryOn and the failure record know of an error's class. Kept free of imports:
+ * thread and process children load it, and an error thrown there reaches the worker as plain data
+ * that has lost its class, so the child sends these and the revived error carries them.
+ */
+
+const CLASSES = Symbol("ax.errorClasses");
+
+/** Constructor names from the error's own class up to `Error`, e.g. `["ConfigError", "AppError", "Error"]`. */
+export function errorClasses(error: unknown): readonly string[] {
+  if (!(error instanceof Error)) return [];
+  const carried = (error as { [CLASSES]?: readonly string[] })[CLASSES];
+  if (carried) return carried;
+  const names: string[] = [];
+  for (let proto: object | null = Object.getPrototypeOf(error); proto; proto = Object.getPrototypeOf(proto)) {
+    const name: unknown = Object.hasOwn(proto, "constructor")
+      ? (proto as { constructor?: { name?: unknown } }).constructor?.name
+      : undefined;
+    if (typeof name === "string" && name) names.push(name);
+    if (proto === Error.prototype) break;
+  }
+  return names;
+}
+
+/** A revived error answers `errorClasses` with the classes of the error it stands for. */
+export function carryClasses(error: Error, classes: readonly string[]): void {
+  Object.defineProperty(error, CLASSES, { value: classes });
+}
+
+/**
+ * The error's `name`, or its class name when it did not set a name of its own: a plain
+ * `class ConfigError extends Error {}` is named "Error" by Error.prototype, and would be recorded
+ * (and shown by `ax run`) as "Error: …".
+ */
+export function errorName(error: Error): string {
+  let name: unknown;
+  try {
+    name = error.name;
+    if (name === "Error" && nameHolder(error) === Error.prototype) return errorClasses(error)[0] ?? "Error";
+    return String(name) || "Error";
+  } catch {
+    // A getter that throws, a name whose toString does: the task's error still gets recorded.
+    return "Error";
+  }
+}
+
+function nameHolder(error: Error): object | null {
+  let holder: object | null = error;
+  while (holder && !Object.hasOwn(holder, "name")) holder = Object.getPrototypeOf(holder);
+  return holder;
+}
