@@ -1,7 +1,7 @@
 import { createTwoFilesPatch, diffLines } from "diff";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { closeRedis, subscribeTo } from "@ax/coordinator";
+import { closeRedis, DEFAULT_ALERT_GROUP, subscribeTo } from "@ax/coordinator";
 import {
   getConfigVersion,
   insertConfigVersion,
@@ -90,6 +90,16 @@ function diffText(before: ConfigVersion | undefined, after: ConfigVersion): stri
 
 /** Resolved task option keys carry their unit (`timeoutMs`); YAML's do not. */
 const optionOf = (resolvedKey: string) => snake(resolvedKey.replace(/Ms$/, ""));
+
+/**
+ * The option a resolved key is read from, as code and YAML spell it: the per-key limits are not
+ * options of their own but `concurrency` / `rate_limit` with a `key`, so they come from where those do.
+ */
+const SET_BY: Record<string, string> = { concurrencyKey: "concurrency", rateLimitKey: "rateLimit" };
+const setBy = (resolvedKey: string) => SET_BY[resolvedKey] ?? resolvedKey.replace(/Ms$/, "");
+
+/** What an unset option means, where the resolved value leaves it null for the code that reads it. */
+const SHOWN_DEFAULTS: Record<string, Json> = { alertGroup: DEFAULT_ALERT_GROUP };
 
 function sourceOf(key: string, code: object, yaml: object | undefined, version: number | null): EffectiveOption["source"] {
   if (yaml && key in yaml && version !== null) return `yaml v${version}`;
@@ -221,10 +231,11 @@ export class LiveConfig {
       const resolved = resolveTaskOptions(name, codeOptions, yamlOptions);
       tasks[name] = Object.entries(resolved)
         .filter(([key]) => key !== "name")
-        .map(([key, value]) => {
-          const option = key.replace(/Ms$/, "");
-          return { option: optionOf(key), value: value as Json, source: sourceOf(option, codeOptions, yamlOptions, version) };
-        });
+        .map(([key, value]) => ({
+          option: optionOf(key),
+          value: (value ?? SHOWN_DEFAULTS[key] ?? null) as Json,
+          source: sourceOf(setBy(key), codeOptions, yamlOptions, version),
+        }));
     }
     const flows: Record<string, EffectiveOption[]> = {};
     for (const name of filter.task !== undefined && filter.flow === undefined ? [] : flowNames) {
