@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AttemptInfo, Client, RunInfo, Runtime } from "ax-scheduler";
 import { executorFlows } from "../fixtures/executor-tasks.js";
@@ -51,6 +52,13 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
   afterAll(async () => {
     await runtime?.stop();
     await env.cleanup();
+  });
+
+  it("documents what memoryMb caps on each executor", () => {
+    const options = readFileSync(new URL("../../docs/options.md", import.meta.url), "utf8");
+    const limits = options.slice(options.indexOf("### Resource limits"));
+    expect(limits).toMatch(/\*\*`process`\*\*: `memoryMb` caps \*\*all\*\* the child's memory/);
+    expect(limits).toMatch(/\*\*`thread`\*\*: `memoryMb` caps the thread's \*\*JavaScript heap only\*\*/);
   });
 
   for (const kind of KINDS) {
@@ -139,6 +147,25 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
         expect(stored?.kind).toBe("resource");
         await warmAndCheck(kind);
       });
+
+      if (kind === "process") {
+        it("counts Buffers against resources.memoryMb: over the limit the child is stopped, under it the task succeeds", async () => {
+          const over = await run("buffers_process", { mb: 400 });
+          expect(over.status).toBe("failed");
+          const attempt = onlyAttempt(over);
+          expect(attempt.error?.name).toBe("AxResourceLimitError");
+          expect(attempt.error?.message).toMatch(/used \d+ MB .* over its 128 MB limit .*Raise resources\.memoryMb/);
+          const used = Number(/used (\d+) MB/.exec(attempt.error!.message)![1]);
+          expect(used).toBeGreaterThan(128);
+          expect(used).toBeLessThan(400);
+          const [stored] = await env.sql<{ kind: string }>(`select error->>'kind' as kind from attempts where run_id = $1`, [over.id]);
+          expect(stored?.kind).toBe("resource");
+
+          const under = await run("buffers_process", { mb: 48 });
+          expect(under.status).toBe("success");
+          expect(under.tasks[0]!.result).toBe(48);
+        });
+      }
 
       it("stops a task past resources.cpuSeconds", async () => {
         await warmAndCheck(kind);

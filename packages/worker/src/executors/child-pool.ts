@@ -26,6 +26,8 @@ export interface IsolatedChild {
   listen(listener: (event: ChildEvent) => void): () => void;
   /** CPU time the child has used, ms; null where it cannot be measured (no /proc). */
   cpuMs(): number | null;
+  /** Resident memory of the child, MB; null for a thread (it shares the worker's process) or without /proc. */
+  rssMb(): number | null;
   /**
    * Stops it now, whatever its code is doing (Worker.terminate / SIGKILL). Resolves once its code
    * can no longer run; a thread may still be tearing its heap down then, `exited` follows.

@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { ChildEvent, ChildExit, ChildPool, IsolatedChild } from "./child-pool.js";
 import { procCpuMs } from "./cpu-time.js";
+import { procRssMb } from "./memory.js";
 import type { AttemptInput, AttemptResult } from "./inline.js";
 import type { ChildMessage } from "./protocol.js";
 import { runIsolated } from "./run-isolated.js";
@@ -15,7 +16,8 @@ const OUT_OF_MEMORY = /heap out of memory|Reached heap limit/i;
 const CONDITIONS = process.execArgv.filter((arg) => arg.startsWith("--conditions="));
 
 /**
- * A child process with its V8 heap capped by `--max-old-space-size`. Its stderr is passed on to
+ * A child process with its V8 heap capped by `--max-old-space-size` (runIsolated watches the rest
+ * of its memory, `rssMb`). Its stderr is passed on to
  * ours and its tail kept, to tell an out-of-memory abort from another death.
  */
 export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
@@ -86,6 +88,7 @@ export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
       return () => listeners.delete(listener);
     },
     cpuMs: () => (child.pid ? procCpuMs(`/proc/${child.pid}/stat`) : null),
+    rssMb: () => (child.pid ? procRssMb(`/proc/${child.pid}/status`) : null),
     async kill() {
       if (alive) child.kill("SIGKILL");
       await exited;
@@ -94,7 +97,7 @@ export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
   };
 }
 
-/** Runs the attempt in a child process; timeout, lost heartbeat, cancel and the CPU cap SIGKILL it. */
+/** Runs the attempt in a child process; timeout, lost heartbeat, cancel and the CPU and memory caps SIGKILL it. */
 export function executeProcess(input: AttemptInput, pool: ChildPool): Promise<AttemptResult> {
   return runIsolated(input, { kind: "process", pool, spawn: spawnProcess });
 }

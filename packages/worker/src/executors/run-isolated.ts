@@ -1,6 +1,7 @@
 import type { AttemptOutcome } from "@ax/store";
 import type { ChildEvent, ChildExit, ChildPool, IsolatedChild } from "./child-pool.js";
 import type { AttemptInput, AttemptResult } from "./inline.js";
+import { AxMemoryLimitError } from "./memory.js";
 import { OnceHost } from "./once-host.js";
 import { reviveError } from "./protocol.js";
 import { AxExecutorError, AxHeartbeatLostError, AxResourceLimitError, AxTimeoutError } from "@ax/common";
@@ -11,6 +12,8 @@ import { AxExecutorError, AxHeartbeatLostError, AxResourceLimitError, AxTimeoutE
  */
 const STARTUP_LIMIT_MS = 60_000;
 const CPU_POLL_MS = 100;
+/** Reading /proc/<pid>/status costs microseconds; a task allocating 1 GB/s overshoots by ~200 MB before it is stopped. */
+const MEMORY_POLL_MS = 200;
 
 export interface IsolatedExecutor {
   kind: "thread" | "process";
@@ -83,6 +86,10 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
     if (timeoutMs) timers.push(setTimeout(() => fail(new AxTimeoutError(task.name, timeoutMs), "timed_out"), timeoutMs));
     armHeartbeat();
     if (cpuLimitMs) timers.push(watchCpu(c, cpuLimitMs, () => fail(new AxResourceLimitError(task.name, "cpu", `${cpuLimitMs / 1000} s`))));
+    if (memoryMb) {
+      const watch = watchMemory(c, memoryMb, (usedMb) => fail(new AxMemoryLimitError(task.name, usedMb, memoryMb)));
+      if (watch) timers.push(watch);
+    }
   };
   const onEvent = (event: ChildEvent) => {
     if (event.type === "started") started(child!);
@@ -137,4 +144,19 @@ function watchCpu(child: IsolatedChild, limitMs: number, exceeded: () => void): 
     const used = base === null || now === null ? performance.now() - t0 : now - base;
     if (used > limitMs) exceeded();
   }, CPU_POLL_MS);
+}
+
+/**
+ * Calls `exceeded` once the child holds more than `limitMb` beyond what it held when `fn` was
+ * called. Counted from then, like cpuSeconds: the runtime, TypeScript support and the task's
+ * imports a warm child already holds (100 MB and more) are not the attempt's. Null for a thread
+ * or without /proc: only the heap cap applies.
+ */
+function watchMemory(child: IsolatedChild, limitMb: number, exceeded: (usedMb: number) => void): NodeJS.Timeout | null {
+  const base = child.rssMb();
+  if (base === null) return null;
+  return setInterval(() => {
+    const now = child.rssMb();
+    if (now !== null && now - base > limitMb) exceeded(now - base);
+  }, MEMORY_POLL_MS);
 }

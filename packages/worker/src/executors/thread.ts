@@ -7,7 +7,10 @@ import { runIsolated } from "./run-isolated.js";
 
 const BOOT = new URL("./isolated-boot.mjs", import.meta.url);
 
-/** A worker thread whose V8 heap is capped by `resourceLimits` (the rest of the process is untouched). */
+/**
+ * A worker thread whose V8 heap is capped by `resourceLimits`. Its Buffers and native memory are
+ * the worker process's own and cannot be told apart, so they are not capped.
+ */
 export function spawnThread(memoryMb: number | undefined): IsolatedChild {
   const worker = new Worker(BOOT, {
     resourceLimits: memoryMb ? { maxOldGenerationSizeMb: memoryMb } : {},
@@ -59,6 +62,7 @@ export function spawnThread(memoryMb: number | undefined): IsolatedChild {
       return () => listeners.delete(listener);
     },
     cpuMs: () => (statPath ? procCpuMs(statPath) : null),
+    rssMb: () => null,
     async kill() {
       // terminate() halts the thread's JavaScript at once (V8 TerminateExecution); freeing its
       // heap can take a second on a busy machine, and the attempt need not wait for that.
