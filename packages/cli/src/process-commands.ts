@@ -154,6 +154,7 @@ export function addProcessCommands(program: Command): void {
     .option("--insecure-no-auth", "serve every route without a token (only on a network you trust)")
     .option("--public-metrics", "serve /metrics on the API port without a token (default: a token of any scope)")
     .option("--metrics-port <port>", "also serve /metrics, without a token, on this port (keep it off the public network)")
+    .option("--stuck-after <duration>", "a run running longer than this counts in ax_runs_stuck", "1h")
     .action(async (entry: string | undefined, raw: Record<string, unknown>) => {
       const flags = parseFlags(
         z.object({
@@ -163,10 +164,12 @@ export function addProcessCommands(program: Command): void {
           insecureNoAuth: z.boolean().optional(),
           publicMetrics: z.boolean().optional(),
           metricsPort: port.optional(),
+          stuckAfter: durationFlag,
         }),
         raw,
         "server",
       );
+      const stuckAfterMs = parseDuration(flags.stuckAfter);
       const auth = { insecureNoAuth: flags.insecureNoAuth ?? false, metricsAuth: !flags.publicMetrics };
       if (entry) {
         const runtime = new Runtime({
@@ -177,6 +180,7 @@ export function addProcessCommands(program: Command): void {
           port: flags.port,
           host: flags.host,
           metricsPort: flags.metricsPort,
+          metrics: { stuckAfterMs },
           ...auth,
         });
         await serve(runtime, "server", "5s");
@@ -201,6 +205,7 @@ export function addProcessCommands(program: Command): void {
           host: flags.host,
           config: new LiveConfig(store.db, redis, queues.prefix),
           auth,
+          stuckAfterMs,
         });
         const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer(registry, flags.metricsPort, flags.host);
         log.info(

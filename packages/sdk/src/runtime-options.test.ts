@@ -51,6 +51,7 @@ describe("Runtime options", () => {
     expect(refusal({ retention: { batch: 0 } })).toContain("retention.batch must be a whole number at least 1, got 0");
     expect(refusal({ admission: { intervalMs: "fast" } })).toContain('admission.intervalMs must be a whole number at least 1, got "fast"');
     expect(refusal({ alerts: 5 })).toContain("alerts must be an object, got 5");
+    expect(refusal({ metrics: { stuckAfterMs: 0 } })).toContain("metrics.stuckAfterMs must be a whole number at least 1, got 0");
   });
 
   it("refuses an option it does not know, naming the one meant when it is another spelling of a known one", () => {
@@ -91,6 +92,7 @@ describe("Runtime options", () => {
           reconciler: { intervalMs: 500, staleMs: 0, leaseMs: 3000, batch: 10, recheckMs: 0, remember: 0, unknownTaskGraceMs: 0 },
           admission: { intervalMs: 100 },
           alerts: { stuckScanMs: 1000 },
+          metrics: { stuckAfterMs: 600_000 },
           retention: { intervalMs: 60_000, batch: 100, pauseMs: 0 },
           worker: {
             heartbeatMs: 500,

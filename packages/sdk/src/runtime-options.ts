@@ -40,6 +40,10 @@ export interface RuntimeOptions extends ConnectionOptions {
   insecureNoAuth?: boolean | undefined;
   /** `/metrics` on the API port needs a token (any scope); false makes it public there. @defaultValue true */
   metricsAuth?: boolean | undefined;
+  /** The cluster gauges the API role serves on `/metrics`. */
+  metrics?:
+    | { /** A run `running` longer than this counts in `ax_runs_stuck`. @defaultValue 3600000 (1 h) */ stuckAfterMs?: number }
+    | undefined;
   /** pino paths censored in every log line, besides the defaults (`*.password`, `*.token`, `req.headers.authorization`…, docs/security.md). */
   redact?: string[] | undefined;
   /** @defaultValue process.env.AX_LOG_LEVEL ?? "info" */
@@ -132,6 +136,7 @@ export const runtimeOptionsSchema = strictOptions({
   }),
   admission: section("admission", { intervalMs: milliseconds.optional() }),
   alerts: section("alerts", { stuckScanMs: milliseconds.optional() }),
+  metrics: section("metrics", { stuckAfterMs: milliseconds.optional() }),
   retention: section("retention", {
     intervalMs: milliseconds.optional(),
     batch: wholeNumber(1).optional(),

@@ -145,5 +145,6 @@ export async function startApi({ options, code, connections, log, registry }: Ro
     flows: code.served(),
     config: live,
     auth: { insecureNoAuth: options.insecureNoAuth, metricsAuth: options.metricsAuth },
+    stuckAfterMs: options.metrics?.stuckAfterMs,
   });
 }

@@ -6,7 +6,7 @@ export interface ClusterMetricsOptions {
   db: Db;
   queues: QueueRegistry;
   registry: Registry;
-  /** A run `running` longer than this counts as stuck. @defaultValue 1 hour */
+  /** A run `running` longer than this counts as stuck (`ax server --stuck-after`, Runtime's `metrics.stuckAfterMs`). @defaultValue 1 hour */
   stuckAfterMs?: number | undefined;
 }
 

@@ -61,6 +61,8 @@ export interface ServerOptions {
   consoleDir?: string | undefined;
   /** Tokens, scopes, `/metrics` protection (docs/security.md). Without `insecureNoAuth`, at least one token must be stored. */
   auth?: AuthOptions | undefined;
+  /** A run `running` longer than this counts in `ax_runs_stuck`. @defaultValue 3600000 (1 h) */
+  stuckAfterMs?: number | undefined;
 }
 
 export interface RunningServer {
