@@ -34,7 +34,7 @@ export const triggerBody = z
       .number()
       .int()
       .min(1)
-      .max(2 ** 21)
+      .max(2 ** 21 - 1)
       .optional()
       .meta({ description: "BullMQ priority of every job of the run, 1 served first" }),
     trigger: z
