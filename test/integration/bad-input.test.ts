@@ -239,6 +239,17 @@ describe("bad input is refused with a clear error and writes nothing", () => {
         /task "bad" has invalid options: .*timeout/,
       );
       await refused(async () => ax.task({ name: "has space" }, () => 1), AxDefinitionError, /task "has space" has invalid options/);
+      // The spellings of a YAML file, or of another language, name the option meant.
+      await refused(
+        async () => ax.task({ name: "snake", retry_backoff: 10 } as never, () => 1),
+        AxDefinitionError,
+        /task "snake" has invalid options: retry_backoff: unknown option; did you mean retryBackoff\?/,
+      );
+      await refused(
+        async () => ax.flow({ name: "snake_flow", max_concurrent_runs: 2 } as never, () => {}),
+        AxDefinitionError,
+        /flow "snake_flow" has invalid options: max_concurrent_runs: unknown option; did you mean maxConcurrentRuns\?/,
+      );
     });
   });
 

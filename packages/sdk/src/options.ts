@@ -4,6 +4,7 @@ import { CATCH_UP_POLICIES, OVERLAP_POLICIES, type ScheduleDefinition } from "@a
 import { KEY_STRATEGIES } from "@ax/common";
 import type { ErrorMatcher, KeyedLimit, ResolvedTaskOptions } from "@ax/worker";
 import { durationMs, timerMs, type Duration } from "./duration.js";
+import { meantOption } from "./option-checks.js";
 
 export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
 
@@ -369,6 +370,20 @@ export function resolveSchedule(flow: string, code: FlowOverrides, yaml: FlowOve
 }
 
 /** zod's issues as one readable line each. */
-export function formatIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`).join("; ");
+/**
+ * Every problem, by the path of the option it is in. With `known` (the options the top level
+ * takes), a key it does not take names the option probably meant (`retry_backoff` -> `retryBackoff`).
+ */
+export function formatIssues(error: z.ZodError, known?: readonly string[]): string {
+  return error.issues
+    .flatMap((i) => {
+      if (i.code === "unrecognized_keys" && i.path.length === 0 && known) {
+        return i.keys.map((key) => {
+          const meant = meantOption(key, known);
+          return meant ? `${key}: unknown option; did you mean ${meant}?` : `${key}: unknown option; the options are ${known.join(", ")}`;
+        });
+      }
+      return [`${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`];
+    })
+    .join("; ");
 }

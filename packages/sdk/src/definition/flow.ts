@@ -25,7 +25,7 @@ export function defineFlow<Input = any>(options: FlowOptions<Input>, body: (inpu
   const parsed = flowOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const name = typeof options?.name === "string" ? `"${options.name}"` : "(unnamed)";
-    throw new AxDefinitionError(`flow ${name} has invalid options: ${formatIssues(parsed.error)}`);
+    throw new AxDefinitionError(`flow ${name} has invalid options: ${formatIssues(parsed.error, Object.keys(flowOptionsSchema.shape))}`);
   }
   if (typeof body !== "function") throw new AxDefinitionError(`flow "${options.name}" needs a body function as its second argument`);
   const builder = new FlowBuilder(options.name);

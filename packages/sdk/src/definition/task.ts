@@ -50,7 +50,7 @@ export function defineTask<A extends unknown[], R>(options: TaskOptions, fn: (..
   const parsed = taskOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const name = typeof options?.name === "string" ? `"${options.name}"` : "(unnamed)";
-    throw new AxDefinitionError(`task ${name} has invalid options: ${formatIssues(parsed.error)}`);
+    throw new AxDefinitionError(`task ${name} has invalid options: ${formatIssues(parsed.error, Object.keys(taskOptionsSchema.shape))}`);
   }
   if (typeof fn !== "function") throw new AxDefinitionError(`task "${options.name}" needs a function as its second argument`);
   const { name, ...code } = parsed.data;
