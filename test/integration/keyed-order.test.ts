@@ -4,13 +4,17 @@ import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 
-const step = ax.task({ name: "order_step", concurrency: { max: 1, key: "order" } }, async (_event: { order: string; i: number }) => {
-  await sleep(300);
-  return "done";
-});
+const step = ax.task(
+  { name: "order_step", concurrency: { max: 1, key: "order" } },
+  async (event: { order: string; i: number; ms?: number }) => {
+    await sleep(event.ms ?? 300);
+    return "done";
+  },
+);
 const orderEvents = ax.flow({ name: "order_events" }, (event) => {
   step(event);
 });
+const FILE = "config/runtime.yaml";
 
 describe("a key's line is first come, first served across worker processes", () => {
   const env = isolate("keyorder");
@@ -47,5 +51,53 @@ describe("a key's line is first come, first served across worker processes", () 
       // triggered after it that the other process fetched first took the key ahead of it.
       expect(starts.map((s) => runIds.indexOf(s.run_id))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     }
+  }, 60_000);
+
+  /** Runs of `order`, triggered 40 ms apart; answers their ids once the line has formed behind the first. */
+  async function line(order: string, count: number, firstMs = 300): Promise<string[]> {
+    const runIds: string[] = [];
+    for (let i = 0; i < count; i++) {
+      runIds.push(await client.triggerFlow("order_events", { order, i, ms: i === 0 ? firstMs : 300 }));
+      await sleep(40);
+    }
+    return runIds;
+  }
+
+  async function startOrder(runIds: string[]): Promise<number[]> {
+    const starts = await env.sql<{ run_id: string }>("select run_id from attempts where run_id = any($1::uuid[]) order by started_at", [
+      runIds,
+    ]);
+    return starts.map((s) => runIds.indexOf(s.run_id));
+  }
+
+  it("runs cancelled while they wait in line give up their place at once", async () => {
+    // The first holds the key long enough for the others to line up and be cancelled there.
+    const runIds = await line("o-cancelled", 6, 1500);
+    await sleep(200);
+    for (const id of runIds.slice(1, 5)) await client.cancel(id);
+    const [, , , , , last] = runIds;
+    const done = await client.waitForRun(last!, { timeout: "30s" });
+    // Each dead waiter used to be woken, keep its slot for a lease (5 s) and wait for the next sweep.
+    const first = await client.getRun(runIds[0]!);
+    const waitedMs = Date.parse(done.tasks[0]!.startedAt!) - Date.parse(first.tasks[0]!.finishedAt!);
+    console.log(`4 of 6 runs of one key cancelled in line: the last started ${waitedMs} ms after the first ended`);
+    expect(waitedMs).toBeLessThan(1000);
+    expect(await startOrder(runIds)).toEqual([0, 5]);
+  }, 60_000);
+
+  it("keeps the order when the key's limit is lowered while runs wait, and raised again", async () => {
+    const applied = async (yaml: string) => {
+      const { version } = await client.config.apply(yaml, FILE, "test");
+      while (a.configVersion !== version || b.configVersion !== version) await sleep(10);
+    };
+    await applied("tasks:\n  order_step: { concurrency: { max: 3, key: order } }\n");
+    const runIds = await line("o-lowered", 10);
+    await applied("tasks:\n  order_step: { concurrency: { max: 1, key: order } }\n");
+    await sleep(1200);
+    await applied("tasks:\n  order_step: { concurrency: { max: 3, key: order } }\n");
+    for (const id of runIds) expect((await client.waitForRun(id, { timeout: "30s" })).status).toBe("success");
+    // Waiters woken by the old limit and refused by the new one went to the back of the line.
+    expect(await startOrder(runIds)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    await applied("{}\n");
   }, 60_000);
 });

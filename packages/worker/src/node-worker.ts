@@ -166,6 +166,7 @@ export class NodeWorker {
       log,
       cancelRun: (runId, reason) => cancelRun({ db: o.db, queues: o.queues }, runId, reason),
       promote: (waiter) => promoteParked(o.queues, waiter, log),
+      optionsOf: (task) => o.tasks.get(task)?.options,
     });
     // Every worker sweeps, keyed tasks or not: a limit removed by live configuration leaves its waiters parked.
     this.sweeper = setInterval(() => {

@@ -150,8 +150,11 @@ for i = 1, nSem do
     -- Optionally join the semaphore's line in the same step, so no release can slip in between.
     if parking then
       local name = string.sub(KEYS[i], tonumber(ARGV[5]))
-      redis.call('ZREM', KEYS[i] .. ':woken', waiter)
-      if not redis.call('LPOS', list, waiter) then redis.call('RPUSH', list, waiter) end
+      -- A woken waiter refused after all (its limit was lowered meanwhile) keeps its place at the head.
+      local wasWoken = redis.call('ZREM', KEYS[i] .. ':woken', waiter) == 1
+      if not redis.call('LPOS', list, waiter) then
+        if wasWoken then redis.call('LPUSH', list, waiter) else redis.call('RPUSH', list, waiter) end
+      end
       redis.call('SADD', ARGV[parkArgs + 3], name)
       redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[4 + 2 * i])
       redis.call('HSET', ARGV[parkArgs + 5], ARGV[parkArgs + 2], ARGV[parkArgs + 6])

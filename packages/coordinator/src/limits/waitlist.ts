@@ -55,6 +55,17 @@ return woken
 `;
 
 /**
+ * KEYS: semaphore, waiting-keys set. ARGV: capacity, key, the woken waiter whose job is gone, claim
+ * ms. Drops its claim (its run was cancelled while it waited) and wakes whoever may go instead.
+ */
+const FORGET = `${WAKE_LINE}
+redis.call('ZREM', KEYS[1] .. ':woken', ARGV[3])
+local woken = wakeLine(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]))
+if redis.call('LLEN', KEYS[1] .. ':waiting') == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
+return woken
+`;
+
+/**
  * KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, how many keys to look at,
  * claim ms, then pairs of (key prefix, capacity now) that override the capacity stored when the
  * waiters parked, -1 for a limit that no longer exists (every waiter may go).
@@ -71,7 +82,10 @@ end
 local woken = {}
 for _, key in ipairs(redis.call('SRANDMEMBER', KEYS[1], tonumber(ARGV[2]))) do
   local sem = ARGV[1] .. key
-  for _, w in ipairs(wakeLine(sem, capacityOf(key), tonumber(ARGV[3]))) do woken[#woken + 1] = w end
+  for _, w in ipairs(wakeLine(sem, capacityOf(key), tonumber(ARGV[3]))) do
+    woken[#woken + 1] = key
+    woken[#woken + 1] = w
+  end
   if redis.call('LLEN', sem .. ':waiting') == 0 then
     redis.call('SREM', KEYS[1], key)
     redis.call('HDEL', KEYS[2], key)
@@ -82,6 +96,7 @@ return woken
 
 interface WaitlistCommands {
   axWaitWake(numKeys: number, ...args: (string | number)[]): Promise<string[]>;
+  axWaitForget(numKeys: number, ...args: (string | number)[]): Promise<string[]>;
   axWaitSweep(numKeys: number, ...args: (string | number)[]): Promise<string[]>;
 }
 
@@ -111,6 +126,7 @@ export class Waitlist {
     this.waitingKeys = `${prefix}:limits:waiting-keys`;
     this.capacities = `${prefix}:limits:waiting-capacity`;
     redis.defineCommand("axWaitWake", { lua: WAKE });
+    redis.defineCommand("axWaitForget", { lua: FORGET });
     redis.defineCommand("axWaitSweep", { lua: SWEEP });
     this.commands = redis as unknown as WaitlistCommands;
   }
@@ -130,11 +146,12 @@ export class Waitlist {
 
   /**
    * After the permit `permitId` of `key` was released: its holder forgotten and the waiters that
-   * may start now, first come first, in one call.
+   * may start now, first come first, in one call. `capacity`: the key's limit now, `undefined`
+   * when it no longer has one (the whole line may go).
    */
-  wake(key: string, capacity: number, permitId: string): Promise<string[]> {
+  wake(key: string, capacity: number | undefined, permitId: string): Promise<string[]> {
     const sem = this.semPrefix + key;
-    return this.commands.axWaitWake(4, sem, `${sem}:waiting`, this.waitingKeys, `${sem}:holders`, capacity, key, permitId, this.claimMs);
+    return this.commands.axWaitWake(4, sem, `${sem}:waiting`, this.waitingKeys, `${sem}:holders`, capacity ?? -1, key, permitId, this.claimMs);
   }
 
   /**
@@ -143,9 +160,21 @@ export class Waitlist {
    * limit in force now for keys starting with each prefix (`undefined`: none any more); other keys
    * keep the capacity they parked with.
    */
-  sweep(capacities: ReadonlyMap<string, number | undefined> = new Map(), keys = 100): Promise<string[]> {
+  async sweep(capacities: ReadonlyMap<string, number | undefined> = new Map(), keys = 100): Promise<{ key: string; waiter: string }[]> {
     const overrides = [...capacities].flatMap(([prefix, capacity]) => [prefix, capacity ?? -1]);
-    return this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys, this.claimMs, ...overrides);
+    const pairs = await this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys, this.claimMs, ...overrides);
+    const woken: { key: string; waiter: string }[] = [];
+    for (let i = 0; i < pairs.length; i += 2) woken.push({ key: pairs[i]!, waiter: pairs[i + 1]! });
+    return woken;
+  }
+
+  /**
+   * A woken waiter whose job is gone (its run was cancelled while it waited in line): its claim is
+   * dropped at once, not kept for a lease, and the waiters that may go instead are woken.
+   * `capacity`: the key's limit now, `undefined` when it no longer has one.
+   */
+  forget(key: string, capacity: number | undefined, waiter: string): Promise<string[]> {
+    return this.commands.axWaitForget(2, this.semPrefix + key, this.waitingKeys, capacity ?? -1, key, waiter, this.claimMs);
   }
 
   /**

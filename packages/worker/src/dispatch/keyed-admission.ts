@@ -34,8 +34,10 @@ export interface KeyedAdmissionDeps {
   log: Logger;
   /** Cancels a run, saying why (a key's `cancel_newest` / `cancel_in_progress` strategy). */
   cancelRun: (runId: string, reason: string) => Promise<unknown>;
-  /** Puts a parked job (`queue|jobId`) back in its queue. */
-  promote: (waiter: string) => Promise<void>;
+  /** Puts a parked job (`queue|jobId`) back in its queue; false when the job is gone. */
+  promote: (waiter: string) => Promise<boolean>;
+  /** A task's options as they are now (live configuration), to wake a line by the limit in force. */
+  optionsOf: (task: string) => ResolvedTaskOptions | undefined;
 }
 
 /**
@@ -87,7 +89,7 @@ export class KeyedAdmission {
     const answer = await d.gate.acquire(spec, parking ? d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome) : undefined);
     if (answer.ok) {
       await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
-      return { ok: true, release: () => this.release(answer.permit, semKey, concurrencyKey?.max) };
+      return { ok: true, release: () => this.release(answer.permit, semKey, options.name, concurrencyKey !== null) };
     }
     const reason = describeBlocked(answer.blocked);
     if (answer.blocked.kind === "rate") {
@@ -116,7 +118,25 @@ export class KeyedAdmission {
    */
   async sweep(tasks: readonly ResolvedTaskOptions[]): Promise<void> {
     const capacities = new Map(tasks.map((t) => [semaphorePrefix(t.name), t.concurrencyKey?.max]));
-    for (const waiter of await this.deps.waitlist.sweep(capacities)) await this.deps.promote(waiter);
+    for (const { key, waiter } of await this.deps.waitlist.sweep(capacities)) {
+      const task = tasks.find((t) => key.startsWith(semaphorePrefix(t.name)));
+      await this.promoteLine(key, task ? task.concurrencyKey?.max : null, [waiter]);
+    }
+  }
+
+  /**
+   * Promotes woken waiters of `semKey`. One whose job is gone (its run was cancelled while it
+   * waited) gives its claim up at once, and whoever may go instead is woken. `capacity`: the
+   * key's limit now (`undefined`: none any more); `null` when this process cannot tell (a task
+   * it does not serve), and then the claim lapses on its own.
+   */
+  private async promoteLine(semKey: string, capacity: number | undefined | null, waiters: string[]): Promise<void> {
+    const d = this.deps;
+    const queue = [...waiters];
+    for (let waiter = queue.shift(); waiter !== undefined; waiter = queue.shift()) {
+      if (await d.promote(waiter)) continue;
+      if (capacity !== null) queue.push(...(await d.waitlist.forget(semKey, capacity, waiter)));
+    }
   }
 
   private keyOf(options: ResolvedTaskOptions, args: unknown[]): string {
@@ -133,11 +153,13 @@ export class KeyedAdmission {
     }
   }
 
-  private async release(permit: Permit, semKey: string, capacity: number | undefined): Promise<void> {
+  private async release(permit: Permit, semKey: string, task: string, keyed: boolean): Promise<void> {
     const d = this.deps;
     await d.gate.release(permit);
-    if (capacity === undefined) return;
-    for (const waiter of await d.waitlist.wake(semKey, capacity, permit.id)) await d.promote(waiter);
+    if (!keyed) return;
+    // The limit in force now: one lowered meanwhile wakes fewer, one removed wakes the whole line.
+    const capacity = d.optionsOf(task)?.concurrencyKey?.max;
+    await this.promoteLine(semKey, capacity, await d.waitlist.wake(semKey, capacity, permit.id));
   }
 }
 
@@ -150,10 +172,11 @@ const PROMOTE_PAUSE_MS = 20;
 
 /**
  * Moves a parked job (`queue|jobId`) from delayed back to its queue. A job still active is on its
- * way to the delayed set (it joined the line first): it is tried again shortly. One gone, or
- * waiting already, is left alone.
+ * way to the delayed set (it joined the line first): it is tried again shortly. One waiting
+ * already is left alone. Answers false for a job that is gone or finished (its run was cancelled
+ * while it waited), whose place in the line is then given up.
  */
-export async function promoteParked(queues: QueueRegistry, waiter: string, log: Logger): Promise<void> {
+export async function promoteParked(queues: QueueRegistry, waiter: string, log: Logger): Promise<boolean> {
   const split = waiter.indexOf("|");
   const queue = queues.get(waiter.slice(0, split));
   const id = waiter.slice(split + 1);
@@ -161,18 +184,20 @@ export async function promoteParked(queues: QueueRegistry, waiter: string, log: 
   // that is not delayed, and only then is its state read.
   try {
     await new Job(queue, "", {}, {}, id).promote();
-    return;
+    return true;
   } catch {}
   for (let tries = 0; tries < PROMOTE_TRIES; tries++) {
     const job = await queue.getJob(id);
-    if (!job) return;
+    if (!job) return false;
     const state = await job.getState();
     if (state === "delayed") {
       await job.promote().catch((err: unknown) => log.debug({ err, waiter }, "a parked job left the delayed set meanwhile"));
-      return;
+      return true;
     }
-    if (state !== "active") return;
+    if (state === "completed" || state === "failed" || state === "unknown") return false;
+    if (state !== "active") return true;
     await sleep(PROMOTE_PAUSE_MS);
   }
   log.warn({ waiter }, "a woken job stayed active; it comes back when its safety delay ends");
+  return true;
 }
