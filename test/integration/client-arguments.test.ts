@@ -94,6 +94,23 @@ describe("Client arguments", () => {
     expect(await client.listRuns({ flow: "client_args_flow" })).toEqual([]);
   });
 
+  it("refuses an idempotency or business key over 512 characters, given or computed, before writing", async () => {
+    const long = "k".repeat(4000);
+    const given = await refusal(() => client.triggerFlow("client_args_flow", {}, { businessKey: long }));
+    expect(given).toBeInstanceOf(AxTriggerOptionError);
+    expect(given.message).toBe(
+      "trigger options: businessKey: 4000 characters; keys are at most 512, so derive a shorter one (a hash of the long one)",
+    );
+    const computed = await refusal(() =>
+      client.triggerFlows("client_args_flow", [{}, {}], { idempotencyKey: (_p, i) => (i ? long : "short") }),
+    );
+    expect(computed).toBeInstanceOf(AxTriggerOptionError);
+    expect(computed.message).toMatch(/^trigger options: idempotencyKey \(payload 1\): 4000 characters; keys are at most 512/);
+    const [id] = await client.triggerFlows("client_args_flow", [{}], { idempotencyKey: () => "k".repeat(512) });
+    expect((await client.getRun(id!)).idempotencyKey).toBe("k".repeat(512));
+    expect(await client.listRuns({ flow: "client_args_flow" })).toHaveLength(1);
+  });
+
   it("refuses bad constructor options with AxConfigError before connecting", () => {
     expect(() => new Client({ maxPayloadBytes: 0 })).toThrow(
       new AxConfigError("Client options: maxPayloadBytes must be a whole number at least 1, got 0"),

@@ -53,7 +53,7 @@ import type { Duration } from "./duration.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
 import { AxConfigError, AxRetentionError, AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
 import { retentionMs } from "./config/runtime-config.js";
-import { resolveTiming, type RunTimingOptions } from "./trigger-options.js";
+import { checkKeys, resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 import { LiveConfig } from "./config/live-config.js";
 import { checkOptions } from "./option-checks.js";
 import {
@@ -162,6 +162,7 @@ export class Client {
       runAt,
       priority,
     };
+    checkKeys(request);
     if (options.tx) return (await this.triggerMany([request], options))[0]!;
     return (await triggerRun(this.triggerDeps(), request)).runId;
   }
@@ -187,6 +188,7 @@ export class Client {
         priority,
       }),
     );
+    for (const [i, request] of requests.entries()) checkKeys(request, i);
     return this.triggerMany(requests, options);
   }
 

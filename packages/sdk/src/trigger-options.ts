@@ -4,6 +4,7 @@ import { durationMs, type Duration } from "./duration.js";
 import { AxTriggerOptionError } from "@ax/common";
 import { formatIssues } from "./options.js";
 import { validDate } from "./option-checks.js";
+import { MAX_KEY_LENGTH } from "@ax/server";
 
 /** BullMQ's priority range: 1 is served first. */
 export const MAX_PRIORITY = 2 ** 21 - 1;
@@ -41,4 +42,22 @@ export function resolveTiming(options: RunTimingOptions): { runAt: Date | undefi
   if (!parsed.success) throw new AxTriggerOptionError(`trigger options: ${formatIssues(parsed.error)}`);
   const { delay, runAt, priority } = parsed.data;
   return { runAt: runAt ?? (delay ? new Date(Date.now() + delay) : undefined), priority };
+}
+
+/**
+ * Refuses an idempotency or business key over MAX_KEY_LENGTH, whether given or returned by the
+ * flow's key function, before anything is written (PostgreSQL's index would refuse it mid-write).
+ */
+export function checkKeys(
+  keys: { idempotencyKey?: string | null | undefined; businessKey?: string | null | undefined },
+  payloadIndex?: number,
+): void {
+  for (const which of ["idempotencyKey", "businessKey"] as const) {
+    const key = keys[which];
+    if (typeof key !== "string" || key.length <= MAX_KEY_LENGTH) continue;
+    const where = payloadIndex === undefined ? "" : ` (payload ${payloadIndex})`;
+    throw new AxTriggerOptionError(
+      `trigger options: ${which}${where}: ${key.length} characters; keys are at most ${MAX_KEY_LENGTH}, so derive a shorter one (a hash of the long one)`,
+    );
+  }
 }

@@ -24,11 +24,23 @@ export const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
 
+/**
+ * Longest idempotency or business key, in characters. PostgreSQL's btree indexes on both refuse an
+ * entry over about 2.7 kB (at most 4 bytes a character), which would otherwise surface as a 500.
+ */
+export const MAX_KEY_LENGTH = 512;
+
+/** An idempotency or business key: what the body gives, the Client's options, a flow's key function returns. */
+export const triggerKey = z
+  .string()
+  .min(1)
+  .max(MAX_KEY_LENGTH, `at most ${MAX_KEY_LENGTH} characters; derive a shorter key (a hash of the long one)`);
+
 export const triggerBody = z
   .object({
     payload: z.unknown().optional().meta({ description: "the run's input (JSON)" }),
-    idempotencyKey: z.string().min(1).optional().meta({ description: "wins over the flow's own idempotencyKey function" }),
-    businessKey: z.string().min(1).optional().meta({ description: "wins over the flow's own businessKey function" }),
+    idempotencyKey: triggerKey.optional().meta({ description: "wins over the flow's own idempotencyKey function; at most 512 characters" }),
+    businessKey: triggerKey.optional().meta({ description: "wins over the flow's own businessKey function; at most 512 characters" }),
     runAt: z.iso.datetime({ offset: true }).optional().meta({ description: "start the run's first nodes at this time (ISO 8601)" }),
     priority: z
       .number()

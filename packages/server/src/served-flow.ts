@@ -1,5 +1,6 @@
 import type { Json } from "@ax/store";
 import { AxKeyFunctionError } from "@ax/common";
+import { MAX_KEY_LENGTH } from "./api-schemas.js";
 
 /** What the API knows of a flow from its code (`ax server <entry>`, a Runtime's api role). */
 export interface ServedFlow {
@@ -21,11 +22,15 @@ export function triggerKeys(
     if (given[which] !== undefined) return given[which];
     const fn = flow?.[which];
     if (!fn) return undefined;
+    let key: string;
     try {
-      return fn(payload);
+      key = fn(payload);
     } catch (error) {
       throw new AxKeyFunctionError(flow.name, which, error);
     }
+    if (typeof key === "string" && key.length > MAX_KEY_LENGTH)
+      throw new AxKeyFunctionError(flow.name, which, new Error(`it returned ${key.length} characters; keys are at most ${MAX_KEY_LENGTH}`));
+    return key;
   };
   return { idempotencyKey: apply("idempotencyKey"), businessKey: apply("businessKey") };
 }

@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ax, Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+
+const echo = ax.task({ name: "input_echo" }, (value: unknown) => value);
+const flow = ax.flow({ name: "input_flow", businessKey: (payload: { key?: string }) => payload.key ?? "default" }, (input) => {
+  echo(input);
+});
+
+/** The caller's mistakes answer 400 with `{ error, message }`, never a 500 from PostgreSQL. */
+describe("the HTTP API refuses client input it cannot store", () => {
+  const env = isolate("apiinput");
+  let api: Runtime;
+
+  const call = async (path: string, init: { method?: string; body?: unknown } = {}) => {
+    const response = await fetch(`${api.url}${path}`, {
+      method: init.method ?? "GET",
+      ...(init.body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(init.body) }),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    api = new Runtime({
+      storage: env.storage,
+      redis: env.redis,
+      prefix: env.prefix,
+      flows: [flow],
+      roles: ["api"],
+      port: 0,
+      insecureNoAuth: true,
+      logLevel: "error",
+    });
+    await api.start();
+  });
+
+  afterAll(async () => {
+    await api?.stop();
+    await env.cleanup();
+  });
+
+  it("refuses an idempotencyKey or businessKey over 512 characters, given or from the flow's key function", async () => {
+    const long = "k".repeat(4000);
+    for (const field of ["idempotencyKey", "businessKey"]) {
+      const answer = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: {}, [field]: long } });
+      expect(answer.status).toBe(400);
+      expect(answer.body.error).toBe("BadRequest");
+      expect(answer.body.message).toMatch(new RegExp(`^${field}: at most 512 characters`));
+    }
+    const computed = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: { key: long } } });
+    expect(computed.status).toBe(400);
+    expect(computed.body.error).toBe("AxKeyFunctionError");
+    expect(computed.body.message).toContain("it returned 4000 characters; keys are at most 512");
+    const fits = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: {}, idempotencyKey: "k".repeat(512) } });
+    expect(fits.status).toBe(201);
+  });
+});
