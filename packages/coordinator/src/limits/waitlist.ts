@@ -151,7 +151,17 @@ export class Waitlist {
    */
   wake(key: string, capacity: number | undefined, permitId: string): Promise<string[]> {
     const sem = this.semPrefix + key;
-    return this.commands.axWaitWake(4, sem, `${sem}:waiting`, this.waitingKeys, `${sem}:holders`, capacity ?? -1, key, permitId, this.claimMs);
+    return this.commands.axWaitWake(
+      4,
+      sem,
+      `${sem}:waiting`,
+      this.waitingKeys,
+      `${sem}:holders`,
+      capacity ?? -1,
+      key,
+      permitId,
+      this.claimMs,
+    );
   }
 
   /**
