@@ -54,4 +54,29 @@ describe("the HTTP API refuses client input it cannot store", () => {
     const fits = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: {}, idempotencyKey: "k".repeat(512) } });
     expect(fits.status).toBe(201);
   });
+
+  it("answers AxBadCursorError for a cursor of the right shape naming no real time or uuid", async () => {
+    const id = "0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11";
+    const decoded = [
+      `2026-02-30T00:00:00.000000Z|${id}`,
+      `9999-99-99T99:99:99.999999Z|${id}`,
+      `2026-01-01T24:00:00.000000Z|${id}`,
+      `2026-01-01T00:00:00.000000Z|${"-".repeat(36)}`,
+    ];
+    for (const text of decoded) {
+      const cursor = Buffer.from(text).toString("base64url");
+      const answer = await call(`/api/runs?cursor=${cursor}`);
+      expect(answer).toEqual({
+        status: 400,
+        body: { error: "AxBadCursorError", message: expect.stringContaining(`cursor "${cursor}" is not a page cursor`) },
+      });
+    }
+    const valid = Buffer.from(`2024-02-29T23:59:59.999999Z|${id}`).toString("base64url");
+    expect(await call(`/api/runs?cursor=${valid}`)).toEqual({ status: 200, body: { runs: [], nextCursor: null } });
+  });
+
+  it("refuses a log node filter PostgreSQL cannot compare (a NUL)", async () => {
+    const answer = await call("/api/runs/0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11/logs?node=a%00");
+    expect(answer).toEqual({ status: 400, body: { error: "BadRequest", message: "node: contains a NUL or a lone UTF-16 surrogate" } });
+  });
 });

@@ -93,12 +93,28 @@ function encodeCursor(createdAt: string, id: string): string {
   return Buffer.from(`${createdAt}|${id}`).toString("base64url");
 }
 
-const CURSOR_SHAPE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f-]{36})$/;
+const CURSOR_SHAPE =
+  /^((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.\d{6}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/** The fields name a real UTC time (no 30 February, hour 24 or month 99), which PostgreSQL would refuse with a 500. */
+function realTime(year: number, month: number, day: number, hour: number, minute: number, second: number): boolean {
+  const at = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  return (
+    at.getUTCFullYear() === year &&
+    at.getUTCMonth() === month - 1 &&
+    at.getUTCDate() === day &&
+    at.getUTCHours() === hour &&
+    at.getUTCMinutes() === minute &&
+    at.getUTCSeconds() === second
+  );
+}
 
 function decodeCursor(cursor: string): { at: string; id: string } {
   const match = CURSOR_SHAPE.exec(Buffer.from(cursor, "base64url").toString());
   if (!match) throw new AxBadCursorError(cursor);
-  return { at: match[1]!, id: match[2]! };
+  const [year, month, day, hour, minute, second] = match.slice(2, 8).map(Number) as [number, number, number, number, number, number];
+  if (!realTime(year, month, day, hour, minute, second)) throw new AxBadCursorError(cursor);
+  return { at: match[1]!, id: match[8]! };
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
