@@ -1,8 +1,9 @@
 import { z } from "zod";
+import { storableText } from "./api-schemas.js";
 
 /** `GET /api/runs/:id/logs` query: narrow to a node and attempt, and (following) to lines after a seq. */
 export const logsQuery = z.object({
-  node: z.string().min(1).optional().meta({ description: "node key" }),
+  node: storableText.min(1).optional().meta({ description: "node key" }),
   attempt: z.coerce.number().int().min(1).optional().meta({ description: "attempt number" }),
   after: z.coerce.number().int().min(0).optional().meta({ description: "only lines with a greater seq (seq counts within an attempt)" }),
 });
