@@ -11,8 +11,11 @@ import {
   type NodeProps,
   Position,
   ReactFlow,
+  useReactFlow,
+  type Viewport,
 } from "@xyflow/react";
-import { useMemo } from "react";
+import { type RefObject, useEffect, useMemo, useRef, useState } from "react";
+import { useI18n } from "../i18n";
 import "@xyflow/react/dist/style.css";
 
 export interface DagNode {
@@ -79,6 +82,9 @@ const edgeTypes = { routed: RoutedEdge };
 
 interface Layout {
   positions: Map<string, Point>;
+  /** The laid-out graph's extent, nodes' top-left corners starting at 0,0. */
+  width: number;
+  height: number;
   /** Per edge `up->key` that skips a column, the points between its ends that dagre routed it by. */
   routes: Map<string, Point[]>;
 }
@@ -103,23 +109,99 @@ function layout(nodes: DagNode[]): Layout {
     }
   }
   const positions = new Map(nodes.map((n) => [n.key, { x: centre(n.key).x - WIDTH / 2, y: centre(n.key).y - HEIGHT / 2 }]));
-  return { positions, routes };
+  const xs = [...positions.values()].map((p) => p.x);
+  const ys = [...positions.values()].map((p) => p.y);
+  const [left, top] = [Math.min(0, ...xs), Math.min(0, ...ys)];
+  for (const p of positions.values()) {
+    p.x -= left;
+    p.y -= top;
+  }
+  for (const via of routes.values()) {
+    for (const p of via) {
+      p.x -= left;
+      p.y -= top;
+    }
+  }
+  return { positions, routes, width: Math.max(0, ...xs) - left + WIDTH, height: Math.max(0, ...ys) - top + HEIGHT };
 }
 
-export function Dag({
-  nodes,
-  selected,
-  onSelect,
-  height = 320,
-}: {
-  nodes: DagNode[];
-  selected?: string | undefined;
-  onSelect?: (key: string) => void;
-  height?: number;
-}) {
+/** Below this zoom a node's key drops under 11 px (it is 14 px): the graph is panned rather than shrunk further. */
+const READABLE = 0.8;
+const PAD = 24;
+const MIN_HEIGHT = 150;
+/** Of the window's height: the page around the graph (the node panel under it) stays in reach. */
+const MAX_HEIGHT = 0.7;
+/** Statuses someone opens a run's page to see: kept in view when the whole graph does not fit. */
+const WATCHED = ["failed", "running", "retrying"];
+
+interface Frame {
+  height: number;
+  viewport: Viewport;
+  /** The graph at a readable size is larger than its box: panning shows the rest. */
+  overflows: boolean;
+}
+
+/**
+ * The box's height and the initial viewport: the whole graph when it fits at a readable zoom,
+ * otherwise a readable part of it around the node to watch.
+ */
+function frame(graph: { width: number; height: number }, box: number, windowHeight: number, focus: Point | undefined): Frame {
+  const maxHeight = Math.max(MIN_HEIGHT, Math.round(windowHeight * MAX_HEIGHT));
+  const fit = Math.min(1, (box - 2 * PAD) / graph.width, (maxHeight - 2 * PAD) / graph.height);
+  const zoom = Math.max(fit, READABLE);
+  const [w, h] = [graph.width * zoom, graph.height * zoom];
+  const height = Math.min(maxHeight, Math.max(MIN_HEIGHT, Math.ceil(h + 2 * PAD)));
+  const overflows = w + 2 * PAD > box + 1 || h + 2 * PAD > height + 1;
+  // Centred along an axis that fits; along one that does not, the focus is centred, the graph's ends kept at the edges.
+  const place = (size: number, room: number, at: number | undefined) => {
+    if (size + 2 * PAD <= room) return (room - size) / 2;
+    const centred = at === undefined ? PAD : room / 2 - at * zoom;
+    return Math.min(PAD, Math.max(room - PAD - size, centred));
+  };
+  return { height, overflows, viewport: { x: place(w, box, focus?.x), y: place(h, height, focus?.y), zoom } };
+}
+
+function useBoxWidth(): [RefObject<HTMLDivElement | null>, number, number] {
+  const ref = useRef<HTMLDivElement>(null);
+  const [width, setWidth] = useState(0);
+  const [windowHeight, setWindowHeight] = useState(window.innerHeight);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const observer = new ResizeObserver(() => setWidth(el.clientWidth));
+    observer.observe(el);
+    const resized = () => setWindowHeight(window.innerHeight);
+    window.addEventListener("resize", resized);
+    return () => {
+      observer.disconnect();
+      window.removeEventListener("resize", resized);
+    };
+  }, []);
+  return [ref, width, windowHeight];
+}
+
+/** Moves the viewport to the frame's whenever it changes, until the reader pans or zooms themselves. */
+function FrameViewport({ viewport, moved }: { viewport: Viewport; moved: boolean }) {
+  const flow = useReactFlow();
+  const { x, y, zoom } = viewport;
+  useEffect(() => {
+    if (!moved) void flow.setViewport({ x, y, zoom });
+  }, [flow, x, y, zoom, moved]);
+  return null;
+}
+
+export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?: string | undefined; onSelect?: (key: string) => void }) {
+  const { t } = useI18n();
   const shape = nodes.map((n) => `${n.key}<${n.upstream.join(",")}`).join(";");
   // biome-ignore lint/correctness/useExhaustiveDependencies: the layout changes with the DAG's shape only, not with states
-  const { positions, routes } = useMemo(() => layout(nodes), [shape]);
+  const graph = useMemo(() => layout(nodes), [shape]);
+  const { positions, routes } = graph;
+  const [box, boxWidth, windowHeight] = useBoxWidth();
+  const [moved, setMoved] = useState(false);
+  // Otherwise the graph's first root: the left end of a chain, the stem of a fan-out.
+  const watched = nodes.find((n) => WATCHED.includes(n.status ?? "")) ?? nodes.find((n) => n.upstream.length === 0);
+  const at = watched && positions.get(watched.key);
+  const shown = frame(graph, boxWidth, windowHeight, at && { x: at.x + WIDTH / 2, y: at.y + HEIGHT / 2 });
   const flowNodes: Node<Data>[] = nodes.map((n) => ({
     id: n.key,
     type: "task",
@@ -145,22 +227,36 @@ export function Dag({
     })),
   );
   return (
-    <div className="dag" style={{ height }}>
-      <ReactFlow
-        nodes={flowNodes}
-        edges={edges}
-        nodeTypes={nodeTypes}
-        edgeTypes={edgeTypes}
-        fitView
-        fitViewOptions={{ padding: 0.2, maxZoom: 1.1 }}
-        nodesConnectable={false}
-        proOptions={{ hideAttribution: true }}
-        onNodeClick={(_, node) => onSelect?.(node.id)}
-        minZoom={0.3}
-      >
-        <Background gap={18} size={1} color="#e2e8f0" />
-        <Controls showInteractive={false} />
-      </ReactFlow>
+    <div className="dag" ref={box} style={{ height: shown.height }} data-overflows={shown.overflows}>
+      {boxWidth > 0 && (
+        <ReactFlow
+          nodes={flowNodes}
+          edges={edges}
+          nodeTypes={nodeTypes}
+          edgeTypes={edgeTypes}
+          defaultViewport={shown.viewport}
+          nodesConnectable={false}
+          proOptions={{ hideAttribution: true }}
+          onNodeClick={(_, node) => onSelect?.(node.id)}
+          // A programmatic move has no event: only the reader's own pan or zoom stops the following.
+          onMoveStart={(event) => event && setMoved(true)}
+          minZoom={0.05}
+          maxZoom={2}
+          // A graph that fits leaves the wheel to the page; a larger one scrolls under it, as a long page would.
+          zoomOnScroll={false}
+          panOnScroll={shown.overflows}
+          preventScrolling={shown.overflows}
+        >
+          <FrameViewport viewport={shown.viewport} moved={moved} />
+          <Background gap={18} size={1} color="#e2e8f0" />
+          <Controls showInteractive={false} orientation="horizontal" position="top-right" />
+        </ReactFlow>
+      )}
+      {shown.overflows && (
+        <div className="dag-hint" data-testid="dag-hint">
+          {nodes.length} {t(nodes.length === 1 ? "flows.node" : "flows.nodes")} · {t("dag.pan")}
+        </div>
+      )}
     </div>
   );
 }

@@ -19,26 +19,28 @@ function Options({ title, options, all }: { title: string; options: EffectiveOpt
   return (
     <section className="panel">
       <h3>{title}</h3>
-      <table className="table compact options">
-        <thead>
-          <tr>
-            <th>{t("config.option")}</th>
-            <th>{t("config.value")}</th>
-            <th>{t("config.source")}</th>
-          </tr>
-        </thead>
-        <tbody>
-          {shown.map((o) => (
-            <tr key={o.option}>
-              <td className="mono">{o.option}</td>
-              <td className="mono">{JSON.stringify(o.value)}</td>
-              <td>
-                <span className={`pill src-${o.source.split(" ")[0]}`}>{o.source}</span>
-              </td>
+      <div className="table-wrap">
+        <table className="table compact options">
+          <thead>
+            <tr>
+              <th>{t("config.option")}</th>
+              <th>{t("config.value")}</th>
+              <th>{t("config.source")}</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {shown.map((o) => (
+              <tr key={o.option}>
+                <td className="mono">{o.option}</td>
+                <td className="mono">{JSON.stringify(o.value)}</td>
+                <td>
+                  <span className={`pill src-${o.source.split(" ")[0]}`}>{o.source}</span>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </section>
   );
 }

@@ -36,9 +36,12 @@ function FlowCard({ name, schedule }: { name: string; schedule: ScheduleInfo | u
   return (
     <Link to={`/flows/${encodeURIComponent(name)}`} className="card flow-card">
       <div className="card-head">
-        <h2>{name}</h2>
-        <span className="muted">
-          v{flow.data?.version ?? "…"} · {flow.data?.nodes.length ?? "…"} {t("flows.nodes")}
+        <h2 className="ellipsis" title={name}>
+          {name}
+        </h2>
+        <span className="muted nowrap">
+          v{flow.data?.version ?? "…"} ·{" "}
+          {flow.data ? `${flow.data.nodes.length} ${t(flow.data.nodes.length === 1 ? "flows.node" : "flows.nodes")}` : "…"}
         </span>
       </div>
       <RunStrip runs={runs.data?.runs ?? []} />
@@ -84,7 +87,6 @@ export function FlowPage({ name }: { name: string }) {
       {flow.data && (
         <Dag
           nodes={flow.data.nodes.map((n) => ({ ...n, detail: n.task === n.key ? `queue ${n.queue}` : `${n.task} · queue ${n.queue}` }))}
-          height={280}
         />
       )}
       <div className="grid-3">
@@ -136,7 +138,7 @@ export function FlowPage({ name }: { name: string }) {
               <li key={v.version}>
                 <strong>v{v.version}</strong>{" "}
                 <span className="muted">
-                  {v.nodes} {t("flows.nodes")} · {time(v.createdAt)}
+                  {v.nodes} {t(v.nodes === 1 ? "flows.node" : "flows.nodes")} · {time(v.createdAt)}
                 </span>
               </li>
             ))}

@@ -155,7 +155,7 @@ export function RunPage({ id }: { id: string }) {
           {action.error}
         </div>
       )}
-      <Dag nodes={nodes} selected={selected} onSelect={setSelected} height={300} />
+      <Dag nodes={nodes} selected={selected} onSelect={setSelected} />
       {task ? (
         <NodePanel
           run={run}
@@ -271,39 +271,41 @@ function NodePanel({
               </BarChart>
             </ResponsiveContainer>
           </div>
-          <table className="table compact">
-            <thead>
-              <tr>
-                <th>#</th>
-                <th>{t("node.worker")}</th>
-                <th>{t("node.start")}</th>
-                <th>{t("node.duration")}</th>
-                <th>{t("node.outcome")}</th>
-                <th>{t("node.error")}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {task.attempts.map((a) => (
-                <tr key={a.n} data-attempt={a.n}>
-                  <td>{a.n}</td>
-                  <td className="mono small">{a.worker}</td>
-                  <td className="muted">{time(a.startedAt)}</td>
-                  <td>{between(a.startedAt, a.finishedAt, now)}</td>
-                  <td>{a.outcome ? <span className={`pill o-${a.outcome}`}>{a.outcome}</span> : <StatusBadge status="running" />}</td>
-                  <td>
-                    {a.error && (
-                      <details>
-                        <summary>
-                          <strong>{a.error.name}</strong>: {a.error.message}
-                        </summary>
-                        {a.error.stack && <pre>{a.error.stack}</pre>}
-                      </details>
-                    )}
-                  </td>
+          <div className="table-wrap">
+            <table className="table compact">
+              <thead>
+                <tr>
+                  <th>#</th>
+                  <th>{t("node.worker")}</th>
+                  <th>{t("node.start")}</th>
+                  <th>{t("node.duration")}</th>
+                  <th>{t("node.outcome")}</th>
+                  <th>{t("node.error")}</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {task.attempts.map((a) => (
+                  <tr key={a.n} data-attempt={a.n}>
+                    <td>{a.n}</td>
+                    <td className="mono small">{a.worker}</td>
+                    <td className="muted">{time(a.startedAt)}</td>
+                    <td>{between(a.startedAt, a.finishedAt, now)}</td>
+                    <td>{a.outcome ? <span className={`pill o-${a.outcome}`}>{a.outcome}</span> : <StatusBadge status="running" />}</td>
+                    <td>
+                      {a.error && (
+                        <details>
+                          <summary>
+                            <strong>{a.error.name}</strong>: {a.error.message}
+                          </summary>
+                          {a.error.stack && <pre>{a.error.stack}</pre>}
+                        </details>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
       <div className="grid-2">

@@ -95,38 +95,40 @@ export function RunsPage() {
       {runs.data && runs.data.runs.length === 0 ? (
         <Empty>{t("runs.empty")}</Empty>
       ) : (
-        <table className="table">
-          <thead>
-            <tr>
-              <th>{t("runs.status")}</th>
-              <th>Run</th>
-              <th>{t("runs.flow")}</th>
-              <th>{t("runs.trigger")}</th>
-              <th>{t("runs.businessKey")}</th>
-              <th>{t("runs.created")}</th>
-              <th>{t("runs.duration")}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(runs.data?.runs ?? []).map((r) => (
-              <tr key={r.id} onClick={() => navigate(`/runs/${r.id}`)}>
-                <td>
-                  <StatusBadge status={r.status} />
-                </td>
-                <td>
-                  <Link to={`/runs/${r.id}`} className="mono">
-                    {r.id.slice(0, 8)}
-                  </Link>
-                </td>
-                <td>{r.flow}</td>
-                <td className="muted">{r.trigger}</td>
-                <td>{r.businessKey ?? <span className="muted">—</span>}</td>
-                <td className="muted">{time(r.createdAt)}</td>
-                <td className="muted">{between(r.startedAt, r.finishedAt)}</td>
+        <div className="table-wrap">
+          <table className="table">
+            <thead>
+              <tr>
+                <th>{t("runs.status")}</th>
+                <th>Run</th>
+                <th>{t("runs.flow")}</th>
+                <th>{t("runs.trigger")}</th>
+                <th>{t("runs.businessKey")}</th>
+                <th>{t("runs.created")}</th>
+                <th>{t("runs.duration")}</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {(runs.data?.runs ?? []).map((r) => (
+                <tr key={r.id} onClick={() => navigate(`/runs/${r.id}`)}>
+                  <td>
+                    <StatusBadge status={r.status} />
+                  </td>
+                  <td>
+                    <Link to={`/runs/${r.id}`} className="mono">
+                      {r.id.slice(0, 8)}
+                    </Link>
+                  </td>
+                  <td>{r.flow}</td>
+                  <td className="muted">{r.trigger}</td>
+                  <td>{r.businessKey ?? <span className="muted">—</span>}</td>
+                  <td className="muted">{time(r.createdAt)}</td>
+                  <td className="muted">{between(r.startedAt, r.finishedAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <div className="pager">
         <button type="button" disabled={cursors.length === 0} onClick={() => setCursors([])}>

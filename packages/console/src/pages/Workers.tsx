@@ -17,67 +17,71 @@ export function WorkersPage() {
       {workers.data && live.length === 0 ? (
         <Empty>{t("workers.none")}</Empty>
       ) : (
-        <table className="table">
-          <thead>
-            <tr>
-              <th>id</th>
-              <th>{t("workers.host")}</th>
-              <th>{t("workers.queues")}</th>
-              <th>{t("workers.running")}</th>
-              <th>{t("workers.version")}</th>
-              <th>{t("workers.heartbeat")}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {live.map((w) => (
-              <tr key={w.id}>
-                <td className="mono small">{w.id}</td>
-                <td>
-                  {w.hostname} <span className="muted">pid {w.pid}</span>
-                </td>
-                <td>
-                  {w.queues.map((q) => (
-                    <span key={q} className="pill">
-                      {q}
-                    </span>
-                  ))}
-                </td>
-                <td>{w.running}</td>
-                <td>{w.configVersion === null ? "—" : `v${w.configVersion}`}</td>
-                <td className="muted">{time(w.heartbeatAt)}</td>
+        <div className="table-wrap">
+          <table className="table">
+            <thead>
+              <tr>
+                <th>id</th>
+                <th>{t("workers.host")}</th>
+                <th>{t("workers.queues")}</th>
+                <th>{t("workers.running")}</th>
+                <th>{t("workers.version")}</th>
+                <th>{t("workers.heartbeat")}</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {live.map((w) => (
+                <tr key={w.id}>
+                  <td className="mono small">{w.id}</td>
+                  <td>
+                    {w.hostname} <span className="muted">pid {w.pid}</span>
+                  </td>
+                  <td>
+                    {w.queues.map((q) => (
+                      <span key={q} className="pill">
+                        {q}
+                      </span>
+                    ))}
+                  </td>
+                  <td>{w.running}</td>
+                  <td>{w.configVersion === null ? "—" : `v${w.configVersion}`}</td>
+                  <td className="muted">{time(w.heartbeatAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <h2>{t("workers.queues")}</h2>
       {queues.data && queues.data.queues.length === 0 ? (
         <Empty>{t("queues.none")}</Empty>
       ) : (
-        <table className="table">
-          <thead>
-            <tr>
-              <th>{t("queues.name")}</th>
-              <th>{t("queues.waiting")}</th>
-              <th>{t("queues.active")}</th>
-              <th>{t("queues.delayed")}</th>
-              <th>{t("queues.limited")}</th>
-              <th>{t("workers.processes")}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(queues.data?.queues ?? []).map((q) => (
-              <tr key={q.name}>
-                <td className="mono">{q.name}</td>
-                <td>{q.waiting}</td>
-                <td>{q.active}</td>
-                <td>{q.delayed}</td>
-                <td>{q.limited ?? <span className="muted">—</span>}</td>
-                <td>{q.workers}</td>
+        <div className="table-wrap">
+          <table className="table">
+            <thead>
+              <tr>
+                <th>{t("queues.name")}</th>
+                <th>{t("queues.waiting")}</th>
+                <th>{t("queues.active")}</th>
+                <th>{t("queues.delayed")}</th>
+                <th>{t("queues.limited")}</th>
+                <th>{t("workers.processes")}</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {(queues.data?.queues ?? []).map((q) => (
+                <tr key={q.name}>
+                  <td className="mono">{q.name}</td>
+                  <td>{q.waiting}</td>
+                  <td>{q.active}</td>
+                  <td>{q.delayed}</td>
+                  <td>{q.limited ?? <span className="muted">—</span>}</td>
+                  <td>{q.workers}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </>
   );

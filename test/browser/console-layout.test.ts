@@ -1,0 +1,152 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ax, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const CHROMIUM = process.env.AX_CHROMIUM ?? "/usr/bin/chromium";
+const ARTIFACTS = fileURLToPath(new URL("../artifacts/", import.meta.url));
+const CONSOLE_DIST = fileURLToPath(new URL("../../packages/console/dist/index.html", import.meta.url));
+
+const start = ax.task({ name: "layout_start" }, async (x: unknown) => x);
+const leaf = ax.task({ name: "layout_leaf" }, async (x: unknown) => ({ x }));
+const badLeaf = ax.task({ name: "layout_bad_leaf", retries: 0 }, async () => {
+  throw new Error("the widget service said no (HTTP 503)");
+});
+const gather = ax.task({ name: "layout_gather" }, async (...xs: unknown[]) => xs.length);
+/** Twenty leaves in one column, the failing one near the bottom: off screen were the graph not framed around it. */
+const wide = ax.flow({ name: "layout_wide_fanout_flow_with_a_rather_long_name_that_does_not_fit_a_card" }, (input) => {
+  const s = start(input);
+  const outs = [];
+  for (let i = 0; i < 20; i++) outs.push(i === 17 ? badLeaf(s) : leaf(s));
+  gather(...outs);
+});
+const step = ax.task({ name: "layout_step" }, async (x: unknown) => x);
+const chain = ax.flow({ name: "layout_chain" }, (input) => {
+  let r = step(input);
+  for (let i = 1; i < 30; i++) r = step(r);
+});
+
+describe("the web console's layout: large graphs and phones", () => {
+  const env = isolate("console_layout");
+  let runtime: Runtime;
+  let browser: Browser;
+  const runs: Record<string, string> = {};
+
+  beforeAll(async () => {
+    if (!existsSync(CONSOLE_DIST))
+      throw new Error("the console is not built: run `npx -y pnpm@9.15.9 --filter @ax/console build` (pnpm test does)");
+    if (!existsSync(CHROMIUM))
+      throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    runtime = testRuntime(env, { flows: [wide, chain], roles: ["coordinator", "worker", "api"], port: 0 });
+    await runtime.start();
+    const client = runtime.client();
+    for (const [name, flow] of [
+      ["wide", wide.name],
+      ["chain", chain.name],
+    ] as const) {
+      runs[name] = await client.triggerFlow(flow, {});
+    }
+    for (const id of Object.values(runs)) {
+      const deadline = Date.now() + 30_000;
+      while (!["success", "failed"].includes((await client.getRun(id))?.status ?? "")) {
+        if (Date.now() > deadline) throw new Error(`run ${id} did not finish`);
+        await sleep(200);
+      }
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await runtime?.stop();
+    await env.cleanup();
+  });
+
+  async function open(path: string, viewport: { width: number; height: number }, lang: "en" | "zh" = "en"): Promise<Page> {
+    const page = await browser.newPage({ viewport, locale: lang === "zh" ? "zh-CN" : "en-US" });
+    await page.addInitScript(`localStorage.setItem("ax.lang", ${JSON.stringify(lang)})`);
+    await page.goto(`${runtime.url}${path}`);
+    return page;
+  }
+
+  /** A node's box on screen and its key's rendered font size, after React Flow's zoom. */
+  async function nodeOnScreen(page: Page, key: string) {
+    const node = page.locator(`.dag-node[data-node="${key}"]`);
+    await node.waitFor();
+    const box = (await node.boundingBox())!;
+    const dag = (await page.locator(".dag").boundingBox())!;
+    const fontPx = await node.locator(".dag-key").evaluate((el) => {
+      const zoom = el.getBoundingClientRect().width / (el as HTMLElement).offsetWidth;
+      return Number.parseFloat(getComputedStyle(el).fontSize) * zoom;
+    });
+    const inside = box.x >= dag.x && box.y >= dag.y && box.x + box.width <= dag.x + dag.width && box.y + box.height <= dag.y + dag.height;
+    return { inside, fontPx };
+  }
+
+  it("frames a wide fan-out's failed leaf at a readable size, with a hint to pan to the rest", async () => {
+    const page = await open(`/runs/${runs.wide}`, { width: 1440, height: 900 });
+    await page.locator('.dag-node[data-status="failed"]').waitFor();
+    const failed = await page.locator('.dag-node[data-status="failed"]').getAttribute("data-node");
+    const seen = await nodeOnScreen(page, failed!);
+    expect(seen.inside).toBe(true);
+    expect(seen.fontPx).toBeGreaterThanOrEqual(11);
+    await expect(page.getByTestId("dag-hint").textContent()).resolves.toMatch(/^22 nodes/);
+    const dag = (await page.locator(".dag").boundingBox())!;
+    expect(dag.height).toBeLessThanOrEqual(900 * 0.7 + 1);
+    await page.screenshot({ path: `${ARTIFACTS}layout-run-wide.png` });
+    await page.close();
+  });
+
+  it("opens a flow's graph at its start, and keeps long flow names inside their cards", async () => {
+    const page = await open(`/flows/${wide.name}`, { width: 1440, height: 900 });
+    const first = await nodeOnScreen(page, "layout_start");
+    expect(first).toMatchObject({ inside: true });
+    expect(first.fontPx).toBeGreaterThanOrEqual(11);
+    // The card title keeps to its card: the page does not grow sideways.
+    await page.goto(`${runtime.url}/flows`);
+    await page.locator(".flow-card h2").first().waitFor();
+    await expect(page.evaluate(() => document.documentElement.scrollWidth)).resolves.toBeLessThanOrEqual(1440);
+    await page.close();
+  });
+
+  it("keeps a 30-node chain readable from its start", async () => {
+    const page = await open(`/runs/${runs.chain}`, { width: 1440, height: 900 });
+    const first = await nodeOnScreen(page, "layout_step");
+    expect(first.inside).toBe(true);
+    expect(first.fontPx).toBeGreaterThanOrEqual(11);
+    await page.getByTestId("dag-hint").waitFor();
+    await page.screenshot({ path: `${ARTIFACTS}layout-run-chain.png` });
+    await page.close();
+  });
+
+  for (const lang of ["en", "zh"] as const) {
+    it(`has no sideways page scroll on a phone (${lang}): runs, a failed run and its node panel`, async () => {
+      const page = await open("/runs", { width: 390, height: 844 }, lang);
+      await page.locator("table tbody tr").first().waitFor();
+      const scrolls = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      await expect(scrolls()).resolves.toBe(0);
+      await page.screenshot({ path: `${ARTIFACTS}layout-phone-runs-${lang}.png`, fullPage: true });
+      await page.goto(`${runtime.url}/runs/${runs.wide}`);
+      await page.locator('.dag-node[data-status="failed"]').click();
+      await page.locator(".node-panel tr[data-attempt]").first().waitFor();
+      await page.screenshot({ path: `${ARTIFACTS}layout-phone-run-${lang}.png`, fullPage: true });
+      const wide = await page.evaluate(() =>
+        // Past the right edge only inside boxes that scroll or pan on their own: the graph, tables.
+        [...document.querySelectorAll("main *:not(.dag *, .table-wrap *)")]
+          .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+          .slice(0, 5)
+          .map((el) => `${el.tagName}.${el.className}`),
+      );
+      expect(wide).toEqual([]);
+      await expect(scrolls()).resolves.toBe(0);
+      const panel = (await page.locator(".node-panel").boundingBox())!;
+      expect(panel.width).toBeGreaterThan(390 - 40);
+      await page.close();
+    });
+  }
+});
