@@ -1,9 +1,9 @@
 /**
- * Payment -> invoice -> notification end to end: start a runtime, trigger one "payment succeeded" event, wait for
- * the run and print its DAG with each node's state. Needs Redis; PostgreSQL is optional
- * (DATABASE_URL), without it the history lives in embedded PGlite under ./.ax/data.
- * The web console is served while it runs (AX_PORT, default 8080); `--console` keeps it open
- * after the run until Ctrl-C.
+ * Payment -> invoice -> notification end to end: start a runtime, trigger one "payment
+ * succeeded" event, wait for the run and print its DAG with each node's state. Needs Redis
+ * (REDIS_URL, keys under AX_PREFIX, default `ax`); PostgreSQL is optional (DATABASE_URL), without
+ * it the history lives in embedded PGlite under ./.ax/data. The web console is served while it
+ * runs (AX_PORT, default 8080); `--console` keeps it open after the run until Ctrl-C.
  */
 import { fileURLToPath } from "node:url";
 import { Runtime } from "ax-scheduler";
@@ -16,6 +16,7 @@ const runtime = new Runtime({
   storage: process.env.DATABASE_URL,
   dataDir: fileURLToPath(new URL(".ax/data", import.meta.url)),
   redis: process.env.REDIS_URL,
+  prefix: process.env.AX_PREFIX,
   flows,
   config: fileURLToPath(new URL("config/runtime.yaml", import.meta.url)),
   roles: ["coordinator", "worker", "api"],
@@ -40,7 +41,9 @@ try {
   const run = await client.waitForRun(runId, { timeout: "60s" });
   console.log(renderRun(run));
   console.log(`\nnotifications sent: ${JSON.stringify(notifier.sent)}`);
-  const where = process.env.DATABASE_URL ? "" : ` --data-dir ${fileURLToPath(new URL(".ax/data", import.meta.url))}`;
+  const where =
+    (process.env.DATABASE_URL ? "" : ` --data-dir ${fileURLToPath(new URL(".ax/data", import.meta.url))}`) +
+    (process.env.AX_PREFIX ? ` --prefix ${process.env.AX_PREFIX}` : "");
   console.log(`inspect it again (after this process exits) with: npx -y pnpm@9.15.9 ax run ${runId}${where}`);
   process.exitCode = run.status === "success" ? 0 : 1;
   if (process.argv.includes("--console")) {
