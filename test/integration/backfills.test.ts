@@ -3,6 +3,7 @@ import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AxBackfillRangeError, AxNoScheduleError, AxTooManyTicksError, ax, type Client, type RunSummary, type Runtime } from "ax-scheduler";
+import { cancelBackfillRecords, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { maxOverlap } from "../helpers/overlap.js";
 import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
@@ -27,6 +28,9 @@ const capped = ax.flow({ name: "capped_yearly", schedule: "0 0 1 1 *", maxConcur
 const zoneless = ax.flow({ name: "zoneless", schedule: "30 2 * * *" }, () => {
   work();
 });
+const heldDaily = ax.flow({ name: "held_daily", schedule: "0 0 * * *" }, () => {
+  work();
+});
 const everySecond = ax.flow({ name: "every_second", schedule: "* * * * * *" }, () => {
   work();
 });
@@ -48,7 +52,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   }
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled, zoneless, everySecond, capped] });
+    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled, zoneless, everySecond, capped, heldDaily] });
     await runtime.start();
     client = runtime.client();
   });
@@ -115,6 +119,24 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     // The flow's cap is 3 and the backfill holds 1: the manual run has a slot.
     expect((await client.waitForRun(manual, { timeout: "10s" })).status).toBe("success");
     await client.cancelBackfill(long.backfillId);
+  });
+
+  it("cancelling counts the held runs it ends, as cancelBackfill's cancelledRuns must", async () => {
+    const store = openStore({ url: env.storage, poolSize: 1 });
+    try {
+      // One run admitted at a time: the other three are held when the cancel comes.
+      const started = await client.backfill("held_daily", {
+        from: "2026-01-01T00:00:00Z",
+        to: "2026-01-05T00:00:00Z",
+        maxConcurrentRuns: 1,
+      });
+      const records = await cancelBackfillRecords(store.db, started.backfillId);
+      expect(records?.heldCancelled).toBe(3);
+      for (const runId of records ?? []) await client.cancel(runId);
+      expect((await client.getBackfill(started.backfillId)).cancelled).toBe(records!.heldCancelled + records!.length);
+    } finally {
+      await store.close();
+    }
   });
 
   it("an overlapping range creates runs only for ticks without one", async () => {

@@ -134,19 +134,25 @@ export async function listBackfills(db: Db, limit = 50): Promise<BackfillInfo[]>
   return (await rows<Row>(db, sql`${progress} group by b.id order by b.created_at desc limit ${limit}`)).map(toInfo);
 }
 
+/** A cancelled backfill's runs admitted and unfinished (for the caller to cancel), and how many held runs the cancel ended. */
+export type CancelledBackfillRecords = string[] & { heldCancelled: number };
+
 /**
  * Marks the backfill cancelled and ends its held runs (`cancelled`, never dispatched) in one
  * transaction. Returns the ids of its runs already admitted and unfinished, for the caller to
- * cancel like any run, or undefined for an unknown backfill.
+ * cancel like any run, with `heldCancelled` (those runs count as cancelled too), or undefined for
+ * an unknown backfill.
  */
-export async function cancelBackfillRecords(db: Db, id: string): Promise<string[] | undefined> {
+export async function cancelBackfillRecords(db: Db, id: string): Promise<CancelledBackfillRecords | undefined> {
   return db.transaction(async (tx) => {
     const [found] = await rows<{ id: string }>(
       tx,
       sql`update backfills set status = 'cancelled', cancelled_at = coalesce(cancelled_at, now()) where id = ${id} returning id`,
     );
     if (!found) return undefined;
-    await tx.execute(sql`
+    const [held] = await rows<{ cancelled: number }>(
+      tx,
+      sql`
       with held as (
         delete from held_runs h using runs r
         where h.backfill_id = ${id} and r.id = h.run_id and r.status = 'pending'
@@ -154,14 +160,21 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<string[
       ), nodes as (
         update node_runs set status = 'cancelled', finished_at = now()
         where run_id in (select run_id from held) and status = 'pending'
+      ), ended as (
+        update runs set status = 'cancelled', finished_at = now(), nodes_remaining = 0
+        where id in (select run_id from held)
+        returning id
       )
-      update runs set status = 'cancelled', finished_at = now(), nodes_remaining = 0
-      where id in (select run_id from held)`);
+      select count(*)::int as cancelled from ended`,
+    );
     const active = await rows<{ run_id: string }>(
       tx,
       sql`select br.run_id from backfill_runs br join runs r on r.id = br.run_id
         where br.backfill_id = ${id} and r.status in ('pending', 'running')`,
     );
-    return active.map((r) => r.run_id);
+    return Object.assign(
+      active.map((r) => r.run_id),
+      { heldCancelled: held!.cancelled },
+    );
   });
 }
