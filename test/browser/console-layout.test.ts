@@ -12,11 +12,11 @@ const ARTIFACTS = fileURLToPath(new URL("../artifacts/", import.meta.url));
 const CONSOLE_DIST = fileURLToPath(new URL("../../packages/console/dist/index.html", import.meta.url));
 
 const start = ax.task({ name: "layout_start" }, async (x: unknown) => x);
-const leaf = ax.task({ name: "layout_leaf" }, async (x: unknown) => ({ x }));
-const badLeaf = ax.task({ name: "layout_bad_leaf", retries: 0 }, async () => {
+const leaf = ax.task({ name: "layout_leaf" }, (input: unknown): number => JSON.stringify(input).length);
+const badLeaf = ax.task({ name: "layout_bad_leaf", retries: 0 }, (_input: unknown): number => {
   throw new Error("the widget service said no (HTTP 503)");
 });
-const gather = ax.task({ name: "layout_gather" }, async (...xs: unknown[]) => xs.length);
+const gather = ax.task({ name: "layout_gather" }, (...xs: number[]) => xs.length);
 /** Twenty leaves in one column, the failing one near the bottom: off screen were the graph not framed around it. */
 const wide = ax.flow({ name: "layout_wide_fanout_flow_with_a_rather_long_name_that_does_not_fit_a_card" }, (input) => {
   const s = start(input);
@@ -80,10 +80,11 @@ describe("the web console's layout: large graphs and phones", () => {
     await node.waitFor();
     const box = (await node.boundingBox())!;
     const dag = (await page.locator(".dag").boundingBox())!;
-    const fontPx = await node.locator(".dag-key").evaluate((el) => {
-      const zoom = el.getBoundingClientRect().width / (el as HTMLElement).offsetWidth;
-      return Number.parseFloat(getComputedStyle(el).fontSize) * zoom;
-    });
+    // A string, as the test project has no DOM types: the key's font size times React Flow's scale.
+    const fontPx = await page.evaluate<number>(`(() => {
+      const el = document.querySelector('.dag-node[data-node="${key}"] .dag-key');
+      return Number.parseFloat(getComputedStyle(el).fontSize) * el.getBoundingClientRect().width / el.offsetWidth;
+    })()`);
     const inside = box.x >= dag.x && box.y >= dag.y && box.x + box.width <= dag.x + dag.width && box.y + box.height <= dag.y + dag.height;
     return { inside, fontPx };
   }
@@ -110,7 +111,7 @@ describe("the web console's layout: large graphs and phones", () => {
     // The card title keeps to its card: the page does not grow sideways.
     await page.goto(`${runtime.url}/flows`);
     await page.locator(".flow-card h2").first().waitFor();
-    await expect(page.evaluate(() => document.documentElement.scrollWidth)).resolves.toBeLessThanOrEqual(1440);
+    await expect(page.evaluate<number>("document.documentElement.scrollWidth")).resolves.toBeLessThanOrEqual(1440);
     await page.close();
   });
 
@@ -128,20 +129,17 @@ describe("the web console's layout: large graphs and phones", () => {
     it(`has no sideways page scroll on a phone (${lang}): runs, a failed run and its node panel`, async () => {
       const page = await open("/runs", { width: 390, height: 844 }, lang);
       await page.locator("table tbody tr").first().waitFor();
-      const scrolls = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const scrolls = () => page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth");
       await expect(scrolls()).resolves.toBe(0);
       await page.screenshot({ path: `${ARTIFACTS}layout-phone-runs-${lang}.png`, fullPage: true });
       await page.goto(`${runtime.url}/runs/${runs.wide}`);
       await page.locator('.dag-node[data-status="failed"]').click();
       await page.locator(".node-panel tr[data-attempt]").first().waitFor();
       await page.screenshot({ path: `${ARTIFACTS}layout-phone-run-${lang}.png`, fullPage: true });
-      const wide = await page.evaluate(() =>
-        // Past the right edge only inside boxes that scroll or pan on their own: the graph, tables.
-        [...document.querySelectorAll("main *:not(.dag *, .table-wrap *)")]
-          .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
-          .slice(0, 5)
-          .map((el) => `${el.tagName}.${el.className}`),
-      );
+      // Past the right edge only inside boxes that scroll or pan on their own: the graph, tables.
+      const wide = await page.evaluate<string[]>(`[...document.querySelectorAll("main *:not(.dag *, .table-wrap *)")]
+        .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+        .map((el) => el.tagName + "." + el.className)`);
       expect(wide).toEqual([]);
       await expect(scrolls()).resolves.toBe(0);
       const panel = (await page.locator(".node-panel").boundingBox())!;
