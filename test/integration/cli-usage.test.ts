@@ -87,6 +87,16 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect((await client.listBackfills()).filter((b) => b.from.startsWith("2026"))).toEqual([]);
   });
 
+  it("ax backfill refuses a day the calendar does not have rather than rolling it over, naming the flag", async ({ expect }) => {
+    const from = await runAx([...connection(), "backfill", "usage_hourly", "--from", "2026-02-30", "--to", "2026-03-05"]);
+    expect(from.code).toBe(1);
+    expect(from.stderr).toMatch(/^AxUsageError: ax backfill: --from: "2026-02-30" names a day the calendar does not have/);
+    const to = await runAx([...connection(), "backfill", "usage_hourly", "--from", "2026-02-01", "--to", "2026-02-29T00:00:00+01:00"]);
+    expect(to.code).toBe(1);
+    expect(to.stderr).toMatch(/^AxUsageError: ax backfill: --to: "2026-02-29T00:00:00\+01:00" names a day the calendar does not have/);
+    expect((await client.listBackfills()).filter((b) => b.from.startsWith("2026"))).toEqual([]);
+  });
+
   it("ax backfill reads a date alone as midnight UTC, honours an offset, and its ETA is never a bogus number", async ({ expect }) => {
     const result = await runAx([...connection(), "backfill", "usage_hourly", "--from", "2025-06-01", "--to", "2025-06-01T03:00:00+01:00"]);
     expect(result.stderr).toBe("");
