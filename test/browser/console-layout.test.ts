@@ -125,6 +125,19 @@ describe("the web console's layout: large graphs and phones", () => {
     await page.close();
   });
 
+  it("shows an unknown flow filter with a way to clear it, and a not-found page for an unknown address", async () => {
+    const page = await open("/runs?flow=nonexistent_flow", { width: 1440, height: 900 }, "zh");
+    await page.locator('select[name=flow] option[value="nonexistent_flow"]').waitFor({ state: "attached" });
+    await expect(page.locator("select[name=flow]").inputValue()).resolves.toBe("nonexistent_flow");
+    await page.screenshot({ path: `${ARTIFACTS}layout-runs-unknown-flow-zh.png` });
+    await page.getByRole("button", { name: "清除筛选" }).click();
+    await page.locator("table tbody tr").first().waitFor();
+    await expect(page.locator("table thead").textContent()).resolves.not.toContain("Run");
+    await page.goto(`${runtime.url}/nowhere`);
+    await page.getByRole("heading", { name: "页面不存在" }).waitFor();
+    await page.close();
+  });
+
   for (const lang of ["en", "zh"] as const) {
     it(`has no sideways page scroll on a phone (${lang}): runs, a failed run and its node panel`, async () => {
       const page = await open("/runs", { width: 390, height: 844 }, lang);

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { setUnauthorizedHandler, token } from "./api";
+import { Empty } from "./components/Status";
 import { I18nProvider, useI18n } from "./i18n";
 import { ConfigPage } from "./pages/Config";
 import { FlowPage, FlowsPage } from "./pages/Flows";
@@ -23,7 +24,21 @@ function Page({ path }: { path: string }) {
   if (parts[0] === "flows" && parts[1]) return <FlowPage name={parts[1]} />;
   if (parts[0] === "config") return <ConfigPage />;
   if (parts[0] === "workers") return <WorkersPage />;
-  return <FlowsPage />;
+  if (parts.length === 0 || parts[0] === "flows") return <FlowsPage />;
+  return <NotFound />;
+}
+
+function NotFound() {
+  const { t } = useI18n();
+  return (
+    <>
+      <h1>{t("notFound.title")}</h1>
+      <Empty>{t("notFound.body")}</Empty>
+      <Link to="/flows" className="back-link">
+        ← {t("notFound.back")}
+      </Link>
+    </>
+  );
 }
 
 function Shell() {

@@ -1,4 +1,5 @@
 import { createContext, useContext, useState, type ReactNode } from "react";
+import { setDurationLanguage } from "./format";
 
 const en = {
   flows: "Flows",
@@ -49,6 +50,27 @@ const en = {
   "runs.duration": "Duration",
   "runs.more": "Older runs",
   "runs.newest": "Newest",
+  "runs.run": "Run",
+  "runs.clear": "Clear filters",
+  "runs.unknownFlow": "not deployed",
+  "triggered.manual": "manual",
+  "triggered.rerun": "rerun",
+  "triggered.event": "event",
+  "triggered.schedule": "schedule",
+  "triggered.backfill": "backfill",
+  "outcome.success": "success",
+  "outcome.failed": "failed",
+  "outcome.timed_out": "timed out",
+  "outcome.crashed": "crashed",
+  "outcome.heartbeat_lost": "heartbeat lost",
+  "outcome.cancelled": "cancelled",
+  queue: "queue",
+  task: "task",
+  flow: "flow",
+  "notFound.title": "Page not found",
+  "notFound.body": "Nothing lives at this address.",
+  "notFound.back": "Go to flows",
+  "flow.missing": "Back to flows",
   "run.cancel": "Cancel run",
   "run.rerunFailed": "Rerun failed",
   "run.rerunAll": "Rerun all",
@@ -158,6 +180,27 @@ const zh: Record<Key, string> = {
   "runs.duration": "耗时",
   "runs.more": "更早的运行",
   "runs.newest": "最新",
+  "runs.run": "运行",
+  "runs.clear": "清除筛选",
+  "runs.unknownFlow": "未部署",
+  "triggered.manual": "手动",
+  "triggered.rerun": "重跑",
+  "triggered.event": "事件",
+  "triggered.schedule": "调度",
+  "triggered.backfill": "回填",
+  "outcome.success": "成功",
+  "outcome.failed": "失败",
+  "outcome.timed_out": "超时",
+  "outcome.crashed": "崩溃",
+  "outcome.heartbeat_lost": "心跳丢失",
+  "outcome.cancelled": "已取消",
+  queue: "队列",
+  task: "任务",
+  flow: "流程",
+  "notFound.title": "页面不存在",
+  "notFound.body": "这个地址没有内容。",
+  "notFound.back": "前往流程",
+  "flow.missing": "返回流程",
   "run.cancel": "取消运行",
   "run.rerunFailed": "重跑失败节点",
   "run.rerunAll": "全部重跑",
@@ -219,6 +262,11 @@ const zh: Record<Key, string> = {
 export type Lang = "en" | "zh";
 const dictionaries: Record<Lang, Record<Key, string>> = { en, zh };
 const LANG_KEY = "ax.lang";
+/** A value the server sends that has a message (a trigger, an outcome), else the value itself. */
+export function label(t: (key: Key) => string, prefix: "triggered" | "outcome", value: string): string {
+  const key = `${prefix}.${value}`;
+  return key in en ? t(key as Key) : value;
+}
 
 interface I18n {
   lang: Lang;
@@ -236,6 +284,7 @@ function initialLang(): Lang {
 
 export function I18nProvider({ children }: { children: ReactNode }) {
   const [lang, setLang] = useState<Lang>(initialLang);
+  setDurationLanguage(lang);
   const toggle = () => {
     const next = lang === "en" ? "zh" : "en";
     localStorage.setItem(LANG_KEY, next);

@@ -1,6 +1,6 @@
-import { useState } from "react";
+import { type ReactNode, useState } from "react";
 import { Empty, ErrorNote } from "../components/Status";
-import { time } from "../format";
+import { configuredDuration, time } from "../format";
 import { useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import type { ConfigHistoryEntry, ConfigVersionInfo, EffectiveOption } from "../types";
@@ -12,7 +12,17 @@ interface Effective {
   flows: Record<string, EffectiveOption[]>;
 }
 
-function Options({ title, options, all }: { title: string; options: EffectiveOption[]; all: boolean }) {
+/** Options in milliseconds (the API's unit, whatever the YAML said), shown in the unit they were most likely written in. */
+const DURATIONS = new Set(["retry_backoff", "max_backoff", "timeout", "heartbeat_timeout"]);
+
+function optionValue(option: string, value: unknown): string {
+  if (typeof value === "number" && DURATIONS.has(option)) return configuredDuration(value);
+  if (option === "rate_limit" && value && typeof value === "object" && "per" in value && typeof value.per === "number")
+    return JSON.stringify({ ...value, per: configuredDuration(value.per) });
+  return JSON.stringify(value);
+}
+
+function Options({ title, options, all }: { title: ReactNode; options: EffectiveOption[]; all: boolean }) {
   const { t } = useI18n();
   const shown = all ? options : options.filter((o) => o.source !== "default");
   if (shown.length === 0) return null;
@@ -32,7 +42,9 @@ function Options({ title, options, all }: { title: string; options: EffectiveOpt
             {shown.map((o) => (
               <tr key={o.option}>
                 <td className="mono">{o.option}</td>
-                <td className="mono">{JSON.stringify(o.value)}</td>
+                <td className="mono" title={JSON.stringify(o.value)}>
+                  {optionValue(o.option, o.value)}
+                </td>
                 <td>
                   <span className={`pill src-${o.source.split(" ")[0]}`}>{o.source}</span>
                 </td>
@@ -76,10 +88,28 @@ export function ConfigPage() {
           </h2>
           {effective.data && <Options title={t("config.cluster")} options={effective.data.cluster} all={all} />}
           {Object.entries(effective.data?.tasks ?? {}).map(([name, options]) => (
-            <Options key={`t-${name}`} title={`task ${name}`} options={options} all={all} />
+            <Options
+              key={`t-${name}`}
+              title={
+                <>
+                  {t("task")} <span className="as-typed">{name}</span>
+                </>
+              }
+              options={options}
+              all={all}
+            />
           ))}
           {Object.entries(effective.data?.flows ?? {}).map(([name, options]) => (
-            <Options key={`f-${name}`} title={`flow ${name}`} options={options} all={all} />
+            <Options
+              key={`f-${name}`}
+              title={
+                <>
+                  {t("flow")} <span className="as-typed">{name}</span>
+                </>
+              }
+              options={options}
+              all={all}
+            />
           ))}
         </div>
         <div>

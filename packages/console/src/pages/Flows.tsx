@@ -65,6 +65,21 @@ export function FlowPage({ name }: { name: string }) {
   const runs = useApi<{ runs: RunSummary[] }>(`/api/runs?flow=${encodeURIComponent(name)}&limit=50`, 3000);
   const schedule = schedules.data?.schedules.find((s) => s.flow === name);
   const scheduleAction = useAction();
+  if (flow.error)
+    return (
+      <>
+        <div className="crumbs">
+          <Link to="/flows">{t("flows")}</Link> /
+        </div>
+        <h1 className="ellipsis" title={name}>
+          {name}
+        </h1>
+        <ErrorNote error={flow.error} />
+        <Link to="/flows" className="back-link">
+          ← {t("flow.missing")}
+        </Link>
+      </>
+    );
   const toggle = () =>
     scheduleAction.run(async () => {
       await api.post(`/api/flows/${encodeURIComponent(name)}/schedule/${schedule?.paused ? "resume" : "pause"}`);
@@ -83,10 +98,12 @@ export function FlowPage({ name }: { name: string }) {
           {t("trigger")}
         </button>
       </div>
-      <ErrorNote error={flow.error} />
       {flow.data && (
         <Dag
-          nodes={flow.data.nodes.map((n) => ({ ...n, detail: n.task === n.key ? `queue ${n.queue}` : `${n.task} · queue ${n.queue}` }))}
+          nodes={flow.data.nodes.map((n) => ({
+            ...n,
+            detail: n.task === n.key ? `${t("queue")} ${n.queue}` : `${n.task} · ${t("queue")} ${n.queue}`,
+          }))}
         />
       )}
       <div className="grid-3">

@@ -5,7 +5,7 @@ import { Dag, type DagNode } from "../components/Dag";
 import { ErrorNote, StatusBadge } from "../components/Status";
 import { between, duration, summary, time } from "../format";
 import { useAction, useNow } from "../hooks";
-import { useI18n } from "../i18n";
+import { label, useI18n } from "../i18n";
 import { Link, navigate } from "../router";
 import type { LogLine, RunInfo, TaskRunInfo } from "../types";
 
@@ -81,7 +81,15 @@ export function RunPage({ id }: { id: string }) {
   const [selected, setSelected] = useState<string>();
   const action = useAction();
   const now = useNow(500);
-  if (error) return <ErrorNote error={error} />;
+  if (error)
+    return (
+      <>
+        <div className="crumbs">
+          <Link to="/runs">{t("runs")}</Link> /
+        </div>
+        <ErrorNote error={error} />
+      </>
+    );
   if (!run) return <p className="muted">{t("loading")}</p>;
   const final = FINAL.includes(run.status);
   const nodes: DagNode[] = run.tasks.map((task) => ({
@@ -111,7 +119,7 @@ export function RunPage({ id }: { id: string }) {
           </h1>
           <div className="meta">
             <span>v{run.flowVersion}</span>
-            <span>{run.trigger}</span>
+            <span>{label(t, "triggered", run.trigger)}</span>
             {run.businessKey && <span>{run.businessKey}</span>}
             <span>{time(run.createdAt)}</span>
             <span>{between(run.startedAt, run.finishedAt, now)}</span>
@@ -223,7 +231,9 @@ function NodePanel({
       </header>
       <div className="meta">
         <span>{task.task}</span>
-        <span>queue {task.queue}</span>
+        <span>
+          {t("queue")} {task.queue}
+        </span>
         {task.reusedFrom && (
           <span>
             {t("node.reused")} <Link to={`/runs/${task.reusedFrom}`}>{task.reusedFrom.slice(0, 8)}</Link>
@@ -290,7 +300,13 @@ function NodePanel({
                     <td className="mono small">{a.worker}</td>
                     <td className="muted">{time(a.startedAt)}</td>
                     <td>{between(a.startedAt, a.finishedAt, now)}</td>
-                    <td>{a.outcome ? <span className={`pill o-${a.outcome}`}>{a.outcome}</span> : <StatusBadge status="running" />}</td>
+                    <td>
+                      {a.outcome ? (
+                        <span className={`pill o-${a.outcome}`}>{label(t, "outcome", a.outcome)}</span>
+                      ) : (
+                        <StatusBadge status="running" />
+                      )}
+                    </td>
                     <td>
                       {a.error && (
                         <details>
@@ -315,7 +331,8 @@ function NodePanel({
         </div>
         <div>
           <h3>{t("node.result")}</h3>
-          <pre className="code">{summary(task.result, 2000)}</pre>
+          {/* A node that has not succeeded has no result: null there would read as one. */}
+          <pre className="code">{task.status === "success" ? summary(task.result, 2000) : "—"}</pre>
         </div>
       </div>
       <h3>

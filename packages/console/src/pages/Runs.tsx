@@ -3,7 +3,7 @@ import { query } from "../api";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
 import { between, time } from "../format";
 import { useApi } from "../hooks";
-import { type MessageKey, useI18n } from "../i18n";
+import { label, type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, useLocation } from "../router";
 import type { RunSummary } from "../types";
 
@@ -33,6 +33,10 @@ export function RunsPage() {
   })}`;
   const runs = useApi<{ runs: RunSummary[]; nextCursor: string | null }>(path, cursor ? undefined : 3000);
   const flows = useApi<{ flows: string[] }>("/api/flows");
+  const flowFilter = params.get("flow");
+  // A flow named in the address that is not deployed (a typo, a removed flow) still shows as the filter in force.
+  const unknownFlow = flowFilter && flows.data && !flows.data.flows.includes(flowFilter) ? flowFilter : undefined;
+  const filtered = FILTERS.some((f) => params.get(f));
   const set = (key: (typeof FILTERS)[number], value: string) => {
     const next = new URLSearchParams(params);
     if (value) next.set(key, value);
@@ -48,6 +52,11 @@ export function RunsPage() {
           {t("runs.flow")}
           <select name="flow" value={params.get("flow") ?? ""} onChange={(e) => set("flow", e.target.value)}>
             <option value="">{t("runs.any")}</option>
+            {unknownFlow && (
+              <option value={unknownFlow}>
+                {unknownFlow} ({t("runs.unknownFlow")})
+              </option>
+            )}
             {(flows.data?.flows ?? []).map((f) => (
               <option key={f}>{f}</option>
             ))}
@@ -69,7 +78,9 @@ export function RunsPage() {
           <select name="trigger" value={params.get("trigger") ?? ""} onChange={(e) => set("trigger", e.target.value)}>
             <option value="">{t("runs.any")}</option>
             {TRIGGERS.map((s) => (
-              <option key={s}>{s}</option>
+              <option key={s} value={s}>
+                {label(t, "triggered", s)}
+              </option>
             ))}
           </select>
         </label>
@@ -77,6 +88,8 @@ export function RunsPage() {
           {t("runs.businessKey")}
           <input
             name="businessKey"
+            // Typed into freely; remounted when the address changes it (clear filters, back).
+            key={params.get("businessKey") ?? ""}
             defaultValue={params.get("businessKey") ?? ""}
             onKeyDown={(e) => e.key === "Enter" && set("businessKey", e.currentTarget.value)}
             onBlur={(e) => set("businessKey", e.currentTarget.value)}
@@ -90,6 +103,18 @@ export function RunsPage() {
           {t("runs.to")}
           <input type="datetime-local" name="to" value={params.get("to") ?? ""} onChange={(e) => set("to", e.target.value)} />
         </label>
+        {filtered && (
+          <button
+            type="button"
+            className="clear-filters"
+            onClick={() => {
+              setCursors([]);
+              navigate("/runs");
+            }}
+          >
+            {t("runs.clear")}
+          </button>
+        )}
       </div>
       <ErrorNote error={runs.error} />
       {runs.data && runs.data.runs.length === 0 ? (
@@ -100,7 +125,7 @@ export function RunsPage() {
             <thead>
               <tr>
                 <th>{t("runs.status")}</th>
-                <th>Run</th>
+                <th>{t("runs.run")}</th>
                 <th>{t("runs.flow")}</th>
                 <th>{t("runs.trigger")}</th>
                 <th>{t("runs.businessKey")}</th>
@@ -120,7 +145,7 @@ export function RunsPage() {
                     </Link>
                   </td>
                   <td>{r.flow}</td>
-                  <td className="muted">{r.trigger}</td>
+                  <td className="muted">{label(t, "triggered", r.trigger)}</td>
                   <td>{r.businessKey ?? <span className="muted">—</span>}</td>
                   <td className="muted">{time(r.createdAt)}</td>
                   <td className="muted">{between(r.startedAt, r.finishedAt)}</td>
