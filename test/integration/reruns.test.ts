@@ -134,6 +134,9 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     await expect(client.rerun(failedRun, { from: "no_such_node" })).rejects.toThrow(AxUnknownNodeError);
     await expect(client.rerun(failedRun, { from: "no_such_node" })).rejects.toThrow(/fetch_rows, extract, load/);
     await expect(client.rerun(succeeded, { only: "failed" })).rejects.toBeInstanceOf(AxNothingToRerunError);
+    await expect(client.rerun(succeeded, { only: "failed" })).rejects.toThrow(
+      /; to run nodes again, rerun with --all or --from <node> \(ax rerun\), or only: "all" or from: "<node>" \(API, Client\)$/,
+    );
     // A deployment whose flows no longer define `extract`: refused, naming the task.
     const without = ax.flow({ name: "chain_v2" }, (input) => {
       load(fetchRows(input));

@@ -30,7 +30,9 @@ export class AxNothingToRerunError extends Error {
   override name = "AxNothingToRerunError";
   readonly statusCode = 409;
   constructor(readonly runId: string) {
-    super(`run ${runId} has no failed, skipped or cancelled node to rerun; use only: "all" or from: <node> to run nodes again`);
+    super(
+      `run ${runId} has no failed, skipped or cancelled node to rerun; to run nodes again, rerun with --all or --from <node> (ax rerun), or only: "all" or from: "<node>" (API, Client)`,
+    );
   }
 }
 
