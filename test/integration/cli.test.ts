@@ -99,9 +99,18 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
 
     const listed = await runAx(["runs", "--flow", "cli_flow", ...connection()]);
     expect(listed.code).toBe(0);
-    const lines = listed.stdout.trim().split("\n");
+    const [header, ...lines] = listed.stdout.trim().split("\n");
+    expect(header).toMatch(/^ID\s+FLOW\s+STATUS\s+TRIGGER\s+CREATED\s+BUSINESS KEY$/);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(new RegExp(`^${runId}\\s+cli_flow\\s+success\\s+manual\\s+\\S+\\s+cli-order-7$`));
+    // Columns line up under the header whatever the flow name's length.
+    for (const [column, cell] of [
+      ["FLOW", "cli_flow"],
+      ["STATUS", "success"],
+      ["TRIGGER", "manual"],
+      ["BUSINESS KEY", "cli-order-7"],
+    ] as const)
+      expect(lines[0]!.indexOf(cell)).toBe(header!.indexOf(column));
   });
 
   it("ax trigger refuses a --payload that is not JSON, says so, exits non-zero and writes nothing", async ({ expect }) => {

@@ -1,6 +1,7 @@
 import type { BusyKey, QueueInfo } from "ax-scheduler";
 
-function table(header: string[], rows: string[][]): string {
+/** Columns padded to their widest cell, under a header line. */
+export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   return [header, ...rows]
     .map((r) =>

@@ -4,6 +4,7 @@ import { RUN_STATUSES } from "@ax/store";
 import { loadFlows } from "./load-entry.js";
 import { durationFlag, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
+import { table } from "./render-queues.js";
 import { withClient } from "./shared.js";
 
 /** `ax trigger`, `ax run <id>`, `ax cancel <id>`, `ax runs`: through `withClient`, so they also reach an `ax dev`'s embedded history. */
@@ -93,9 +94,14 @@ export function addRunCommands(program: Command): void {
         "runs",
       );
       await withClient(program, async (client) => {
-        for (const run of await client.listRuns(filter)) {
-          console.log([run.id, run.flow, run.status.padEnd(9), run.trigger.padEnd(8), run.createdAt, run.businessKey ?? ""].join("  "));
-        }
+        const runs = await client.listRuns(filter);
+        if (runs.length === 0) return;
+        console.log(
+          table(
+            ["ID", "FLOW", "STATUS", "TRIGGER", "CREATED", "BUSINESS KEY"],
+            runs.map((run) => [run.id, run.flow, run.status, run.trigger, run.createdAt, run.businessKey ?? ""]),
+          ),
+        );
       });
     });
 }
