@@ -79,4 +79,46 @@ describe("the HTTP API refuses client input it cannot store", () => {
     const answer = await call("/api/runs/0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11/logs?node=a%00");
     expect(answer).toEqual({ status: 400, body: { error: "BadRequest", message: "node: contains a NUL or a lone UTF-16 surrogate" } });
   });
+
+  it("reads an upper-case run id as the stored lower-case one, in answers and audit rows", async () => {
+    const created = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: {}, businessKey: "upper" } });
+    const runId = created.body.runId as string;
+    const cancelled = await call(`/api/runs/${runId.toUpperCase()}/cancel`, { method: "POST" });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.runId).toBe(runId);
+    const audit = await call("/api/audit?limit=10");
+    const entry = (audit.body.entries as { action: string; target: string }[]).find((e) => e.action === "run.cancel");
+    expect(entry?.target).toBe(runId);
+  });
+
+  it("refuses query parameters a list route does not take, naming them and what it takes", async () => {
+    expect(await call("/api/runs?busnessKey=x")).toEqual({
+      status: 400,
+      body: {
+        error: "BadRequest",
+        message: 'query: unknown parameter "busnessKey"; this route takes flow, status, businessKey, trigger, from, to, cursor, limit',
+      },
+    });
+    for (const path of [
+      "/api/runs?flow[]=x",
+      "/api/backfills?limt=2",
+      "/api/audit?offset=1",
+      "/api/runs/0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11/logs?nodes=a",
+    ]) {
+      const answer = await call(path);
+      expect(answer.status, path).toBe(400);
+      expect(answer.body.message, path).toMatch(/^query: unknown parameter "/);
+    }
+  });
+
+  it("answers a URL it cannot decode, and a route it does not have, as { error, message }", async () => {
+    expect(await call("/api/runs/%E0%A4%A")).toEqual({
+      status: 400,
+      body: { error: "BadRequest", message: expect.stringMatching(/%E0%A4%A.*; percent-encode the URL's special characters$/) },
+    });
+    expect(await call("/api/nothing-here", { method: "POST" })).toEqual({
+      status: 404,
+      body: { error: "NotFound", message: "no route POST /api/nothing-here; GET /api/openapi.json lists them" },
+    });
+  });
 });

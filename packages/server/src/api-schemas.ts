@@ -4,6 +4,27 @@ import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/st
 /** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
 export const storableText = z.string().refine((text) => toStorableText(text) === text, "contains a NUL or a lone UTF-16 surrogate");
 
+/**
+ * A route's query, with a key it does not take (a typo such as `busnessKey`, `flow[]`) refused by
+ * name: ignored, it would drop the filter the caller meant and answer every run.
+ */
+export function parseQuery<S extends z.ZodObject>(schema: S, query: unknown): z.output<S> {
+  const parsed = schema.strict().safeParse(query);
+  if (parsed.success) return parsed.data as z.output<S>;
+  const takes = Object.keys(schema.shape).join(", ");
+  throw new z.ZodError(
+    parsed.error.issues.map((issue) =>
+      issue.code === "unrecognized_keys"
+        ? {
+            ...issue,
+            path: ["query"],
+            message: `unknown parameter ${issue.keys.map((k) => `"${k}"`).join(", ")}; this route takes ${takes}`,
+          }
+        : issue,
+    ),
+  );
+}
+
 /** `GET /api/events`: replay from after this event id (`<ms>-<seq>`; `0` = everything the stream holds). */
 export const eventsQuery = z.object({
   after: z

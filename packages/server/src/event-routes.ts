@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { EventStreamReader, eventsAfter, type AxEvent, type QueueRegistry } from "@ax/coordinator";
-import { eventsQuery } from "./api-schemas.js";
+import { eventsQuery, parseQuery } from "./api-schemas.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
@@ -42,7 +42,7 @@ export function registerEventRoutes(app: App, deps: { queues: QueueRegistry; log
   });
 
   app.get("/api/events", async (request, reply) => {
-    const query = eventsQuery.parse(request.query);
+    const query = parseQuery(eventsQuery, request.query);
     const lastEventId = request.headers["last-event-id"];
     const given = query.after ?? (typeof lastEventId === "string" && /^\d+(-\d+)?$/.test(lastEventId) ? lastEventId : undefined);
     const after = given === undefined || given.includes("-") ? given : `${given}-0`;

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { readTaskLogs, type Db } from "@ax/store";
 import { AxRunNotFoundError } from "@ax/common";
+import { parseQuery } from "./api-schemas.js";
 import { logsQuery } from "./log-schemas.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
@@ -13,7 +14,7 @@ type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawRep
  */
 export function registerLogRoutes(app: App, deps: { db: Db }): void {
   app.get<{ Params: { id: string } }>("/api/runs/:id/logs", async (request) => {
-    const query = logsQuery.parse(request.query);
+    const query = parseQuery(logsQuery, request.query);
     const id = z.uuid().safeParse(request.params.id);
     const logs = id.success ? await readTaskLogs(deps.db, id.data, query) : undefined;
     if (!logs) throw new AxRunNotFoundError(request.params.id);

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { backfillInfo, listBackfills, type Db } from "@ax/store";
 import { cancelBackfill, rerunRun, startBackfill, type QueueRegistry } from "@ax/coordinator";
 import { AxBackfillNotFoundError, AxRunNotFoundError } from "@ax/common";
-import { backfillBody, backfillsQuery, rerunBody } from "./api-schemas.js";
+import { backfillBody, backfillsQuery, parseQuery, rerunBody } from "./api-schemas.js";
 
 /**
  * `POST /api/runs/:id/rerun`, `POST /api/flows/:flow/backfills`, `GET /api/backfills[/:id]`,
@@ -29,7 +29,7 @@ export function registerRerunBackfillRoutes(app: App, deps: { db: Db; queues: Qu
   });
 
   app.get("/api/backfills", async (request) => {
-    const { limit } = backfillsQuery.parse(request.query);
+    const { limit } = parseQuery(backfillsQuery, request.query);
     return { backfills: await listBackfills(deps.db, limit) };
   });
 

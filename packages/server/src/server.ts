@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController } from "fastify";
+import Fastify, { LogController, type FastifyError, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { z } from "zod";
@@ -31,7 +31,7 @@ import {
   AxRunNotFoundError,
   AxUnknownFlowError,
 } from "@ax/common";
-import { listQuery, triggerBody } from "./api-schemas.js";
+import { listQuery, parseQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { scheduleRoutes } from "./schedule-routes.js";
@@ -72,6 +72,8 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** The API's version in its OpenAPI document. */
 const API_VERSION = "0.1.0";
 
@@ -89,7 +91,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     genReqId: () => randomUUID(),
     // Room above the payload cap (escapes, the envelope) so an oversized payload gets the trigger's own 413, which says what to do.
     bodyLimit: 4 * DEFAULT_MAX_PAYLOAD_BYTES,
+    // A URL Fastify cannot decode never reaches a route or the error handler: answer it in the API's own shape.
+    frameworkErrors: (error: FastifyError, _request: unknown, reply: FastifyReply) => {
+      reply.status(400).send({ error: "BadRequest", message: `${error.message}; percent-encode the URL's special characters` });
+    },
   });
+
+  // Ids are stored lower-case: an upper-case one names the same run or backfill, and answers and audit rows show it as stored.
+  app.addHook("onRequest", async (request) => {
+    const params = request.params as { id?: unknown };
+    if (typeof params.id === "string" && UUID.test(params.id)) params.id = params.id.toLowerCase();
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send({ error: "NotFound", message: `no route ${request.method} ${request.url}; GET /api/openapi.json lists them` }),
+  );
 
   const routes: string[] = [];
   app.addHook("onRoute", (route) => {
@@ -158,7 +174,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   app.get("/api/runs", async (request) => {
-    const { from, to, ...query } = listQuery.parse(request.query);
+    const { from, to, ...query } = parseQuery(listQuery, request.query);
     return listRunPage(options.db, {
       ...query,
       from: from === undefined ? undefined : new Date(from),

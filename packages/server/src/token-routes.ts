@@ -2,14 +2,14 @@ import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpre
 import type { Logger } from "pino";
 import { AxTokenNameError } from "@ax/common";
 import { createApiToken, listApiTokens, listAudit, revokeApiToken, type Db } from "@ax/store";
-import { auditQuery, tokenBody, tokenNameParams } from "./api-schemas.js";
+import { auditQuery, parseQuery, tokenBody, tokenNameParams } from "./api-schemas.js";
 import { actorOf } from "./auth.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
 /** `GET /api/audit`, `GET|POST /api/tokens`, `DELETE /api/tokens/:name` (all admin). */
 export function registerTokenRoutes(app: App, db: Db): void {
-  app.get("/api/audit", async (request) => ({ entries: await listAudit(db, auditQuery.parse(request.query)) }));
+  app.get("/api/audit", async (request) => ({ entries: await listAudit(db, parseQuery(auditQuery, request.query)) }));
 
   app.get("/api/tokens", async () => ({ tokens: await listApiTokens(db) }));
 
