@@ -121,4 +121,20 @@ describe("the HTTP API refuses client input it cannot store", () => {
       body: { error: "NotFound", message: "no route POST /api/nothing-here; GET /api/openapi.json lists them" },
     });
   });
+
+  it("refuses a token whose expiresAt is already past", async () => {
+    const past = await call("/api/tokens", { method: "POST", body: { name: "past", scope: "read", expiresAt: "2020-01-01T00:00:00Z" } });
+    expect(past).toEqual({
+      status: 400,
+      body: {
+        error: "BadRequest",
+        message: "expiresAt: is in the past, so the token would never work; give a future time, or none to never expire",
+      },
+    });
+    const future = await call("/api/tokens", {
+      method: "POST",
+      body: { name: "future", scope: "read", expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
+    });
+    expect(future.status).toBe(201);
+  });
 });

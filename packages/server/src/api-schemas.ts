@@ -131,7 +131,14 @@ export const tokenBody = z
       .regex(/^[A-Za-z0-9_.:-]{1,64}$/, "1-64 letters, digits, _ . : -")
       .meta({ description: "unique name (the audit log's actor)" }),
     scope: z.enum(TOKEN_SCOPES),
-    expiresAt: z.iso.datetime({ offset: true }).optional().meta({ description: "when the token stops working (ISO 8601); none: never" }),
+    expiresAt: z.iso
+      .datetime({ offset: true })
+      .refine(
+        (at) => Date.parse(at) > Date.now(),
+        "is in the past, so the token would never work; give a future time, or none to never expire",
+      )
+      .optional()
+      .meta({ description: "when the token stops working (ISO 8601, in the future); none: never" }),
   })
   .strict();
 
