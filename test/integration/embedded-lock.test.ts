@@ -155,7 +155,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     );
     const cancelled = await ax(["backfill", "cancel", backfillId!, ...connection]);
     expect(cancelled).toMatchObject({ code: 0, stderr: "" });
-    expect(cancelled.stdout).toBe(`backfill ${backfillId} cancelled (0 started run(s) cancelled; runs not started yet will not run)\n`);
+    expect(cancelled.stdout).toBe(`backfill ${backfillId} cancelled: 0 run(s) cancelled; runs not started yet will not run\n`);
     expect(queues.stderr).toBe("");
     expect(queues.stdout).toContain("hello_greet");
     expect(unknownBackfill.code).not.toBe(0);

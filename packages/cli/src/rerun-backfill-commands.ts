@@ -102,7 +102,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
           throw new AxUsageError("ax backfill cancel: missing <id>, the backfill to cancel; list backfills with `ax backfills`");
         await withClient(async (client) => {
           const result = await client.cancelBackfill(id);
-          console.log(`backfill ${id} cancelled (${result.cancelledRuns} started run(s) cancelled; runs not started yet will not run)`);
+          console.log(`backfill ${id} cancelled: ${result.cancelledRuns} run(s) cancelled; runs not started yet will not run`);
         });
         return;
       }
