@@ -3,7 +3,6 @@ import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AxBackfillRangeError, AxNoScheduleError, AxTooManyTicksError, ax, type Client, type RunSummary, type Runtime } from "ax-scheduler";
-import { cancelBackfillRecords, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { maxOverlap } from "../helpers/overlap.js";
 import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
@@ -121,22 +120,17 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     await client.cancelBackfill(long.backfillId);
   });
 
-  it("cancelling counts the held runs it ends, as cancelBackfill's cancelledRuns must", async () => {
-    const store = openStore({ url: env.storage, poolSize: 1 });
-    try {
-      // One run admitted at a time: the other three are held when the cancel comes.
-      const started = await client.backfill("held_daily", {
-        from: "2026-01-01T00:00:00Z",
-        to: "2026-01-05T00:00:00Z",
-        maxConcurrentRuns: 1,
-      });
-      const records = await cancelBackfillRecords(store.db, started.backfillId);
-      expect(records?.heldCancelled).toBe(3);
-      for (const runId of records ?? []) await client.cancel(runId);
-      expect((await client.getBackfill(started.backfillId)).cancelled).toBe(records!.heldCancelled + records!.length);
-    } finally {
-      await store.close();
-    }
+  it("cancelling counts the held runs it ends in cancelledRuns, with the started ones", async () => {
+    // One run admitted at a time: the other three are held when the cancel comes.
+    const started = await client.backfill("held_daily", {
+      from: "2026-01-01T00:00:00Z",
+      to: "2026-01-05T00:00:00Z",
+      maxConcurrentRuns: 1,
+    });
+    const { cancelledRuns } = await client.cancelBackfill(started.backfillId);
+    const info = await client.getBackfill(started.backfillId);
+    expect(cancelledRuns).toBe(info.cancelled);
+    expect(cancelledRuns).toBeGreaterThanOrEqual(3);
   });
 
   it("an overlapping range creates runs only for ticks without one", async () => {

@@ -68,10 +68,13 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
   return { backfillId, ticks: ticks.length, created };
 }
 
-/** Runs not started yet end `cancelled` at once; started ones are cancelled like any run. */
+/**
+ * Runs not started yet end `cancelled` at once; started ones are cancelled like any run.
+ * `cancelledRuns` counts both.
+ */
 export async function cancelBackfill(deps: AdmissionDeps, backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {
-  const active = await cancelBackfillRecords(deps.db, backfillId);
-  if (!active) throw new AxBackfillNotFoundError(backfillId);
-  const results = await Promise.all(active.map((runId) => cancelRun(deps, runId)));
-  return { backfillId, cancelledRuns: results.filter((r) => r?.cancelled).length };
+  const records = await cancelBackfillRecords(deps.db, backfillId);
+  if (!records) throw new AxBackfillNotFoundError(backfillId);
+  const results = await Promise.all(records.active.map((runId) => cancelRun(deps, runId)));
+  return { backfillId, cancelledRuns: records.heldCancelled + results.filter((r) => r?.cancelled).length };
 }

@@ -134,14 +134,17 @@ export async function listBackfills(db: Db, limit = 50): Promise<BackfillInfo[]>
   return (await rows<Row>(db, sql`${progress} group by b.id order by b.created_at desc limit ${limit}`)).map(toInfo);
 }
 
-/** A cancelled backfill's runs admitted and unfinished (for the caller to cancel), and how many held runs the cancel ended. */
-export type CancelledBackfillRecords = string[] & { heldCancelled: number };
+/** What cancelling a backfill's records did, and left for the caller. */
+export interface CancelledBackfillRecords {
+  /** Its runs already admitted and unfinished: the caller cancels them like any run. */
+  active: string[];
+  /** The held runs the cancel ended (never dispatched). */
+  heldCancelled: number;
+}
 
 /**
  * Marks the backfill cancelled and ends its held runs (`cancelled`, never dispatched) in one
- * transaction. Returns the ids of its runs already admitted and unfinished, for the caller to
- * cancel like any run, with `heldCancelled` (those runs count as cancelled too), or undefined for
- * an unknown backfill.
+ * transaction; undefined for an unknown backfill.
  */
 export async function cancelBackfillRecords(db: Db, id: string): Promise<CancelledBackfillRecords | undefined> {
   return db.transaction(async (tx) => {
@@ -172,9 +175,6 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<Cancell
       sql`select br.run_id from backfill_runs br join runs r on r.id = br.run_id
         where br.backfill_id = ${id} and r.status in ('pending', 'running')`,
     );
-    return Object.assign(
-      active.map((r) => r.run_id),
-      { heldCancelled: held!.cancelled },
-    );
+    return { active: active.map((r) => r.run_id), heldCancelled: held!.cancelled };
   });
 }
