@@ -12,3 +12,4 @@ export * from "./errors/retention.js";
 export * from "./errors/auth.js";
 export * from "./redact.js";
 export * from "./key-strategies.js";
+export * from "./limits.js";

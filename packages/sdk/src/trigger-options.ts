@@ -4,7 +4,7 @@ import { durationMs, type Duration } from "./duration.js";
 import { AxTriggerOptionError } from "@ax/common";
 import { formatIssues } from "./options.js";
 import { validDate } from "./option-checks.js";
-import { MAX_KEY_LENGTH } from "@ax/server";
+import { MAX_KEY_LENGTH } from "@ax/common";
 
 /** BullMQ's priority range: 1 is served first. */
 export const MAX_PRIORITY = 2 ** 21 - 1;

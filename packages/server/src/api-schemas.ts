@@ -1,3 +1,4 @@
+import { MAX_KEY_LENGTH } from "@ax/common";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/store";
 
@@ -44,12 +45,6 @@ export const listQuery = z.object({
   cursor: z.string().min(1).optional().meta({ description: "nextCursor of the previous page" }),
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
-
-/**
- * Longest idempotency or business key, in characters. PostgreSQL's btree indexes on both refuse an
- * entry over about 2.7 kB (at most 4 bytes a character), which would otherwise surface as a 500.
- */
-export const MAX_KEY_LENGTH = 512;
 
 /** An idempotency or business key: what the body gives, the Client's options, a flow's key function returns. */
 export const triggerKey = z

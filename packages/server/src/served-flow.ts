@@ -1,6 +1,6 @@
 import type { Json } from "@ax/store";
 import { AxKeyFunctionError } from "@ax/common";
-import { MAX_KEY_LENGTH } from "./api-schemas.js";
+import { MAX_KEY_LENGTH } from "@ax/common";
 
 /** What the API knows of a flow from its code (`ax server <entry>`, a Runtime's api role). */
 export interface ServedFlow {

@@ -1,0 +1,6 @@
+/**
+ * The longest idempotency or business key a trigger takes, in characters. Both are indexed, and
+ * PostgreSQL refuses an index entry past about 2.7 KB: the Client, the HTTP API and key
+ * functions all refuse longer keys before anything is written.
+ */
+export const MAX_KEY_LENGTH = 512;
