@@ -170,6 +170,8 @@ export class NodeWorker {
     });
     // Every worker sweeps, keyed tasks or not: a limit removed by live configuration leaves its waiters parked.
     this.sweeper = setInterval(() => {
+      // While Redis is away the sweep would only queue up behind the reconnect; the next one after it does the work.
+      if (o.connection.status !== "ready") return;
       const tasks = served.flatMap((q) => o.tasks.get(q.task)?.options ?? []);
       keyed.sweep(tasks).catch((err) => log.warn({ err }, "could not look for parked jobs whose key came free; retrying"));
     }, PARKED_SWEEP_MS);
