@@ -32,7 +32,7 @@ const POSTGRES_URL = /^postgres(?:ql)?:\/\//;
 const REDIS_URL = /^rediss?(?:\+sentinel)?:\/\//;
 
 /** Case, `_` and `-` aside: `max_concurrency` and `MaxConcurrency` are spellings of `maxConcurrency`. */
-const folded = (key: string) => key.toLowerCase().replace(/[_-]/g, "");
+export const folded = (key: string) => key.toLowerCase().replace(/[_-]/g, "");
 
 /** Edits (insert, delete, replace) from `a` to `b`, to name the option a typo meant. */
 function editDistance(a: string, b: string): number {

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { folded } from "../option-checks.js";
 
 /** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
 export const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -16,9 +17,6 @@ type Mapping = { kind: "options"; fields: Record<string, Schema | undefined> } |
 
 const isMapping = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
-
-/** Spellings that differ only in case, `_` or `-` (catchUp, CatchUp, catch-up) mean the same option. */
-const loose = (key: string) => key.toLowerCase().replace(/[-_]/g, "");
 
 /** The schema that decides what shape a value has, past optional, default, pipe and the like. */
 function unwrap(schema: Schema): Schema {
@@ -127,7 +125,7 @@ export function optionKeys(raw: unknown, schema: Schema, refuse: Refuse, path: Y
 }
 
 function unknownKey(key: string, expected: string[], given: Record<string, unknown>): string {
-  const meant = expected.find((candidate) => loose(candidate) === loose(key));
+  const meant = expected.find((candidate) => folded(candidate) === folded(key));
   if (meant === undefined) return `unknown key "${key}" (expected one of: ${expected.join(", ")})`;
   return `unknown key; did you mean ${meant}?${Object.hasOwn(given, meant) ? ` (${meant} is given too: remove ${key})` : ""}`;
 }
