@@ -97,6 +97,7 @@ describe("the web console in a real browser", () => {
     await expect(panel.locator(".error-box").textContent()).resolves.toContain(
       "InvoiceApiError: invoice service unavailable (user user_002)",
     );
+    await expect(panel.locator(".error-box .not-retried").textContent()).resolves.toBe("Not retried: no retries left (retries: 3)");
     await expect(panel.locator("tr[data-attempt]").count()).resolves.toBe(4);
     await expect(panel.getByText("No log lines.").or(panel.locator(".logs")).first().isVisible()).resolves.toBe(true);
     await shot("05-failed-node");

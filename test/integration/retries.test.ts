@@ -219,6 +219,7 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
     expect(node.attempts).toHaveLength(1);
     expect(node.attempts[0]).toMatchObject({ outcome: "failed", error: { name: "ConfigError", message: "invoice template is missing" } });
     expect(node.nextRetryAt).toBeNull();
+    expect(node.error).toMatchObject({ name: "ConfigError", notRetried: "error is not in retryOn" });
   });
 
   it("gives up after `retries` extra attempts when InvoiceApiError keeps coming", async () => {
@@ -230,6 +231,7 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
     );
     expect(run.status).toBe("failed");
     expect(run.tasks[0]!.attempts.map((a) => a.outcome)).toEqual(["failed", "failed", "failed", "failed"]);
+    expect(run.tasks[0]!.error).toMatchObject({ name: "InvoiceApiError", notRetried: "no retries left (retries: 3)" });
   });
 
   it("lets the run succeed when a notify_only task fails: node failed, its dependant skipped, task_failed emitted", async () => {

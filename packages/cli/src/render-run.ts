@@ -34,6 +34,7 @@ function taskLine(task: TaskRunInfo, upstream: string[]): string {
   if (task.reusedFrom) line += `\n      ${pc.dim(`reused from run ${task.reusedFrom}`)}`;
   if (task.waitingFor) line += `\n      ${pc.dim(`waiting for ${task.waitingFor}`)}`;
   if (task.error) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;
+  if (task.error?.notRetried) line += `\n      ${pc.dim(`not retried: ${task.error.notRetried}`)}`;
   return line;
 }
 

@@ -27,7 +27,7 @@ export interface TaskRunInfo {
   status: TaskStatus;
   attempts: AttemptInfo[];
   result: Json;
-  error: ErrorInfo | null;
+  error: (ErrorInfo & { notRetried: string | null }) | null;
   progress: Json;
   nextRetryAt: string | null;
   startedAt: string | null;

@@ -27,7 +27,7 @@ export async function failUnservedNodes(
     await failNode(db, {
       ...ref,
       outcome: "failed",
-      error: { name: error.name, message: error.message, stack: null, kind: "error" },
+      error: { name: error.name, message: error.message, stack: null, kind: "error", notRetried: "no worker serves its task" },
       descendants: version ? descendantsOf(version.dag, [node.nodeKey]) : [],
       blocking: true,
     });

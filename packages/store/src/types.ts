@@ -18,6 +18,8 @@ export interface TaskFailure {
   message: string;
   stack: string | null;
   kind: "error" | "timeout" | "heartbeat_lost" | "crashed" | "resource";
+  /** On a node's final failure: why no further attempt followed ("no retries left (retries: 3)", "error is not in retryOn"). */
+  notRetried?: string;
 }
 
 export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ["success", "failed", "skipped", "cancelled"];

@@ -82,7 +82,7 @@ export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagN
   const advanced = await failNode(deps.db, {
     ...ref,
     outcome,
-    error: failure,
+    error: { ...failure, notRetried: decision.reason },
     descendants: descendantsOf(dag.dag, [node.key]),
     blocking: failed.policy.onFailure === "fail",
   });

@@ -23,9 +23,9 @@ export function backoffDelay(policy: Policy, failedAttempt: number, random: () =
 
 /** Decides, where the error was caught, whether attempt `attempt` is followed by another. */
 export function decideRetry(policy: Policy, error: unknown, attempt: number, random?: () => number): RetryDecision {
-  if (matches(error, NonRetryableError)) return { retry: false, reason: NonRetryableError.name };
-  if (matches(error, AxResultTooLargeError)) return { retry: false, reason: "result too large" };
-  if (attempt > policy.retries) return { retry: false, reason: `no retries left (${policy.retries})` };
+  if (matches(error, NonRetryableError)) return { retry: false, reason: "the task threw NonRetryableError" };
+  if (matches(error, AxResultTooLargeError)) return { retry: false, reason: "a result over maxResultBytes is the same on every attempt" };
+  if (attempt > policy.retries) return { retry: false, reason: `no retries left (retries: ${policy.retries})` };
   // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing.
   if (matches(error, AxWorkerCrashedError)) return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
   if (policy.noRetryOn.some((m) => matches(error, m))) return { retry: false, reason: "error is in noRetryOn" };

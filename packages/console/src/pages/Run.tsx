@@ -258,6 +258,11 @@ function NodePanel({
       {task.error && (
         <div className="error-box" data-error={task.error.name}>
           <strong>{task.error.name}</strong>: {task.error.message}
+          {task.error.notRetried && (
+            <p className="not-retried">
+              {t("node.notRetried")} {task.error.notRetried}
+            </p>
+          )}
           {task.error.stack && <pre>{task.error.stack}</pre>}
         </div>
       )}

@@ -4,7 +4,7 @@ import { attempts, flowDefinitions, nodeRuns, runs } from "../schema/index.js";
 import { flowVersionById } from "./flow-definitions.js";
 import { waitingFor } from "./admission.js";
 import { AxBadCursorError } from "@ax/common";
-import type { AttemptOutcome, Json, RunStatus, RunTrigger, TaskStatus } from "../types.js";
+import type { AttemptOutcome, Json, RunStatus, RunTrigger, TaskFailure, TaskStatus } from "../types.js";
 
 export interface AttemptInfo {
   n: number;
@@ -25,7 +25,8 @@ export interface TaskRunInfo {
   status: TaskStatus;
   attempts: AttemptInfo[];
   result: Json;
-  error: { name: string; message: string; stack: string | null } | null;
+  /** `notRetried`: on a failed node, why its last attempt was not followed by another. */
+  error: { name: string; message: string; stack: string | null; notRetried: string | null } | null;
   progress: Json;
   nextRetryAt: string | null;
   startedAt: string | null;
@@ -119,7 +120,9 @@ function decodeCursor(cursor: string): { at: string; id: string } {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-function publicError(e: { name: string; message: string; stack: string | null } | null) {
+function publicError(e: TaskFailure): { name: string; message: string; stack: string | null };
+function publicError(e: TaskFailure | null): { name: string; message: string; stack: string | null } | null;
+function publicError(e: TaskFailure | null) {
   return e ? { name: e.name, message: e.message, stack: e.stack } : null;
 }
 
@@ -173,7 +176,7 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
           error: publicError(a.error),
         })),
       result: n.result ?? null,
-      error: publicError(n.error),
+      error: n.error ? { ...publicError(n.error), notRetried: n.error.notRetried ?? null } : null,
       progress: n.progress ?? null,
       nextRetryAt: iso(n.nextRetryAt),
       startedAt: iso(n.startedAt),
