@@ -138,6 +138,8 @@ describe("cancel(runId)", () => {
     const run = await client.waitForRun(runId, { timeout: "2s" });
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(run.status).toBe("cancelled");
+    // Cancelling again repeats the Redis half; no job is left to remove, and none is counted.
+    expect(await client.cancel(runId)).toEqual({ runId, cancelled: false, status: "cancelled", removedJobs: 0 });
     expect(run.finishedAt).not.toBeNull();
     const t = byKey(run);
     expect(Object.values(t).map((n) => n.status)).toEqual(["cancelled", "cancelled", "cancelled", "cancelled"]);

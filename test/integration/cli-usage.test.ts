@@ -52,6 +52,18 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(row!.n).toBe(0);
   });
 
+  it("an unknown flag, command or missing argument is an AxUsageError like any other refusal", async ({ expect }) => {
+    const [flag, command, argument] = await Promise.all([
+      runAx([...connection(), "runs", "--bogus"]),
+      runAx([...connection(), "bogus"]),
+      runAx([...connection(), "trigger"]),
+    ]);
+    expect(flag).toMatchObject({ code: 1, stdout: "" });
+    expect(flag.stderr).toMatch(/^AxUsageError: unknown option '--bogus'/);
+    expect(command.stderr).toMatch(/^AxUsageError: unknown command 'bogus'/);
+    expect(argument.stderr).toMatch(/^AxUsageError: missing required argument 'flow'/);
+  });
+
   it("duration flags of ax prune and ax token create are checked before anything is done", async ({ expect }) => {
     const [prune, token] = await Promise.all([
       runAx([...connection(), "prune", "--older-than", "ages"]),

@@ -94,6 +94,28 @@ describe("Client arguments", () => {
     expect(await client.listRuns({ flow: "client_args_flow" })).toEqual([]);
   });
 
+  it("refuses a misspelt or mistyped option of any method, naming the one meant, before writing", async () => {
+    const misspelt = await refusal(() => client.triggerFlow("client_args_flow", {}, { idempotency_key: "dup" } as never));
+    expect(misspelt).toBeInstanceOf(AxTriggerOptionError);
+    expect(misspelt.message).toBe("trigger options: idempotency_key: unknown option; did you mean idempotencyKey?");
+    expect((await refusal(() => client.triggerFlow("client_args_flow", {}, { idempotencyKey: 5 } as never))).message).toBe(
+      "trigger options: idempotencyKey must be a string, got 5",
+    );
+    expect((await refusal(() => client.triggerFlows("client_args_flow", [{}], { businessKey: "k" } as never))).message).toBe(
+      'trigger options: businessKey must be a function (payload, index) => string, got "k"',
+    );
+    expect((await refusal(() => client.listRuns({ flw: "client_args_flow" } as never))).message).toBe(
+      "listRuns: flw: unknown option; did you mean flow?",
+    );
+    const rerun = await refusal(() => client.rerun("0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11", { only: "some" as never }));
+    expect(rerun).toBeInstanceOf(AxArgumentError);
+    expect(rerun.message).toBe('rerun: only must be one of failed, all, got "some"');
+    expect((await refusal(() => client.waitForRun("0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11", { timeOut: "1s" } as never))).message).toBe(
+      "waitForRun: timeOut: unknown option; did you mean timeout?",
+    );
+    expect(await client.listRuns({ flow: "client_args_flow" })).toEqual([]);
+  });
+
   it("refuses an idempotency or business key over 512 characters, given or computed, before writing", async () => {
     const long = "k".repeat(4000);
     const given = await refusal(() => client.triggerFlow("client_args_flow", {}, { businessKey: long }));

@@ -19,7 +19,9 @@ export async function main(argv: string[]): Promise<void> {
     .option("--storage <url>", "PostgreSQL URL (default: $DATABASE_URL, else embedded PGlite in ./.ax/data)")
     .option("--data-dir <dir>", "embedded PGlite directory")
     .option("--redis <url>", "Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379)")
-    .option("--prefix <prefix>", "Redis key prefix (default: $AX_PREFIX or ax)");
+    .option("--prefix <prefix>", "Redis key prefix (default: $AX_PREFIX or ax)")
+    // Commander's own refusals (an unknown flag, a missing argument) read like every other: `AxUsageError: …`.
+    .configureOutput({ outputError: (message, write) => write(message.replace(/^error: /, "AxUsageError: ")) });
 
   // The command being run ("config apply"), named by the refusal of a direct command while `ax dev` holds the data directory.
   let running = "";

@@ -49,7 +49,15 @@ export async function cancelRun(deps: CancelDeps, runId: string, reason?: string
   const message: CancelMessage = { runId };
   await deps.queues.connection.publish(cancelChannel(deps.queues.prefix), JSON.stringify(message));
   const removed = await Promise.all(
-    outcome.nodes.filter((n) => n.attempt > 0).map((n) => deps.queues.forNode(n).remove(nodeJobId(runId, n.nodeKey, n.attempt))),
+    outcome.nodes
+      .filter((n) => n.attempt > 0)
+      .map(async (n) => {
+        const queue = deps.queues.forNode(n);
+        const jobId = nodeJobId(runId, n.nodeKey, n.attempt);
+        // BullMQ answers 1 for a job that is not there too: only a job seen first counts as removed.
+        const existed = await deps.queues.connection.exists(queue.toKey(jobId));
+        return existed === 1 && (await queue.remove(jobId)) === 1;
+      }),
   );
-  return { runId, cancelled: outcome.cancelled, status: "cancelled", removedJobs: removed.reduce((a, b) => a + b, 0) };
+  return { runId, cancelled: outcome.cancelled, status: "cancelled", removedJobs: removed.filter(Boolean).length };
 }

@@ -10,15 +10,38 @@ export const clientOptionsSchema = strictOptions({
   maxPayloadBytes: wholeNumber(1).optional(),
 });
 
-const optionsObject = <S extends z.ZodRawShape>(shape: S) =>
-  z.object(shape, { error: (issue) => `must be an object of options, got ${shown(issue.input)}` });
 const oneOf = (values: readonly string[]) =>
   z.enum(values as [string, ...string[]], {
     error: (issue) => `must be one of ${values.join(", ")}, got ${shown(issue.input)}`,
   });
 const text = z.string({ error: (issue) => `must be a string, got ${shown(issue.input)}` });
+const keyFunction = z.custom<(payload: unknown, index: number) => string | undefined>((value) => typeof value === "function", {
+  error: (issue) => `must be a function (payload, index) => string, got ${shown(issue.input)}`,
+});
+const flag = z.boolean({ error: (issue) => `must be true or false, got ${shown(issue.input)}` });
+/** Checked where it is used (its own rules and messages); listed so that the key is known. */
+const checkedElsewhere = z.unknown().optional();
 
-export const runFilterSchema = optionsObject({
+/** Options every trigger takes besides its keys (checked by `resolveTiming`). */
+const timingKeys = { tx: checkedElsewhere, delay: checkedElsewhere, runAt: checkedElsewhere, priority: checkedElsewhere };
+
+/** `triggerFlow(flow, payload, options)`: a misspelt `idempotency_key` must not start a second run. */
+export const triggerSchema = strictOptions({ ...timingKeys, idempotencyKey: text.optional(), businessKey: text.optional() });
+
+/** `triggerFlows(flow, payloads, options)`: keys are functions of each payload. */
+export const triggerManySchema = strictOptions({
+  ...timingKeys,
+  idempotencyKey: keyFunction.optional(),
+  businessKey: keyFunction.optional(),
+});
+
+export const rerunSchema = strictOptions({
+  only: oneOf(["failed", "all"]).optional(),
+  from: text.optional(),
+  payload: z.unknown().optional(),
+});
+
+export const runFilterSchema = strictOptions({
   flow: text.optional(),
   status: oneOf(RUN_STATUSES).optional(),
   businessKey: text.optional(),
@@ -30,11 +53,11 @@ export const runFilterSchema = optionsObject({
 });
 
 /** `{ limit }` of `listBackfills`, `audit`. */
-export const limitSchema = optionsObject({ limit: wholeNumber(1).optional() });
+export const limitSchema = strictOptions({ limit: wholeNumber(1).optional() });
 
-export const waitSchema = optionsObject({ timeout: durationMs.optional() });
+export const waitSchema = strictOptions({ timeout: durationMs.optional() });
 
-export const logQuerySchema = optionsObject({
+export const logQuerySchema = strictOptions({
   node: text.optional(),
   attempt: wholeNumber(1).optional(),
   after: wholeNumber(0).optional(),
@@ -44,9 +67,22 @@ export const payloadsSchema = z.array(z.unknown(), {
   error: (issue) => `must be an array of payloads (one run each), got ${shown(issue.input)}`,
 });
 
-export const backfillSchema = optionsObject({
+export const backfillSchema = strictOptions({
+  from: checkedElsewhere,
+  to: checkedElsewhere,
   maxConcurrentRuns: wholeNumber(1).optional(),
   maxTicks: wholeNumber(1).optional(),
 });
 
-export const pruneSchema = optionsObject({ batch: wholeNumber(1).optional() });
+export const pruneSchema = strictOptions({
+  olderThan: checkedElsewhere,
+  archive: flag.optional(),
+  dryRun: flag.optional(),
+  batch: wholeNumber(1).optional(),
+  onProgress: z
+    .custom<(runs: number, total: number) => void>((value) => typeof value === "function", {
+      error: (issue) => `must be a function (runs, total) => void, got ${shown(issue.input)}`,
+    })
+    .optional(),
+  signal: z.instanceof(AbortSignal, { error: (issue) => `must be an AbortSignal, got ${shown(issue.input)}` }).optional(),
+});

@@ -22,7 +22,7 @@ import {
   type BusyKey,
   type QueueInfo,
 } from "@ax/coordinator";
-import { AxArgumentError, AxBackfillNotFoundError } from "@ax/common";
+import { AxArgumentError, AxBackfillNotFoundError, AxTriggerOptionError } from "@ax/common";
 import {
   backfillInfo,
   callerTransactionDb,
@@ -63,7 +63,10 @@ import {
   logQuerySchema,
   payloadsSchema,
   pruneSchema,
+  rerunSchema,
   runFilterSchema,
+  triggerManySchema,
+  triggerSchema,
   waitSchema,
 } from "./client-options.js";
 
@@ -151,6 +154,7 @@ export class Client {
    * With `tx` the run is written in the caller's transaction and enqueued after its commit.
    */
   async triggerFlow(flow: string, payload: unknown, options: TriggerOptions = {}): Promise<string> {
+    checkOptions(triggerSchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
     const defined = this.flows.get(flow)?.options;
     const { runAt, priority } = resolveTiming(options);
     const request: TriggerRequest = {
@@ -174,6 +178,7 @@ export class Client {
    */
   async triggerFlows(flow: string, payloads: unknown[], options: TriggerManyOptions = {}): Promise<string[]> {
     checkArgs(payloadsSchema, payloads, "triggerFlows(flow, payloads)");
+    checkOptions(triggerManySchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
     if (payloads.length === 0) return [];
     const defined = this.flows.get(flow)?.options;
     const { runAt, priority } = resolveTiming(options);
@@ -271,6 +276,7 @@ export class Client {
    * its flows (`runtime.client()`, `flows` option), a task no longer defined (AxTaskUnavailableError).
    */
   async rerun(runId: string, options: RerunOptions = {}): Promise<string> {
+    checkArgs(rerunSchema, options, "rerun");
     const knownTasks = this.flows.size === 0 ? undefined : new Set([...this.flows.values()].flatMap((f) => [...f.tasks.keys()]));
     const deps = {
       db: this.connections.store.db,

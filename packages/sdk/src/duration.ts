@@ -1,7 +1,7 @@
 import ms from "ms";
 import { z } from "zod";
 
-/** Seconds when a number; otherwise a string such as "500ms", "10s", "5m", "1h", "90d". */
+/** Seconds when a number or a string of digits ("60"); otherwise a string such as "500ms", "10s", "5m", "1h", "90d". */
 export type Duration = number | string;
 
 /** Node fires a timer set longer than this after 1 ms, so a timeout beyond it would end attempts at once. */
@@ -13,6 +13,8 @@ export function parseDuration(value: Duration): number {
     if (!Number.isFinite(millis) || millis < 0) throw new Error(`duration ${value} must be a finite, non-negative number of seconds`);
     return millis;
   }
+  // "60" is what a quoted YAML value or an environment variable holds for 60 s; ms() would read 60 ms.
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return parseDuration(Number(value));
   let parsed: number | undefined;
   try {
     parsed = ms(value as ms.StringValue);
