@@ -31,6 +31,13 @@ const flood = ax.task({ name: "flood" }, (input: { lines: number; bytes: number 
 });
 const floodFlow = ax.flow({ name: "flood_flow" }, (input) => flood(input));
 
+const secretive = ax.task({ name: "secretive_logger" }, () => {
+  const log = ax.context().log.child({ token: "child-binding-secret" });
+  log.warn({ password: "hunter2", input: { card: "4111 1111 1111 1111" }, deep: { a: { apiKey: "k-123" } }, amount: 5 }, "charging");
+  return "ok";
+});
+const secretiveFlow = ax.flow({ name: "secretive_flow" }, () => secretive());
+
 const quiet = ax.task({ name: "quiet" }, () => 1);
 const quietFlow = ax.flow({ name: "quiet_flow" }, () => quiet());
 
@@ -43,10 +50,11 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
 
   beforeAll(async () => {
     runtime = testRuntime(env, {
-      flows: [inlineFlow, flakyFlow, floodFlow, quietFlow, ...isolatedLoggers],
+      flows: [inlineFlow, flakyFlow, floodFlow, quietFlow, secretiveFlow, ...isolatedLoggers],
       roles: ["coordinator", "worker", "api"],
       port: 0,
       logger: pino({ level: "info" }, capture),
+      redact: ["input.card"],
     });
     await runtime.start();
     client = runtime.client();
@@ -119,6 +127,23 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
     for (const line of printed) {
       expect(line).toMatchObject({ runId, flow: "logging_inline_flow", node: "chatty_inline", attempt: 1, businessKey: "order-A1" });
     }
+  });
+
+  it("stores a line's fields censored: the default paths, the Runtime's redact paths and secret-looking keys at any depth", async () => {
+    const runId = await run("secretive_flow", null);
+    const [line] = (await logsOf(runId, 1)).lines;
+    expect(line).toMatchObject({
+      msg: "charging",
+      fields: {
+        token: "[redacted]",
+        password: "[redacted]",
+        input: { card: "[redacted]" },
+        deep: { a: { apiKey: "[redacted]" } },
+        amount: 5,
+      },
+    });
+    const raw = await env.sql<{ fields: unknown }>("select fields from attempt_logs where run_id = $1", [runId]);
+    expect(JSON.stringify(raw)).not.toMatch(/hunter2|4111|k-123|child-binding-secret/);
   });
 
   it.each(["thread", "process"])("a %s executor forwards its lines to the parent, which stores them", async (executor) => {

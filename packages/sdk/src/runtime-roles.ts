@@ -49,6 +49,7 @@ export function createWorker(
     configVersion: inForce.configVersion,
     tasks: code.taskSource(),
     log,
+    redact: options.redact,
     metrics: createWorkerMetrics(registry),
     ...options.worker,
   });

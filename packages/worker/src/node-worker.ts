@@ -69,6 +69,8 @@ export interface NodeWorkerOptions {
    * @defaultValue "run"
    */
   durability?: Durability | undefined;
+  /** pino paths censored besides the defaults (Runtime option `redact`), in stored task log lines as on stdout. */
+  redact?: readonly string[] | undefined;
 }
 
 /** Besides after a PostgreSQL restart, attempts recorded as running here but not executing are looked for this often. */
@@ -137,7 +139,7 @@ export class NodeWorker {
     this.heartbeat.unref();
 
     // Lines lost in a database crash are still on stdout: their commits need not wait for the disk.
-    const taskLogs = new TaskLogWriter(o.relaxedDb ?? o.db, log);
+    const taskLogs = new TaskLogWriter(o.relaxedDb ?? o.db, log, o.redact);
     this.taskLogs = taskLogs;
     const deps: AttemptDeps = {
       db: o.db,

@@ -1,6 +1,7 @@
 import { insertTaskLogs, isConnectionError, toStorableText, type AttemptRef, type Db, type Json, type TaskLogLine } from "@ax/store";
 import type { Logger } from "pino";
 import { capturingLogger, type CapturedLine } from "./log-capture.js";
+import { storedFieldsCensor } from "./log-redaction.js";
 import { TASK_LOG_MAX_BYTES, TASK_LOG_MAX_LINES } from "@ax/common";
 
 /** Lines wait at most this long for a batch; an attempt's end flushes at once. */
@@ -20,10 +21,16 @@ export class TaskLogWriter {
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
 
+  /** Censors each line's fields as stdout does, and more (see storedFieldsCensor). */
+  readonly censor: (fields: Json) => Json;
+
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
-  ) {}
+    redact: readonly string[] = [],
+  ) {
+    this.censor = storedFieldsCensor(redact);
+  }
 
   /** The store of one attempt's lines; costs nothing until its task logs. */
   attempt(ref: AttemptRef): AttemptLog {
@@ -136,7 +143,7 @@ export class AttemptLog {
       at: new Date(line.at),
       level: line.level,
       msg: toStorableText(line.msg),
-      fields: line.fields === null ? null : storableJson(line.fields),
+      fields: line.fields === null ? null : storableJson(this.writer.censor(line.fields)),
     };
   }
 }
