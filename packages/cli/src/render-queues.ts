@@ -17,13 +17,14 @@ export function table(header: string[], rows: string[][]): string {
 export function renderQueues(queues: QueueInfo[]): string {
   if (queues.length === 0) return "no task queues have work or workers";
   return table(
-    ["QUEUE", "WAITING", "ACTIVE", "DELAYED", "WORKERS", "LIMITED"],
+    ["QUEUE", "WAITING", "ACTIVE", "DELAYED", "WORKERS", "SLOTS", "LIMITED"],
     queues.map((q) => [
       q.name,
       String(q.waiting),
       String(q.active),
       String(q.delayed),
       q.workers === 0 ? "0 (none serves it)" : String(q.workers),
+      q.workers === 0 ? "-" : `${q.slots.running}/${q.slots.capacity ?? "?"}`,
       q.limited ?? "-",
     ]),
   );

@@ -93,6 +93,8 @@ export interface WorkerInfo {
   heartbeatAt: string;
   live: boolean;
   running: number;
+  /** Its slots (`maxConcurrency`); null for a worker older than 0.9. */
+  concurrency: number | null;
 }
 
 export interface QueueInfo {
@@ -104,6 +106,7 @@ export interface QueueInfo {
   delayed: number;
   limited: string | null;
   workers: number;
+  slots: { running: number; capacity: number | null };
 }
 
 export interface EffectiveOption {

@@ -1,5 +1,5 @@
 import { DEFAULT_LEASE_MS } from "@ax/common";
-import { knownQueues, servedQueues, type Db } from "@ax/store";
+import { describeFullWorkers, knownQueues, servedQueues, type Db } from "@ax/store";
 import { taskQueueName, type QueueRegistry } from "./queues.js";
 import { Waitlist, type BusyKey } from "./limits/waitlist.js";
 import { waitingReasons } from "./wake.js";
@@ -15,10 +15,15 @@ export interface QueueInfo {
   active: number;
   /** Jobs whose start is in the future (retry backoff, a delayed run). */
   delayed: number;
-  /** The limit holding the queue ("concurrency 2/2", "pool core_db (25/25)"...), null when none is. */
+  /**
+   * What holds the queue: a limit ("concurrency 2/2", "pool core_db (25/25)"...), or, with jobs
+   * waiting, every worker serving it busy ("worker slots 10/10 (1 worker)"); null when nothing is.
+   */
   limited: string | null;
   /** Live worker processes fetching from it. */
   workers: number;
+  /** Attempts running in those workers (of any queue they serve), and their slots together (null: a worker older than 0.9 does not say). */
+  slots: { running: number; capacity: number | null };
 }
 
 /**
@@ -38,14 +43,17 @@ export async function queueOverview(db: Db, queues: QueueRegistry): Promise<Queu
   return Promise.all(
     sorted.map(async (name) => {
       const counts = await queues.get(name).getJobCounts("waiting", "prioritized", "active", "delayed");
+      const waiting = (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+      const workers = served.get(name);
       return {
         name,
         ...names.get(name)!,
-        waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
+        waiting,
         active: counts.active ?? 0,
         delayed: counts.delayed ?? 0,
-        limited: reasons.get(name) ?? null,
-        workers: served.get(name) ?? 0,
+        limited: reasons.get(name) ?? (workers?.full && waiting > 0 ? describeFullWorkers(workers) : null),
+        workers: workers?.workers ?? 0,
+        slots: { running: workers?.running ?? 0, capacity: workers ? workers.capacity : 0 },
       };
     }),
   );

@@ -1,4 +1,4 @@
-import { servedQueues, type Db, type RunInfo, type TaskRunInfo } from "@ax/store";
+import { describeFullWorkers, servedQueues, type Db, type RunInfo, type TaskRunInfo } from "@ax/store";
 import { DEFAULT_LEASE_MS } from "@ax/common";
 import { nodeJobId, taskQueueName, type QueueRegistry } from "./queues.js";
 import { parkedReasons, waitingReasons } from "./wake.js";
@@ -6,7 +6,8 @@ import { parkedReasons, waitingReasons } from "./wake.js";
 /**
  * Fills `waitingFor` of the run's nodes that are due to start but have not: the limit their
  * task's queue is held by (as the workers that skipped it last reported), or the fact that no
- * live worker serves their queue. A node simply waiting its turn for a free worker keeps null.
+ * live worker serves their queue, or that every worker serving it has all its slots taken. A node
+ * simply waiting its turn while some worker has a free slot keeps null.
  */
 export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: RunInfo): Promise<RunInfo> {
   const now = Date.now();
@@ -26,7 +27,8 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
   const groups = new Set([...served.keys()].map((name) => name.slice(0, name.indexOf("."))));
   const explain = (t: TaskRunInfo): string | null => {
     const name = taskQueueName(t.queue, t.task);
-    if (served.has(name)) return parked.get(jobId(t)) ?? reasons.get(name) ?? null;
+    const slots = served.get(name);
+    if (slots) return parked.get(jobId(t)) ?? reasons.get(name) ?? (slots.full ? describeFullWorkers(slots) : null);
     const { queue, task } = t;
     return groups.has(queue) ? `no worker defines task ${task} in queue ${queue}` : `no worker serves queue ${queue}`;
   };

@@ -103,6 +103,7 @@ export class NodeWorker {
       hostname: hostname(),
       pid: process.pid,
       queues: served.map((q) => q.name),
+      concurrency: o.concurrency,
       configVersion: o.configVersion,
     };
     const log = o.log.child({ worker: this.id });

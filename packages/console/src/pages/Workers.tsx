@@ -43,7 +43,10 @@ export function WorkersPage() {
                       </span>
                     ))}
                   </td>
-                  <td>{w.running}</td>
+                  <td className={w.concurrency !== null && w.running >= w.concurrency ? "full" : undefined}>
+                    {w.running}
+                    {w.concurrency !== null && <span className="muted"> / {w.concurrency}</span>}
+                  </td>
                   <td>{w.configVersion === null ? "—" : `v${w.configVersion}`}</td>
                   <td className="muted">{time(w.heartbeatAt)}</td>
                 </tr>

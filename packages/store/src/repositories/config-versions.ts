@@ -98,6 +98,8 @@ export interface WorkerConfigState {
   pid: number;
   queues: string[];
   configVersion: number | null;
+  /** Its slots (`maxConcurrency`); null for a worker older than 0.9. */
+  concurrency: number | null;
   heartbeatAt: Date;
   /** Whether its lease is younger than the `liveMs` asked for. */
   live: boolean;
@@ -112,6 +114,7 @@ export async function listWorkerConfigVersions(db: Db, liveMs: number): Promise<
       pid: workers.pid,
       queues: workers.queues,
       configVersion: workers.configVersion,
+      concurrency: workers.concurrency,
       heartbeatAt: workers.heartbeatAt,
       live: sql<boolean>`${workers.heartbeatAt} > now() - make_interval(secs => ${liveMs / 1000})`,
     })

@@ -48,15 +48,47 @@ export async function unservedNodes(db: Db, window: { graceMs: number; leaseMs: 
   }));
 }
 
-/** The task queues (`group.task`) live workers serve, for telling why a node waits. */
-export async function servedQueues(db: Db, leaseMs: number): Promise<Map<string, number>> {
-  const found = await rows<{ queue: string; workers: number }>(
+/** What the live workers serving one task queue (`group.task`) have. */
+export interface ServedQueue {
+  workers: number;
+  /** Attempts running in those workers, of any queue: a worker's slots are shared by its queues. */
+  running: number;
+  /** Their slots together (`maxConcurrency` each); null when a worker older than 0.9 does not say. */
+  capacity: number | null;
+  /** Every one of them has all its slots taken: a queued node waits for a slot to free. */
+  full: boolean;
+}
+
+/** The task queues live workers serve, with their slots, for telling why a node waits. */
+export async function servedQueues(db: Db, leaseMs: number): Promise<Map<string, ServedQueue>> {
+  const found = await rows<{ queue: string; workers: number; running: number; capacity: number | null; full: boolean }>(
     db,
     sql`
-    select q as queue, count(*)::int as workers
-    from workers w, unnest(w.queues) as q
-    where w.heartbeat_at >= now() - make_interval(secs => ${leaseMs / 1000})
+    with live as (
+      select id, queues, concurrency from workers
+      where heartbeat_at >= now() - make_interval(secs => ${leaseMs / 1000})
+    ), running as (
+      select a.worker, count(*)::int as running
+      from node_runs n
+      join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
+      where n.status = 'running' and a.worker in (select id from live)
+      group by a.worker
+    )
+    select q as queue, count(*)::int as workers, sum(coalesce(r.running, 0))::int as running,
+      case when bool_and(w.concurrency is not null) then sum(w.concurrency)::int end as capacity,
+      bool_and(w.concurrency is not null and coalesce(r.running, 0) >= w.concurrency) as full
+    from live w left join running r on r.worker = w.id, unnest(w.queues) as q
     group by q`,
   );
-  return new Map(found.map((r) => [r.queue, Number(r.workers)]));
+  return new Map(
+    found.map((r) => [
+      r.queue,
+      { workers: Number(r.workers), running: Number(r.running), capacity: r.capacity === null ? null : Number(r.capacity), full: r.full },
+    ]),
+  );
+}
+
+/** `waitingFor` of a node whose task's workers are all busy: "worker slots 10/10 (1 worker)". */
+export function describeFullWorkers(served: ServedQueue): string {
+  return `worker slots ${served.running}/${served.capacity ?? "?"} (${served.workers} worker${served.workers === 1 ? "" : "s"})`;
 }

@@ -8,6 +8,8 @@ export interface WorkerIdentity {
   hostname: string;
   pid: number;
   queues: string[];
+  /** Attempts it runs at once: with its running attempts, whether a queued node waits for a free slot. */
+  concurrency?: number | undefined;
   /** The config version the process applies now, written with each renewal (`ax config show --cluster`). */
   configVersion?: (() => number | null) | undefined;
 }
@@ -23,7 +25,10 @@ export async function heartbeatWorker(db: Db, worker: WorkerIdentity): Promise<{
   const [row] = await db
     .insert(workers)
     .values({ ...identity, configVersion: version, heartbeatAt: sql`now()` })
-    .onConflictDoUpdate({ target: workers.id, set: { heartbeatAt: sql`now()`, queues: worker.queues, configVersion: version } })
+    .onConflictDoUpdate({
+      target: workers.id,
+      set: { heartbeatAt: sql`now()`, queues: worker.queues, configVersion: version, concurrency: worker.concurrency ?? null },
+    })
     .returning({ serverStartedAt: sql<string>`pg_postmaster_start_time()` });
   return { serverStartedAt: new Date(row!.serverStartedAt) };
 }

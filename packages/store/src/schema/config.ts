@@ -12,6 +12,8 @@ export const workers = pgTable("workers", {
   heartbeatAt: at("heartbeat_at").defaultNow().notNull(),
   /** The `config_versions` version this process applies, as of its last heartbeat; null = none stored yet. */
   configVersion: integer("config_version"),
+  /** Attempts it runs at once (`maxConcurrency`); null for a worker older than 0.9. */
+  concurrency: integer("concurrency"),
 });
 
 /**
