@@ -10,6 +10,9 @@ const COLOURS: Record<string, (s: string) => string> = {
   queued: pc.cyan,
   retrying: pc.yellow,
   pending: pc.dim,
+  timed_out: pc.red,
+  heartbeat_lost: pc.red,
+  crashed: pc.red,
 };
 
 const paint = (status: string) => (COLOURS[status] ?? ((s: string) => s))(status);
@@ -31,6 +34,14 @@ function taskLine(task: TaskRunInfo, upstream: string[]): string {
   let line = parts.join(" ");
   if (task.nextRetryAt && task.status === "retrying") line += `\n      next retry at ${task.nextRetryAt}`;
   if (task.progress !== null && task.status === "running") line += `\n      progress ${JSON.stringify(task.progress)}`;
+  // One attempt is the node's line itself; with more, each says how it ended, so a retried success still shows why it was retried.
+  if (tries > 1) {
+    for (const a of task.attempts) {
+      const outcome = a.outcome ?? "running";
+      const why = a.error ? `  ${a.error.name}: ${a.error.message.split("\n")[0]}` : "";
+      line += `\n      ${pc.dim(`attempt ${a.n}`)} ${paint(outcome).padEnd(24)} ${duration(a.startedAt, a.finishedAt).padEnd(8)}${pc.dim(why)}`;
+    }
+  }
   if (task.reusedFrom) line += `\n      ${pc.dim(`reused from run ${task.reusedFrom}`)}`;
   if (task.waitingFor) line += `\n      ${pc.dim(`waiting for ${task.waitingFor}`)}`;
   if (task.error) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;

@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import type { RunInfo, TaskRunInfo } from "ax-scheduler";
+import { renderRun } from "./render-run.js";
+
+const plain = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, "");
+const at = (ms: number) => new Date(Date.UTC(2026, 11, 1, 12, 0, 0, ms)).toISOString();
+
+function node(overrides: Partial<TaskRunInfo>): TaskRunInfo {
+  return {
+    key: "create_invoice",
+    task: "create_invoice",
+    queue: "default",
+    upstream: [],
+    status: "success",
+    attempts: [],
+    result: null,
+    error: null,
+    progress: null,
+    nextRetryAt: null,
+    startedAt: at(0),
+    finishedAt: at(900),
+    reusedFrom: null,
+    waitingFor: null,
+    ...overrides,
+  };
+}
+
+function run(tasks: TaskRunInfo[]): RunInfo {
+  return {
+    id: "0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11",
+    flow: "order_payment_flow",
+    flowVersion: 1,
+    status: "success",
+    trigger: "manual",
+    payload: null,
+    businessKey: null,
+    idempotencyKey: null,
+    logicalDate: null,
+    rerunOf: null,
+    priority: null,
+    runAt: null,
+    createdAt: at(0),
+    startedAt: at(0),
+    finishedAt: at(900),
+    waitingFor: null,
+    tasks,
+  };
+}
+
+describe("renderRun", () => {
+  it("lists each attempt of a retried node with how it ended, so a success after retries still says why it was retried", () => {
+    const text = plain(
+      renderRun(
+        run([
+          node({
+            attempts: [
+              {
+                n: 1,
+                worker: "w1",
+                startedAt: at(0),
+                finishedAt: at(35),
+                outcome: "failed",
+                error: { name: "InvoiceApiError", message: "invoice service unavailable\nsecond line", stack: null },
+              },
+              { n: 2, worker: "w1", startedAt: at(800), finishedAt: at(900), outcome: "success", error: null },
+            ],
+          }),
+        ]),
+      ),
+    );
+    expect(text).toMatch(/attempt 1 failed +35ms +InvoiceApiError: invoice service unavailable\n/);
+    expect(text).toMatch(/attempt 2 success +100ms/);
+    expect(text).not.toContain("second line");
+  });
+
+  it("keeps a node run once to its one line", () => {
+    const text = plain(
+      renderRun(run([node({ attempts: [{ n: 1, worker: "w1", startedAt: at(0), finishedAt: at(5), outcome: "success", error: null }] })])),
+    );
+    expect(text).toContain("1 attempt ");
+    expect(text).not.toContain("attempt 1");
+  });
+});
