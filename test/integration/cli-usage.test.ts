@@ -1,3 +1,6 @@
+import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
@@ -62,6 +65,21 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(flag.stderr).toMatch(/^AxUsageError: unknown option '--bogus'/);
     expect(command.stderr).toMatch(/^AxUsageError: unknown command 'bogus'/);
     expect(argument.stderr).toMatch(/^AxUsageError: missing required argument 'flow'/);
+  });
+
+  it("a command on embedded history where there is none says where it looked, and creates nothing", async ({ expect }) => {
+    const dataDir = join(tmpdir(), `ax-no-history-${process.pid}-${Date.now()}`);
+    const [runs, run] = await Promise.all([
+      runAx(["--data-dir", dataDir, "runs"], { DATABASE_URL: "" }),
+      runAx(["--data-dir", dataDir, "run", "0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11"], { DATABASE_URL: "" }),
+    ]);
+    for (const result of [runs, run]) {
+      expect(result).toMatchObject({ code: 1, stdout: "" });
+      expect(result.stderr).toMatch(
+        new RegExp(`^AxNoEmbeddedHistoryError: no embedded history in ${dataDir} \\(the directory does not exist`),
+      );
+    }
+    expect(existsSync(dataDir)).toBe(false);
   });
 
   it("duration flags of ax prune and ax token create are checked before anything is done", async ({ expect }) => {

@@ -1,9 +1,10 @@
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { Client, type Flow } from "ax-scheduler";
 import { dataDirHolder } from "@ax/store";
 import type { DataDirHolder } from "@ax/common";
-import { AxNoDevRouteError } from "./errors.js";
+import { AxNoDevRouteError, AxNoEmbeddedHistoryError } from "./errors.js";
 import { HttpRunsApi } from "./http-client.js";
 import { connectionFlags, parseFlags, type ConnectionFlags } from "./options.js";
 import type { RunsApi } from "./runs-api.js";
@@ -13,9 +14,10 @@ export function connection(program: Command): ConnectionFlags {
   return parseFlags(
     connectionFlags,
     {
-      storage: o.storage ?? process.env.DATABASE_URL,
-      redis: o.redis ?? process.env.REDIS_URL,
-      prefix: o.prefix ?? process.env.AX_PREFIX,
+      // An empty variable (`DATABASE_URL=` in an env file) is an unset one.
+      storage: o.storage ?? (process.env.DATABASE_URL || undefined),
+      redis: o.redis ?? (process.env.REDIS_URL || undefined),
+      prefix: o.prefix ?? (process.env.AX_PREFIX || undefined),
       dataDir: o.dataDir,
     },
     undefined,
@@ -32,6 +34,7 @@ const DEFAULT_DATA_DIR = ".ax/data";
  */
 export async function withClient(program: Command, fn: (client: RunsApi) => Promise<void>, flows?: Flow<any>[]): Promise<void> {
   const flags = connection(program);
+  refuseMissingDataDir(flags);
   const holder = devHolder(flags);
   const client: RunsApi = holder ? new HttpRunsApi(holder) : new Client({ ...flags, flows });
   try {
@@ -39,6 +42,16 @@ export async function withClient(program: Command, fn: (client: RunsApi) => Prom
   } finally {
     await client.close();
   }
+}
+
+/**
+ * Embedded history lives in a directory relative to where `ax dev` ran: a command run elsewhere
+ * would create an empty one and answer as if the history were lost.
+ */
+function refuseMissingDataDir(flags: ConnectionFlags): void {
+  if (flags.storage) return;
+  const dataDir = resolve(flags.dataDir ?? DEFAULT_DATA_DIR);
+  if (!existsSync(dataDir)) throw new AxNoEmbeddedHistoryError(dataDir);
 }
 
 /** The live process holding the embedded data directory, when it serves it over HTTP (an `ax dev`). */
@@ -69,6 +82,7 @@ const NO_ROUTE: Record<string, (api: string) => string> = {
  */
 export async function withDirectClient(program: Command, command: string, fn: (client: Client) => Promise<void>): Promise<void> {
   const flags = connection(program);
+  refuseMissingDataDir(flags);
   const holder = devHolder(flags);
   if (holder) {
     const why = NO_ROUTE[command.split(" ")[0]!]?.(holder.api) ?? `the CLI does not route it through its HTTP API: ${STOP_DEV}`;
