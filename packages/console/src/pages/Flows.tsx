@@ -129,12 +129,18 @@ export function FlowPage({ name }: { name: string }) {
                 <span className="mono">{schedule.cron}</span> <span className="muted">{schedule.timezone}</span>{" "}
                 <span className={`pill ${schedule.paused ? "warn" : "ok"}`}>{schedule.paused ? t("flows.paused") : t("flows.active")}</span>
               </p>
-              <div className="muted small">{t("flows.next")}</div>
-              <ul className="plain">
-                {schedule.nextFireTimes.map((f) => (
-                  <li key={f}>{time(f)}</li>
-                ))}
-              </ul>
+              {schedule.paused ? (
+                <p className="muted small">{t("flows.pausedNoTicks")}</p>
+              ) : (
+                <>
+                  <div className="muted small">{t("flows.next")}</div>
+                  <ul className="plain">
+                    {schedule.nextFireTimes.map((f) => (
+                      <li key={f}>{time(f)}</li>
+                    ))}
+                  </ul>
+                </>
+              )}
               <button type="button" onClick={toggle} disabled={scheduleAction.busy}>
                 {schedule.paused ? t("resume") : t("pause")}
               </button>
