@@ -159,5 +159,24 @@ describe("the web console's layout: large graphs and phones", () => {
       expect(panel.width).toBeGreaterThan(390 - 40);
       await page.close();
     });
+
+    it(`keeps every page and the navigation, language switch included, on a phone's screen (${lang})`, async () => {
+      const page = await open("/flows", { width: 390, height: 844 }, lang);
+      for (const path of ["/flows", `/flows/${wide.name}`, "/workers", "/config"]) {
+        await page.goto(`${runtime.url}${path}`);
+        await page.locator("main h1").first().waitFor();
+        await page.waitForLoadState("networkidle");
+        const outside = await page.evaluate<string[]>(`[...document.querySelectorAll("nav *, main *:not(.dag *, .table-wrap *)")]
+          .filter((el) => { const r = el.getBoundingClientRect(); return r.width > 0 && (r.right > document.documentElement.clientWidth + 1 || r.left < -1); })
+          .map((el) => el.tagName + "." + el.className)`);
+        expect(outside, path).toEqual([]);
+        await expect(page.getByTestId("language").isVisible()).resolves.toBe(true);
+        await page.screenshot({
+          path: `${ARTIFACTS}layout-phone-${path.split("/")[1]}${path.split("/")[2] ? "-flow" : ""}-${lang}.png`,
+          fullPage: true,
+        });
+      }
+      await page.close();
+    });
   }
 });
