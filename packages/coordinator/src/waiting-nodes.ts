@@ -3,6 +3,22 @@ import { DEFAULT_LEASE_MS } from "@ax/common";
 import { nodeJobId, taskQueueName, type QueueRegistry } from "./queues.js";
 import { parkedReasons, waitingReasons } from "./wake.js";
 
+/** How long a run's reader waits for Redis to say which limit holds a node. */
+const REDIS_WAIT_MS = 1000;
+
+/** `work`'s answer, or `fallback` once `ms` have passed (a command queued behind a reconnect would wait for Redis to come back). */
+async function orAfter<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+  });
+  try {
+    return await Promise.race([work.catch(() => fallback), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Fills `waitingFor` of the run's nodes that are due to start but have not: the limit their
  * task's queue is held by (as the workers that skipped it last reported), or the fact that no
@@ -19,9 +35,11 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
   if (due.length === 0) return run;
   const names = [...new Set(due.map((t) => taskQueueName(t.queue, t.task)))];
   const jobId = (t: TaskRunInfo) => nodeJobId(run.id, t.key, Math.max(1, t.attempts.length + 1));
+  // A run's states come from PostgreSQL: with Redis unreachable its limits go unexplained, and the run is still answered.
+  const none = new Map<string, string>();
   const [reasons, parked, served] = await Promise.all([
-    waitingReasons(queues.connection, queues.prefix, names),
-    parkedReasons(queues.connection, queues.prefix, due.map(jobId)),
+    orAfter(waitingReasons(queues.connection, queues.prefix, names), REDIS_WAIT_MS, none),
+    orAfter(parkedReasons(queues.connection, queues.prefix, due.map(jobId)), REDIS_WAIT_MS, none),
     servedQueues(db, DEFAULT_LEASE_MS),
   ]);
   const groups = new Set([...served.keys()].map((name) => name.slice(0, name.indexOf("."))));

@@ -40,7 +40,9 @@ export const durationMs = z
     }
   });
 
-/** zod: a duration that a timer can hold (timeouts), in milliseconds. */
-export const timerMs = durationMs.refine((millis) => millis <= MAX_TIMER_MS, {
-  message: `must be at most ${MAX_TIMER_MS} ms (about 24.8 days): a longer timer would fire at once`,
-});
+/** zod: a duration that a timer can hold (timeouts), in milliseconds; 0 (or under half a millisecond) would set no limit at all. */
+export const timerMs = durationMs
+  .refine((millis) => millis >= 1, { message: "must be at least 1ms; leave the option unset for no limit" })
+  .refine((millis) => millis <= MAX_TIMER_MS, {
+    message: `must be at most ${MAX_TIMER_MS} ms (about 24.8 days): a longer timer would fire at once`,
+  });

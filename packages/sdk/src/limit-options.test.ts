@@ -140,3 +140,12 @@ describe("business keys", () => {
     expect(keyOf(() => true, {})).toBe("true");
   });
 });
+
+describe("timeouts that would set no limit", () => {
+  it("refuses a timeout or heartbeatTimeout of 0 or under a millisecond, in code and in YAML", () => {
+    expect(codeError({ timeout: 0 })).toMatch(/timeout: must be at least 1ms; leave the option unset for no limit/);
+    expect(codeError({ heartbeatTimeout: 0.0001 })).toMatch(/heartbeatTimeout: must be at least 1ms/);
+    expect(yamlError("{ timeout: 0 }").message).toMatch(/timeout:? must be at least 1ms/);
+    expect(yamlError("{ heartbeat_timeout: 0s }").message).toMatch(/heartbeat_timeout:? must be at least 1ms/);
+  });
+});

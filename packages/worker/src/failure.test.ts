@@ -42,6 +42,27 @@ describe("toTaskFailure", () => {
     expect(toTaskFailure("thrown\u0000").message).toBe("thrown\uFFFD");
   });
 
+  it("records what a non-Error said: a plain object as JSON, an error-like object by its name and message, inline and from a child alike", () => {
+    for (const record of [(v: unknown) => toTaskFailure(v), (v: unknown) => toTaskFailure(reviveError(serialiseError(v)))]) {
+      expect(record({ code: 42, msg: "obj" })).toMatchObject({ name: "NonErrorThrown", message: '{"code":42,"msg":"obj"}' });
+      expect(record(["a", 1])).toMatchObject({ name: "NonErrorThrown", message: '["a",1]' });
+      expect(record({ name: "InvoiceApiError", message: "503 from the invoice API" })).toMatchObject({
+        name: "InvoiceApiError",
+        message: "503 from the invoice API",
+      });
+      expect(record(42)).toMatchObject({ name: "NonErrorThrown", message: "42" });
+    }
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error("no");
+        },
+      },
+    );
+    expect(toTaskFailure(hostile)).toMatchObject({ name: "NonErrorThrown" });
+  });
+
   it("keeps a store error's words once, without repeating its driver error as the cause", () => {
     const stored = new AxStoreError(Object.assign(new Error("unsupported Unicode escape sequence"), { code: "22P05" }));
     expect(toTaskFailure(stored)).toMatchObject({

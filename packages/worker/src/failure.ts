@@ -1,5 +1,6 @@
 import { toStorableText, toStoreError, type TaskFailure } from "@ax/store";
 import { errorName } from "./executors/error-class.js";
+import { nonErrorThrown, textOf } from "./thrown-value.js";
 
 const MAX_STACK = 4000;
 const MAX_MESSAGE = 2000;
@@ -18,17 +19,8 @@ export function toTaskFailure(thrown: unknown, kind: TaskFailure["kind"] = "erro
       kind,
     };
   }
-  return { name: "NonErrorThrown", message: storable(textOf(error), MAX_MESSAGE), stack: null, kind };
-}
-
-/** Anything a task threw, as text; a value whose own conversion throws (a hostile toString) still gets one. */
-function textOf(value: unknown): string {
-  if (typeof value === "string") return value;
-  try {
-    return String(value);
-  } catch {
-    return `[unprintable ${typeof value}]`;
-  }
+  const thrownValue = nonErrorThrown(error);
+  return { name: storable(thrownValue.name, MAX_MESSAGE), message: storable(thrownValue.message, MAX_MESSAGE), stack: null, kind };
 }
 
 /** A wrapped error (a task's own `cause`, a driver error) keeps its cause's words, unless the message already says them. */

@@ -2,6 +2,7 @@ import type { Json } from "@ax/store";
 import type { AttemptIdentity } from "../context.js";
 import type { CapturedLine } from "../log-capture.js";
 import { carryClasses, errorClasses, errorName } from "./error-class.js";
+import { nonErrorThrown } from "../thrown-value.js";
 
 /** What a thread or process child is told to run: one attempt, its module and its context. */
 export interface RunMessage {
@@ -54,7 +55,7 @@ export type ChildMessage =
   | { type: "error"; error: SerialisedError; fatal?: boolean };
 
 export function serialiseError(error: unknown): SerialisedError {
-  if (!(error instanceof Error)) return { name: "NonErrorThrown", classes: [], message: String(error), stack: null };
+  if (!(error instanceof Error)) return { ...nonErrorThrown(error), classes: [], stack: null };
   const out: SerialisedError = {
     name: errorName(error),
     classes: [...errorClasses(error)],
