@@ -61,6 +61,15 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
     expect(limits).toMatch(/\*\*`thread`\*\*: `memoryMb` caps the thread's \*\*JavaScript heap only\*\*/);
   });
 
+  it.each(["inline", ...KINDS])(
+    "stores a %s task's result as JSON.stringify writes it: undefined fields left out, toJSON applied",
+    async (kind) => {
+      const done = await run(`shaped_${kind}`);
+      expect(done.status).toBe("success");
+      expect(done.tasks[0]!.result).toEqual({ id: 7, price: { amount: 19.99, currency: "EUR" }, tags: ["a", null] });
+    },
+  );
+
   for (const kind of KINDS) {
     describe(kind, () => {
       it("returns the task's result, run off the main thread or process, with ax.context() values", async () => {

@@ -66,6 +66,27 @@ describe("assertJson follows JSON.stringify", () => {
     expect(() => assertJson({ at: new Date(0) }, "argument 1", { dates: false })).toThrow(/argument 1 is not plain JSON: \$\.at is a Date/);
   });
 
+  it("leaves an undefined property out and writes an undefined array item as null, as JSON.stringify does", () => {
+    expect(() => assertJson({ id: 1, note: undefined, tags: ["a", undefined] }, "result")).not.toThrow();
+    expect(refusal({ a: { b: undefined, c: () => 1 } }).path).toBe("$.a.c");
+  });
+
+  it("accepts a class with toJSON by what it writes, and checks that too", () => {
+    class Money {
+      constructor(private readonly cents: number) {}
+      toJSON() {
+        return { amount: this.cents / 100, currency: "EUR" };
+      }
+    }
+    class Broken {
+      toJSON() {
+        return { n: 10n };
+      }
+    }
+    expect(() => assertJson({ price: new Money(1999) }, "result")).not.toThrow();
+    expect(refusal({ price: new Broken() }).message).toMatch(/\$\.price\.n is a BigInt/);
+  });
+
   it("still refuses other class instances", () => {
     expect(refusal({ m: new Map() }).message).toMatch(/\$\.m is a Map \(convert it to plain data\)/);
   });

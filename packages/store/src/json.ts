@@ -29,8 +29,9 @@ const STORABLE_ADVICE =
 
 /**
  * Checks that `value` is JSON as JSON.stringify writes it and PostgreSQL can store it: no
- * functions, BigInt, cycles or class instances (a valid Date is fine: it is stored as its ISO
- * string), no NUL or lone surrogate in any string or key, and at most MAX_JSON_DEPTH levels of
+ * functions, BigInt, cycles or class instances without a `toJSON` (a valid Date is fine: it is
+ * stored as its ISO string; an `undefined` property is left out, an `undefined` array item is
+ * null), no NUL or lone surrogate in any string or key, and at most MAX_JSON_DEPTH levels of
  * nesting. The check itself recurses at most that deep, so no value can overflow the stack here.
  * `dates: false` refuses Dates too, where a string would not be what the caller wrote (a flow's constants).
  */
@@ -80,18 +81,26 @@ function visit(value: unknown, path: string, depth: number, ancestors: Set<objec
   ancestors.add(object);
   if (Array.isArray(object)) {
     object.forEach((item, i) => {
-      visit(item, `${path}[${i}]`, depth + 1, ancestors, check);
+      // JSON.stringify writes an undefined item as null.
+      if (item !== undefined) visit(item, `${path}[${i}]`, depth + 1, ancestors, check);
     });
   } else {
     const proto = Object.getPrototypeOf(object);
-    if (proto !== Object.prototype && proto !== null) {
+    const toJSON = (object as { toJSON?: unknown }).toJSON;
+    if (proto !== Object.prototype && proto !== null && typeof toJSON === "function" && !(object instanceof Date)) {
+      // A class that says how it is written (a decimal, a date library's type): what JSON.stringify stores.
+      visit(toJSON.call(object, ""), path, depth + 1, ancestors, check);
+    } else if (proto !== Object.prototype && proto !== null) {
       throw new AxNotJsonError(what, path, `is a ${object.constructor?.name ?? "class instance"} (convert it to plain data)`);
-    }
-    for (const [key, item] of Object.entries(object)) {
-      const itemPath = `${path}${member(key)}`;
-      const problem = unstorable(key);
-      if (problem) throw new AxNotJsonError(what, itemPath, `is a key that ${problem}`, STORABLE_ADVICE, UNSTORABLE_VERDICT);
-      visit(item, itemPath, depth + 1, ancestors, check);
+    } else {
+      for (const [key, item] of Object.entries(object)) {
+        // JSON.stringify leaves an undefined property out, as an optional field left unset means.
+        if (item === undefined) continue;
+        const itemPath = `${path}${member(key)}`;
+        const problem = unstorable(key);
+        if (problem) throw new AxNotJsonError(what, itemPath, `is a key that ${problem}`, STORABLE_ADVICE, UNSTORABLE_VERDICT);
+        visit(item, itemPath, depth + 1, ancestors, check);
+      }
     }
   }
   ancestors.delete(object);

@@ -1,7 +1,7 @@
 import { readlinkSync } from "node:fs";
 import { parentPort } from "node:worker_threads";
 import pino, { type Logger } from "pino";
-import type { Json } from "@ax/store";
+import { assertJson, type Json } from "@ax/store";
 import { runInTaskContext, type TaskContext } from "../context.js";
 import { findTaskDefinition } from "../defined-tasks.js";
 import { capturingLogger } from "../log-capture.js";
@@ -45,11 +45,15 @@ function loggerFor(log: RunMessage["log"]): Logger {
   return baseLogger.child(log.bindings);
 }
 
-function sendResult(value: unknown): void {
+/**
+ * Sends the result as JSON.stringify writes it, checked as an inline task's is: structured cloning
+ * alone would turn a class instance into its fields, where inline a `toJSON` (or a refusal) decides.
+ */
+function sendResult(value: unknown, task: string): void {
   try {
-    send({ type: "result", value });
+    if (value !== undefined) assertJson(value, `result of task "${task}"`);
+    send({ type: "result", value: value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as Json) });
   } catch (error) {
-    // Not structured-cloneable (a function, a class instance with methods): report it as the task's error.
     send({ type: "error", error: serialiseError(error) });
   }
 }
@@ -76,7 +80,7 @@ async function run(message: RunMessage): Promise<void> {
     const value = await withOnceGate(onceGate, () =>
       runInTaskContext(context, () => (fn as (...args: Json[]) => unknown)(...message.args)),
     );
-    sendResult(value);
+    sendResult(value, message.task);
   } catch (error) {
     send({ type: "error", error: serialiseError(error) });
   }
