@@ -141,6 +141,32 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(await backfillRuns("hourly")).toHaveLength(6);
   });
 
+  it("a logical date has one run whether the schedule or a backfill reached it first", async () => {
+    // every_second has ticked since the Runtime started: the range holds ticks it ran and ticks it has not reached.
+    const now = Math.floor(Date.now() / 1000) * 1000;
+    const from = new Date(now - 3000);
+    const to = new Date(now + 3000);
+    const started = await client.backfill("every_second", { from, to });
+    expect(started.ticks).toBe(6);
+    expect(started.created).toBeLessThanOrEqual(4);
+    await sleep(to.getTime() - Date.now() + 1500);
+    await waitUntilDone(started.backfillId);
+    const inRange = (await client.listRuns({ flow: "every_second", limit: 500 })).filter(
+      (r) => r.logicalDate !== null && r.logicalDate >= from.toISOString() && r.logicalDate < to.toISOString(),
+    );
+    const perDate = new Map<string, string[]>();
+    for (const r of inRange) perDate.set(r.logicalDate!, [...(perDate.get(r.logicalDate!) ?? []), r.trigger]);
+    expect(perDate.size).toBe(6);
+    expect([...perDate.values()].filter((triggers) => triggers.length !== 1)).toEqual([]);
+    const ticks = await env.sql<{ run_id: string | null }>(
+      "select run_id from schedule_ticks where flow = 'every_second' and logical_date >= $1 and logical_date < $2",
+      [from.toISOString(), to.toISOString()],
+    );
+    for (const tick of ticks) if (tick.run_id) expect(inRange.map((r) => r.id)).toContain(tick.run_id);
+    const info = await client.getBackfill(started.backfillId);
+    expect(info).toMatchObject({ ticks: 6, done: 6 });
+  });
+
   it("bad backfills are refused and nothing is created", async () => {
     const count = async () =>
       (await env.sql<{ n: number }>("select (select count(*) from runs) + (select count(*) from backfills) as n"))[0]!.n;

@@ -49,6 +49,11 @@ async function createScheduledRun(tx: Db, flow: string, logicalDate: Date): Prom
 async function releaseWaiting(tx: Db, flow: string): Promise<ScheduledRun | undefined> {
   const waiting = await scheduleTx.waitingTick(tx, flow);
   if (!waiting || (await scheduleTx.unfinishedRuns(tx, flow)).length > 0) return undefined;
+  const backfilled = await scheduleTx.backfillRunOf(tx, flow, waiting);
+  if (backfilled) {
+    await scheduleTx.attachRun(tx, flow, waiting, backfilled);
+    return undefined;
+  }
   const run = await createScheduledRun(tx, flow, waiting);
   await scheduleTx.attachRun(tx, flow, waiting, run.runId);
   return run;
@@ -61,7 +66,11 @@ interface Decided {
   /** A buffered tick this tick found free to start. */
   released: ScheduledRun | undefined;
   cancel: string[];
+  /** The backfill's run this tick is, when a backfill ran its logical date first. */
+  existing?: string | undefined;
 }
+
+const BACKFILLED = "a backfill ran this logical date";
 
 /**
  * Records one tick of a flow's schedule and acts on it, exactly once cluster-wide: the tick row
@@ -75,6 +84,12 @@ export async function claimTick(deps: TickDeps, flow: string, overlap: Overlap, 
     const paused = await scheduleTx.paused(tx, flow);
     if (paused !== false) return { status: paused ? "paused" : "unscheduled" };
     if (await scheduleTx.tickExists(tx, flow, logicalDate)) return { status: "taken" };
+    // A backfill ran this logical date already: the tick is that run, not a second one.
+    const backfilled = await scheduleTx.backfillRunOf(tx, flow, logicalDate);
+    if (backfilled) {
+      await scheduleTx.insertTick(tx, { flow, logicalDate, status: "created", reason: BACKFILLED, runId: backfilled });
+      return { status: "created", reason: BACKFILLED, released: undefined, cancel: [], run: undefined, existing: backfilled };
+    }
     const released = overlap === "queue" ? await releaseWaiting(tx, flow) : undefined;
     const unfinished = await scheduleTx.unfinishedRuns(tx, flow);
     const waiting = overlap === "queue" ? await scheduleTx.waitingTick(tx, flow) : undefined;
@@ -103,7 +118,7 @@ export async function claimTick(deps: TickDeps, flow: string, overlap: Overlap, 
   await deps.jobs.add(await readyOf(deps, flow, [decided.released, decided.run]));
   if (decided.cancel.length > 0)
     deps.log.info({ flow, cancelled: decided.cancel }, "schedule tick cancelled the earlier run(s) (overlap: cancel_previous)");
-  return { status: decided.status, runId: decided.run?.runId ?? null, reason: decided.reason, createdAt };
+  return { status: decided.status, runId: decided.run?.runId ?? decided.existing ?? null, reason: decided.reason, createdAt };
 }
 
 /** Starts the run of the tick buffered by `overlap: queue` once the earlier run has ended; its run id, if started. */

@@ -3,6 +3,7 @@ import type { Db } from "../connect.js";
 import { createRuns } from "./create-run.js";
 import type { FlowVersion } from "./flow-definitions.js";
 import { recordset, rows } from "./raw.js";
+import { backfillTickKey, scheduleTx } from "./schedules.js";
 
 /** Runs written per statement while creating a backfill. */
 const CHUNK = 500;
@@ -35,11 +36,6 @@ export interface BackfillInfo {
   waiting: number;
 }
 
-/** The idempotency key of a backfilled tick: a tick has one backfill run however often it is backfilled. */
-export function backfillTickKey(flow: string, tick: Date): string {
-  return `backfill:${flow}:${tick.toISOString()}`;
-}
-
 /**
  * Writes the backfill, one held run per tick that has none yet, and the links from the backfill
  * to every tick's run, in one transaction; admission then releases the runs at most
@@ -47,13 +43,18 @@ export function backfillTickKey(flow: string, tick: Date): string {
  */
 export async function createBackfill(db: Db, backfill: NewBackfill, runId: () => string): Promise<number> {
   return db.transaction(async (tx) => {
+    // The lock the schedule's tick decisions hold: a tick and a backfill of it never both make a run.
+    await scheduleTx.lockFlow(tx, backfill.flow.name);
     await tx.execute(sql`
       insert into backfills (id, flow, range_from, range_to, max_concurrent_runs, ticks, status)
       values (${backfill.id}, ${backfill.flow.name}, ${backfill.from.toISOString()}, ${backfill.to.toISOString()},
         ${backfill.maxConcurrentRuns}, ${backfill.ticks.length}, 'active')`);
     let created = 0;
     for (let i = 0; i < backfill.ticks.length; i += CHUNK) {
-      const ticks = backfill.ticks.slice(i, i + CHUNK);
+      const chunk = backfill.ticks.slice(i, i + CHUNK);
+      // A tick the schedule already ran keeps that run: the backfill links it instead of running the date again.
+      const scheduled = await scheduleTx.scheduledRuns(tx, backfill.flow.name, chunk);
+      const ticks = chunk.filter((tick) => !scheduled.has(tick.toISOString()));
       const answers = await createRuns(
         tx,
         ticks.map((tick) => ({
@@ -67,7 +68,10 @@ export async function createBackfill(db: Db, backfill: NewBackfill, runId: () =>
         })),
       );
       created += answers.filter((a) => a.created).length;
-      const links = answers.map((a, j) => ({ run_id: a.runId, logical_date: ticks[j]!.toISOString() }));
+      const links = [
+        ...answers.map((a, j) => ({ run_id: a.runId, logical_date: ticks[j]!.toISOString() })),
+        ...[...scheduled].map(([logicalDate, run]) => ({ run_id: run, logical_date: logicalDate })),
+      ];
       await tx.execute(sql`
         insert into backfill_runs (backfill_id, run_id, logical_date)
         select ${backfill.id}, run_id, logical_date from ${recordset(links, "run_id uuid, logical_date timestamptz")} as l
@@ -172,8 +176,9 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<Cancell
     );
     const active = await rows<{ run_id: string }>(
       tx,
+      // A schedule's run the backfill only linked is the schedule's: cancelling the backfill leaves it.
       sql`select br.run_id from backfill_runs br join runs r on r.id = br.run_id
-        where br.backfill_id = ${id} and r.status in ('pending', 'running')`,
+        where br.backfill_id = ${id} and r.status in ('pending', 'running') and r.trigger = 'backfill'`,
     );
     return { active: active.map((r) => r.run_id), heldCancelled: held!.cancelled };
   });

@@ -145,6 +145,11 @@ export async function listTicks(db: Db, flow: string): Promise<TickRecord[]> {
   return (await rows<TickRow>(db, sql`select * from schedule_ticks where flow = ${flow} order by logical_date`)).map(toTick);
 }
 
+/** The idempotency key of a backfilled tick: a tick has one backfill run however often it is backfilled. */
+export function backfillTickKey(flow: string, tick: Date): string {
+  return `backfill:${flow}:${tick.toISOString()}`;
+}
+
 /**
  * The primitives of a tick decision. Each is meant to run inside one transaction that holds
  * `scheduleTx.lockFlow`, so the decisions about one flow's ticks happen one at a time cluster-wide.
@@ -176,6 +181,24 @@ export const scheduleTx = {
       sql`select logical_date from schedule_ticks where flow = ${flow} and status = 'queued' and run_id is null order by logical_date limit 1`,
     );
     return row ? new Date(row.logical_date) : undefined;
+  },
+  /** The runs the schedule made for any of `ticks`, by logical date (ISO). */
+  async scheduledRuns(tx: Db, flow: string, ticks: Date[]): Promise<Map<string, string>> {
+    if (ticks.length === 0) return new Map();
+    const found = await rows<{ logical_date: Date | string; run_id: string }>(
+      tx,
+      sql`select logical_date, run_id from schedule_ticks
+        where flow = ${flow} and run_id is not null and logical_date = any(string_to_array(${ticks.map((t) => t.toISOString()).join(",")}, ',')::timestamptz[])`,
+    );
+    return new Map(found.map((r) => [new Date(r.logical_date).toISOString(), r.run_id]));
+  },
+  /** The run a backfill made for this tick, if one did (its idempotency key is the tick's). */
+  async backfillRunOf(tx: Db, flow: string, logicalDate: Date): Promise<string | undefined> {
+    const [row] = await rows<{ run_id: string }>(
+      tx,
+      sql`select run_id from idempotency_keys where flow = ${flow} and key = ${backfillTickKey(flow, logicalDate)}`,
+    );
+    return row?.run_id;
   },
   /** False when another coordinator recorded this tick first. */
   async insertTick(
