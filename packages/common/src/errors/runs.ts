@@ -72,7 +72,10 @@ export class AxCancelledError extends Error {
     /** Why, when ax cancelled it itself (a concurrency key's strategy). */
     reason?: string,
   ) {
-    super(`run ${runId} was cancelled${reason ? ` (${reason})` : ""}; this attempt was stopped and its result, if any, is discarded`);
+    // Recorded on every node the cancel closed, started or not: the message fits both.
+    super(
+      `run ${runId} was cancelled${reason ? ` (${reason})` : ""}: nodes not yet started will not run, and a running attempt is stopped with its result, if any, discarded`,
+    );
   }
 }
 
