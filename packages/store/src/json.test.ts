@@ -62,8 +62,9 @@ describe("assertJson follows JSON.stringify", () => {
     expect(error.message).toMatch(/^payload is not plain JSON: \$\.at is an invalid Date\. Pass only/);
   });
 
-  it("refuses a Date with dates: false, where a string would not be what was written", () => {
-    expect(() => assertJson({ at: new Date(0) }, "argument 1", { dates: false })).toThrow(/argument 1 is not plain JSON: \$\.at is a Date/);
+  it("refuses a Date, a toJSON and an undefined property with exact: true, where the stored value would not be what was written", () => {
+    expect(() => assertJson({ at: new Date(0) }, "argument 1", { exact: true })).toThrow(/argument 1 is not plain JSON: \$\.at is a Date/);
+    expect(() => assertJson({ a: undefined }, "argument 1", { exact: true })).toThrow(/\$\.a is undefined/);
   });
 
   it("leaves an undefined property out and writes an undefined array item as null, as JSON.stringify does", () => {
@@ -85,6 +86,12 @@ describe("assertJson follows JSON.stringify", () => {
     }
     expect(() => assertJson({ price: new Money(1999) }, "result")).not.toThrow();
     expect(refusal({ price: new Broken() }).message).toMatch(/\$\.price\.n is a BigInt/);
+    class Throws {
+      toJSON(): never {
+        throw new Error("not serialisable");
+      }
+    }
+    expect(refusal({ x: new Throws() }).message).toMatch(/\$\.x has a toJSON that threw \(not serialisable\)/);
   });
 
   it("still refuses other class instances", () => {

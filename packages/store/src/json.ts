@@ -33,13 +33,14 @@ const STORABLE_ADVICE =
  * stored as its ISO string; an `undefined` property is left out, an `undefined` array item is
  * null), no NUL or lone surrogate in any string or key, and at most MAX_JSON_DEPTH levels of
  * nesting. The check itself recurses at most that deep, so no value can overflow the stack here.
- * `dates: false` refuses Dates too, where a string would not be what the caller wrote (a flow's constants).
+ * `exact: true` refuses what JSON.stringify would change (a Date, a `toJSON`, an `undefined` property),
+ * where the stored value would not be what the caller wrote (a flow's constants).
  */
-export function assertJson(value: unknown, what: string, options: { dates?: boolean } = {}): asserts value is Json {
-  visit(value, "$", 0, new Set(), { what, dates: options.dates ?? true });
+export function assertJson(value: unknown, what: string, options: { exact?: boolean } = {}): asserts value is Json {
+  visit(value, "$", 0, new Set(), { what, exact: options.exact ?? false });
 }
 
-function visit(value: unknown, path: string, depth: number, ancestors: Set<object>, check: { what: string; dates: boolean }): void {
+function visit(value: unknown, path: string, depth: number, ancestors: Set<object>, check: { what: string; exact: boolean }): void {
   const { what } = check;
   switch (typeof value) {
     case "string": {
@@ -62,7 +63,7 @@ function visit(value: unknown, path: string, depth: number, ancestors: Set<objec
       throw new AxNotJsonError(what, path, "is a symbol");
   }
   if (value === null) return;
-  if (value instanceof Date && check.dates) {
+  if (value instanceof Date && !check.exact) {
     // JSON.stringify writes a valid Date as its ISO string, and that is what is stored; an invalid one it writes as null.
     if (Number.isNaN(value.getTime())) throw new AxNotJsonError(what, path, "is an invalid Date");
     return;
@@ -82,20 +83,26 @@ function visit(value: unknown, path: string, depth: number, ancestors: Set<objec
   if (Array.isArray(object)) {
     object.forEach((item, i) => {
       // JSON.stringify writes an undefined item as null.
-      if (item !== undefined) visit(item, `${path}[${i}]`, depth + 1, ancestors, check);
+      if (item !== undefined || check.exact) visit(item, `${path}[${i}]`, depth + 1, ancestors, check);
     });
   } else {
     const proto = Object.getPrototypeOf(object);
     const toJSON = (object as { toJSON?: unknown }).toJSON;
-    if (proto !== Object.prototype && proto !== null && typeof toJSON === "function" && !(object instanceof Date)) {
+    if (proto !== Object.prototype && proto !== null && typeof toJSON === "function" && !(object instanceof Date) && !check.exact) {
       // A class that says how it is written (a decimal, a date library's type): what JSON.stringify stores.
-      visit(toJSON.call(object, ""), path, depth + 1, ancestors, check);
+      let written: unknown;
+      try {
+        written = toJSON.call(object, "");
+      } catch (error) {
+        throw new AxNotJsonError(what, path, `has a toJSON that threw (${(error as Error)?.message ?? String(error)})`);
+      }
+      visit(written, path, depth + 1, ancestors, check);
     } else if (proto !== Object.prototype && proto !== null) {
       throw new AxNotJsonError(what, path, `is a ${object.constructor?.name ?? "class instance"} (convert it to plain data)`);
     } else {
       for (const [key, item] of Object.entries(object)) {
         // JSON.stringify leaves an undefined property out, as an optional field left unset means.
-        if (item === undefined) continue;
+        if (item === undefined && !check.exact) continue;
         const itemPath = `${path}${member(key)}`;
         const problem = unstorable(key);
         if (problem) throw new AxNotJsonError(what, itemPath, `is a key that ${problem}`, STORABLE_ADVICE, UNSTORABLE_VERDICT);

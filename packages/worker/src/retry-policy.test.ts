@@ -156,7 +156,10 @@ describe("decideRetry", () => {
 
   it("treats NonRetryableError as final whatever the policy", () => {
     const p = policy({ retries: 10, retryOn: [Error] });
-    expect(decideRetry(p, new NonRetryableError("card declined"), 1)).toMatchObject({ retry: false, reason: "NonRetryableError" });
+    expect(decideRetry(p, new NonRetryableError("card declined"), 1)).toMatchObject({
+      retry: false,
+      reason: "the task threw NonRetryableError",
+    });
     expect(decideRetry(policy(), { name: "NonRetryableError", message: "from a thread" }, 1).retry).toBe(false);
   });
 

@@ -40,7 +40,7 @@ export class FlowBuilder {
     }
     try {
       // A constant is passed as written in the body: a Date would arrive as a string.
-      assertJson(arg, `argument ${index + 1} of "${task}"`, { dates: false });
+      assertJson(arg, `argument ${index + 1} of "${task}"`, { exact: true });
     } catch (error) {
       if (error instanceof AxNotJsonError) {
         throw new AxDefinitionError(
