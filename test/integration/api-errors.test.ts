@@ -62,3 +62,73 @@ describe("the HTTP API's 500 answers", () => {
     }
   });
 });
+
+describe("the HTTP API's 4xx answers for what schemas alone let through", () => {
+  const env = isolate("api4xx");
+  let api: Runtime;
+  const post = (path: string, body: string, headers: Record<string, string> = { "content-type": "application/json" }) =>
+    fetch(`${api.url}${path}`, { method: "POST", headers, body });
+
+  beforeAll(async () => {
+    api = new Runtime({
+      storage: env.storage,
+      redis: env.redis,
+      prefix: env.prefix,
+      flows: [echoFlow],
+      roles: ["api"],
+      port: 0,
+      insecureNoAuth: true,
+      logLevel: "fatal",
+    });
+    await api.start();
+  });
+
+  afterAll(async () => {
+    await api?.stop();
+    await env.cleanup();
+  });
+
+  it("numbers past PostgreSQL's integer and NUL in paths or bodies are 400s naming the field, not 500s", async () => {
+    const runId = "0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11";
+    const answers = await Promise.all([
+      post(
+        "/api/flows/api_echo_flow/backfills",
+        JSON.stringify({ from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z", maxConcurrentRuns: 3e9 }),
+      ),
+      fetch(`${api.url}/api/config/versions/2147483648`),
+      fetch(`${api.url}/api/runs/${runId}/logs?attempt=3000000000`),
+      fetch(`${api.url}/api/flows/%00/versions`),
+      post("/api/flows/%00/backfills", JSON.stringify({ from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" })),
+      post("/api/config", JSON.stringify({ yaml: "# c\n", author: "x\u0000y" })),
+      fetch(`${api.url}/api/events?after=99999999999999999999999-0`),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([400, 400, 400, 400, 400, 400, 400]);
+    for (const answer of answers) expect(((await answer.json()) as { error: string }).error).toBe("BadRequest");
+  });
+
+  it("a __proto__ key, a body that is not JSON, no content-type and an oversized body each say what to do", async () => {
+    const proto = await post("/api/flows/api_echo_flow/runs", '{"payload":{"__proto__":{"x":1}}}');
+    expect(proto.status).toBe(400);
+    expect(await proto.json()).toMatchObject({
+      error: "BadRequest",
+      message: expect.stringMatching(/has a "__proto__" key.*rename the key/),
+    });
+    const broken = await post("/api/flows/api_echo_flow/runs", '{"payload":');
+    expect(await broken.json()).toMatchObject({ error: "BadRequest", message: expect.stringMatching(/^the body is not valid JSON \(/) });
+    const untyped = await post("/api/flows/api_echo_flow/runs", "{}", {});
+    expect(untyped.status).toBe(415);
+    expect(await untyped.json()).toMatchObject({ message: expect.stringContaining("content-type: application/json") });
+    const huge = await post("/api/flows/api_echo_flow/runs", JSON.stringify({ payload: "x".repeat(5 * 1024 * 1024) }));
+    expect(huge.status).toBe(413);
+    expect(await huge.json()).toMatchObject({
+      error: "AxPayloadTooLargeError",
+      message: expect.stringContaining("store the data elsewhere"),
+    });
+  });
+
+  it("HEAD /api/events answers its headers and ends", async () => {
+    const head = await fetch(`${api.url}/api/events`, { method: "HEAD", signal: AbortSignal.timeout(3000) });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toContain("text/event-stream");
+  });
+});

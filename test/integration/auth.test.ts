@@ -164,10 +164,14 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
     await forgetFailures();
   });
 
-  it("an unlisted /api path needs admin; the console's paths stay public", async () => {
+  it("an /api path no route serves is a 404 for any valid token, a 401 without one; the console's paths stay public", async () => {
     expect((await call("GET /api/not-a-route")).status).toBe(401);
-    expect((await call("GET /api/not-a-route", { token: token.read })).status).toBe(403);
-    expect((await call("GET /api/not-a-route", { token: token.admin })).status).toBe(404);
+    for (const scope of ["read", "trigger", "admin"] as const) {
+      const answer = await call("GET /api/not-a-route", { token: token[scope] });
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.text)).toMatchObject({ error: "NotFound" });
+    }
+    expect((await call("POST /api/not-a-route", { token: token.read })).status).toBe(404);
     await forgetFailures();
   });
 

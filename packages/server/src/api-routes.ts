@@ -166,6 +166,9 @@ export const API_ROUTES: Record<string, RouteDoc> = {
               delayed: z.number(),
               limited: z.string().nullable(),
               workers: z.number(),
+              slots: z
+                .object({ running: z.number().int(), capacity: z.number().int().nullable() })
+                .meta({ description: "attempts running in its live workers (of any queue) and their slots together" }),
             }),
           ),
         }),
@@ -327,6 +330,11 @@ export const API_ROUTES: Record<string, RouteDoc> = {
               pid: z.number().int(),
               queues: z.array(z.string()),
               configVersion: z.number().int().nullable(),
+              concurrency: z
+                .number()
+                .int()
+                .nullable()
+                .meta({ description: "its slots (maxConcurrency); null for a worker older than 0.9" }),
               heartbeatAt: z.string(),
               live: z.boolean().meta({ description: "heartbeat in the last 10 s" }),
               running: z.number().int().meta({ description: "attempts it runs now" }),

@@ -5,6 +5,12 @@ import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/st
 /** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
 export const storableText = z.string().refine((text) => toStorableText(text) === text, "contains a NUL or a lone UTF-16 surrogate");
 
+/** PostgreSQL's `integer`: a larger number in a path, query or body is the caller's mistake, not a 500. */
+export const PG_INT_MAX = 2_147_483_647;
+
+/** A Redis stream id part is an unsigned 64-bit number; a longer one is no event id. */
+const U64_MAX = 18_446_744_073_709_551_615n;
+
 /**
  * A route's query, with a key it does not take (a typo such as `busnessKey`, `flow[]`) refused by
  * name: ignored, it would drop the filter the caller meant and answer every run.
@@ -31,6 +37,7 @@ export const eventsQuery = z.object({
   after: z
     .string()
     .regex(/^\d+(-\d+)?$/, "an event id such as 1700000000000-0")
+    .refine((id) => id.split("-").every((part) => BigInt(part) <= U64_MAX), "is past the largest event id (each part fits in 64 bits)")
     .optional(),
   access_token: z.string().optional().meta({ description: "the bearer token, for EventSource, which cannot send headers" }),
 });
@@ -84,27 +91,29 @@ export const backfillBody = z
   .object({
     from: z.iso.datetime({ offset: true }),
     to: z.iso.datetime({ offset: true }),
-    maxConcurrentRuns: z.number().int().positive().optional(),
-    maxTicks: z.number().int().positive().optional(),
+    maxConcurrentRuns: z.number().int().positive().max(PG_INT_MAX).optional(),
+    maxTicks: z.number().int().positive().max(PG_INT_MAX).optional(),
   })
   .strict();
 
 export const configBody = z
   .object({
-    yaml: z.string().meta({ description: "the whole runtime.yaml text" }),
-    author: z.string().min(1).meta({ description: "who made the change (history)" }),
-    file: z.string().min(1).optional().meta({ description: 'the file name errors and history show; default "api"' }),
+    yaml: storableText.meta({ description: "the whole runtime.yaml text" }),
+    author: storableText.min(1).meta({ description: "who made the change (history)" }),
+    file: storableText.min(1).optional().meta({ description: 'the file name errors and history show; default "api"' }),
   })
   .strict();
 
-export const configVersionParams = z.object({ version: z.coerce.number().int().positive().meta({ description: "config version" }) });
+export const configVersionParams = z.object({
+  version: z.coerce.number().int().positive().max(PG_INT_MAX).meta({ description: "config version" }),
+});
 
 export const triggerAnswer = z.object({ runId: z.uuid(), created: z.boolean() });
 
-export const runIdParams = z.object({ id: z.string().meta({ description: "run id (uuid)" }) });
-export const flowParams = z.object({ flow: z.string().meta({ description: "flow name" }) });
-export const backfillIdParams = z.object({ id: z.string().meta({ description: "backfill id (uuid)" }) });
-export const flowNameParams = z.object({ name: z.string().meta({ description: "flow name" }) });
+export const runIdParams = z.object({ id: storableText.meta({ description: "run id (uuid)" }) });
+export const flowParams = z.object({ flow: storableText.meta({ description: "flow name" }) });
+export const backfillIdParams = z.object({ id: storableText.meta({ description: "backfill id (uuid)" }) });
+export const flowNameParams = z.object({ name: storableText.meta({ description: "flow name" }) });
 
 /** `GET /api/backfills`: how many, newest first. */
 export const backfillsQuery = z.object({
@@ -137,7 +146,7 @@ export const tokenBody = z
   })
   .strict();
 
-export const tokenNameParams = z.object({ name: z.string().meta({ description: "token name" }) });
+export const tokenNameParams = z.object({ name: storableText.meta({ description: "token name" }) });
 
 export const tokenInfo = z.object({
   name: z.string(),

@@ -59,8 +59,11 @@ function routeOf(request: FastifyRequest): { key: string; doc: RouteDoc | undefi
  * console's static files) and admin-only inside it, so a route added without a scope fails closed.
  */
 function neededScope(request: FastifyRequest, doc: RouteDoc | undefined, metricsAuth: boolean): TokenScope | "public" {
-  // The console's catch-all (`GET /*`) is public for its pages, never for an `/api` path it answers with a 404.
-  if (!doc || (doc.scope === "public" && request.url.startsWith("/api"))) return request.url.startsWith("/api") ? "admin" : "public";
+  const api = request.url === "/api" || request.url.startsWith("/api/") || request.url.startsWith("/api?");
+  // An `/api` path no route serves (the console's catch-all, or nothing) gets its 404 for any valid
+  // token: asking for admin would send a caller chasing a typo to widen its token.
+  if (api && (request.routeOptions.url === undefined || doc?.scope === "public")) return "read";
+  if (!doc) return api ? "admin" : "public";
   if (doc.scope === "metrics") return metricsAuth ? "read" : "public";
   return doc.scope;
 }

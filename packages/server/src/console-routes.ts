@@ -9,6 +9,7 @@ import { getRunInfo, listFlowNames, listFlowVersions, listWorkerConfigVersions, 
 import { explainWaitingNodes, type QueueRegistry } from "@ax/coordinator";
 import { AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
 import { RunFeed } from "./run-feed.js";
+import { flowNameParams } from "./api-schemas.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
@@ -65,8 +66,9 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
   });
 
   app.get<{ Params: { name: string } }>("/api/flows/:name/versions", async (request) => {
-    const versions = await listFlowVersions(deps.db, request.params.name);
-    if (versions.length === 0) throw new AxUnknownFlowError(request.params.name, await listFlowNames(deps.db));
+    const { name } = flowNameParams.parse(request.params);
+    const versions = await listFlowVersions(deps.db, name);
+    if (versions.length === 0) throw new AxUnknownFlowError(name, await listFlowNames(deps.db));
     return { versions };
   });
 

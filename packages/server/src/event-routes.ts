@@ -56,6 +56,11 @@ export function registerEventRoutes(app: App, deps: { queues: QueueRegistry; log
       connection: "keep-alive",
       "x-accel-buffering": "no",
     });
+    // A HEAD (a load balancer's check) gets the stream's headers, not a stream that never ends.
+    if (request.method === "HEAD") {
+      res.end();
+      return;
+    }
     res.write(": ax events\n\n");
     open.add(res);
 

@@ -48,7 +48,10 @@ function operation(doc: RouteDoc): JsonSchema {
     security: doc.scope === "public" ? [] : [{ bearer: [] }],
     "x-ax-scope": doc.scope,
     ...(doc.params || doc.query ? { parameters: [...parameters(doc.params, "path"), ...parameters(doc.query, "query")] } : {}),
-    ...(doc.body ? { requestBody: { required: false, content: { "application/json": { schema: requestSchema(doc.body) } } } } : {}),
+    // Required when an empty body would be refused (a backfill's range, a token's name).
+    ...(doc.body
+      ? { requestBody: { required: !doc.body.safeParse({}).success, content: { "application/json": { schema: requestSchema(doc.body) } } } }
+      : {}),
     responses,
   };
 }

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { backfillInfo, listBackfills, type Db } from "@ax/store";
 import { cancelBackfill, rerunRun, startBackfill, type QueueRegistry } from "@ax/coordinator";
 import { AxBackfillNotFoundError, AxRunNotFoundError } from "@ax/common";
-import { backfillBody, backfillsQuery, parseQuery, rerunBody } from "./api-schemas.js";
+import { backfillBody, backfillsQuery, flowParams, parseQuery, rerunBody } from "./api-schemas.js";
 
 /**
  * `POST /api/runs/:id/rerun`, `POST /api/flows/:flow/backfills`, `GET /api/backfills[/:id]`,
@@ -23,8 +23,9 @@ export function registerRerunBackfillRoutes(app: App, deps: { db: Db; queues: Qu
   });
 
   app.post<{ Params: { flow: string } }>("/api/flows/:flow/backfills", async (request, reply) => {
+    const { flow } = flowParams.parse(request.params);
     const body = backfillBody.parse(request.body ?? {});
-    const started = await startBackfill(deps, { ...body, flow: request.params.flow, from: new Date(body.from), to: new Date(body.to) });
+    const started = await startBackfill(deps, { ...body, flow, from: new Date(body.from), to: new Date(body.to) });
     return reply.status(201).send(started);
   });
 

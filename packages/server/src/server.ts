@@ -33,6 +33,7 @@ import {
 } from "@ax/common";
 import { listQuery, parseQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
+import { registerJsonBodies } from "./json-body.js";
 import { openApiDocument } from "./openapi.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
@@ -97,6 +98,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   });
 
+  registerJsonBodies(app);
+
   // Ids are stored lower-case: an upper-case one names the same run or backfill, and answers and audit rows show it as stored.
   app.addHook("onRequest", async (request) => {
     const params = request.params as { id?: unknown };
@@ -126,6 +129,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (configStatus) return reply.status(configStatus).send({ error: error.name, message: error.message });
     // AxPayloadError is an AxNotJsonError: both name the JSON path the caller must fix.
     if (error instanceof AxNotJsonError) return reply.status(400).send({ error: error.name, message: error.message });
+    const code = (error as { code?: string }).code;
+    if (code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      return reply.status(413).send({
+        error: "AxPayloadTooLargeError",
+        message: `the request body is over the API's ${4 * DEFAULT_MAX_PAYLOAD_BYTES} bytes (a run's payload is capped at ${DEFAULT_MAX_PAYLOAD_BYTES}): store the data elsewhere and pass its key`,
+      });
+    }
+    if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+      return reply.status(415).send({
+        error: "UnsupportedMediaType",
+        message: "the API reads JSON bodies only: send the body with content-type: application/json",
+      });
+    }
     if (error.statusCode && error.statusCode < 500)
       return reply.status(error.statusCode).send({ error: error.name, message: error.message });
     // Our own failure: its text may quote queries and other runs' data, so it goes to the log only.
