@@ -1,7 +1,8 @@
+import { createServer, type AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
-import { ax, Runtime } from "ax-scheduler";
+import { AxPortInUseError, ax, Client, Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 
 const echo = ax.task({ name: "api_echo" }, (value: unknown) => value);
@@ -130,5 +131,45 @@ describe("the HTTP API's 4xx answers for what schemas alone let through", () => 
     const head = await fetch(`${api.url}/api/events`, { method: "HEAD", signal: AbortSignal.timeout(3000) });
     expect(head.status).toBe(200);
     expect(head.headers.get("content-type")).toContain("text/event-stream");
+  });
+});
+
+describe("a Runtime whose API port is taken", () => {
+  const env = isolate("portinuse");
+
+  afterAll(async () => {
+    await env.cleanup();
+  });
+
+  it("fails its start with AxPortInUseError and leaves no role running", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    const runtime = new Runtime({
+      storage: env.storage,
+      redis: env.redis,
+      prefix: env.prefix,
+      flows: [echoFlow],
+      port,
+      insecureNoAuth: true,
+      logLevel: "fatal",
+    });
+    try {
+      const refused = await runtime.start().then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      expect(refused).toBeInstanceOf(AxPortInUseError);
+      expect(refused?.message).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: another process uses that port.*--port`));
+      // Its worker stopped with it: a run triggered now stays queued.
+      const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+      const runId = await client.triggerFlow("api_echo_flow", 1);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect((await client.getRun(runId)).status).toBe("pending");
+      await client.close();
+    } finally {
+      await runtime.stop();
+      blocker.close();
+    }
   });
 });

@@ -8,3 +8,5 @@ if (main.endsWith(".ts")) {
 }
 const { main: run } = await import(main);
 await run(process.argv);
+// A failed command (a process command whose start failed included) must end even if a handle lingers.
+if (process.exitCode) setTimeout(() => process.exit(), 500).unref();

@@ -109,12 +109,24 @@ export class Runtime {
       throw new AxNoTokensError();
     }
     await checkEvictionPolicy(connections.redis, this.log, this.registry);
-    this.live = new LiveConfig(store.db, connections.redis, queues.prefix);
+    const live = new LiveConfig(store.db, connections.redis, queues.prefix);
+    this.live = live;
     await saveCodeOptions(store.db, this.code.codeOptionRows());
     await this.adoptStartConfig(file, fileText);
     await this.registerFlows();
     this.detachEvents = attachEventSource(connections.redis, queues.prefix, this.log.child({ component: "events" }));
 
+    try {
+      await this.startRoles(connections, live);
+    } catch (error) {
+      // A role that failed (the API's port taken) must not leave the others working unseen.
+      await this.stop({ timeout: 1 }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async startRoles(connections: Connections, live: LiveConfig): Promise<void> {
+    const { store, queues } = connections;
     const context: RoleContext = { options: this.options, code: this.code, connections, log: this.log, registry: this.registry };
     if (this.roles.includes("worker")) {
       this.worker = createWorker(context, { clusterLimits: () => this.clusterLimits(), configVersion: () => this.configVersion });
@@ -124,7 +136,7 @@ export class Runtime {
       this.coordinator = new CoordinatorRole(context, () => this.connections !== undefined);
       await this.coordinator.start();
     }
-    if (this.roles.includes("api")) this.server = await startApi(context, this.live);
+    if (this.roles.includes("api")) this.server = await startApi(context, live);
     if (this.options.metricsPort !== undefined) {
       this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
     }

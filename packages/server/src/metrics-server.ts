@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import { portError } from "@ax/common";
 
 /**
  * A bare /metrics endpoint for processes without the API role (workers, coordinators), so
@@ -25,7 +26,10 @@ export async function startMetricsServer(
       (error: Error) => response.writeHead(500).end(error.message),
     );
   });
-  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error) => reject(portError(error, port, host, "the metrics endpoint")));
+    server.listen(port, host, resolve);
+  });
   const address = server.address() as AddressInfo;
   return {
     url: `http://${host}:${address.port}`,

@@ -30,6 +30,7 @@ import {
   AxPayloadTooLargeError,
   AxRunNotFoundError,
   AxUnknownFlowError,
+  portError,
 } from "@ax/common";
 import { listQuery, parseQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
@@ -238,6 +239,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerLogRoutes(app, { db: options.db });
   await registerConsoleRoutes(app, { db: options.db, queues: options.queues, consoleDir: options.consoleDir });
 
-  const url = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
-  return { url, routes, close: () => app.close() };
+  const port = options.port ?? 8080;
+  const host = options.host ?? "127.0.0.1";
+  try {
+    const url = await app.listen({ port, host });
+    return { url, routes, close: () => app.close() };
+  } catch (error) {
+    await app.close();
+    throw portError(error, port, host, "the HTTP API");
+  }
 }

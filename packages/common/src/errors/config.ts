@@ -19,3 +19,23 @@ export class AxConfigVersionNotFoundError extends Error {
 export class AxConfigUnavailableError extends Error {
   override name = "AxConfigUnavailableError";
 }
+
+/** The HTTP API's or metrics' port is taken: nothing of this process is left running. */
+export class AxPortInUseError extends Error {
+  override name = "AxPortInUseError";
+  constructor(
+    readonly port: number,
+    readonly host: string,
+    what: string,
+  ) {
+    super(
+      `${what} cannot listen on ${host}:${port}: another process uses that port (another \`ax dev\` or \`ax server\`?). ` +
+        "Stop it, or choose another port (`--port`, `AX_PORT`, the Runtime's `port` option); nothing was started.",
+    );
+  }
+}
+
+/** `error` translated when it says the port is taken (EADDRINUSE); otherwise returned as is. */
+export function portError(error: unknown, port: number, host: string, what: string): unknown {
+  return (error as { code?: unknown } | null)?.code === "EADDRINUSE" ? new AxPortInUseError(port, host, what) : error;
+}
