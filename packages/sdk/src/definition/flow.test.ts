@@ -98,3 +98,23 @@ describe("tracing a flow body into a DAG", () => {
     expect(() => parse({ id: "p1" })).toThrow(/called outside a flow body/);
   });
 });
+
+describe("a Ref used as a value in the flow body", () => {
+  it("refuses a template string, arithmetic or a comparison with AxDefinitionError naming the flow and the node", () => {
+    const step = defineTask({ name: "ref_value_step" }, (text: string) => text);
+    const paid = defineTask({ name: "ref_value_paid" }, () => ({ amount: 1 }));
+    expect(() =>
+      defineFlow({ name: "ref_in_template" }, (input: Ref<{ id: string }>) => {
+        const p = paid();
+        step(`order ${p}`);
+        return input;
+      }),
+    ).toThrow(/the result of node "ref_value_paid" \(a Ref\) has no value while flow "ref_in_template" is traced.*Pass the Ref to a task/);
+    expect(() =>
+      defineFlow({ name: "ref_compared" }, (input: Ref<number>) => {
+        if ((input as unknown as number) > 100) step("big");
+        step("always");
+      }),
+    ).toThrow(AxDefinitionError);
+  });
+});

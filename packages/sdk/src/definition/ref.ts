@@ -1,3 +1,4 @@
+import { AxDefinitionError } from "@ax/common";
 import type { FlowBuilder } from "./flow-builder.js";
 
 /**
@@ -15,7 +16,21 @@ export class Ref<T = unknown> {
   ) {}
 
   toJSON(): never {
-    throw new Error("a Ref is a placeholder in a flow body, not data: pass it to a task instead of serialising it");
+    throw new AxDefinitionError(
+      `${this.where()} is a placeholder in a flow body, not data: pass it to a task as an argument of its own instead of serialising it`,
+    );
+  }
+
+  /** `${ref}`, `ref + 1`, `ref > 100`: there is no value yet, so the graph would hold "[object Object]" or a branch never taken. */
+  [Symbol.toPrimitive](): never {
+    throw new AxDefinitionError(
+      `${this.where()} has no value while flow "${this.builder.flow}" is traced: a template string, arithmetic or a comparison on it ` +
+        "would be decided once, now, with no data. Pass the Ref to a task and build the text or make the decision inside the task.",
+    );
+  }
+
+  private where(): string {
+    return this.source === "input" ? `the input of flow "${this.builder.flow}"` : `the result of node "${this.source.node}" (a Ref)`;
   }
 }
 
