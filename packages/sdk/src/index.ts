@@ -11,7 +11,7 @@ export {
 export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow } from "./definition/flow.js";
 export { Tokens, type ApiTokenInfo, type AuditEntry, type CreatedApiToken, type TokenScope } from "./tokens.js";
-export type { Task } from "./definition/task.js";
+export type { Stored, Task } from "./definition/task.js";
 export { Ref, type RefArgs, type RefOr } from "./definition/ref.js";
 export type { TaskOptions, FlowOptions } from "./options.js";
 export { resolveTaskOptions } from "./options.js";

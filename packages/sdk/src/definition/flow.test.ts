@@ -118,3 +118,17 @@ describe("a Ref used as a value in the flow body", () => {
     ).toThrow(AxDefinitionError);
   });
 });
+
+describe("the types of refs", () => {
+  it("type a task's result as the downstream receives it: a Date as its ISO string", () => {
+    const due = defineTask({ name: "types_due" }, () => ({ at: new Date(0), days: [new Date(0)] }));
+    const remind = defineTask({ name: "types_remind" }, (d: { at: string; days: string[] }) => d.at);
+    const wrong = defineTask({ name: "types_remind_wrong" }, (d: { at: Date }) => d.at.toISOString());
+    const flow = defineFlow({ name: "types_dates" }, () => {
+      remind(due());
+      // @ts-expect-error the Date arrives as a string, so a task expecting a Date does not type-check
+      wrong(due());
+    });
+    expect(flow.dag.nodes.map((n) => n.key)).toEqual(["types_due", "types_remind", "types_due#2", "types_remind_wrong"]);
+  });
+});

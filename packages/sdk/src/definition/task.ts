@@ -6,11 +6,24 @@ import type { Ref, RefArgs } from "./ref.js";
 import { AxDefinitionError } from "@ax/common";
 
 /**
+ * What a value of type `T` is once stored and read back, as JSON.stringify writes it: a `Date`
+ * (or any class with `toJSON`) is what `toJSON` returns, a `Date` an ISO string.
+ */
+export type Stored<T> = T extends { toJSON(...args: never[]): infer J }
+  ? Stored<J>
+  : T extends readonly (infer U)[]
+    ? Stored<U>[]
+    : T extends object
+      ? { [K in keyof T]: Stored<T[K]> }
+      : T;
+
+/**
  * A task: call it inside a flow body to add a node (it returns a Ref to the result);
  * `task.run(...)` calls the function directly, for unit tests.
  */
 export interface Task<A extends unknown[], R> {
-  (...args: RefArgs<A>): Ref<Awaited<R>>;
+  /** The Ref's type is the result as the downstream task receives it: stored as JSON (a `Date` arrives as its ISO string). */
+  (...args: RefArgs<A>): Ref<Stored<Awaited<R>>>;
   readonly taskName: string;
   /** Effective options from code (YAML overrides are applied by the Runtime). */
   readonly options: ResolvedTaskOptions;
