@@ -118,6 +118,8 @@ describe.each(["fast", "immediate"] as const)("PostgreSQL stopped (%s) and resta
       (await pool.query(`select run_id, node_key from attempts where outcome = 'success' group by 1, 2 having count(*) > 1`)).rows,
     ).toEqual([]);
     expect((await pool.query(`select count(*)::int as n from attempts where finished_at is null`)).rows[0].n).toBe(0);
+    // No attempt failed for the outage itself: ax.once's claim waits for PostgreSQL as the runtime's writes do.
+    expect((await pool.query(`select count(*)::int as n from attempts where error->>'name' = 'AxStoreError'`)).rows[0].n).toBe(0);
     const sample = await client.getRun((await pool.query(`select id from runs where payload = '"order-0"'::jsonb`)).rows[0].id);
     expect(sample.tasks.map((t) => t.result)).toEqual(["order-0>fetched", "order-0>fetched>priced", "order-0>fetched>priced>confirmed"]);
 

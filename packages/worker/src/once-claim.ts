@@ -13,6 +13,8 @@ import { AxOnceClaimLostError } from "@ax/common";
 export const ONCE_LEASE_MS = 10_000;
 const FIRST_POLL_MS = 50;
 const MAX_POLL_MS = 1000;
+/** Between tries of a claim while PostgreSQL does not answer. */
+const RECONNECT_POLL_MS = 200;
 
 /** Who holds a claim: the attempt, its worker, and the call (one attempt may call ax.once twice at once). */
 export function onceClaimant(attempt: Pick<AttemptIdentity, "runId" | "nodeKey" | "attempt">, workerId: string): string {
@@ -58,7 +60,7 @@ export class OnceLease {
 
   async release(): Promise<void> {
     this.stopRenewing();
-    await releaseOnceClaim(this.db, this.key, this.claimant);
+    await this.whileLeased(() => releaseOnceClaim(this.db, this.key, this.claimant));
   }
 
   private stopRenewing(): void {
@@ -102,8 +104,19 @@ export async function claimOnce(
   const leaseMs = options.leaseMs ?? ONCE_LEASE_MS;
   for (let waitMs = FIRST_POLL_MS; ; waitMs = Math.min(waitMs * 2, MAX_POLL_MS)) {
     options.signal?.throwIfAborted();
-    const found = await claimOnceKey(db, key, claimant, leaseMs);
-    if (found.state === "claimed") return new OnceLease(db, key, claimant, leaseMs, options.signal);
+    let found: Awaited<ReturnType<typeof claimOnceKey>>;
+    try {
+      found = await claimOnceKey(db, key, claimant, leaseMs);
+    } catch (error) {
+      // PostgreSQL restarting: try again until it answers or the attempt ends, as the attempt's own writes do.
+      if (!isConnectionError(error)) throw error;
+      await pause(Math.max(waitMs, RECONNECT_POLL_MS), options.signal);
+      continue;
+    }
+    // Ours already: an earlier try committed and its reply was lost.
+    if (found.state === "claimed" || (found.state === "held" && found.claimedBy === claimant)) {
+      return new OnceLease(db, key, claimant, leaseMs, options.signal);
+    }
     if (found.state === "done") return { done: true, result: found.result };
     if (found.state === "held") await pause(waitMs, options.signal);
   }
