@@ -17,7 +17,7 @@ import { lazyChild } from "./log-capture.js";
 import { recordOutcome } from "./record-outcome.js";
 import { decideRetry } from "./retry-policy.js";
 import { AxOutcomeNotRecordedError, AxResourceLimitError } from "@ax/common";
-import type { AttemptDeps, FailurePolicy, Next, RunMeta } from "./attempt-deps.js";
+import { attemptKey, type AttemptDeps, type FailurePolicy, type Next, type RunMeta } from "./attempt-deps.js";
 
 function failureKind(outcome: AttemptOutcome, error: unknown) {
   if (outcome === "timed_out") return "timeout" as const;
@@ -152,7 +152,17 @@ export function continuation(deps: AttemptDeps, dag: CachedDag, node: DagNode, r
  */
 async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta, flowVersionId: number): Promise<Next | undefined> {
   let next: Next | undefined = advanced.continued ? undefined : advanced.ready.find((n) => !n.delayMs && deps.continuesHere?.(n));
-  await deps.jobs.add(next ? advanced.ready.filter((n) => n !== next) : advanced.ready);
+  // The started continuation is this process's from now on: adding the other jobs may wait for Redis
+  // for longer than the lost-outcome sweep allows a running attempt that nobody executes.
+  const reserved = advanced.continued && attemptKey({ runId: run.runId, ...advanced.continued });
+  if (reserved) deps.executing.add(reserved);
+  try {
+    await deps.jobs.add(next ? advanced.ready.filter((n) => n !== next) : advanced.ready);
+  } catch (error) {
+    // Not run here after all: the sweep hands the continuation back.
+    if (reserved) deps.executing.delete(reserved);
+    throw error;
+  }
   if (advanced.continued) {
     const { nodeKey, attempt } = advanced.continued;
     next = { runId: run.runId, nodeKey, attempt, flowVersionId, started: advanced.continued };

@@ -46,8 +46,9 @@ export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: 
   }
   const executing = attemptKey(ref);
   // The fence answers an attempt running under this worker as started (a start whose reply was
-  // lost is retried), so a second job for an attempt this process runs must stop here.
-  if (deps.executing.has(executing)) return undefined;
+  // lost is retried), so a second job for an attempt this process runs must stop here. A
+  // continuation was marked executing by the completion that started it (see afterAdvance).
+  if (!job.started && deps.executing.has(executing)) return undefined;
   deps.executing.add(executing);
   try {
     const started = job.started ?? (await fence(deps, dag, node, ref));
