@@ -148,7 +148,6 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     const to = new Date(now + 3000);
     const started = await client.backfill("every_second", { from, to });
     expect(started.ticks).toBe(6);
-    expect(started.created).toBeLessThanOrEqual(4);
     await sleep(to.getTime() - Date.now() + 1500);
     await waitUntilDone(started.backfillId);
     const inRange = (await client.listRuns({ flow: "every_second", limit: 500 })).filter(

@@ -10,6 +10,7 @@ export const PG_INT_MAX = 2_147_483_647;
 
 /** A Redis stream id part is an unsigned 64-bit number; a longer one is no event id. */
 const U64_MAX = 18_446_744_073_709_551_615n;
+const EVENT_ID = /^\d+(-\d+)?$/;
 
 /**
  * A route's query, with a key it does not take (a typo such as `busnessKey`, `flow[]`) refused by
@@ -36,8 +37,12 @@ export function parseQuery<S extends z.ZodObject>(schema: S, query: unknown): z.
 export const eventsQuery = z.object({
   after: z
     .string()
-    .regex(/^\d+(-\d+)?$/, "an event id such as 1700000000000-0")
-    .refine((id) => id.split("-").every((part) => BigInt(part) <= U64_MAX), "is past the largest event id (each part fits in 64 bits)")
+    .regex(EVENT_ID, "an event id such as 1700000000000-0")
+    // Checked after the pattern whether it matched (zod runs both): only digits reach BigInt.
+    .refine(
+      (id) => !EVENT_ID.test(id) || id.split("-").every((part) => BigInt(part) <= U64_MAX),
+      "is past the largest event id (each part fits in 64 bits)",
+    )
     .optional(),
   access_token: z.string().optional().meta({ description: "the bearer token, for EventSource, which cannot send headers" }),
 });
