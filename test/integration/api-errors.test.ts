@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { AxPortInUseError, ax, Client, Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
 
 const echo = ax.task({ name: "api_echo" }, (value: unknown) => value);
 const echoFlow = ax.flow({ name: "api_echo_flow" }, (input) => {
@@ -71,16 +72,7 @@ describe("the HTTP API's 4xx answers for what schemas alone let through", () => 
     fetch(`${api.url}${path}`, { method: "POST", headers, body });
 
   beforeAll(async () => {
-    api = new Runtime({
-      storage: env.storage,
-      redis: env.redis,
-      prefix: env.prefix,
-      flows: [echoFlow],
-      roles: ["api"],
-      port: 0,
-      insecureNoAuth: true,
-      logLevel: "fatal",
-    });
+    api = testRuntime(env, { flows: [echoFlow], roles: ["api"], port: 0, logLevel: "fatal" });
     await api.start();
   });
 
@@ -145,15 +137,7 @@ describe("a Runtime whose API port is taken", () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
     const port = (blocker.address() as AddressInfo).port;
-    const runtime = new Runtime({
-      storage: env.storage,
-      redis: env.redis,
-      prefix: env.prefix,
-      flows: [echoFlow],
-      port,
-      insecureNoAuth: true,
-      logLevel: "fatal",
-    });
+    const runtime = testRuntime(env, { flows: [echoFlow], roles: ["coordinator", "worker", "api"], port, logLevel: "fatal" });
     try {
       const refused = await runtime.start().then(
         () => undefined,
