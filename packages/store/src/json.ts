@@ -88,7 +88,7 @@ function visit(value: unknown, path: string, depth: number, ancestors: Set<objec
   } else {
     const proto = Object.getPrototypeOf(object);
     const toJSON = (object as { toJSON?: unknown }).toJSON;
-    if (proto !== Object.prototype && proto !== null && typeof toJSON === "function" && !(object instanceof Date) && !check.exact) {
+    if (proto !== Object.prototype && proto !== null && typeof toJSON === "function" && !check.exact) {
       // A class that says how it is written (a decimal, a date library's type): what JSON.stringify stores.
       let written: unknown;
       try {

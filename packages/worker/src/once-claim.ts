@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { claimOnceKey, completeOnceClaim, releaseOnceClaim, renewOnceClaim, type Db, type Json } from "@ax/store";
+import { claimOnceKey, completeOnceClaim, releaseOnceClaim, renewOnceClaim, type Db, type Json, type OnceClaimState } from "@ax/store";
 import type { AttemptIdentity } from "./context.js";
 import { isConnectionError } from "./db-retry.js";
 import { AxOnceClaimLostError } from "@ax/common";
@@ -104,7 +104,7 @@ export async function claimOnce(
   const leaseMs = options.leaseMs ?? ONCE_LEASE_MS;
   for (let waitMs = FIRST_POLL_MS; ; waitMs = Math.min(waitMs * 2, MAX_POLL_MS)) {
     options.signal?.throwIfAborted();
-    let found: Awaited<ReturnType<typeof claimOnceKey>>;
+    let found: OnceClaimState;
     try {
       found = await claimOnceKey(db, key, claimant, leaseMs);
     } catch (error) {
