@@ -67,6 +67,25 @@ describe("the packed packages in a plain Node project", () => {
     expect(manifest.dependencies["@ax/common"]).toBe(manifest.version);
   });
 
+  it("resolves under the `development` condition too, as vitest and other tools set it", async () => {
+    // The repository's own `development` exports point at TypeScript sources a tarball does not ship.
+    for (const pkg of ["ax-scheduler", "@ax/common", "@ax/store", "@ax/coordinator", "@ax/worker", "@ax/server", "@ax/cli"]) {
+      const manifest = await readFile(join(project, "node_modules", pkg, "package.json"), "utf8");
+      expect(manifest, pkg).not.toContain('"development"');
+    }
+    const { stdout } = await run(
+      process.execPath,
+      [
+        "--conditions=development",
+        "--input-type=module",
+        "-e",
+        'const { ax } = await import("ax-scheduler"); await import("ax-scheduler/client"); console.log(typeof ax.task)',
+      ],
+      { cwd: project, env: plainEnv() },
+    );
+    expect(stdout.trim()).toBe("function");
+  });
+
   it("runs a flow with worker and coordinator under plain node, and a producer triggers through the client entry alone", async () => {
     const connection = { AX_STORAGE: env.storage, AX_REDIS: env.redis, AX_PREFIX: env.prefix };
     runtime = startChild(process.execPath, [join(project, "runtime.mjs")], plainEnv(connection));
