@@ -4,7 +4,7 @@ import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
-import { startAx, startPrivateRedis } from "../helpers/processes.js";
+import { startAx, startChild, startPrivateRedis } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 /** Polls `check` until it returns something truthy; fails after `timeoutMs`. */
@@ -172,5 +172,25 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
     } finally {
       await worker.stop(0);
     }
+  });
+});
+
+describe("a stopped Runtime lets its process exit", { timeout: 60_000 }, () => {
+  const env = isolate("stopexit");
+  afterAll(() => env.cleanup());
+
+  // ioredis arms a 2 s timer when asked to close a connection that is already closed, and the
+  // worker closed its marker connection twice: every stopped worker process lingered 2 s.
+  it.each(["worker", "coordinator,worker,api"])("with roles %s, within 1 s of stop()", async (roles) => {
+    const child = startChild(process.execPath, ["--import", "tsx", "test/fixtures/stop-exit.ts"], {
+      AX_STORAGE: env.storage,
+      AX_REDIS: env.redis,
+      AX_PREFIX: env.prefix,
+      AX_ROLES: roles,
+    });
+    await child.waitFor(/exitMsAfterStop/, 45_000);
+    const { exitMsAfterStop } = JSON.parse(/\{"exitMsAfterStop":\d+\}/.exec(child.output())![0]) as { exitMsAfterStop: number };
+    await child.stop(0);
+    expect(exitMsAfterStop).toBeLessThan(1000);
   });
 });

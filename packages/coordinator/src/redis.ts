@@ -116,8 +116,11 @@ export function duplicateRedis(redis: Redis, log: Logger, connection: string): R
 
 /**
  * Closes a connection without waiting on the server: `quit()` queues behind a reconnect that may
- * never succeed, `disconnect()` drops the socket and any pending reconnect at once.
+ * never succeed, `disconnect()` drops the socket and any pending reconnect at once. A connection
+ * already closed is left alone: ioredis would arm a 2 s timer for a socket close that already
+ * happened, and keep the process alive that long after a stop.
  */
 export function closeRedis(redis: Redis): void {
+  if (redis.status === "end") return;
   redis.disconnect();
 }
