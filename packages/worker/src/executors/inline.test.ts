@@ -170,4 +170,17 @@ describe("executeInline", () => {
     const result = await executeInline(input(() => sleep(300), {}, cancel));
     expect(result).toMatchObject({ ok: false, error: { message: "cancelled early" } });
   });
+
+  it("a function that blocks the event loop past timeout or heartbeatTimeout ends its attempt all the same", async () => {
+    const busy = (ms: number) => () => {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+      return "late";
+    };
+    const asyncBusy = (ms: number) => async () => busy(ms)();
+    expect(await executeInline(input(busy(150), { timeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "timed_out" });
+    expect(await executeInline(input(asyncBusy(150), { timeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "timed_out" });
+    expect(await executeInline(input(busy(150), { heartbeatTimeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "heartbeat_lost" });
+    expect(await executeInline(input(busy(20), { timeoutMs: 2000, heartbeatTimeoutMs: 2000 }))).toEqual({ ok: true, value: "late" });
+  });
 });

@@ -42,12 +42,17 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
     settle({ ok: false, error, outcome });
   };
 
-  const timeout = timeoutMs ? setTimeout(() => end(new AxTimeoutError(task.name, timeoutMs), "timed_out"), timeoutMs) : undefined;
+  const timedOut = () => end(new AxTimeoutError(task.name, timeoutMs!), "timed_out");
+  const heartbeatLost = () => end(new AxHeartbeatLostError(task.name, heartbeatTimeoutMs!), "heartbeat_lost");
+  const startedAt = performance.now();
+  let lastBeatAt = startedAt;
+  const timeout = timeoutMs ? setTimeout(timedOut, timeoutMs) : undefined;
   let heartbeat: NodeJS.Timeout | undefined;
   const armHeartbeat = () => {
     if (!heartbeatTimeoutMs) return;
+    lastBeatAt = performance.now();
     clearTimeout(heartbeat);
-    heartbeat = setTimeout(() => end(new AxHeartbeatLostError(task.name, heartbeatTimeoutMs), "heartbeat_lost"), heartbeatTimeoutMs);
+    heartbeat = setTimeout(heartbeatLost, heartbeatTimeoutMs);
   };
   armHeartbeat();
   // A cancel may have landed between the attempt's fence and this call: then this ends the attempt at once.
@@ -69,9 +74,22 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
     },
   };
   bindAttemptStore(context, input.store);
+  // A function that held the event loop past a limit settles before the limit's timer can run:
+  // the limit is checked against the clock first, so it ends the attempt all the same.
+  const overLimit = () => {
+    const now = performance.now();
+    if (timeoutMs && now - startedAt >= timeoutMs) timedOut();
+    else if (heartbeatTimeoutMs && now - lastBeatAt >= heartbeatTimeoutMs) heartbeatLost();
+  };
   runInTaskContext(context, () => (task.fn as (...args: Json[]) => unknown)(...input.args)).then(
-    (value) => settle({ ok: true, value }),
-    (error: unknown) => settle({ ok: false, error, outcome: "failed" }),
+    (value) => {
+      overLimit();
+      settle({ ok: true, value });
+    },
+    (error: unknown) => {
+      overLimit();
+      settle({ ok: false, error, outcome: "failed" });
+    },
   );
 
   return finished.finally(() => {
