@@ -45,6 +45,19 @@ const prioFlow = ax.flow({ name: "prio_flow" }, (p) => {
   prioTail(prioHead(p));
 });
 
+/** A chain on one task: with one worker slot, where a waiting run of higher priority fits in shows. */
+const prioStep = ax.task({ name: "prio_step", queue: "prio_chain" }, async (p: { label: string; step: number }) => {
+  executionOrder.push(`${p.label}:${p.step}`);
+  if (p.label === "low" && p.step === 1) await new Promise((resolve) => setTimeout(resolve, 400));
+  return { label: p.label, step: p.step + 1 };
+});
+const prioChain = ax.flow({ name: "prio_chain" }, (p) => {
+  prioStep(prioStep(prioStep(p)));
+});
+const prioSingle = ax.flow({ name: "prio_single" }, (p) => {
+  prioStep(p);
+});
+
 const env = isolate("producer");
 let runtime: Runtime;
 let client: Client;
@@ -60,7 +73,7 @@ const firstJob = (q: Queue, runId: string, node: string) => q.getJob(`${runId}.$
 
 beforeAll(async () => {
   runtime = testRuntime(env, {
-    flows: [orderFlow, parkedFlow, prioFlow],
+    flows: [orderFlow, parkedFlow, prioFlow, prioChain, prioSingle],
     queues: ["default"],
     // The reconciler would rescue a run no listener enqueued: keep it out of the picture.
     reconciler: { intervalMs: 60_000, staleMs: 60_000, leaseMs: 60_000 },
@@ -300,6 +313,28 @@ describe("delay, runAt and priority", () => {
         expect(job.opts.priority).toBe(Number(label.slice(1)));
       }
       expect(executionOrder).toEqual(["p1", "p3", "p5"]);
+    } finally {
+      await worker.stop({ timeout: 2 });
+    }
+  });
+
+  it("a prioritised run's next node waits its turn in the queue instead of running on in its slot", async () => {
+    const worker = testRuntime(env, { flows: [prioChain, prioSingle], roles: ["worker"], queues: ["prio_chain"], maxConcurrency: 1 });
+    await worker.start();
+    try {
+      executionOrder.length = 0;
+      const low = await client.triggerFlow("prio_chain", { label: "low", step: 1 }, { priority: 10 });
+      await waitFor(async () => (executionOrder.includes("low:1") ? true : undefined));
+      const high = await client.triggerFlows(
+        "prio_single",
+        [
+          { label: "high", step: 1 },
+          { label: "high", step: 1 },
+        ],
+        { priority: 1 },
+      );
+      for (const id of [low, ...high]) expect((await client.waitForRun(id, { timeout: "20s" })).status).toBe("success");
+      expect(executionOrder).toEqual(["low:1", "high:1", "high:1", "low:2", "low:3"]);
     } finally {
       await worker.stop({ timeout: 2 });
     }

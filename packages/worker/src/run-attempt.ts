@@ -77,11 +77,15 @@ export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: 
   }
 }
 
-/** The jobs an attempt adds (its dependants, its retry) keep the BullMQ priority of the run's jobs. */
+/**
+ * The jobs an attempt adds (its dependants, its retry) keep the BullMQ priority of the run's jobs.
+ * Such a run's next node always goes through its queue: run here at once, it would pass jobs of
+ * higher priority waiting there. Jobs without a priority come first anyway (BullMQ's rule).
+ */
 function withRunPriority(deps: AttemptDeps, priority: number | undefined): AttemptDeps {
   if (!priority) return deps;
   const { jobs } = deps;
-  return { ...deps, jobs: { add: (nodes) => jobs.add(nodes.map((n) => ({ ...n, priority }))) } };
+  return { ...deps, continuesHere: () => false, jobs: { add: (nodes) => jobs.add(nodes.map((n) => ({ ...n, priority }))) } };
 }
 
 async function executeStarted(
