@@ -123,6 +123,20 @@ describe("how many fetches go to a queue at once", () => {
     expect(q.idleUntil).toBeGreaterThanOrEqual(now + IDLE_POLL_MS);
   });
 
+  it("a due time that has passed gives way to the next one announced: the job it announced was taken", async () => {
+    const q = queue({ fetchWidth: 1 });
+    // A retry due in 20 ms is announced and fetched when due; the node's next retry is announced
+    // before any fetch finds the queue empty. It must not wait for the slow poll.
+    announced(q, 1, Date.now() + 20);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    found(q, false);
+    const next = Date.now() + 400;
+    announced(q, 1, next);
+    idle(q, Date.now());
+    expect(q.dueAt).toBe(next);
+    expect(q.idleUntil).toBe(next);
+  });
+
   it("a limited queue's width stays what its limits allow: wakes and empty fetches leave it", () => {
     const q = queue({ limited: true, fetchWidth: 2 });
     announced(q, 10, undefined);

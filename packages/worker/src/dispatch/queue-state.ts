@@ -134,8 +134,9 @@ export function idle(state: QueueState, startedAt: number, nextDue = 0): void {
   if (!state.limited) state.fetchWidth = 1;
 }
 
+/** A due time already passed is replaced: its job was fetched, or is fetched now whatever comes next. */
 function dueBy(state: QueueState, at: number): void {
-  state.dueAt = state.dueAt === 0 ? at : Math.min(state.dueAt, at);
+  state.dueAt = state.dueAt === 0 || state.dueAt <= Date.now() ? at : Math.min(state.dueAt, at);
 }
 
 /**
