@@ -122,6 +122,18 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     for (const task of ["fetch_rows", "extract", "load"]) expect(executions.get(task)).toBe(before[task]! + 2);
   });
 
+  it("a new payload runs again every node that takes the input, and what follows; the same payload keeps the reuse", async () => {
+    const first = await client.waitForRun(await client.triggerFlow("chain", { day: "2026-01-04" }));
+    const changed = await client.waitForRun(await client.rerun(first.id, { from: "load", payload: { day: "2026-03-01" } }));
+    expect(changed.status).toBe("success");
+    expect(byKey(changed).fetch_rows).toMatchObject({ reusedFrom: null, result: { day: "2026-03-01", rows: 3 } });
+    expect(byKey(changed).extract).toMatchObject({ reusedFrom: null, result: { day: "2026-03-01", rows: 3, extracted: true } });
+    const same = await client.waitForRun(await client.rerun(first.id, { from: "load", payload: { day: "2026-01-04" } }));
+    expect(byKey(same).fetch_rows!.reusedFrom).toBe(first.id);
+    expect(byKey(same).extract!.reusedFrom).toBe(first.id);
+    expect(byKey(same).load!.reusedFrom).toBeNull();
+  });
+
   it("bad reruns are refused with a typed error and nothing is created", async () => {
     const unfinished = await client.triggerFlow("stuck_rerun", null);
     for (let i = 0; i < 500 && (await client.getRun(unfinished)).status !== "running"; i++) await new Promise((r) => setTimeout(r, 20));

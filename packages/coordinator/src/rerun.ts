@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import {
   admitsRuns,
   createRuns,
@@ -21,7 +22,7 @@ export interface RerunOptions {
   only?: "failed" | "all" | undefined;
   /** Re-execute this node and its descendants, reusing the rest. */
   from?: string | undefined;
-  /** The new run's input. @defaultValue the original run's payload */
+  /** The new run's input; when it differs from the old run's, every node taking the input runs again. @defaultValue the original run's payload */
   payload?: unknown;
 }
 
@@ -53,13 +54,17 @@ export async function rerunRun(deps: RerunDeps, runId: string, options: RerunOpt
   if (!version) throw new Error(`run ${runId} names flow version id ${source.flowVersionId}, which is not stored`);
   const keys = version.dag.nodes.map((n) => n.key);
   if (options.from !== undefined && !keys.includes(options.from)) throw new AxUnknownNodeError(runId, options.from, keys);
-  const rerun = nodesToRerun(source, keys, options, (seeds) => descendantsOf(version.dag, seeds));
+  const payload = options.payload === undefined ? source.payload : checkPayload(options.payload, deps.maxPayloadBytes);
+  // A result computed from the old input cannot be carried into a run with a new one.
+  const inputReaders = isDeepStrictEqual(payload, source.payload)
+    ? []
+    : version.dag.nodes.filter((n) => n.args.some((a) => a.kind === "input")).map((n) => n.key);
+  const rerun = nodesToRerun(source, keys, options, inputReaders, (seeds) => descendantsOf(version.dag, seeds));
   if (rerun.size === 0) throw new AxNothingToRerunError(runId);
   if (deps.knownTasks) {
     const missing = version.dag.nodes.find((n) => rerun.has(n.key) && !deps.knownTasks!.has(n.task));
     if (missing) throw new AxTaskUnavailableError(runId, missing.task, version.version);
   }
-  const payload = options.payload === undefined ? source.payload : checkPayload(options.payload, deps.maxPayloadBytes);
   const results = new Map<string, Json>(source.nodes.filter((n) => !rerun.has(n.key)).map((n) => [n.key, n.result]));
   const capped = admitsRuns(await flowSettings(deps.db, source.flow));
   const [created] = await createRuns(deps.db, [
@@ -81,10 +86,17 @@ export async function rerunRun(deps: RerunDeps, runId: string, options: RerunOpt
   return created.runId;
 }
 
-function nodesToRerun(source: RerunSource, keys: string[], options: RerunOptions, descendants: (seeds: string[]) => string[]): Set<string> {
+/** `inputReaders`: nodes that take the run's input, when the rerun's payload differs from the old run's. */
+function nodesToRerun(
+  source: RerunSource,
+  keys: string[],
+  options: RerunOptions,
+  inputReaders: string[],
+  descendants: (seeds: string[]) => string[],
+): Set<string> {
   if (options.only === "all" && options.from === undefined) return new Set(keys);
   const unfinished = source.nodes.filter((n) => n.status !== "success").map((n) => n.key);
   const failed = source.nodes.filter((n) => RERUN_STATUSES.has(n.status)).map((n) => n.key);
-  const seeds = options.from === undefined ? failed : [options.from, ...unfinished];
+  const seeds = [...(options.from === undefined ? failed : [options.from, ...unfinished]), ...inputReaders];
   return new Set([...seeds, ...descendants(seeds)]);
 }
