@@ -3,8 +3,10 @@ import {
   ax,
   AxArgumentError,
   AxBackfillNotFoundError,
+  AxClosedError,
   AxConfigError,
   AxRunNotFoundError,
+  AxStoreError,
   AxTriggerOptionError,
   Client,
   Runtime,
@@ -140,5 +142,25 @@ describe("Client arguments", () => {
     expect(() => new Client({ storage: "not a url", flows: "x" as never })).toThrow(
       /^Client options: storage must be a postgres:\/\/ or postgresql:\/\/ URL .*; flows must be an array of flows made by ax\.flow\(…\), got "x"$/,
     );
+  });
+
+  it("answers AxStoreError from every method while PostgreSQL cannot be reached, and AxClosedError once closed", async () => {
+    const runId = "6d3c71f6-d6c5-45a4-8e7a-ef7b44086484";
+    const unreachable = new Client({ storage: "postgres://postgres@127.0.0.1:1/test", redis: env.redis, prefix: env.prefix });
+    try {
+      // getRun and cancel read in a transaction, whose connection failed outside the translation.
+      for (const call of [() => unreachable.getRun(runId), () => unreachable.cancel(runId), () => unreachable.listRuns({})]) {
+        const error = await refusal(call);
+        expect(error).toBeInstanceOf(AxStoreError);
+        expect((error as AxStoreError).code).toBe("ECONNREFUSED");
+      }
+    } finally {
+      await unreachable.close();
+    }
+    const closed = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+    await closed.close();
+    for (const call of [() => closed.getRun(runId), () => closed.listRuns({}), () => closed.cancel(runId)]) {
+      expect(await refusal(call)).toBeInstanceOf(AxClosedError);
+    }
   });
 });

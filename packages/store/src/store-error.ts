@@ -1,7 +1,10 @@
 import { DrizzleQueryError } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { AxSchemaNotMigratedError, AxStoreError } from "@ax/common";
-import { pgErrorCode } from "./pg-error.js";
+import { AxClosedError, AxSchemaNotMigratedError, AxStoreError } from "@ax/common";
+import { isConnectionError, pgErrorCode } from "./pg-error.js";
+
+/** node-postgres's answer once its pool was ended (`Client.close()`). */
+const POOL_ENDED = /Cannot use a pool after calling end on the pool/;
 
 /** "undefined table", "undefined column": every statement of ax names only ax's own tables. */
 const NOT_MIGRATED_CODES = new Set(["42P01", "42703"]);
@@ -12,10 +15,17 @@ const schemas = new WeakMap<object, string>();
 /**
  * The error to hand on: drizzle's query error, whose message quotes the statement and its
  * parameters, becomes an AxSchemaNotMigratedError (a missing table or column) or an
- * AxStoreError (anything else), carrying only PostgreSQL's own words; other errors are returned as is.
+ * AxStoreError (anything else), carrying only PostgreSQL's own words. A connection that cannot be
+ * had is an AxStoreError too, and one asked of a closed pool an AxClosedError; other errors are
+ * returned as is.
  */
 export function toStoreError(error: unknown, schema?: string): unknown {
-  if (!(error instanceof DrizzleQueryError)) return error;
+  if (!(error instanceof DrizzleQueryError)) {
+    // A transaction's connection is taken before any statement, so its failure is the driver's own.
+    if (error instanceof Error && POOL_ENDED.test(error.message)) return new AxClosedError();
+    return isConnectionError(error) ? new AxStoreError(error) : error;
+  }
+  if (POOL_ENDED.test(error.cause?.message ?? "")) return new AxClosedError();
   const code = pgErrorCode(error.cause);
   if (schema !== undefined && code !== undefined && NOT_MIGRATED_CODES.has(code)) {
     return new AxSchemaNotMigratedError(schema, code, error.cause);

@@ -63,6 +63,14 @@ export class AxStoreError extends Error {
   }
 }
 
+/** A call on a `Client` (or a Runtime's store) after `close()` released its connections. */
+export class AxClosedError extends Error {
+  override name = "AxClosedError";
+  constructor() {
+    super("this Client was closed: close() released its connections. Create a new Client (or keep this one open) to go on");
+  }
+}
+
 /**
  * PostgreSQL answered "undefined table" or "undefined column" for one of ax's own tables: the
  * schema was never migrated, or holds an older version of them. Says only which schema and
