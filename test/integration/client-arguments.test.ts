@@ -135,6 +135,16 @@ describe("Client arguments", () => {
     expect(await client.listRuns({ flow: "client_args_flow" })).toHaveLength(1);
   });
 
+  it("labels runs 'manual' unless a producer says 'event'; the cluster's own labels are refused", async () => {
+    expect((await client.getRun(await client.triggerFlow("client_args_flow", {}))).trigger).toBe("manual");
+    const [event] = await client.triggerFlows("client_args_flow", [{}], { trigger: "event" });
+    expect((await client.getRun(event!)).trigger).toBe("event");
+    expect((await client.getRun(await client.triggerFlow("client_args_flow", {}, { trigger: "event" }))).trigger).toBe("event");
+    const refused = await refusal(() => client.triggerFlow("client_args_flow", {}, { trigger: "schedule" as "event" }));
+    expect(refused).toBeInstanceOf(AxTriggerOptionError);
+    expect(refused.message).toMatch(/trigger must be one of manual, event, got "schedule"/);
+  });
+
   it("refuses bad constructor options with AxConfigError before connecting", () => {
     expect(() => new Client({ maxPayloadBytes: 0 })).toThrow(
       new AxConfigError("Client options: maxPayloadBytes must be a whole number at least 1, got 0"),

@@ -23,7 +23,13 @@ const flag = z.boolean({ error: (issue) => `must be true or false, got ${shown(i
 const checkedElsewhere = z.unknown().optional();
 
 /** Options every trigger takes besides its keys (checked by `resolveTiming`). */
-const timingKeys = { tx: checkedElsewhere, delay: checkedElsewhere, runAt: checkedElsewhere, priority: checkedElsewhere };
+const timingKeys = {
+  tx: checkedElsewhere,
+  delay: checkedElsewhere,
+  runAt: checkedElsewhere,
+  priority: checkedElsewhere,
+  trigger: oneOf(["manual", "event"]).optional(),
+};
 
 /** `triggerFlow(flow, payload, options)`: a misspelt `idempotency_key` must not start a second run. */
 export const triggerSchema = strictOptions({ ...timingKeys, idempotencyKey: text.optional(), businessKey: text.optional() });

@@ -160,7 +160,7 @@ export class Client {
     const request: TriggerRequest = {
       flow,
       payload,
-      trigger: "manual",
+      trigger: options.trigger ?? "manual",
       idempotencyKey: options.idempotencyKey ?? defined?.idempotencyKey?.(payload),
       businessKey: options.businessKey ?? defined?.businessKey?.(payload),
       runAt,
@@ -186,7 +186,7 @@ export class Client {
       (payload, i): TriggerRequest => ({
         flow,
         payload,
-        trigger: "manual",
+        trigger: options.trigger ?? "manual",
         idempotencyKey: options.idempotencyKey ? options.idempotencyKey(payload, i) : defined?.idempotencyKey?.(payload),
         businessKey: options.businessKey ? options.businessKey(payload, i) : defined?.businessKey?.(payload),
         runAt,

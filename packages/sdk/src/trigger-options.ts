@@ -26,6 +26,12 @@ export interface RunTimingOptions {
    * priority are served before prioritised ones (BullMQ's rule).
    */
   priority?: number | undefined;
+  /**
+   * How the run is labelled (`RunInfo.trigger`, the `trigger` filter of run lists): `"event"` for a
+   * producer service reacting to something that happened, `"manual"` for a run a person asked for.
+   * @defaultValue "manual"
+   */
+  trigger?: "manual" | "event" | undefined;
 }
 
 const timing = z
