@@ -47,4 +47,22 @@ describe("maxConcurrentRuns", { timeout: 60_000 }, () => {
     const starts = runs.map((r) => new Date(r.startedAt!).getTime());
     for (let i = 0; i + 2 < starts.length; i++) expect(starts[i + 2]!).toBeGreaterThanOrEqual(starts[i]!);
   });
+
+  it("a delayed run takes no slot before it is due: runs triggered after it start at once, and it starts when due", async () => {
+    // Two of them would fill the cap of 2 if they counted.
+    const [delayed, second] = await client.triggerFlows("capped", [100, 102], { delay: "2s" });
+    const waiting = await client.getRun(delayed!);
+    expect(waiting.status).toBe("pending");
+    expect(waiting.waitingFor).toBe(`due at ${waiting.runAt}`);
+    const now = await client.waitForRun(await client.triggerFlow("capped", 101), { timeout: "10s" });
+    expect(now.status).toBe("success");
+    expect(Date.parse(now.finishedAt!)).toBeLessThan(Date.parse(waiting.runAt!));
+    const run = await client.waitForRun(delayed!, { timeout: "20s" });
+    expect(run.status).toBe("success");
+    expect((await client.waitForRun(second!, { timeout: "20s" })).status).toBe("success");
+    // Admitted by the coordinator's first pass after it is due (every 250 ms).
+    const late = Date.parse(run.startedAt!) - Date.parse(waiting.runAt!);
+    expect(late).toBeGreaterThanOrEqual(-50);
+    expect(late).toBeLessThan(3000);
+  });
 });

@@ -154,6 +154,12 @@ function keyOf(keyed: FlowConcurrency) {
 }
 
 /**
+ * A held run (`r`) whose trigger's `delay` / `runAt` has come: one not due yet takes no slot of
+ * `maxConcurrentRuns` (a cap on running runs), and is admitted by the first pass after it is due.
+ */
+const isDue = sql`(r.run_at is null or r.run_at <= now())`;
+
+/**
  * Held runs to consider, oldest first: the flow's own, and of each active backfill only as many
  * as its cap lets start, so that a backfill of a million ticks cannot fill the window and hide
  * the runs triggered after it. With a limit per key, at most `max` per key too, so that one key's
@@ -165,8 +171,8 @@ async function heldCandidates(
   keyed: FlowConcurrency | null,
 ): Promise<{ run_id: string; backfill_id: string | null; key: string | null }[]> {
   const held = sql`
-    (select h.run_id, h.backfill_id, h.seq from held_runs h
-      where h.flow = ${flow} and h.backfill_id is null order by h.seq limit ${ADMIT_WINDOW})
+    (select h.run_id, h.backfill_id, h.seq from held_runs h join runs r on r.id = h.run_id
+      where h.flow = ${flow} and h.backfill_id is null and ${isDue} order by h.seq limit ${ADMIT_WINDOW})
     union all
     (select h.run_id, h.backfill_id, h.seq from backfills b
       cross join lateral (
@@ -182,7 +188,7 @@ async function heldCandidates(
     select run_id, backfill_id, key from (
       select h.run_id, h.backfill_id, h.seq, ${keyOf(keyed)} as key,
         row_number() over (partition by ${keyOf(keyed)} order by h.seq) as nth
-      from held_runs h join runs r on r.id = h.run_id where h.flow = ${flow}
+      from held_runs h join runs r on r.id = h.run_id where h.flow = ${flow} and ${isDue}
         and (h.backfill_id is null or h.run_id in (select run_id from (${held}) c where c.backfill_id is not null))
     ) x where nth <= ${keyed.max} order by seq limit ${ADMIT_WINDOW}`,
   );
@@ -213,20 +219,23 @@ export async function waitingFor(db: Db, runId: string): Promise<string | null> 
     bf_cap: number | null;
     bf_active: number | null;
     bf_status: string | null;
+    run_at: string | null;
   }>(
     db,
     sql`
-    select h.flow, s.max_concurrent_runs as cap,
+    select h.flow, s.max_concurrent_runs as cap, case when r.run_at > now() then r.run_at end as run_at,
       (select count(*)::int from runs r where r.flow = h.flow and r.status in ('pending', 'running')
         and not exists (select 1 from held_runs x where x.run_id = r.id)) as active,
       b.max_concurrent_runs as bf_cap, b.status as bf_status,
       (${activeOfBackfill}) as bf_active
     from held_runs h
+    join runs r on r.id = h.run_id
     left join flow_settings s on s.flow = h.flow
     left join backfills b on b.id = h.backfill_id
     where h.run_id = ${runId}`,
   );
   if (!row) return null;
+  if (row.run_at !== null) return `due at ${new Date(row.run_at).toISOString()}`;
   if (row.cap !== null && row.active >= row.cap) return `maxConcurrentRuns ${row.active}/${row.cap}`;
   if (row.bf_status === "cancelled") return "backfill cancelled";
   if (row.bf_cap !== null && (row.bf_active ?? 0) >= row.bf_cap) return `backfill maxConcurrentRuns ${row.bf_active}/${row.bf_cap}`;
