@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { AxRunNotFoundError, ax, type Client, type RunInfo, type Runtime } from "ax-scheduler";
-import { cancelRunRecords, openStore } from "@ax/store";
+import { cancelRunRecords, handBackAttempts, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 
@@ -212,6 +212,33 @@ describe("cancel(runId)", () => {
     expect(entry(runId).abortedWith).toBe("AxCancelledError");
     // Heartbeat (and sweep) every 500 ms in the test runtime.
     expect(Date.now() - t0).toBeLessThan(1500);
+  });
+
+  it("aborts an attempt taken over while its worker missed its lease, so it does not run beside its successor", async () => {
+    const runId = await client.triggerFlow("cancellable", null);
+    await waitFor(
+      "sleeper running",
+      async () => byKey(await client.getRun(runId)).sleeper?.status === "running" && entry(runId).started === 1,
+    );
+    // What a takeover writes (the fence of a redelivered job, or the reconciler) once the lease lapsed.
+    const [attempt] = await env.sql<{ worker: string }>("select worker from attempts where run_id = $1 and node_key = 'sleeper'", [runId]);
+    const store = openStore({ url: env.storage, poolSize: 1 });
+    try {
+      const requeued = await handBackAttempts(store.db, attempt!.worker, [{ runId, nodeKey: "sleeper", attempt: 1 }], {
+        name: "AxWorkerLostError",
+        message: "taken over by the test",
+        stack: null,
+        kind: "error",
+      });
+      expect(requeued).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+    await waitFor("the sweep to abort the sleeper", () => entry(runId).abortedWith !== undefined, 5000);
+    expect(entry(runId).abortedWith).toBe("AxAttemptTakenOverError");
+    const sleeper = byKey(await client.getRun(runId)).sleeper!;
+    expect(sleeper.attempts[0]).toMatchObject({ n: 1, outcome: "crashed", error: { name: "AxWorkerLostError" } });
+    await client.cancel(runId);
   });
 
   it("is exposed as POST /api/runs/:id/cancel", async () => {

@@ -1,8 +1,8 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { cancelledRunIds, type AttemptRef, type Db } from "@ax/store";
+import { cancelledRunIds, takenOverAttempts, type AttemptRef, type Db } from "@ax/store";
 import { cancelChannel, closeRedis, subscribeTo, type CancelMessage } from "@ax/coordinator";
-import { AxCancelledError } from "@ax/common";
+import { AxAttemptTakenOverError, AxCancelledError } from "@ax/common";
 import { AttemptCancel } from "./attempt-cancel.js";
 
 /** This process's attempts in flight, by run, each with what aborts it. */
@@ -55,6 +55,15 @@ export class InFlightAttempts {
     return aborted;
   }
 
+  /** Aborts the in-flight attempt `ref` with `reason`; true if it was in flight and not aborted yet. */
+  abortAttempt(ref: AttemptRef, reason: Error): boolean {
+    for (const [controller, tracked] of this.refs) {
+      if (tracked.runId === ref.runId && tracked.nodeKey === ref.nodeKey && tracked.attempt === ref.attempt)
+        return controller.abort(reason);
+    }
+    return false;
+  }
+
   runIds(): string[] {
     return [...this.byRun.keys()];
   }
@@ -75,6 +84,7 @@ export class CancelListener {
     private readonly db: Db,
     private readonly inFlight: InFlightAttempts,
     private readonly log: Logger,
+    private readonly workerId: string,
   ) {}
 
   async start(): Promise<void> {
@@ -83,10 +93,19 @@ export class CancelListener {
     );
   }
 
+  /**
+   * Also aborts attempts taken over while this worker could not renew its lease (it stalled, or
+   * lost PostgreSQL): their nodes run again elsewhere, and the function must not go on beside them.
+   */
   async sweep(): Promise<void> {
     const runIds = this.inFlight.runIds();
     if (runIds.length === 0) return;
     for (const runId of await cancelledRunIds(this.db, runIds)) this.abort(runId, "sweep");
+    for (const ref of await takenOverAttempts(this.db, this.inFlight.attempts())) {
+      if (this.inFlight.abortAttempt(ref, new AxAttemptTakenOverError(this.workerId, ref.nodeKey, ref.attempt))) {
+        this.log.warn({ ...ref }, "attempt taken over while this worker missed its lease: aborted it");
+      }
+    }
   }
 
   stop(): void {

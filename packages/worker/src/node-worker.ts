@@ -119,7 +119,7 @@ export class NodeWorker {
     };
     const lease = new WorkerLease(o.leasesDb ?? o.db, identity, o.deadWorkerRetentionMs ?? DEFAULT_DEAD_WORKER_RETENTION_MS, log);
     await lease.renew();
-    const cancels = new CancelListener(o.connection, o.queues.prefix, o.db, this.inFlight, log);
+    const cancels = new CancelListener(o.connection, o.queues.prefix, o.db, this.inFlight, log, this.id);
     this.cancels = cancels;
     await cancels.start();
     const executing = new Set<string>();

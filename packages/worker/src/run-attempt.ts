@@ -17,7 +17,7 @@ import { nodeArgs } from "./node-args.js";
 import { lazyChild } from "./log-capture.js";
 import { recordOutcome } from "./record-outcome.js";
 import type { ResolvedTaskOptions, RunnableTask } from "./task-definition.js";
-import { AxOutcomeNotRecordedError, AxResultTooLargeError, AxWorkerStoppedError, maskSecrets } from "@ax/common";
+import { AxAttemptTakenOverError, AxOutcomeNotRecordedError, AxResultTooLargeError, AxWorkerStoppedError, maskSecrets } from "@ax/common";
 import { attemptKey, type AttemptDeps, type AttemptJob, type Next, type RunMeta } from "./attempt-deps.js";
 import { afterRecorded, closeFailedAttempt, continuation, nodeEvent, writeFailure, type Recorded } from "./attempt-close.js";
 import { fence } from "./attempt-fence.js";
@@ -136,12 +136,13 @@ async function executeStarted(
   });
   taskLog.close();
   const durationMs = Math.round(performance.now() - t0);
-  if (!executed.ok && cancel?.reason instanceof AxWorkerStoppedError) {
-    // The stopping worker wrote the attempt `crashed` and queued its node again before aborting
-    // it: no failure to record, and none to count against the task.
+  if (!executed.ok && (cancel?.reason instanceof AxWorkerStoppedError || cancel?.reason instanceof AxAttemptTakenOverError)) {
+    // The attempt was written `crashed` and its node queued again before it was aborted (this
+    // worker is stopping, or another took the node over): no failure to record, none to count.
     deps.metrics.attemptDuration.observe({ task: node.task, outcome: "crashed" }, durationMs / 1000);
     deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });
-    log.info({ task: node.task, outcome: "crashed", durationMs }, "attempt handed back: this worker is stopping");
+    const why = cancel.reason instanceof AxWorkerStoppedError ? "this worker is stopping" : "it was taken over";
+    log.info({ task: node.task, outcome: "crashed", durationMs }, `attempt handed back: ${why}`);
     return undefined;
   }
   const checked = executed.ok ? checkResult(task.options, executed.value) : executed;

@@ -122,6 +122,20 @@ export class AxWorkerStoppedError extends Error {
 }
 
 /**
+ * The attempt was closed `crashed` while it still ran here: this worker could not renew its lease
+ * in time (its process stalled, or lost PostgreSQL), and another attempt took the node over. The
+ * attempt's `signal` aborts with it, so the function stops rather than run beside its successor.
+ */
+export class AxAttemptTakenOverError extends Error {
+  override name = "AxAttemptTakenOverError";
+  constructor(worker: string, nodeKey: string, attempt: number) {
+    super(
+      `attempt ${attempt} of node "${nodeKey}" was taken over: worker ${worker} missed its lease (the process stalled or lost PostgreSQL) and the attempt was closed as crashed, so a new attempt runs instead. This one is aborted; its result would be dropped.`,
+    );
+  }
+}
+
+/**
  * An attempt recorded as running under a live worker that is not executing it: its outcome,
  * committed without waiting for the disk (`durability: "run"`), was lost in a PostgreSQL crash,
  * or the reply to the completion that started it was lost.

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { jsonParam, rows } from "../repositories/raw.js";
+import { jsonParam, recordset, rows } from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { AttemptRef, RunningAttempt, WaitingNode } from "./types.js";
 
@@ -73,6 +73,24 @@ export async function runningAttemptsOf(db: Db, worker: string, minAgeMs: number
     join node_runs n on n.run_id = a.run_id and n.node_key = a.node_key and n.attempt = a.n
     where a.worker = ${worker} and a.finished_at is null and n.status = 'running'
       and a.started_at < now() - make_interval(secs => ${minAgeMs / 1000})`,
+  );
+  return found.map((r) => ({ runId: r.run_id, nodeKey: r.node_key, attempt: r.n }));
+}
+
+/**
+ * Of `refs`, attempts this process executes, those something else closed as `crashed`: a
+ * takeover after this worker's lease lapsed. A worker's own hand-back on stop is left out.
+ */
+export async function takenOverAttempts(db: Db, refs: AttemptRef[]): Promise<AttemptRef[]> {
+  if (refs.length === 0) return [];
+  const input = refs.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, n: r.attempt }));
+  const found = await rows<{ run_id: string; node_key: string; n: number }>(
+    db,
+    sql`
+    select a.run_id, a.node_key, a.n
+    from ${recordset(input, "run_id uuid, node_key text, n int")} as x
+    join attempts a on a.run_id = x.run_id and a.node_key = x.node_key and a.n = x.n
+    where a.outcome = 'crashed' and coalesce(a.error->>'name', '') <> 'AxWorkerStoppedError'`,
   );
   return found.map((r) => ({ runId: r.run_id, nodeKey: r.node_key, attempt: r.n }));
 }
