@@ -145,6 +145,22 @@ describe("Client arguments", () => {
     expect(refused.message).toMatch(/trigger must be one of manual, event, got "schedule"/);
   });
 
+  it("listRunPage pages through the history with the cursor it answers", async () => {
+    const ids = await client.triggerFlows("client_args_flow", [{}, {}, {}, {}, {}], { businessKey: () => "paged" });
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 3; pages++) {
+      const page = await client.listRunPage({ businessKey: "paged", limit: 2, cursor });
+      seen.push(...page.runs.map((r) => r.id));
+      if (pages < 2) expect(page.nextCursor).toEqual(expect.any(String));
+      else expect(page.nextCursor).toBeNull();
+      cursor = page.nextCursor ?? undefined;
+    }
+    expect(seen).toHaveLength(5);
+    expect(new Set(seen)).toEqual(new Set(ids));
+    expect(seen).toEqual((await client.listRuns({ businessKey: "paged" })).map((r) => r.id));
+  });
+
   it("refuses bad constructor options with AxConfigError before connecting", () => {
     expect(() => new Client({ maxPayloadBytes: 0 })).toThrow(
       new AxConfigError("Client options: maxPayloadBytes must be a whole number at least 1, got 0"),

@@ -11,6 +11,7 @@ export type {
   TaskRunInfo,
   AttemptInfo,
   RunSummary,
+  RunPage,
   RunStatus,
   TaskStatus,
   AttemptOutcome,

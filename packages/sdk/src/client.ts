@@ -32,12 +32,14 @@ import {
   type BackfillInfo,
   getRunInfo,
   latestFlowVersion,
+  listRunPage,
   listRunSummaries,
   runStatus,
   TERMINAL_RUN_STATUSES,
   type FlowVersion,
   type RunFilter,
   type RunInfo,
+  type RunPage,
   type RunSummary,
   countPrunable,
   prune,
@@ -330,6 +332,15 @@ export class Client {
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     checkArgs(runFilterSchema, filter, "listRuns");
     return listRunSummaries(this.connections.store.db, filter);
+  }
+
+  /**
+   * `listRuns` with the cursor of the next (older) page, to page through a history:
+   * `listRunPage({ ...filter, cursor: page.nextCursor })` until `nextCursor` is null.
+   */
+  async listRunPage(filter: RunFilter = {}): Promise<RunPage> {
+    checkArgs(runFilterSchema, filter, "listRunPage");
+    return listRunPage(this.connections.store.db, filter);
   }
 
   /** Stops a flow's schedule from ticking, cluster-wide and across restarts. Throws AxScheduleNotFoundError for a flow without one. */
