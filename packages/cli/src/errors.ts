@@ -65,16 +65,3 @@ export class AxNoDevRouteError extends Error {
     );
   }
 }
-
-/** A command that reads or writes embedded history found no data directory where it looked. */
-export class AxNoEmbeddedHistoryError extends Error {
-  override name = "AxNoEmbeddedHistoryError";
-  constructor(readonly dataDir: string) {
-    super(
-      `no embedded history in ${dataDir} (the directory does not exist; nothing was created). ` +
-        "Without --storage or DATABASE_URL, ax keeps its history in .ax/data under the directory `ax dev` ran in: " +
-        "run the command there, pass --data-dir <that directory>, or --storage postgres://… for a cluster's history. " +
-        "To start an empty embedded history here, run `ax migrate` first.",
-    );
-  }
-}

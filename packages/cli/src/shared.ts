@@ -4,7 +4,8 @@ import type { Command } from "commander";
 import { Client, type Flow } from "ax-scheduler";
 import { dataDirHolder } from "@ax/store";
 import type { DataDirHolder } from "@ax/common";
-import { AxNoDevRouteError, AxNoEmbeddedHistoryError } from "./errors.js";
+import { AxNoEmbeddedHistoryError, DEFAULT_DATA_DIR } from "@ax/common";
+import { AxNoDevRouteError } from "./errors.js";
 import { HttpRunsApi } from "./http-client.js";
 import { connectionFlags, parseFlags, type ConnectionFlags } from "./options.js";
 import type { RunsApi } from "./runs-api.js";
@@ -23,9 +24,6 @@ export function connection(program: Command): ConnectionFlags {
     undefined,
   );
 }
-
-/** Where `ax dev` keeps its embedded history when no --data-dir is given (as `openStore` does). */
-const DEFAULT_DATA_DIR = ".ax/data";
 
 /**
  * A Client on the global connection flags (applying `flows`' key functions), closed after `fn`

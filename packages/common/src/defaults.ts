@@ -37,3 +37,6 @@ export const TASK_LOG_MAX_BYTES = 64 * 1024;
  * limit exceeded"); no data passed between tasks needs a tenth of this.
  */
 export const MAX_JSON_DEPTH = 256;
+
+/** Where embedded (PGlite) history is kept when no PostgreSQL URL and no data directory are given. */
+export const DEFAULT_DATA_DIR = ".ax/data";

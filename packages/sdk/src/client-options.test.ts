@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { AxConfigError } from "@ax/common";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { AxConfigError, AxNoEmbeddedHistoryError } from "@ax/common";
 import { Client } from "./client.js";
 import type { ClientOptions } from "./client.js";
 
@@ -12,5 +15,12 @@ describe("Client options", () => {
     expect(make({ roles: ["worker"] })).toThrow(
       "Client options: roles: unknown option; the options here are storage, dataDir, redis, prefix, flows, maxPayloadBytes",
     );
+  });
+
+  it("refuses an embedded data directory that does not exist, and creates nothing", () => {
+    const dataDir = join(tmpdir(), `ax-no-history-${process.pid}-${Date.now()}`);
+    expect(() => new Client({ dataDir })).toThrow(AxNoEmbeddedHistoryError);
+    expect(() => new Client({ dataDir })).toThrow(`no embedded history in ${dataDir} (the directory does not exist; nothing was created)`);
+    expect(existsSync(dataDir)).toBe(false);
   });
 });

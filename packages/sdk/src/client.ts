@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { z } from "zod";
 import {
@@ -53,7 +55,14 @@ import type { Flow } from "./definition/flow.js";
 import { Tokens } from "./tokens.js";
 import type { Duration } from "./duration.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
-import { AxConfigError, AxRetentionError, AxRunNotFoundError, AxWaitTimeoutError } from "@ax/common";
+import {
+  AxConfigError,
+  AxNoEmbeddedHistoryError,
+  AxRetentionError,
+  AxRunNotFoundError,
+  AxWaitTimeoutError,
+  DEFAULT_DATA_DIR,
+} from "@ax/common";
 import { retentionMs } from "./config/runtime-config.js";
 import { checkKeys, resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 import { LiveConfig } from "./config/live-config.js";
@@ -144,6 +153,11 @@ export class Client {
     shared?: Connections,
   ) {
     checkOptions(clientOptionsSchema, options, (problems) => new AxConfigError(`Client options: ${problems}`));
+    if (!shared && !options.storage) {
+      // Embedded history is kept by a Runtime: opened here, a missing directory would be created empty.
+      const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
+      if (!existsSync(dataDir)) throw new AxNoEmbeddedHistoryError(dataDir);
+    }
     this.connections = shared ?? openConnections(options);
     this.ownsConnections = !shared;
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));

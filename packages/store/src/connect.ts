@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { DEFAULT_DATA_DIR } from "@ax/common";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import pg from "pg";
@@ -66,7 +67,7 @@ export function splitSchema(url: string): { url: string; schema: string } {
 
 export function openStore(options: StoreOptions = {}): Store {
   if (options.url) return openServer(options.url, options.poolSize ?? 20);
-  return openEmbedded(resolve(options.dataDir ?? ".ax/data"));
+  return openEmbedded(resolve(options.dataDir ?? DEFAULT_DATA_DIR));
 }
 
 /** Waiting longer than this for a connection means PostgreSQL is unreachable: the caller's retry decides. */

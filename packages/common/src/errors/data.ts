@@ -113,3 +113,19 @@ export class AxDataDirLockedError extends Error {
     );
   }
 }
+
+/**
+ * A Client or a CLI command without a PostgreSQL URL found no embedded data directory where it
+ * looked: opening it would create an empty history and answer as if the real one were lost.
+ */
+export class AxNoEmbeddedHistoryError extends Error {
+  override name = "AxNoEmbeddedHistoryError";
+  constructor(readonly dataDir: string) {
+    super(
+      `no embedded history in ${dataDir} (the directory does not exist; nothing was created). ` +
+        "Without a PostgreSQL URL (Client option storage, --storage, DATABASE_URL), ax keeps its history in .ax/data under the " +
+        "directory its Runtime or `ax dev` ran in: run there, pass that directory (Client option dataDir, --data-dir), " +
+        "or a postgres:// URL for a cluster's history. To start an empty embedded history here, run `ax migrate` (or start a Runtime) first.",
+    );
+  }
+}
