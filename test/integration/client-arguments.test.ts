@@ -18,6 +18,10 @@ const flow = ax.flow({ name: "client_args_flow" }, () => {
   noop();
 });
 
+const typed = ax.flow<{ orderId: string }>({ name: "client_args_typed", businessKey: (p) => p.orderId }, () => {
+  noop();
+});
+
 async function refusal(call: () => Promise<unknown>): Promise<Error> {
   return call().then(
     () => {
@@ -37,7 +41,7 @@ describe("Client arguments", () => {
       storage: env.storage,
       redis: env.redis,
       prefix: env.prefix,
-      flows: [flow],
+      flows: [flow, typed],
       roles: ["coordinator"],
       logLevel: "error",
     });
@@ -159,6 +163,17 @@ describe("Client arguments", () => {
     expect(seen).toHaveLength(5);
     expect(new Set(seen)).toEqual(new Set(ids));
     expect(seen).toEqual((await client.listRuns({ businessKey: "paged" })).map((r) => r.id));
+  });
+
+  it("takes the flow itself: its payload type is checked and its key functions apply", async () => {
+    const id = await client.triggerFlow(typed, { orderId: "o-1" });
+    expect((await client.getRun(id)).businessKey).toBe("o-1");
+    const [many] = await client.triggerFlows(typed, [{ orderId: "o-2" }]);
+    expect((await client.getRun(many!)).businessKey).toBe("o-2");
+    const refused = () =>
+      // @ts-expect-error the flow's payload is { orderId: string }
+      client.triggerFlow(typed, { order: 1 });
+    expect(refused).toBeTypeOf("function");
   });
 
   it("refuses bad constructor options with AxConfigError before connecting", () => {

@@ -2,7 +2,7 @@
 // the runtime, so importing it loads neither the worker, the HTTP server nor the executors.
 export { Client, type ClientOptions, type TriggerOptions, type TriggerManyOptions, type BackfillOptions } from "./client.js";
 export type { RunTimingOptions } from "./trigger-options.js";
-export type { Flow } from "./definition/flow.js";
+export type { Flow, FlowInput } from "./definition/flow.js";
 export type { CancelResult, ScheduleInfo, QueueInfo, BusyKey, RerunOptions, BackfillStarted } from "@ax/coordinator";
 export type {
   CallerTransactionHandle,

@@ -51,7 +51,8 @@ import {
   type TaskLogQuery,
   type TaskLogs,
 } from "@ax/store";
-import type { Flow } from "./definition/flow.js";
+import type { Flow, FlowInput } from "./definition/flow.js";
+import type { FlowOptions } from "./options.js";
 import { Tokens } from "./tokens.js";
 import type { Duration } from "./duration.js";
 import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
@@ -169,9 +170,11 @@ export class Client {
    * Starts a run; with an idempotency key already used for this flow, returns that run's id.
    * With `tx` the run is written in the caller's transaction and enqueued after its commit.
    */
-  async triggerFlow(flow: string, payload: unknown, options: TriggerOptions = {}): Promise<string> {
+  triggerFlow<F extends Flow<any>>(flow: F, payload: FlowInput<F>, options?: TriggerOptions): Promise<string>;
+  triggerFlow(flow: string, payload: unknown, options?: TriggerOptions): Promise<string>;
+  async triggerFlow(flowOrName: string | Flow<any>, payload: unknown, options: TriggerOptions = {}): Promise<string> {
     checkOptions(triggerSchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
-    const defined = this.flows.get(flow)?.options;
+    const [flow, defined] = this.flowOf(flowOrName);
     const { runAt, priority } = resolveTiming(options);
     const request: TriggerRequest = {
       flow,
@@ -192,11 +195,13 @@ export class Client {
    * their first jobs go to Redis together. Returns the run ids in payload order; a payload whose
    * idempotency key was already used (before, or earlier in the list) gets that run's id.
    */
-  async triggerFlows(flow: string, payloads: unknown[], options: TriggerManyOptions = {}): Promise<string[]> {
+  triggerFlows<F extends Flow<any>>(flow: F, payloads: FlowInput<F>[], options?: TriggerManyOptions): Promise<string[]>;
+  triggerFlows(flow: string, payloads: unknown[], options?: TriggerManyOptions): Promise<string[]>;
+  async triggerFlows(flowOrName: string | Flow<any>, payloads: unknown[], options: TriggerManyOptions = {}): Promise<string[]> {
     checkArgs(payloadsSchema, payloads, "triggerFlows(flow, payloads)");
     checkOptions(triggerManySchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
     if (payloads.length === 0) return [];
-    const defined = this.flows.get(flow)?.options;
+    const [flow, defined] = this.flowOf(flowOrName);
     const { runAt, priority } = resolveTiming(options);
     const requests = payloads.map(
       (payload, i): TriggerRequest => ({
@@ -395,6 +400,12 @@ export class Client {
 
   async close(): Promise<void> {
     if (this.ownsConnections) await this.connections.close();
+  }
+
+  /** A flow's name and options: a Flow object brings its own key functions, a name those of `options.flows`. */
+  private flowOf(flow: string | Flow<any>): [string, FlowOptions<any> | undefined] {
+    if (typeof flow === "string") return [flow, this.flows.get(flow)?.options];
+    return [flow.name, flow.options];
   }
 
   private async triggerMany(requests: TriggerRequest[], options: RunTimingOptions): Promise<string[]> {

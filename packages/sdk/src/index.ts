@@ -9,7 +9,7 @@ export {
   type PruneRequest,
 } from "./client.js";
 export type { RunTimingOptions } from "./trigger-options.js";
-export type { Flow } from "./definition/flow.js";
+export type { Flow, FlowInput } from "./definition/flow.js";
 export { Tokens, type ApiTokenInfo, type AuditEntry, type CreatedApiToken, type TokenScope } from "./tokens.js";
 export type { Stored, Task } from "./definition/task.js";
 export { Ref, type RefArgs, type RefOr } from "./definition/ref.js";

@@ -15,6 +15,9 @@ export interface Flow<Input = unknown> {
   readonly tasks: ReadonlyMap<string, AnyTask>;
 }
 
+/** The payload type a trigger of `F` passes (`any` for a flow whose input is not typed). */
+export type FlowInput<F> = F extends Flow<infer Input> ? Input : never;
+
 /**
  * `Input` is the payload type a trigger passes. It is inferred from a typed `idempotencyKey` or
  * `businessKey`, or given as `ax.flow<PaymentEvent>(...)`; otherwise it is `any`, so an untyped
