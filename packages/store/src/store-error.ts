@@ -15,16 +15,11 @@ const schemas = new WeakMap<object, string>();
 /**
  * The error to hand on: drizzle's query error, whose message quotes the statement and its
  * parameters, becomes an AxSchemaNotMigratedError (a missing table or column) or an
- * AxStoreError (anything else), carrying only PostgreSQL's own words. A connection that cannot be
- * had is an AxStoreError too, and one asked of a closed pool an AxClosedError; other errors are
- * returned as is.
+ * AxStoreError (anything else), carrying only PostgreSQL's own words, or an AxClosedError when
+ * the pool was ended; other errors (a task's own, say) are returned as is.
  */
 export function toStoreError(error: unknown, schema?: string): unknown {
-  if (!(error instanceof DrizzleQueryError)) {
-    // A transaction's connection is taken before any statement, so its failure is the driver's own.
-    if (error instanceof Error && POOL_ENDED.test(error.message)) return new AxClosedError();
-    return isConnectionError(error) ? new AxStoreError(error) : error;
-  }
+  if (!(error instanceof DrizzleQueryError)) return error;
   if (POOL_ENDED.test(error.cause?.message ?? "")) return new AxClosedError();
   const code = pgErrorCode(error.cause);
   if (schema !== undefined && code !== undefined && NOT_MIGRATED_CODES.has(code)) {
@@ -68,7 +63,21 @@ export function guardStoreErrors<D extends PgDatabase<PgQueryResultHKT, any>>(db
     return prepared;
   };
   const transaction = session.transaction.bind(session);
-  session.transaction = (...args) => transaction(...args).catch(translate);
+  session.transaction = (...args) =>
+    transaction(...args).catch((error: unknown) => {
+      throw transactionError(error, schema);
+    });
   schemas.set(db, schema);
   return db;
+}
+
+/**
+ * A transaction's connection is taken before its first statement, so a failure to get one is the
+ * driver's own error, not drizzle's: an unreachable server is an AxStoreError, an ended pool an
+ * AxClosedError, as they are for a single statement.
+ */
+function transactionError(error: unknown, schema: string): unknown {
+  if (error instanceof DrizzleQueryError) return toStoreError(error, schema);
+  if (error instanceof Error && POOL_ENDED.test(error.message)) return new AxClosedError();
+  return isConnectionError(error) ? new AxStoreError(error) : error;
 }

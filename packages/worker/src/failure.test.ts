@@ -19,6 +19,12 @@ describe("toTaskFailure", () => {
     expect(failure.stack!.length).toBeLessThanOrEqual(4000);
   });
 
+  it("records a task's own connection error as the task's, not as a PostgreSQL error", () => {
+    // The invoice API refusing the connection is the task failing, whatever its code says.
+    const refused = Object.assign(new Error("connect ECONNREFUSED 10.0.0.7:443"), { code: "ECONNREFUSED" });
+    expect(toTaskFailure(refused)).toMatchObject({ name: "Error", message: "connect ECONNREFUSED 10.0.0.7:443" });
+  });
+
   it("records a plain subclass by its class name, and a name the error set as is, inline and from a child alike", () => {
     class ConfigError extends Error {}
     class Named extends Error {
