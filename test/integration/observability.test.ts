@@ -14,7 +14,7 @@ const capture = new Writable({
 });
 
 const parse = ax.task({ name: "parse_order" }, (order: { id: string; items: number[] }) => ({ id: order.id, total: order.items.length }));
-const flaky = ax.task({ name: "flaky_report", retries: 1, retryBackoff: "50ms" }, (parsed: { total: number }) => {
+const flaky = ax.task({ name: "flaky_report", retries: 1, retryBackoff: "1s", jitter: 0 }, (parsed: { total: number }) => {
   if (ax.context().attempt === 1) throw new Error("report API timed out");
   return parsed.total * 2;
 });
@@ -75,6 +75,10 @@ describe("logs, metrics and the HTTP API of a running cluster", () => {
     expect(text).toMatch(/ax_attempt_duration_seconds_count\{task="flaky_report",outcome="failed"\} 1/);
     expect(text).toMatch(/ax_attempt_duration_seconds_count\{task="flaky_report",outcome="success"\} 1/);
     expect(text).toMatch(/ax_queue_wait_seconds_count\{task="parse_order"\} \d+/);
+    // Queue wait runs from when a node is due: the retry's 1 s backoff is not waiting in the queue.
+    expect(text).toMatch(/ax_queue_wait_seconds_count\{task="flaky_report"\} 2/);
+    const waited = Number(/ax_queue_wait_seconds_sum\{task="flaky_report"\} ([0-9.e-]+)/.exec(text)![1]);
+    expect(waited).toBeLessThan(0.5);
     expect(text).toMatch(/ax_retries_total\{task="flaky_report"\} 1/);
     expect(text).toMatch(/ax_runs\{flow="report_flow",status="success"\} 1/);
     expect(text).toMatch(/ax_queue_jobs\{queue="default.parse_order",state="waiting"\} 0/);

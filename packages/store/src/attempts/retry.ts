@@ -6,7 +6,8 @@ import type { AttemptRef } from "./types.js";
 
 /**
  * Closes a failed attempt and schedules the next one `delayMs` from now by PostgreSQL's clock,
- * the one the reconciler compares it with; the caller enqueues the job with the same delay.
+ * the one the reconciler compares it with; the caller enqueues the job with the same delay. The
+ * node counts as queued from then (`queued_at`), so the backoff is not taken for queue wait.
  */
 export async function retryAttempt(
   db: Db,
@@ -17,7 +18,8 @@ export async function retryAttempt(
     sql`
     with waiting as (
       update node_runs set status = 'retrying', attempt = attempt + 1, error = ${jsonParam(ref.error)}::jsonb,
-        next_retry_at = now() + make_interval(secs => ${ref.delayMs / 1000}), queued_at = now()
+        next_retry_at = now() + make_interval(secs => ${ref.delayMs / 1000}),
+        queued_at = now() + make_interval(secs => ${ref.delayMs / 1000})
       where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
       returning run_id
     ), closed as (
