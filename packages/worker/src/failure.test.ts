@@ -57,6 +57,9 @@ describe("toTaskFailure", () => {
         message: "503 from the invoice API",
       });
       expect(record(42)).toMatchObject({ name: "NonErrorThrown", message: "42" });
+      // The text is logged, published and sent to alert sinks: secret-looking keys are masked.
+      const leaky = record({ message: "obj thrown", password: "OBJPW", nested: [{ token: "OBJTOK" }] });
+      expect(leaky.message).toBe('{"message":"obj thrown","password":"[redacted]","nested":[{"token":"[redacted]"}]}');
     }
     const hostile = new Proxy(
       {},

@@ -1,4 +1,5 @@
 // What a thrown value that may not be an Error says: shared by the worker and its thread/process children.
+import { maskSecrets } from "@ax/common";
 
 /**
  * A thrown value that is not an Error: an error-like object (`{ name, message }`, as some
@@ -16,13 +17,15 @@ export function nonErrorThrown(value: unknown): { name: string; message: string 
 
 /**
  * Anything a task threw, as text: a plain object or array as its JSON (`{"code":42}`, not
- * `[object Object]`); a value whose own conversion throws (a hostile toString) still gets one.
+ * `[object Object]`), with the values of secret-looking keys masked as in a result's summary,
+ * since the text is logged, published in events and sent to alert sinks; a value whose own
+ * conversion throws (a hostile toString) still gets one.
  */
 export function textOf(value: unknown): string {
   if (typeof value === "string") return value;
   try {
     if (typeof value === "object" && value !== null && (Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype)) {
-      return JSON.stringify(value) ?? String(value);
+      return JSON.stringify(maskSecrets(value)) ?? String(value);
     }
     return String(value);
   } catch {
