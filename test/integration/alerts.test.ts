@@ -128,6 +128,12 @@ describe("alerts: terminal failures only, one per silence window across coordina
       task: "alert_charge",
       details: { failures: 1 },
     });
+
+    // The recovery closed the incident: a new failure within the hour's silence alerts again.
+    const again = await client.waitForRun(await client.triggerFlow("alert_charge_flow", { fail: true, n: 7 }), { timeout: "20s" });
+    expect(again.status).toBe("failed");
+    await expect.poll(() => at("/default", "task_failed").length, { timeout: 10_000 }).toBe(2);
+    expect(at("/default", "task_failed")[1]!.json).toMatchObject({ runId: again.id, suppressed: 0 });
   });
 
   it("20 failures of the same task within the silence window, two coordinator Runtimes: one alert", async () => {
@@ -173,6 +179,10 @@ describe("alerts: terminal failures only, one per silence window across coordina
     expect(at("/stuck")[0]!.json).toMatchObject({ flow: "alert_stuck_flow", runId, details: { thresholdMs: 1000 } });
     expect((await client.waitForRun(runId, { timeout: "20s" })).status).toBe("success");
     expect(at("/stuck")).toHaveLength(1);
+    // Each scan (every 300 ms, two coordinators) found the same run again: that is no alert held
+    // back, at most one per coordinator that first saw it after the other had alerted.
+    const [dedupe] = await env.sql<{ suppressed: number }>("select suppressed from alert_dedupe where kind = 'stuck_running'");
+    expect(dedupe!.suppressed).toBeLessThanOrEqual(1);
   });
 
   it("N consecutive terminal failures of a task raise one alert, at the Nth", async () => {

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
 import {
   claimAlert,
+  endTaskSilences,
   endFailureStreak,
   markStreakAlerted,
   recordTerminalFailure,
@@ -77,6 +78,8 @@ export class AlertEvaluator {
   private readonly warnedGroups = new Set<string>();
   /** Deliveries under way: a webhook retrying with backoff must not hold up the evaluation of later events. */
   private readonly sending = new Set<Promise<unknown>>();
+  /** The runs each group's last stuck scan found: found again, they are no new alert held back. */
+  private readonly stuckSeen = new Map<string, Set<string>>();
 
   constructor(private readonly o: AlertEvaluatorOptions) {
     this.key = eventStreamKey(o.prefix);
@@ -132,8 +135,12 @@ export class AlertEvaluator {
         if (!this.runGroups(run.flow, groups).includes(name)) continue;
         byFlow.set(run.flow, [...(byFlow.get(run.flow) ?? []), run]);
       }
+      const seen = this.stuckSeen.get(name) ?? new Set<string>();
+      this.stuckSeen.set(name, new Set([...byFlow.values()].flat().map((r) => r.runId)));
       for (const [flow, runs] of byFlow) {
         const oldest = runs[0]!;
+        // Still stuck after the silence window, the same runs are alerted again as a reminder.
+        const repeat = runs.every((r) => seen.has(r.runId));
         await this.raise(
           name,
           group,
@@ -145,6 +152,7 @@ export class AlertEvaluator {
             businessKey: oldest.businessKey,
             details: { thresholdMs: threshold, runs: runs.map((r) => ({ runId: r.runId, startedAt: r.startedAt.toISOString() })) },
           },
+          { repeat },
         );
       }
     }
@@ -290,6 +298,7 @@ export class AlertEvaluator {
     // The delete hands the ended streak to exactly one coordinator: no claim needed for the notice.
     const ended = await endFailureStreak(this.o.db, event.flow, event.task);
     if (!ended?.alerted || !group.triggers.recovery) return;
+    await endTaskSilences(this.o.db, event.flow, event.task);
     this.send(name, group, {
       kind: "recovered",
       flow: event.flow,
@@ -330,11 +339,20 @@ export class AlertEvaluator {
     }
   }
 
-  /** Sends unless the key is within its silence window (cluster-wide); true when sent. */
-  private async raise(name: string, group: AlertGroup, key: AlertKey, alert: AlertFields): Promise<boolean> {
-    const claim = await claimAlert(this.o.db, key, group.silenceMs);
+  /**
+   * Sends unless the key is within its silence window (cluster-wide); true when sent. A `repeat`
+   * held back by the window is not counted as silenced: it is the alert already sent, found again.
+   */
+  private async raise(
+    name: string,
+    group: AlertGroup,
+    key: AlertKey,
+    alert: AlertFields,
+    opts: { repeat?: boolean } = {},
+  ): Promise<boolean> {
+    const claim = await claimAlert(this.o.db, key, group.silenceMs, opts);
     if (!claim.send) {
-      this.deliveries.inc({ sink: "-", outcome: "silenced" });
+      if (!opts.repeat) this.deliveries.inc({ sink: "-", outcome: "silenced" });
       return false;
     }
     this.send(name, group, { ...alert, kind: key.kind as AlertKind, task: key.task || null }, claim.suppressed);

@@ -24,8 +24,10 @@ export interface AlertClaim {
  * Claims the right to send the alert of `key`: granted when none was sent within `silenceMs`.
  * One upsert under the key's row lock, so concurrent coordinators agree on a single sender.
  */
-export async function claimAlert(db: Db, key: AlertKey, silenceMs: number): Promise<AlertClaim> {
+export async function claimAlert(db: Db, key: AlertKey, silenceMs: number, opts: { repeat?: boolean } = {}): Promise<AlertClaim> {
   const claim = randomUUID();
+  // A repeat (the same condition found again, e.g. the same stuck runs) is no new alert held back.
+  const held = opts.repeat ? 0 : 1;
   const [row] = await rows<{ claim: string; suppressed: number; held: number }>(
     db,
     sql`
@@ -37,7 +39,7 @@ export async function claimAlert(db: Db, key: AlertKey, silenceMs: number): Prom
       claim = case when d.last_sent_at <= clock_timestamp() - make_interval(secs => ${silenceMs / 1000})
         then ${claim}::uuid else d.claim end,
       suppressed = case when d.last_sent_at <= clock_timestamp() - make_interval(secs => ${silenceMs / 1000})
-        then 0 else d.suppressed + 1 end
+        then 0 else d.suppressed + ${held} end
     returning d.claim, d.suppressed, (select suppressed from alert_dedupe o
       where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as held`,
   );
@@ -69,6 +71,16 @@ export async function endFailureStreak(db: Db, flow: string, task: string): Prom
     sql`delete from alert_streaks where flow = ${flow} and task = ${task} returning failures, alerted`,
   );
   return row && { failures: Number(row.failures), alerted: row.alerted };
+}
+
+/**
+ * A recovery closes the task's incident: its failure alerts' silence windows end, so the next
+ * failure alerts again instead of leaving "recovered" the last word for the rest of the window.
+ */
+export async function endTaskSilences(db: Db, flow: string, task: string): Promise<void> {
+  await db.execute(
+    sql`delete from alert_dedupe where flow = ${flow} and task = ${task} and kind in ('task_failed', 'consecutive_failures')`,
+  );
 }
 
 /** How long a finished run took, from its start (or creation) to its end; undefined for an unknown or unfinished run. */
