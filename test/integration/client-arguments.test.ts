@@ -198,6 +198,22 @@ describe("Client arguments", () => {
     } finally {
       await unreachable.close();
     }
+    // The server refuses the connection itself: an unknown database.
+    const [host] = env.storage.split("?");
+    const noDatabase = new Client({
+      storage: `${host!.replace(/\/[^/]*$/, "")}/ax_no_such_database`,
+      redis: env.redis,
+      prefix: env.prefix,
+    });
+    try {
+      for (const call of [() => noDatabase.getRun(runId), () => noDatabase.cancel(runId), () => noDatabase.listRuns({})]) {
+        const error = await refusal(call);
+        expect(error).toBeInstanceOf(AxStoreError);
+        expect((error as AxStoreError).code).toBe("3D000");
+      }
+    } finally {
+      await noDatabase.close();
+    }
     const closed = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
     await closed.close();
     for (const call of [() => closed.getRun(runId), () => closed.listRuns({}), () => closed.cancel(runId)]) {

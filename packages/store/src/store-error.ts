@@ -1,4 +1,5 @@
 import { DrizzleQueryError } from "drizzle-orm";
+import pg from "pg";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { AxClosedError, AxSchemaNotMigratedError, AxStoreError } from "@ax/common";
 import { isConnectionError, pgErrorCode } from "./pg-error.js";
@@ -79,5 +80,7 @@ export function guardStoreErrors<D extends PgDatabase<PgQueryResultHKT, any>>(db
 function transactionError(error: unknown, schema: string): unknown {
   if (error instanceof DrizzleQueryError) return toStoreError(error, schema);
   if (error instanceof Error && POOL_ENDED.test(error.message)) return new AxClosedError();
+  // The server's own refusal while connecting (unknown database or role, starting up, too many clients).
+  if (error instanceof pg.DatabaseError) return new AxStoreError(error);
   return isConnectionError(error) ? new AxStoreError(error) : error;
 }

@@ -67,7 +67,9 @@ export class AxStoreError extends Error {
 export class AxClosedError extends Error {
   override name = "AxClosedError";
   constructor() {
-    super("this Client was closed: close() released its connections. Create a new Client (or keep this one open) to go on");
+    super(
+      "this Client's connections were released (its close(), or the stop() of the Runtime it came from). Create a new Client (or keep this one open) to go on",
+    );
   }
 }
 

@@ -182,5 +182,12 @@ describe("executeInline", () => {
     expect(await executeInline(input(asyncBusy(150), { timeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "timed_out" });
     expect(await executeInline(input(busy(150), { heartbeatTimeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "heartbeat_lost" });
     expect(await executeInline(input(busy(20), { timeoutMs: 2000, heartbeatTimeoutMs: 2000 }))).toEqual({ ok: true, value: "late" });
+    // A heartbeat after the loop was blocked past heartbeatTimeout does not bring the attempt back.
+    const beatLate = () => {
+      busy(150)();
+      taskContextStorage.getStore()!.heartbeat();
+      return "beat";
+    };
+    expect(await executeInline(input(beatLate, { heartbeatTimeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "heartbeat_lost" });
   });
 });

@@ -50,6 +50,11 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
   let heartbeat: NodeJS.Timeout | undefined;
   const armHeartbeat = () => {
     if (!heartbeatTimeoutMs) return;
+    // A beat after the event loop was blocked past the limit comes too late: the heartbeat was lost.
+    if (performance.now() - lastBeatAt >= heartbeatTimeoutMs) {
+      heartbeatLost();
+      return;
+    }
     lastBeatAt = performance.now();
     clearTimeout(heartbeat);
     heartbeat = setTimeout(heartbeatLost, heartbeatTimeoutMs);
