@@ -11,7 +11,10 @@ const slow = ax.task({ name: "slow_tick" }, async () => {
   return ax.context().logicalDate;
 });
 const policies = ["skip", "queue", "allow", "cancel_previous"] as const;
-const flows = policies.map((overlap) => ax.flow({ name: `overlap_${overlap}`, schedule: "* * * * * *", overlap }, () => slow()));
+const quick = ax.task({ name: "quick_tick" }, () => ax.context().logicalDate);
+/** A run triggered with a delay of an hour is no overlap for the ticks before it is due. */
+const delayedFlow = ax.flow({ name: "overlap_skip_delayed", schedule: "* * * * * *", overlap: "skip" }, () => quick());
+const flows = [...policies.map((overlap) => ax.flow({ name: `overlap_${overlap}`, schedule: "* * * * * *", overlap }, () => slow())), delayedFlow];
 
 /** Runs of a flow's ticks in creation order, with their recorded times. */
 const runsOf = (ticks: TickRow[]) => ticks.filter((t) => t.run_id).sort((a, b) => a.created! - b.created!);
@@ -31,8 +34,10 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
     runtime = testRuntime(env, { flows, maxConcurrency: 20 });
     await runtime.start();
     client = runtime.client();
+    const delayed = await client.triggerFlow("overlap_skip_delayed", null, { delay: "1h" });
     await sleep(7500);
     for (const flow of flows) await client.pauseSchedule(flow.name);
+    await client.cancel(delayed);
     // Paused: no new ticks; a queued tick still gets its run once the earlier one ends.
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -50,6 +55,12 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
     unsubscribe?.();
     await runtime?.stop();
     await env.cleanup();
+  });
+
+  it("a run delayed to later does not make the ticks before it skip", () => {
+    const delayedTicks = ticks.get("overlap_skip_delayed")!;
+    expect(delayedTicks.length).toBeGreaterThanOrEqual(5);
+    expect(delayedTicks.filter((t) => t.status === "skipped")).toEqual([]);
   });
 
   it("records every tick: consecutive seconds, none lost while the schedules ran", () => {

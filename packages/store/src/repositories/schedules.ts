@@ -166,11 +166,12 @@ export const scheduleTx = {
     const found = await rows(tx, sql`select 1 from schedule_ticks where flow = ${flow} and logical_date = ${logicalDate.toISOString()}`);
     return found.length > 0;
   },
-  /** The flow's runs not yet finished, oldest first. */
+  /** The flow's runs due and not yet finished, oldest first: a run delayed to later is no overlap yet. */
   async unfinishedRuns(tx: Db, flow: string): Promise<string[]> {
     const found = await rows<{ id: string }>(
       tx,
-      sql`select id from runs where flow = ${flow} and status in ('pending', 'running') order by created_at`,
+      sql`select id from runs where flow = ${flow} and status in ('pending', 'running')
+        and (run_at is null or run_at <= now()) order by created_at`,
     );
     return found.map((r) => r.id);
   },
