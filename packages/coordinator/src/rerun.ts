@@ -56,7 +56,7 @@ export async function rerunRun(deps: RerunDeps, runId: string, options: RerunOpt
   if (options.from !== undefined && !keys.includes(options.from)) throw new AxUnknownNodeError(runId, options.from, keys);
   const payload = options.payload === undefined ? source.payload : checkPayload(options.payload, deps.maxPayloadBytes);
   // A result computed from the old input cannot be carried into a run with a new one.
-  const inputReaders = isDeepStrictEqual(payload, source.payload)
+  const inputReaders = isDeepStrictEqual(asStored(payload), source.payload)
     ? []
     : version.dag.nodes.filter((n) => n.args.some((a) => a.kind === "input")).map((n) => n.key);
   const rerun = nodesToRerun(source, keys, options, inputReaders, (seeds) => descendantsOf(version.dag, seeds));
@@ -99,4 +99,9 @@ function nodesToRerun(
   const failed = source.nodes.filter((n) => RERUN_STATUSES.has(n.status)).map((n) => n.key);
   const seeds = [...(options.from === undefined ? failed : [options.from, ...unfinished]), ...inputReaders];
   return new Set([...seeds, ...descendants(seeds)]);
+}
+
+/** A payload as PostgreSQL will store it (JSON.stringify's rules: `toJSON`, no `undefined` fields, `-0` as 0). */
+function asStored(payload: Json): Json {
+  return JSON.parse(JSON.stringify(payload)) as Json;
 }
