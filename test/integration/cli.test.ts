@@ -111,6 +111,10 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
       ["BUSINESS KEY", "cli-order-7"],
     ] as const)
       expect(lines[0]!.indexOf(cell)).toBe(header!.indexOf(column));
+    const byTrigger = async (trigger: string) =>
+      (await runAx(["runs", "--flow", "cli_flow", "--trigger", trigger, ...connection()])).stdout;
+    expect(await byTrigger("manual")).toContain(runId!);
+    expect(await byTrigger("event")).toBe("");
   });
 
   it("ax trigger refuses a --payload that is not JSON, says so, exits non-zero and writes nothing", async ({ expect }) => {

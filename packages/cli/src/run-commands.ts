@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { RUN_STATUSES } from "@ax/store";
+import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/store";
 import { loadFlows } from "./load-entry.js";
 import { durationFlag, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
@@ -81,6 +81,7 @@ export function addRunCommands(program: Command): void {
     .option("--flow <name>")
     .option("--status <status>")
     .option("--business-key <key>")
+    .option("--trigger <kind>", `how the runs were started: ${RUN_TRIGGERS.join(", ")}`)
     .option("--limit <n>", "how many", "20")
     .action(async (raw: Record<string, string | undefined>) => {
       const filter = parseFlags(
@@ -88,6 +89,7 @@ export function addRunCommands(program: Command): void {
           flow: z.string().optional(),
           status: z.enum(RUN_STATUSES).optional(),
           businessKey: z.string().optional(),
+          trigger: z.enum(RUN_TRIGGERS).optional(),
           limit: positiveInt,
         }),
         raw,
