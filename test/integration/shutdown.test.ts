@@ -181,10 +181,15 @@ describe("a stopped Runtime lets its process exit", { timeout: 60_000 }, () => {
 
   // ioredis arms a 2 s timer when asked to close a connection that is already closed, and the
   // worker closed its marker connection twice: every stopped worker process lingered 2 s.
-  it.each(["worker", "coordinator,worker,api"])("with roles %s, within 1 s of stop()", async (roles) => {
+  it.each([
+    ["worker", undefined],
+    ["coordinator,worker,api", undefined],
+    // Redis away: a connection that never came up was also held open 2 s by its close.
+    ["client", "redis://127.0.0.1:1"],
+  ])("with roles %s, within 1 s of stop() (or a Client's close())", async (roles, redis) => {
     const child = startChild(process.execPath, ["--import", "tsx", "test/fixtures/stop-exit.ts"], {
       AX_STORAGE: env.storage,
-      AX_REDIS: env.redis,
+      AX_REDIS: redis ?? env.redis,
       AX_PREFIX: env.prefix,
       AX_ROLES: roles,
     });
