@@ -182,20 +182,23 @@ describe("a stopped Runtime lets its process exit", { timeout: 60_000 }, () => {
   // ioredis arms a 2 s timer when asked to close a connection that is already closed, and the
   // worker closed its marker connection twice: every stopped worker process lingered 2 s.
   it.each([
-    ["worker", undefined],
-    ["coordinator,worker,api", undefined],
+    ["worker", undefined, undefined, undefined],
+    ["coordinator,worker,api", undefined, undefined, undefined],
     // Redis away: a connection that never came up was also held open 2 s by its close.
-    ["client", "redis://127.0.0.1:1"],
-  ])("with roles %s, within 1 s of stop() (or a Client's close())", async (roles, redis) => {
+    ["client", undefined, "redis://127.0.0.1:1", undefined],
+    // A start that fails (PostgreSQL unreachable) says so and releases what it opened.
+    ["worker", "postgres://postgres@127.0.0.1:1/test", undefined, "AxStoreError"],
+  ])("with roles %s, within 1 s of stop() (or a Client's close(), or a failed start)", async (roles, storage, redis, failed) => {
     const child = startChild(process.execPath, ["--import", "tsx", "test/fixtures/stop-exit.ts"], {
-      AX_STORAGE: env.storage,
+      AX_STORAGE: storage ?? env.storage,
       AX_REDIS: redis ?? env.redis,
       AX_PREFIX: env.prefix,
       AX_ROLES: roles,
     });
     await child.waitFor(/exitMsAfterStop/, 45_000);
-    const { exitMsAfterStop } = JSON.parse(/\{"exitMsAfterStop":\d+\}/.exec(child.output())![0]) as { exitMsAfterStop: number };
+    const report = JSON.parse(/\{"exitMsAfterStop".*\}/.exec(child.output())![0]) as { exitMsAfterStop: number; failed?: string };
     await child.stop(0);
-    expect(exitMsAfterStop).toBeLessThan(1000);
+    expect(report.failed).toBe(failed);
+    expect(report.exitMsAfterStop).toBeLessThan(1000);
   });
 });

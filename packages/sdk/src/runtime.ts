@@ -100,12 +100,23 @@ export class Runtime {
     if (file !== undefined && fileText !== undefined) parseRuntimeConfig(fileText, file);
     const connections = openConnections(this.options, this.log);
     this.connections = connections;
+    try {
+      const live = await this.prepare(connections, file, fileText);
+      await this.startRoles(connections, live);
+    } catch (error) {
+      // A failed start (PostgreSQL unreachable, the API's port taken) releases everything it
+      // opened: a role must not go on working unseen, nor a connection keep the process alive.
+      await this.stop({ timeout: 1 }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** What every role needs before it starts: the schema, the stored options and config, the flows. */
+  private async prepare(connections: Connections, file: string | undefined, fileText: string | undefined): Promise<LiveConfig> {
     const { store, queues } = connections;
     await migrate(store);
     if (this.roles.includes("api") && !this.options.insecureNoAuth && (await countApiTokens(store.db)) === 0) {
       // Before any role starts: an API open to anyone by accident is worse than a process that does not start.
-      this.connections = undefined;
-      await connections.close();
       throw new AxNoTokensError();
     }
     await checkEvictionPolicy(connections.redis, this.log, this.registry);
@@ -115,14 +126,7 @@ export class Runtime {
     await this.adoptStartConfig(file, fileText);
     await this.registerFlows();
     this.detachEvents = attachEventSource(connections.redis, queues.prefix, this.log.child({ component: "events" }));
-
-    try {
-      await this.startRoles(connections, live);
-    } catch (error) {
-      // A role that failed (the API's port taken) must not leave the others working unseen.
-      await this.stop({ timeout: 1 }).catch(() => undefined);
-      throw error;
-    }
+    return live;
   }
 
   private async startRoles(connections: Connections, live: LiveConfig): Promise<void> {

@@ -5,6 +5,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import type { PgliteDatabase } from "drizzle-orm/pglite";
 import type { Store } from "./connect.js";
+import { connectionFailure } from "./store-error.js";
 
 const migrationsFolder = fileURLToPath(new URL("../migrations", import.meta.url));
 
@@ -18,13 +19,18 @@ export async function migrate(store: Store): Promise<void> {
     await migratePglite(store.db as unknown as PgliteDatabase, config);
     return;
   }
-  await store.withSession(async (db) => {
-    await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK})`);
-    try {
-      await db.execute(sql.raw(`create schema if not exists "${store.schema}"`));
-      await migratePg(db as unknown as NodePgDatabase, config);
-    } finally {
-      await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK})`);
-    }
-  });
+  try {
+    await store.withSession(async (db) => {
+      await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK})`);
+      try {
+        await db.execute(sql.raw(`create schema if not exists "${store.schema}"`));
+        await migratePg(db as unknown as NodePgDatabase, config);
+      } finally {
+        await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK})`);
+      }
+    });
+  } catch (error) {
+    // The first statement of a starting process: an unreachable server is said as such.
+    throw connectionFailure(error, store.schema);
+  }
 }

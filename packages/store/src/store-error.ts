@@ -66,18 +66,18 @@ export function guardStoreErrors<D extends PgDatabase<PgQueryResultHKT, any>>(db
   const transaction = session.transaction.bind(session);
   session.transaction = (...args) =>
     transaction(...args).catch((error: unknown) => {
-      throw transactionError(error, schema);
+      throw connectionFailure(error, schema);
     });
   schemas.set(db, schema);
   return db;
 }
 
 /**
- * A transaction's connection is taken before its first statement, so a failure to get one is the
- * driver's own error, not drizzle's: an unreachable server is an AxStoreError, an ended pool an
- * AxClosedError, as they are for a single statement.
+ * A transaction's (or a session's) connection is taken before its first statement, so a failure to
+ * get one is the driver's own error, not drizzle's: an unreachable server or its refusal is an
+ * AxStoreError, an ended pool an AxClosedError, as they are for a single statement.
  */
-function transactionError(error: unknown, schema: string): unknown {
+export function connectionFailure(error: unknown, schema: string): unknown {
   if (error instanceof DrizzleQueryError) return toStoreError(error, schema);
   if (error instanceof Error && POOL_ENDED.test(error.message)) return new AxClosedError();
   // The server's own refusal while connecting (unknown database or role, starting up, too many clients).
