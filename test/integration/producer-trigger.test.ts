@@ -275,9 +275,13 @@ describe("delay, runAt and priority", () => {
     expect(before.tasks[0]!.status).toBe("queued");
     const dueAt = Date.parse(before.runAt!);
     expect(dueAt - Date.parse(before.createdAt)).toBeGreaterThan(1000);
+    expect(before.waitingFor).toBe(`due at ${before.runAt}`);
+    expect(before.tasks[0]!.waitingFor).toBe(`due at ${before.runAt}`);
+    expect(before.tasks[1]!.waitingFor).toBeNull();
     expect(await (await firstJob(queue("default.reserve_stock"), runId, "reserve_stock"))!.getState()).toBe("delayed");
     const run = await client.waitForRun(runId, { timeout: "20s" });
     expect(run.status).toBe("success");
+    expect(run.waitingFor).toBeNull();
     expect(Date.parse(run.tasks[0]!.startedAt!)).toBeGreaterThanOrEqual(dueAt - 50);
   });
 

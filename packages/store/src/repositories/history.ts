@@ -150,7 +150,10 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
     { isolationLevel: "repeatable read", accessMode: "read only" },
   );
   if (!read) return undefined;
-  const { run, version, nodes, tries, waiting } = read;
+  const { run, version, nodes, tries } = read;
+  // A run triggered with `delay` / `runAt` waits for its time whether or not admission holds it.
+  const notDue = run.status === "pending" && run.runAt && run.runAt.getTime() > Date.now() ? `due at ${run.runAt.toISOString()}` : null;
+  const waiting = read.waiting ?? notDue;
   const dagNodes = version?.dag.nodes ?? [];
   const order = new Map(dagNodes.map((n, i) => [n.key, i]));
   const upstream = new Map(dagNodes.map((n) => [n.key, n.upstream]));
@@ -182,7 +185,7 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
       startedAt: iso(n.startedAt),
       finishedAt: iso(n.finishedAt),
       reusedFrom: n.reusedFrom,
-      waitingFor: waiting !== null && n.status === "pending" && n.depsRemaining === 0 ? waiting : null,
+      waitingFor: waiting !== null && (n.status === "pending" || n.status === "queued") && n.depsRemaining === 0 ? waiting : null,
     })),
   };
 }
