@@ -14,7 +14,10 @@ const policies = ["skip", "queue", "allow", "cancel_previous"] as const;
 const quick = ax.task({ name: "quick_tick" }, () => ax.context().logicalDate);
 /** A run triggered with a delay of an hour is no overlap for the ticks before it is due. */
 const delayedFlow = ax.flow({ name: "overlap_skip_delayed", schedule: "* * * * * *", overlap: "skip" }, () => quick());
-const flows = [...policies.map((overlap) => ax.flow({ name: `overlap_${overlap}`, schedule: "* * * * * *", overlap }, () => slow())), delayedFlow];
+const flows = [
+  ...policies.map((overlap) => ax.flow({ name: `overlap_${overlap}`, schedule: "* * * * * *", overlap }, () => slow())),
+  delayedFlow,
+];
 
 /** Runs of a flow's ticks in creation order, with their recorded times. */
 const runsOf = (ticks: TickRow[]) => ticks.filter((t) => t.run_id).sort((a, b) => a.created! - b.created!);
