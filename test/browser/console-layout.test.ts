@@ -30,6 +30,11 @@ const chain = ax.flow({ name: "layout_chain" }, (input) => {
   for (let i = 1; i < 30; i++) r = step(r);
 });
 
+/** Thirty runs and more: its card's status strip is at its fullest. */
+const busy = ax.flow({ name: "layout_busy" }, (input) => {
+  step(input);
+});
+
 describe("the web console's layout: large graphs and phones", () => {
   const env = isolate("console_layout");
   let runtime: Runtime;
@@ -42,9 +47,13 @@ describe("the web console's layout: large graphs and phones", () => {
     if (!existsSync(CHROMIUM))
       throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
     mkdirSync(ARTIFACTS, { recursive: true });
-    runtime = testRuntime(env, { flows: [wide, chain], roles: ["coordinator", "worker", "api"], port: 0 });
+    runtime = testRuntime(env, { flows: [wide, chain, busy], roles: ["coordinator", "worker", "api"], port: 0 });
     await runtime.start();
     const client = runtime.client();
+    await client.triggerFlows(
+      busy,
+      Array.from({ length: 32 }, (_, i) => i),
+    );
     for (const [name, flow] of [
       ["wide", wide.name],
       ["chain", chain.name],
