@@ -98,6 +98,16 @@ const optionOf = (resolvedKey: string) => snake(resolvedKey.replace(/Ms$/, ""));
 const SET_BY: Record<string, string> = { concurrencyKey: "concurrency", rateLimitKey: "rateLimit" };
 const setBy = (resolvedKey: string) => SET_BY[resolvedKey] ?? resolvedKey.replace(/Ms$/, "");
 
+/**
+ * A per-key limit as it was written (`{ max, key: "user_id", strategy }`): resolved, its `key` is
+ * the compiled function and `keySource` what the code or YAML said. Any other value as it is.
+ */
+function shownKeyedLimit(value: unknown): unknown {
+  if (value === null || typeof value !== "object" || !("keySource" in value)) return value;
+  const { key: _compiled, keySource, ...limit } = value as { key: unknown; keySource: string };
+  return { ...limit, key: keySource };
+}
+
 /** What an unset option means, where the resolved value leaves it null for the code that reads it. */
 const SHOWN_DEFAULTS: Record<string, Json> = { alertGroup: DEFAULT_ALERT_GROUP };
 
@@ -233,7 +243,7 @@ export class LiveConfig {
         .filter(([key]) => key !== "name")
         .map(([key, value]) => ({
           option: optionOf(key),
-          value: (value ?? SHOWN_DEFAULTS[key] ?? null) as Json,
+          value: (shownKeyedLimit(value) ?? SHOWN_DEFAULTS[key] ?? null) as Json,
           source: sourceOf(setBy(key), codeOptions, yamlOptions, version),
         }));
     }
