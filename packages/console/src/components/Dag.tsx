@@ -109,20 +109,16 @@ function layout(nodes: DagNode[]): Layout {
     }
   }
   const positions = new Map(nodes.map((n) => [n.key, { x: centre(n.key).x - WIDTH / 2, y: centre(n.key).y - HEIGHT / 2 }]));
-  const xs = [...positions.values()].map((p) => p.x);
-  const ys = [...positions.values()].map((p) => p.y);
-  const [left, top] = [Math.min(0, ...xs), Math.min(0, ...ys)];
-  for (const p of positions.values()) {
+  // The box holds the edges too: a skip edge routed above the top node was drawn on the frame's border.
+  const via = [...routes.values()].flat();
+  const boxes = [...[...positions.values()].map((p) => [p.x, p.y, p.x + WIDTH, p.y + HEIGHT]), ...via.map((p) => [p.x, p.y, p.x, p.y])];
+  const [left, top] = [Math.min(0, ...boxes.map((b) => b[0]!)), Math.min(0, ...boxes.map((b) => b[1]!))];
+  const [right, bottom] = [Math.max(0, ...boxes.map((b) => b[2]!)), Math.max(0, ...boxes.map((b) => b[3]!))];
+  for (const p of [...positions.values(), ...via]) {
     p.x -= left;
     p.y -= top;
   }
-  for (const via of routes.values()) {
-    for (const p of via) {
-      p.x -= left;
-      p.y -= top;
-    }
-  }
-  return { positions, routes, width: Math.max(0, ...xs) - left + WIDTH, height: Math.max(0, ...ys) - top + HEIGHT };
+  return { positions, routes, width: right - left, height: bottom - top };
 }
 
 /** Below this zoom a node's key drops under 11 px (it is 14 px): the graph is panned rather than shrunk further. */
