@@ -132,6 +132,9 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
     );
     expect(ms).toHaveLength(50);
     expect(ms.at(-1)!).toBeLessThan(1000);
+    // The queue says what holds its delayed jobs, as `ax queues` and the console show it.
+    const queue = (await client.listQueues()).find((q) => q.task === "burst_order")!;
+    expect(queue.limited).toMatch(/^concurrency key: \d+ runs waiting on 1 key \(ax queues --keys burst_order\)$/);
     const busiest = await client.listBusyKeys("burst_order");
     expect(busiest[0]!.key).toBe("hot");
     expect(busiest[0]!.running).toBeLessThanOrEqual(1);

@@ -45,13 +45,16 @@ export async function queueOverview(db: Db, queues: QueueRegistry): Promise<Queu
       const counts = await queues.get(name).getJobCounts("waiting", "prioritized", "active", "delayed");
       const waiting = (counts.waiting ?? 0) + (counts.prioritized ?? 0);
       const workers = served.get(name);
+      const { task } = names.get(name)!;
+      // Jobs parked by a per-key limit wait in the delayed set, with no reason on the queue itself.
+      const keyed = reasons.has(name) || !counts.delayed ? undefined : await keyedWait(queues, task);
       return {
         name,
         ...names.get(name)!,
         waiting,
         active: counts.active ?? 0,
         delayed: counts.delayed ?? 0,
-        limited: reasons.get(name) ?? (workers?.full && waiting > 0 ? describeFullWorkers(workers) : null),
+        limited: reasons.get(name) ?? keyed ?? (workers?.full && waiting > 0 ? describeFullWorkers(workers) : null),
         workers: workers?.workers ?? 0,
         slots: { running: workers?.running ?? 0, capacity: workers ? workers.capacity : 0 },
       };
@@ -62,4 +65,12 @@ export async function queueOverview(db: Db, queues: QueueRegistry): Promise<Queu
 /** The keys of `task`'s per-key limit that have runs waiting, busiest first (`ax queues --keys`). */
 export function busyKeys(queues: QueueRegistry, task: string, limit = 20): Promise<BusyKey[]> {
   return new Waitlist(queues.connection, queues.prefix).busiest(`key:${task}:`, limit);
+}
+
+/** "concurrency key: 5 runs waiting on 2 keys" when the task's per-key limit parks runs; undefined when none. */
+async function keyedWait(queues: QueueRegistry, task: string): Promise<string | undefined> {
+  const keys = (await busyKeys(queues, task, 1000)).filter((k) => k.waiting > 0);
+  if (keys.length === 0) return undefined;
+  const runs = keys.reduce((n, k) => n + k.waiting, 0);
+  return `concurrency key: ${runs} run${runs === 1 ? "" : "s"} waiting on ${keys.length} key${keys.length === 1 ? "" : "s"} (ax queues --keys ${task})`;
 }
