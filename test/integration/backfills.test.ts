@@ -142,13 +142,19 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   });
 
   it("a logical date has one run whether the schedule or a backfill reached it first", async () => {
-    // every_second has ticked since the Runtime started: the range holds ticks it ran and ticks it has not reached.
+    // every_second has ticked since the Runtime started: the range holds ticks it ran and maybe
+    // the one it is about to run. Ticks still to come are the schedule's alone: a range reaching
+    // past now backfills up to now, and one starting later is refused.
     const now = Math.floor(Date.now() / 1000) * 1000;
-    const from = new Date(now - 3000);
-    const to = new Date(now + 3000);
-    const started = await client.backfill("every_second", { from, to });
-    expect(started.ticks).toBe(6);
-    await sleep(to.getTime() - Date.now() + 1500);
+    const from = new Date(now - 6000);
+    const to = new Date(now);
+    const started = await client.backfill("every_second", { from, to: new Date(now + 3_600_000) });
+    expect(started.ticks).toBeGreaterThanOrEqual(6);
+    expect(started.ticks).toBeLessThanOrEqual(8);
+    await expect(
+      client.backfill("every_second", { from: new Date(Date.now() + 60_000), to: new Date(Date.now() + 120_000) }),
+    ).rejects.toThrow(/starts after now: ticks still to come are the schedule's/);
+    await sleep(1500);
     await waitUntilDone(started.backfillId);
     const inRange = (await client.listRuns({ flow: "every_second", limit: 500 })).filter(
       (r) => r.logicalDate !== null && r.logicalDate >= from.toISOString() && r.logicalDate < to.toISOString(),
@@ -163,7 +169,9 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     );
     for (const tick of ticks) if (tick.run_id) expect(inRange.map((r) => r.id)).toContain(tick.run_id);
     const info = await client.getBackfill(started.backfillId);
-    expect(info).toMatchObject({ ticks: 6, done: 6 });
+    expect(info).toMatchObject({ ticks: started.ticks, done: started.ticks });
+    const future = await client.listRuns({ flow: "every_second", trigger: "backfill", from: new Date(0), limit: 500 });
+    expect(future.filter((r) => r.logicalDate! > new Date(now + 2000).toISOString())).toEqual([]);
   });
 
   it("bad backfills are refused and nothing is created", async () => {

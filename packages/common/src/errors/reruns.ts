@@ -56,12 +56,14 @@ export class AxTaskUnavailableError extends Error {
 export class AxBackfillRangeError extends Error {
   override name = "AxBackfillRangeError";
   readonly statusCode = 400;
-  constructor(from: Date, to: Date) {
+  constructor(from: Date, to: Date, future = false) {
     const valid = !Number.isNaN(from.getTime()) && !Number.isNaN(to.getTime());
     super(
-      valid
-        ? `backfill range from ${from.toISOString()} to ${to.toISOString()} is empty: from must be before to (to is exclusive)`
-        : "backfill from and to must be dates (a Date or an ISO 8601 string such as 2026-01-01T00:00:00Z)",
+      !valid
+        ? "backfill from and to must be dates (a Date or an ISO 8601 string such as 2026-01-01T00:00:00Z)"
+        : future
+          ? `backfill range from ${from.toISOString()} starts after now: ticks still to come are the schedule's to run; backfill past ticks only`
+          : `backfill range from ${from.toISOString()} to ${to.toISOString()} is empty: from must be before to (to is exclusive)`,
     );
   }
 }

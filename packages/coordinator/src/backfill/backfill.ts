@@ -29,19 +29,22 @@ export interface BackfillRequest {
 
 export interface BackfillStarted {
   backfillId: string;
-  /** Ticks in [from, to). */
+  /** Ticks in [from, to) up to now: later ones are left to the schedule. */
   ticks: number;
   /** Runs created now; ticks that already had a backfill run keep it. */
   created: number;
 }
 
 /**
- * One held run per schedule tick in [from, to) with `trigger: "backfill"` and its `logicalDate`,
+ * One held run per schedule tick in [from, to) that is not in the future, with `trigger: "backfill"` and its `logicalDate`,
  * then admission releases them at most `maxConcurrentRuns` at a time (and never past the flow's
  * own cap), so Redis holds only the jobs of runs allowed to run.
  */
 export async function startBackfill(deps: AdmissionDeps, request: BackfillRequest): Promise<BackfillStarted> {
   if (!(request.from < request.to)) throw new AxBackfillRangeError(request.from, request.to);
+  // Ticks still to come are the schedule's: run now, they would run early and the schedule skip them.
+  const until = new Date(Math.min(request.to.getTime(), Date.now() + 1));
+  if (!(request.from < until)) throw new AxBackfillRangeError(request.from, request.to, true);
   const version = await latestFlowVersion(deps.db, request.flow);
   if (!version) throw new AxUnknownFlowError(request.flow, await listFlowNames(deps.db));
   const settings = await flowSettings(deps.db, request.flow);
@@ -49,7 +52,7 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
   if (!schedule) throw new AxNoScheduleError(request.flow);
   const maxTicks = Math.min(request.maxTicks ?? DEFAULT_MAX_BACKFILL_TICKS, MAX_BACKFILL_TICKS);
   // One tick past the limit is enough to refuse: counting a range of a year of seconds would hold the process for minutes.
-  const ticks = await scheduleTicks(schedule, request.from, request.to, maxTicks + 1);
+  const ticks = await scheduleTicks(schedule, request.from, until, maxTicks + 1);
   if (ticks.length > maxTicks) throw new AxTooManyTicksError(request.flow, ticks.length, maxTicks, maxTicks === MAX_BACKFILL_TICKS);
   const backfillId = randomUUID();
   const created = await createBackfill(
