@@ -91,6 +91,13 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(prune.stderr).toMatch(/^AxUsageError: ax prune: --older-than: "ages" is not a duration/);
     expect(token.code).toBe(1);
     expect(token.stderr).toMatch(/^AxUsageError: ax token create: --expires: "never" is not a duration/);
+    // Durations too short to mean anything are refused the same way: a token expired at birth, a prune of the last hour.
+    const [shortPrune, expired] = await Promise.all([
+      runAx([...connection(), "prune", "--older-than", "30m"]),
+      runAx([...connection(), "token", "create", "--name", "usage", "--scope", "read", "--expires", "0"]),
+    ]);
+    expect(shortPrune.stderr).toMatch(/^AxUsageError: ax prune: --older-than: must be at least 1h/);
+    expect(expired.stderr).toMatch(/^AxUsageError: ax token create: --expires: must be at least 1s/);
     expect(await client.tokens.list()).toEqual([]);
   });
 

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { Client, LogLineInfo } from "ax-scheduler";
 import { TERMINAL_RUN_STATUSES } from "@ax/store";
-import { durationFlag, parseFlags, positiveInt } from "./options.js";
+import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 import { Eta } from "./progress.js";
 import type { RunsApi } from "./runs-api.js";
 
@@ -81,7 +81,12 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
     .option("--batch <n>", "runs per transaction", "1000")
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(
-        z.object({ olderThan: durationFlag, archive: z.boolean().optional(), dryRun: z.boolean().optional(), batch: positiveInt }),
+        z.object({
+          olderThan: durationFlagAtLeast(3_600_000, '1h (write a duration such as "90d", "30d" or "12h")'),
+          archive: z.boolean().optional(),
+          dryRun: z.boolean().optional(),
+          batch: positiveInt,
+        }),
         raw,
         "prune",
       );

@@ -54,3 +54,7 @@ export const durationFlag = z.string().transform((text, ctx): Duration => {
   }
   return value;
 });
+
+/** A duration flag of at least `minMs` (`shown` as the message writes it), refused before anything is done. */
+export const durationFlagAtLeast = (minMs: number, shown: string) =>
+  durationFlag.refine((value) => parseDuration(value) >= minMs, { message: `must be at least ${shown}` });

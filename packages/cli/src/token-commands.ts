@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { TOKEN_SCOPES } from "@ax/store";
 import type { Client } from "ax-scheduler";
-import { durationFlag, parseFlags, positiveInt } from "./options.js";
+import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
@@ -23,7 +23,12 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
     .option("--json", "print the token and its details as JSON")
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(
-        z.object({ name: z.string(), scope: z.enum(TOKEN_SCOPES), expires: durationFlag.optional(), json: z.boolean().optional() }),
+        z.object({
+          name: z.string(),
+          scope: z.enum(TOKEN_SCOPES),
+          expires: durationFlagAtLeast(1000, '1s (write a duration such as "30d")').optional(),
+          json: z.boolean().optional(),
+        }),
         raw,
         "token create",
       );
