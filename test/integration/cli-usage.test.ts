@@ -67,6 +67,18 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(argument.stderr).toMatch(/^AxUsageError: missing required argument 'flow'/);
   });
 
+  it("an entry module that is missing or exports no flow is an AxEntryError saying what to give", async ({ expect }) => {
+    const [missing, empty] = await Promise.all([
+      runAx([...connection(), "worker", "test/fixtures/no-such-entry.ts"]),
+      runAx([...connection(), "worker", "test/helpers/isolated.ts"]),
+    ]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(
+      /^AxEntryError: no entry module at \S+no-such-entry\.ts: give the path of the module that exports your flows/,
+    );
+    expect(empty.stderr).toMatch(/^AxEntryError: test\/helpers\/isolated\.ts exports no flows: export the values returned by ax\.flow/);
+  });
+
   it("a command on embedded history where there is none says where it looked, and creates nothing", async ({ expect }) => {
     const dataDir = join(tmpdir(), `ax-no-history-${process.pid}-${Date.now()}`);
     const [runs, run] = await Promise.all([

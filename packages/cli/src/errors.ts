@@ -47,6 +47,11 @@ export class AxUsageError extends Error {
   override name = "AxUsageError";
 }
 
+/** The entry module given to a command could not be found, or exports no flow. */
+export class AxEntryError extends Error {
+  override name = "AxEntryError";
+}
+
 /**
  * A command that works on the storage directly met an embedded data directory held by an `ax dev`:
  * PGlite serves one process, and the CLI does not route this command through the dev server's API.
