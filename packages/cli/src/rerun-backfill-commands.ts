@@ -143,6 +143,8 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
               b.status.padEnd(9),
               `${b.done}/${b.ticks} done`,
               `${b.failed} failed`,
+              // Cancelled runs count as done: without their number a cancelled backfill looks complete.
+              `${b.cancelled} cancelled`,
               `${b.running} running`,
               `${b.from} -> ${b.to}`,
             ].join("  "),
