@@ -6,7 +6,7 @@ type WithClient = (fn: (client: RunsApi) => Promise<void>) => Promise<void>;
 
 function describe(s: ScheduleInfo): string {
   const tick = s.lastTick
-    ? `${s.lastTick.logicalDate.toISOString()} ${s.lastTick.status}${s.lastTick.runId ? ` run ${s.lastTick.runId} ${s.lastTick.runStatus ?? "?"}` : ""}${s.lastTick.reason ? ` (${s.lastTick.reason})` : ""}`
+    ? `${s.lastTick.logicalDate.toISOString()} ${s.lastTick.status}${s.lastTick.runId ? ` run ${s.lastTick.runId} ${s.lastTick.runStatus ?? "(pruned)"}` : ""}${s.lastTick.reason ? ` (${s.lastTick.reason})` : ""}`
     : "never";
   return [
     `${s.flow}  cron "${s.cron}"  zone ${s.timezone}  ${s.paused ? "PAUSED" : "active"}  overlap ${s.overlap}  catch-up ${s.catchUp}`,
