@@ -150,7 +150,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(backfills.stderr).toBe("");
     expect(backfills.stdout).toMatch(
       new RegExp(
-        `^${backfillId}  hello_yearly  active     3/3 done  0 failed  0 running  2024-01-01T00:00:00\\.000Z -> 2026-01-01T00:00:01\\.000Z\n$`,
+        `^${backfillId}  hello_yearly  active     3/3 done  0 failed  0 cancelled  0 running  2024-01-01T00:00:00\\.000Z -> 2026-01-01T00:00:01\\.000Z\n$`,
       ),
     );
     const cancelled = await ax(["backfill", "cancel", backfillId!, ...connection]);
