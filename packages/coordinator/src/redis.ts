@@ -99,9 +99,6 @@ export function connectRedis(url: string, log: Logger): Redis {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     connectTimeout: 5000,
-    // How long a closed connection waits for its socket to close. ioredis's 2 s also runs for a
-    // socket that had closed already (Redis away), and kept a stopped process alive that long.
-    disconnectTimeout: 200,
     retryStrategy: (times) => Math.min(times * 100, MAX_RECONNECT_DELAY_MS),
   };
   const target = redisConnectionOptions(url);
