@@ -62,9 +62,9 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
       runAx([...connection(), "trigger"]),
     ]);
     expect(flag).toMatchObject({ code: 1, stdout: "" });
-    expect(flag.stderr).toMatch(/^AxUsageError: unknown option '--bogus'/);
+    expect(flag.stderr).toMatch(/^AxUsageError: ax runs: unknown option '--bogus'/);
     expect(command.stderr).toMatch(/^AxUsageError: unknown command 'bogus'/);
-    expect(argument.stderr).toMatch(/^AxUsageError: missing required argument 'flow'/);
+    expect(argument.stderr).toMatch(/^AxUsageError: ax trigger: missing required argument 'flow'/);
   });
 
   it("an entry module that is missing or exports no flow is an AxEntryError saying what to give", async ({ expect }) => {

@@ -20,8 +20,12 @@ export async function main(argv: string[]): Promise<void> {
     .option("--data-dir <dir>", "embedded PGlite directory")
     .option("--redis <url>", "Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379)")
     .option("--prefix <prefix>", "Redis key prefix (default: $AX_PREFIX or ax)")
-    // Commander's own refusals (an unknown flag, a missing argument) read like every other: `AxUsageError: …`.
-    .configureOutput({ outputError: (message, write) => write(message.replace(/^error: /, "AxUsageError: ")) });
+    // Commander's own refusals (an unknown flag, a missing argument) read like every other,
+    // naming the command being parsed: `AxUsageError: ax runs: unknown option '--bogus'`.
+    .configureOutput({
+      outputError: (message, write) => write(message.replace(/^error: /, parsing ? `AxUsageError: ${parsing}: ` : "AxUsageError: ")),
+    });
+  let parsing = "";
 
   // The command being run ("config apply"), named by the refusal of a direct command while `ax dev` holds the data directory.
   let running = "";
@@ -74,10 +78,19 @@ export async function main(argv: string[]): Promise<void> {
       }
     });
 
+  followParsing(program, "ax", (path) => {
+    parsing = path;
+  });
   try {
     await program.parseAsync(argv);
   } catch (error) {
     console.error(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
     process.exitCode = 1;
   }
+}
+
+/** Tells `parsed` the path of each subcommand as commander turns to it ("ax config apply"), before it reads its flags. */
+function followParsing(parent: Command, path: string, parsed: (path: string) => void): void {
+  parent.hook("preSubcommand", (_parent, sub) => parsed(`${path} ${sub.name()}`));
+  for (const command of parent.commands) followParsing(command, `${path} ${command.name()}`, parsed);
 }
