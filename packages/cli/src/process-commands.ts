@@ -12,6 +12,7 @@ import { loadFlows } from "./load-entry.js";
 import { durationFlag, parseFlags, positiveInt } from "./options.js";
 import { connection } from "./shared.js";
 import { watchConfigFile } from "./watch-config.js";
+import { stopWithSupervisor, superviseDev, SUPERVISED_ENV } from "./dev-watch.js";
 
 /** The config file `ax dev` watches when no --config is given, if it exists (DESIGN §1's project layout). */
 const DEV_CONFIG = "config/runtime.yaml";
@@ -76,6 +77,8 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
       );
   }
   if (roles.includes("api")) command.option("--port <port>", "API, console and /metrics port", "8080");
+  if (name === "dev")
+    command.option("--watch", "restart when a code file of the entry's project changes (the config file is applied live)");
   command
     .option("--metrics-port <port>", "serve /metrics and /healthz on this port")
     .option(
@@ -95,12 +98,15 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
           port: port.optional(),
           metricsPort: port.optional(),
           stopTimeout: durationFlag,
+          watch: z.boolean().optional(),
         }),
         raw,
         name,
       );
-      const c = connection(program);
       const config = flags.config ?? (name === "dev" && existsSync(DEV_CONFIG) ? DEV_CONFIG : undefined);
+      if (flags.watch && !process.env[SUPERVISED_ENV]) await superviseDev(entry, axLogger(), config === undefined ? [] : [config]);
+      stopWithSupervisor();
+      const c = connection(program);
       // Other processes (the CLI) reach an embedded history through this API while this one holds it.
       if (!c.storage && flags.port !== undefined && flags.port !== 0) advertiseApi(`http://127.0.0.1:${flags.port}`);
       const runtime = new Runtime({
