@@ -67,6 +67,17 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(argument.stderr).toMatch(/^AxUsageError: ax trigger: missing required argument 'flow'/);
   });
 
+  it("a number flag that is not a whole number says what it expects, not zod's NaN", async ({ expect }) => {
+    const [word, negative, port] = await Promise.all([
+      runAx([...connection(), "runs", "--limit", "x"]),
+      runAx([...connection(), "runs", "--limit", "-3"]),
+      runAx([...connection(), "dev", "test/fixtures/hello-flow.ts", "--port", "99999"]),
+    ]);
+    expect(word.stderr).toMatch(/^AxUsageError: ax runs: --limit: expected a whole number\n/);
+    expect(negative.stderr).toMatch(/^AxUsageError: ax runs: --limit: expected a whole number greater than 0\n/);
+    expect(port.stderr).toMatch(/^AxUsageError: ax dev: --port: expected a port, 0 to 65535\n/);
+  });
+
   it("an entry module that is missing or exports no flow is an AxEntryError saying what to give", async ({ expect }) => {
     const [missing, empty] = await Promise.all([
       runAx([...connection(), "worker", "test/fixtures/no-such-entry.ts"]),

@@ -31,7 +31,10 @@ export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command
   return parsed.data;
 }
 
-export const positiveInt = z.coerce.number().int().positive();
+/** A whole-number flag; zod's own wording ("expected number, received NaN") reads like a bug to a person at a terminal. */
+export const wholeNumber = z.coerce.number({ error: "expected a whole number" }).int({ error: "expected a whole number" });
+
+export const positiveInt = wholeNumber.positive({ error: "expected a whole number greater than 0" });
 
 /** A flag holding JSON text, parsed. */
 export const jsonFlag = z.string().transform((text, ctx) => {

@@ -9,7 +9,7 @@ import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, Queue
 import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 import { startMetricsServer } from "@ax/server/metrics";
 import { loadFlows } from "./load-entry.js";
-import { durationFlag, parseFlags, positiveInt } from "./options.js";
+import { durationFlag, parseFlags, positiveInt, wholeNumber } from "./options.js";
 import { connection } from "./shared.js";
 import { watchConfigFile } from "./watch-config.js";
 import { stopWithSupervisor, superviseDev, SUPERVISED_ENV } from "./dev-watch.js";
@@ -55,7 +55,7 @@ async function serve(runtime: Runtime, what: string, stopTimeout: Duration, afte
   process.exit(process.exitCode ?? 0);
 }
 
-const port = z.coerce.number().int().min(0).max(65535);
+const port = wholeNumber.min(0, { error: "expected a port, 0 to 65535" }).max(65535, { error: "expected a port, 0 to 65535" });
 
 /** Each command offers the flags of its roles only: the worker's run attempts, the API's listens. */
 function roleCommand(program: Command, name: string, roles: Role[], description: string): void {
