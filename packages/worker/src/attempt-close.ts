@@ -3,7 +3,9 @@ import {
   abandonAttempt,
   descendantsOf,
   failNode,
+  reclaimLostStart,
   retryAttempt,
+  type AttemptRef,
   type Advanced,
   type AttemptOutcome,
   type CompleteRequest,
@@ -38,6 +40,28 @@ export interface FailedAttempt {
   outcome: AttemptOutcome;
   policy: FailurePolicy;
   run: RunMeta;
+  /** When the attempt started; unknown for a failure of ax's own before its function ran. */
+  startedAt?: Date;
+}
+
+/**
+ * Runs an attempt's closing write, and when it matched nothing because PostgreSQL lost the
+ * attempt's start in a crash (the node is back to queued at this attempt, with no row for it),
+ * records the start again and runs the write once more. Otherwise the attempt's work would be
+ * dropped and its node run again under the same attempt number.
+ */
+export async function unlessStartLost<T>(
+  deps: AttemptDeps,
+  ref: AttemptRef,
+  startedAt: Date | undefined,
+  write: () => Promise<T>,
+  applied: (written: T) => boolean,
+): Promise<T> {
+  const written = await write();
+  if (applied(written) || !startedAt) return written;
+  if (!(await reclaimLostStart(deps.db, { ...ref, worker: deps.workerId, startedAt }))) return written;
+  deps.log.warn({ ...ref }, "PostgreSQL had lost this attempt's start (a crash); recorded it again with the attempt's outcome");
+  return write();
 }
 
 /** What the write that closed an attempt changed, for the events and jobs that follow it. */
@@ -76,16 +100,30 @@ export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagN
   const failure = toTaskFailure(failed.error, failureKind(outcome, failed.error));
   const decision = decideRetry(failed.policy, failed.error, attempt);
   if (decision.retry) {
-    const applied = await retryAttempt(deps.db, { ...ref, outcome, error: failure, delayMs: decision.delayMs });
+    const retry = { ...ref, outcome, error: failure, delayMs: decision.delayMs };
+    const applied = await unlessStartLost(
+      deps,
+      ref,
+      failed.startedAt,
+      () => retryAttempt(deps.db, retry),
+      (done) => done,
+    );
     return { kind: "retrying", applied, delayMs: decision.delayMs, failure };
   }
-  const advanced = await failNode(deps.db, {
+  const failing = {
     ...ref,
     outcome,
     error: { ...failure, notRetried: decision.reason },
     descendants: descendantsOf(dag.dag, [node.key]),
     blocking: failed.policy.onFailure === "fail",
-  });
+  };
+  const advanced = await unlessStartLost(
+    deps,
+    ref,
+    failed.startedAt,
+    () => failNode(deps.db, failing),
+    (a) => a.applied,
+  );
   return { kind: "failed", advanced, failure };
 }
 

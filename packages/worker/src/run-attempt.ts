@@ -19,7 +19,15 @@ import { recordOutcome } from "./record-outcome.js";
 import type { ResolvedTaskOptions, RunnableTask } from "./task-definition.js";
 import { AxAttemptTakenOverError, AxOutcomeNotRecordedError, AxResultTooLargeError, AxWorkerStoppedError, maskSecrets } from "@ax/common";
 import { attemptKey, type AttemptDeps, type AttemptJob, type Next, type RunMeta } from "./attempt-deps.js";
-import { afterRecorded, closeFailedAttempt, continuation, nodeEvent, writeFailure, type Recorded } from "./attempt-close.js";
+import {
+  afterRecorded,
+  closeFailedAttempt,
+  continuation,
+  nodeEvent,
+  unlessStartLost,
+  writeFailure,
+  type Recorded,
+} from "./attempt-close.js";
 import { fence } from "./attempt-fence.js";
 
 /**
@@ -155,18 +163,22 @@ async function executeStarted(
     const result = checked.value as Json;
     if (logInfo)
       log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
-    const failed = { attempt, outcome: "failed" as const, policy: task.options, run };
+    const failed = { attempt, outcome: "failed" as const, policy: task.options, run, startedAt: started.startedAt };
     const recorded = await recordOutcome<Recorded>(
       {
-        full: async () => ({
-          kind: "succeeded",
-          advanced: await deps.writes.complete({
-            ...ref,
-            result,
-            downstream: node.downstream,
-            continueWith: continuation(deps, dag, node, runId),
-          }),
-        }),
+        full: async () => {
+          const request = { ...ref, result, downstream: node.downstream, continueWith: continuation(deps, dag, node, runId) };
+          return {
+            kind: "succeeded",
+            advanced: await unlessStartLost(
+              deps,
+              ref,
+              started.startedAt,
+              () => deps.writes.complete(request),
+              (a) => a.applied,
+            ),
+          };
+        },
         short: (why) => writeFailure(deps, dag, node, { ...failed, error: new AxOutcomeNotRecordedError(node.task, attempt, why) }),
         giveUp: () => abandonAttempt(deps.db, { ...ref, worker: deps.workerId }),
       },
@@ -183,7 +195,13 @@ async function executeStarted(
       ...nodeEvent(deps, run, node, attempt),
       error: { name: failure.name, message: failure.message },
     });
-  return closeFailedAttempt(deps, dag, node, { attempt, error: checked.error, outcome, policy: task.options, run }, ended);
+  return closeFailedAttempt(
+    deps,
+    dag,
+    node,
+    { attempt, error: checked.error, outcome, policy: task.options, run, startedAt: started.startedAt },
+    ended,
+  );
 }
 
 function checkResult(options: ResolvedTaskOptions, value: unknown): AttemptResult {

@@ -7,6 +7,7 @@
 export * from "./types.js";
 export { lockRuns, type LockedRun } from "./lock-order.js";
 export { startAttempts } from "./start.js";
+export { reclaimLostStart } from "./reclaim.js";
 export { completeAttempts } from "./complete.js";
 export { retryAttempt } from "./retry.js";
 export { failNode } from "./fail.js";
