@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { reviveError, serialiseError } from "./executors/protocol.js";
 import { backoffDelay, decideRetry } from "./retry-policy.js";
-import { AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
+import { AxNotJsonError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
 
 type Policy = Parameters<typeof decideRetry>[0];
 
@@ -175,6 +175,23 @@ describe("decideRetry", () => {
 
   it("does not retry a result that is too large: the same code returns the same data", () => {
     expect(decideRetry(policy(), { name: "AxResultTooLargeError", message: "big" }, 1).retry).toBe(false);
+  });
+
+  it("does not retry a value that is not JSON (a result, an ax.once result): the same code makes the same value", () => {
+    expect(decideRetry(policy(), new AxNotJsonError("result of task t", "$.conn", "is a Conn"), 1)).toEqual({
+      retry: false,
+      reason: "a value that is not JSON is the same on every attempt",
+    });
+  });
+
+  it("matches a YAML name string by the name ax shows: the class name of an error that sets no name", () => {
+    class BusinessException extends Error {}
+    const thrown = new BusinessException("config missing");
+    expect(decideRetry(policy({ noRetryOn: ["BusinessException"] }), thrown, 1)).toEqual({ retry: false, reason: "error is in noRetryOn" });
+    expect(decideRetry(policy({ retryOn: ["BusinessException"] }), thrown, 1).retry).toBe(true);
+    // Names, not classes: a parent's name does not match, as before.
+    class OrderMissing extends BusinessException {}
+    expect(decideRetry(policy({ noRetryOn: ["BusinessException"] }), new OrderMissing("x"), 1).retry).toBe(true);
   });
 
   it("retries a crashed attempt while retries remain, whatever retryOn and noRetryOn say", () => {

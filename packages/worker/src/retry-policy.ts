@@ -1,5 +1,5 @@
-import { AxResultTooLargeError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
-import { errorClasses } from "./executors/error-class.js";
+import { AxNotJsonError, AxResultTooLargeError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
+import { errorClasses, errorName } from "./executors/error-class.js";
 import type { ErrorMatcher, ResolvedTaskOptions } from "./task-definition.js";
 
 export type RetryDecision = { retry: false; reason: string } | { retry: true; delayMs: number };
@@ -8,7 +8,9 @@ type Policy = Pick<ResolvedTaskOptions, "retries" | "retryBackoffMs" | "backoff"
 
 function matches(error: unknown, matcher: ErrorMatcher): boolean {
   const name = (error as { name?: unknown } | null)?.name;
-  if (typeof matcher === "string") return name === matcher;
+  // A string is the name `ax run` shows, which is what a person copies into runtime.yaml: the
+  // class name for an error that sets no name of its own, as on the thread and process executors.
+  if (typeof matcher === "string") return name === matcher || (error instanceof Error && errorName(error) === matcher);
   // An error from a thread or process child is a plain Error carrying its classes' names; one
   // whose class was loaded twice (two copies of a package) is not an instance either.
   return error instanceof matcher || name === matcher.name || errorClasses(error).includes(matcher.name);
@@ -25,6 +27,7 @@ export function backoffDelay(policy: Policy, failedAttempt: number, random: () =
 export function decideRetry(policy: Policy, error: unknown, attempt: number, random?: () => number): RetryDecision {
   if (matches(error, NonRetryableError)) return { retry: false, reason: "the task threw NonRetryableError" };
   if (matches(error, AxResultTooLargeError)) return { retry: false, reason: "a result over maxResultBytes is the same on every attempt" };
+  if (matches(error, AxNotJsonError)) return { retry: false, reason: "a value that is not JSON is the same on every attempt" };
   if (attempt > policy.retries) return { retry: false, reason: `no retries left (retries: ${policy.retries})` };
   // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing.
   if (matches(error, AxWorkerCrashedError)) return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
