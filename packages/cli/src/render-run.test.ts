@@ -73,6 +73,18 @@ describe("renderRun", () => {
     expect(text).not.toContain("second line");
   });
 
+  it("shows how far a failed node got (its last progress), and no progress for a success", () => {
+    const lost = node({
+      status: "failed",
+      progress: { step: 2 },
+      error: { name: "AxHeartbeatLostError", message: "no heartbeat for 1s", stack: null, notRetried: null },
+    });
+    const done = node({ key: "send_notification", progress: { step: 9 } });
+    const text = plain(renderRun(run([lost, done])));
+    expect(text).toContain('      last progress {"step":2}\n      AxHeartbeatLostError: no heartbeat for 1s');
+    expect(text).not.toContain('{"step":9}');
+  });
+
   it("keeps a node run once to its one line", () => {
     const text = plain(
       renderRun(run([node({ attempts: [{ n: 1, worker: "w1", startedAt: at(0), finishedAt: at(5), outcome: "success", error: null }] })])),

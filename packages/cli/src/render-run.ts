@@ -33,7 +33,9 @@ function taskLine(task: TaskRunInfo, upstream: string[]): string {
   if (upstream.length) parts.push(pc.dim(`<- ${upstream.join(", ")}`));
   let line = parts.join(" ");
   if (task.nextRetryAt && task.status === "retrying") line += `\n      next retry at ${task.nextRetryAt}`;
+  // How far a node got before it failed (a lost heartbeat, a timeout) is the first question about it.
   if (task.progress !== null && task.status === "running") line += `\n      progress ${JSON.stringify(task.progress)}`;
+  else if (task.progress !== null && task.status !== "success") line += `\n      last progress ${JSON.stringify(task.progress)}`;
   // One attempt is the node's line itself; with more, each says how it ended, so a retried success still shows why it was retried.
   if (tries > 1) {
     for (const a of task.attempts) {
