@@ -126,10 +126,16 @@ export class ScheduleLoop {
     this.options.log.debug({ flow: schedule.flow, tick, ...outcome, live }, "schedule tick");
   }
 
-  /** Buffered ticks (this coordinator's or another's) whose earlier run has ended get their run. */
+  /**
+   * Buffered ticks (this coordinator's or another's) whose earlier run has ended get their run,
+   * also of a flow whose overlap is no longer `queue`: the tick was accepted to run later when it
+   * came, and would otherwise wait forever (or start on its old date when `queue` came back).
+   */
   private async releaseQueued(): Promise<void> {
-    const queueFlows = this.schedules.filter((s) => s.overlap === "queue").map((s) => s.flow);
-    const waiting = await scheduleTx.flowsWithWaitingTicks(this.options.db, queueFlows);
+    const waiting = await scheduleTx.flowsWithWaitingTicks(
+      this.options.db,
+      this.schedules.map((s) => s.flow),
+    );
     this.hasQueued = waiting.length > 0;
     for (const flow of waiting) await releaseQueuedTick(this.options, flow);
   }
