@@ -245,5 +245,6 @@ export async function waitingFor(db: Db, runId: string): Promise<string | null> 
     const holders = (await activeByKey(db, row.flow, keyed)).get(own?.key ?? "null")?.length ?? 0;
     if (holders >= keyed.max) return `concurrency key ${own?.key} (${holders}/${keyed.max})`;
   }
-  return "admission";
+  // A slot came free and no admission pass has run since: the coordinator releases it shortly.
+  return "admission: a slot is free, released within about a second";
 }
