@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { isolate } from "../helpers/isolated.js";
-import { AX_BIN, freePort, REPO_ROOT, startAx } from "../helpers/processes.js";
+import { AX_BIN, freePort, REPO_ROOT, runAx, startAx } from "../helpers/processes.js";
 
 const env = isolate("cliproducer");
 const connection = ["--storage", env.storage, "--prefix", env.prefix];
@@ -67,6 +67,28 @@ describe("ax server <entry> and ax trigger --entry apply the flow's key function
       expect(delayed.status).toBe("pending");
       expect(delayed.priority).toBe(3);
       expect(Date.parse(delayed.runAt) - Date.now()).toBeGreaterThan(8 * 60_000);
+
+      // Without the flow's code the keys cannot be computed: the trigger goes through, and says so.
+      const unkeyed = await runAx([...connection, "trigger", "keyed_flow", "--payload", '{"event_id":"45"}']);
+      expect(unkeyed.code).toBe(0);
+      expect(unkeyed.stderr).toContain(
+        'AxWarning: flow "keyed_flow" computes its idempotencyKey and businessKey in code, which this client does not have: its runs are triggered without them',
+      );
+      expect(unkeyed.stderr).toContain("ax trigger --entry <file> or --idempotency-key / --business-key");
+      const halfKeyed = await runAx([...connection, "trigger", "keyed_flow", "--payload", '{"event_id":"46"}', "--idempotency-key", "k46"]);
+      expect(halfKeyed.stderr).toContain('flow "keyed_flow" computes its businessKey in code');
+      const keyed = await runAx([
+        ...connection,
+        "trigger",
+        "keyed_flow",
+        "--payload",
+        '{"event_id":"47"}',
+        "--idempotency-key",
+        "k47",
+        "--business-key",
+        "b47",
+      ]);
+      expect(keyed).toMatchObject({ code: 0, stderr: "" });
     } finally {
       await server.stop();
     }

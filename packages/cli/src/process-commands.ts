@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { Registry } from "prom-client";
@@ -6,11 +7,12 @@ import { z } from "zod";
 import { axLogger, LiveConfig, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
 import { advertiseApi, migrate, openStore } from "@ax/store";
 import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
-import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
+import { DEFAULT_DATA_DIR, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 import { startMetricsServer } from "@ax/server/metrics";
 import { loadFlows } from "./load-entry.js";
 import { durationFlag, parseFlags, positiveInt, wholeNumber } from "./options.js";
 import { connection } from "./shared.js";
+import type { ConnectionFlags } from "./options.js";
 import { watchConfigFile } from "./watch-config.js";
 import { stopWithSupervisor, superviseDev, SUPERVISED_ENV } from "./dev-watch.js";
 
@@ -25,11 +27,17 @@ const EXIT_GRACE_MS = 4000;
  * handed back. The process exits within `stopTimeout` plus a few seconds whatever Redis and
  * PostgreSQL do; a second signal exits at once.
  */
-async function serve(runtime: Runtime, what: string, stopTimeout: Duration, afterStart?: () => () => void): Promise<void> {
+async function serve(
+  runtime: Runtime,
+  what: string,
+  stopTimeout: Duration,
+  afterStart?: () => () => void,
+  history?: string,
+): Promise<void> {
   await runtime.start();
   const unwatch = afterStart?.();
   runtime.log.info(
-    { worker: runtime.workerId, api: runtime.url, console: runtime.url ? `${runtime.url}/` : undefined },
+    { worker: runtime.workerId, api: runtime.url, console: runtime.url ? `${runtime.url}/` : undefined, history },
     `ax ${what} started`,
   );
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
@@ -53,6 +61,19 @@ async function serve(runtime: Runtime, what: string, stopTimeout: Duration, afte
   runtime.log.info(`ax ${what} stopped`);
   // A task that ignored its abort may still hold timers or sockets: they must not keep the process.
   process.exit(process.exitCode ?? 0);
+}
+
+/**
+ * Where the process keeps its history, for its start line: a history that seems gone is most
+ * often another one (a directory of its own under another working directory, another schema).
+ */
+function historyOf(c: ConnectionFlags): string {
+  if (c.storage) {
+    const url = new URL(c.storage);
+    return `postgres ${url.host}${url.pathname} schema ${url.searchParams.get("schema") ?? "public"}`;
+  }
+  const dir = resolve(c.dataDir ?? DEFAULT_DATA_DIR);
+  return `${dir}${existsSync(dir) ? "" : " (new)"}`;
 }
 
 const port = wholeNumber.min(0, { error: "expected a port, 0 to 65535" }).max(65535, { error: "expected a port, 0 to 65535" });
@@ -130,7 +151,7 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
         name === "dev" && config !== undefined
           ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER ?? userInfo().username} (ax dev)`, runtime.log)
           : undefined;
-      await serve(runtime, name, flags.stopTimeout, watchConfig);
+      await serve(runtime, name, flags.stopTimeout, watchConfig, historyOf(c));
     });
 }
 

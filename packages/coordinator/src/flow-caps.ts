@@ -1,4 +1,4 @@
-import { admitsRuns, flowSettings, type Db } from "@ax/store";
+import { admitsRuns, flowSettings, type Db, type FlowSettingsRow } from "@ax/store";
 
 const CACHE_MS = 5000;
 
@@ -8,21 +8,25 @@ export async function flowAdmitsRuns(db: Db, flow: string): Promise<boolean> {
 }
 
 /**
- * Whether each flow's runs go through admission, as the Runtimes stored its settings, cached for
- * a few seconds so that triggers of unlimited flows pay no extra read; a change applies within
- * that time.
+ * Each flow's stored settings, as the Runtimes wrote them: whether its runs go through admission,
+ * which keys it computes in code. Cached for a few seconds so that triggers of unlimited flows pay
+ * no extra read; a change applies within that time.
  */
 export class FlowCaps {
-  private readonly cache = new Map<string, { at: number; admits: Promise<boolean> }>();
+  private readonly cache = new Map<string, { at: number; settings: Promise<FlowSettingsRow | undefined> }>();
 
   constructor(private readonly db: Db) {}
 
-  get(flow: string): Promise<boolean> {
+  settings(flow: string): Promise<FlowSettingsRow | undefined> {
     const cached = this.cache.get(flow);
-    if (cached && Date.now() - cached.at < CACHE_MS) return cached.admits;
-    const admits = flowAdmitsRuns(this.db, flow);
-    this.cache.set(flow, { at: Date.now(), admits });
-    admits.catch(() => this.cache.delete(flow));
-    return admits;
+    if (cached && Date.now() - cached.at < CACHE_MS) return cached.settings;
+    const settings = flowSettings(this.db, flow);
+    this.cache.set(flow, { at: Date.now(), settings });
+    settings.catch(() => this.cache.delete(flow));
+    return settings;
+  }
+
+  async get(flow: string): Promise<boolean> {
+    return admitsRuns(await this.settings(flow));
   }
 }

@@ -146,6 +146,8 @@ export class Client {
   private readonly flows: Map<string, Flow<any>>;
   private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();
   private readonly caps: FlowCaps;
+  /** Flows already warned about for keys this client could not compute (once per flow). */
+  private readonly warnedUnkeyed = new Set<string>();
   /** Stored configuration: apply a YAML version (every Runtime follows it live), history, diff, rollback, effective values. */
   readonly config: LiveConfig;
 
@@ -186,6 +188,7 @@ export class Client {
       priority,
     };
     checkKeys(request);
+    if (!defined) await this.warnUnkeyed(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
     if (options.tx) return (await this.triggerMany([request], options))[0]!;
     return (await triggerRun(this.triggerDeps(), request)).runId;
   }
@@ -215,6 +218,7 @@ export class Client {
       }),
     );
     for (const [i, request] of requests.entries()) checkKeys(request, i);
+    if (!defined) await this.warnUnkeyed(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
     return this.triggerMany(requests, options);
   }
 
@@ -400,6 +404,25 @@ export class Client {
 
   async close(): Promise<void> {
     if (this.ownsConnections) await this.connections.close();
+  }
+
+  /**
+   * A flow triggered by name, without its code, whose Runtimes recorded that it computes its
+   * idempotency or business key in code: these runs carry no such key, so a repeated event makes
+   * a second run. Said once per flow, as a process warning (stderr), since nothing fails.
+   */
+  private async warnUnkeyed(flow: string, given: Record<"idempotencyKey" | "businessKey", unknown>): Promise<void> {
+    if (this.warnedUnkeyed.has(flow)) return;
+    const computed = (await this.caps.settings(flow).catch(() => undefined))?.keyFunctions ?? [];
+    const missing = computed.filter((option) => (option === "idempotencyKey" || option === "businessKey") && given[option] === undefined);
+    if (missing.length === 0) return;
+    this.warnedUnkeyed.add(flow);
+    process.emitWarning(
+      `flow "${flow}" computes its ${missing.join(" and ")} in code, which this client does not have: its runs are triggered without ${missing.length > 1 ? "them" : "it"}` +
+        ` (a repeated event makes a second run). Trigger with the flow itself (triggerFlow(flowObject, payload)), give new Client({ flows }),` +
+        ` or pass the key; from the CLI, ax trigger --entry <file> or --${missing.map((m) => m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(" / --")}.`,
+      { type: "AxWarning", code: "AX_FLOW_KEYS_NOT_APPLIED" },
+    );
   }
 
   /** A flow's name and options: a Flow object brings its own key functions, a name those of `options.flows`. */

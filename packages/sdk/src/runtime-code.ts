@@ -85,6 +85,7 @@ export class RuntimeCode {
       maxConcurrentRuns: yaml?.maxConcurrentRuns ?? flow.options.maxConcurrentRuns ?? null,
       schedule: yaml?.schedule ?? flow.options.schedule ?? null,
       concurrency: keyedConcurrency(yaml?.concurrency ?? flow.options.concurrency),
+      keyFunctions: KEY_FUNCTIONS.filter((option) => typeof flow.options[option] === "function"),
     };
   }
 
@@ -137,6 +138,9 @@ export class RuntimeCode {
 }
 
 /** A flow's `concurrency` as coordinators store it: the strategy made explicit. */
+/** Flow options a producer can only apply with the flow's code. */
+const KEY_FUNCTIONS = ["idempotencyKey", "businessKey"] as const;
+
 function keyedConcurrency(option: FlowOverrides["concurrency"]): FlowConcurrency | null {
   return option ? { max: option.max, key: option.key, strategy: option.strategy ?? "queue" } : null;
 }

@@ -34,6 +34,7 @@ describe("toStoreError", () => {
       expect(error).toMatchObject({ schema: "tenant_a", code, cause: driverError });
       expect((error as Error).message).toBe(
         'the database schema "tenant_a" has no ax tables, or is older than this version of ax (relation "runs" does not exist): ' +
+          "check the schema name in the URL (?schema=…) first: a typo names a new, empty history; for a new or older one, " +
           "run `ax migrate --storage <url>` or start a Runtime on it, which migrates",
       );
     }

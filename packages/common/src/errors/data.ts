@@ -89,6 +89,7 @@ export class AxSchemaNotMigratedError extends Error {
     const reason = driverError instanceof Error ? ` (${driverError.message})` : "";
     super(
       `the database schema "${schema}" has no ax tables, or is older than this version of ax${reason}: ` +
+        "check the schema name in the URL (?schema=…) first: a typo names a new, empty history; for a new or older one, " +
         "run `ax migrate --storage <url>` or start a Runtime on it, which migrates",
       { cause: driverError },
     );

@@ -15,6 +15,8 @@ export interface FlowSettingsRow {
   maxConcurrentRuns: number | null;
   schedule: Json;
   concurrency?: FlowConcurrency | null | undefined;
+  /** Options the flow computes with functions in code (`idempotencyKey`, `businessKey`); null when not recorded. */
+  keyFunctions?: string[] | null | undefined;
 }
 
 /** Whether the flow's runs are written held and started by admission (a cap or a limit per key). */
@@ -25,20 +27,28 @@ export function admitsRuns(settings: FlowSettingsRow | undefined): boolean {
 /** What coordinators act on for a flow; the Runtime writes it (code options, then YAML) at start. */
 export async function saveFlowSettings(db: Db, settings: FlowSettingsRow): Promise<void> {
   await db.execute(sql`
-    insert into flow_settings (flow, max_concurrent_runs, schedule, concurrency, updated_at)
+    insert into flow_settings (flow, max_concurrent_runs, schedule, concurrency, key_functions, updated_at)
     values (${settings.flow}, ${settings.maxConcurrentRuns}, ${JSON.stringify(settings.schedule)}::jsonb,
-      ${JSON.stringify(settings.concurrency ?? null)}::jsonb, now())
+      ${JSON.stringify(settings.concurrency ?? null)}::jsonb, ${JSON.stringify(settings.keyFunctions ?? null)}::jsonb, now())
     on conflict (flow) do update set max_concurrent_runs = excluded.max_concurrent_runs,
-      schedule = excluded.schedule, concurrency = excluded.concurrency, updated_at = now()`);
+      schedule = excluded.schedule, concurrency = excluded.concurrency, key_functions = excluded.key_functions, updated_at = now()`);
 }
 
 export async function flowSettings(db: Db, flow: string): Promise<FlowSettingsRow | undefined> {
-  const [row] = await rows<{ max_concurrent_runs: number | null; schedule: Json; concurrency: FlowConcurrency | null }>(
-    db,
-    sql`select max_concurrent_runs, schedule, concurrency from flow_settings where flow = ${flow}`,
-  );
+  const [row] = await rows<{
+    max_concurrent_runs: number | null;
+    schedule: Json;
+    concurrency: FlowConcurrency | null;
+    key_functions: string[] | null;
+  }>(db, sql`select max_concurrent_runs, schedule, concurrency, key_functions from flow_settings where flow = ${flow}`);
   return row
-    ? { flow, maxConcurrentRuns: row.max_concurrent_runs, schedule: row.schedule ?? null, concurrency: row.concurrency ?? null }
+    ? {
+        flow,
+        maxConcurrentRuns: row.max_concurrent_runs,
+        schedule: row.schedule ?? null,
+        concurrency: row.concurrency ?? null,
+        keyFunctions: row.key_functions ?? null,
+      }
     : undefined;
 }
 

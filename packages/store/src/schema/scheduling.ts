@@ -37,6 +37,12 @@ export const flowSettings = pgTable("flow_settings", {
   schedule: jsonb("schedule").$type<string | { cron: string; timezone?: string }>(),
   /** The flow's `concurrency: { max, key, strategy }`: runs at once per business key (a dotted path into the payload); null = none. */
   concurrency: jsonb("concurrency").$type<FlowConcurrency>(),
+  /**
+   * The flow options computed by functions in code (`idempotencyKey`, `businessKey`), so that a
+   * client triggering by name without that code can say its runs carry no such key; null = not
+   * recorded (written by an older release).
+   */
+  keyFunctions: jsonb("key_functions").$type<string[]>(),
   updatedAt: at("updated_at").defaultNow().notNull(),
 });
 

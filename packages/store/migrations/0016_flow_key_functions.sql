@@ -1,0 +1,1 @@
+ALTER TABLE "flow_settings" ADD COLUMN "key_functions" jsonb;
