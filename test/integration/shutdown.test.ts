@@ -119,6 +119,26 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
     }
   });
 
+  it("with nothing in flight and Redis gone, does not wait out a long stop timeout", async () => {
+    const redis = await startPrivateRedis();
+    const { log, lines } = capturedLogger();
+    const runtime = testRuntime({ ...env, redis: redis.url }, { flows: [stubbornFlow], logger: log });
+    runtimes.push(runtime);
+    try {
+      await runtime.start();
+      redis.child.process.kill("SIGKILL");
+      await redis.child.stop(0);
+      await until("the Redis outage in the log", async () => lines.some((l) => l.includes("Redis connection failed")));
+      const t0 = performance.now();
+      await runtime.stop({ timeout: 30 });
+      const stopMs = performance.now() - t0;
+      console.log(`stop({ timeout: 30 }) with Redis down and nothing in flight returned in ${Math.round(stopMs)} ms`);
+      expect(stopMs).toBeLessThan(6000);
+    } finally {
+      await redis.child.stop(0);
+    }
+  });
+
   it("the CLI exits within the stop timeout + 5 s of SIGTERM while its Redis is gone, and logs Redis errors instead of ioredis's stderr dump", async () => {
     const redis = await startPrivateRedis();
     const worker = startAx(

@@ -78,6 +78,8 @@ const LOST_OUTCOME_SWEEP_MS = 15_000;
 
 /** After the stop deadline, how long closing connections may take before they are just dropped. */
 const CLOSE_GRACE_MS = 1000;
+/** How long stopping waits for the fetches under way to end. */
+const FETCH_STOP_MS = 2000;
 
 /** The worker role: fetches from its task queues in turn, executing attempts and advancing the DAG. */
 export class NodeWorker {
@@ -215,8 +217,10 @@ export class NodeWorker {
     const deadline = Date.now() + timeoutMs;
     const dispatcher = this.dispatcher;
     this.dispatcher = undefined;
-    // A fetch under way when Redis is gone never answers: stopping does not wait for it past the deadline.
-    if (dispatcher) await within(dispatcher.stopFetching(), msUntil(deadline));
+    // A fetch under way when Redis is gone never answers: stopping waits for it only briefly (a
+    // fetch takes milliseconds), so that a worker with nothing in flight exits during an outage
+    // instead of at its deadline. A job such a fetch might still take comes back as stalled.
+    if (dispatcher) await within(dispatcher.stopFetching(), Math.min(msUntil(deadline), FETCH_STOP_MS));
     const finished = await within(this.inFlight.idle(), msUntil(deadline));
     if (!finished.done) {
       await handBackInFlight({

@@ -32,6 +32,7 @@ import {
   type ServedQueue,
 } from "./queue-state.js";
 import { Wakeup } from "./wakeup.js";
+import { RepeatedErrors } from "./repeated-errors.js";
 
 export type { ServedQueue };
 
@@ -92,7 +93,8 @@ export class Dispatcher {
   constructor(private readonly o: DispatcherOptions) {
     this.free = o.concurrency;
     this.locks = new LockExtender(o.lockDurationMs, o.log);
-    this.states = o.queues.map((q) => openQueue(q, o));
+    const errors = new RepeatedErrors(o.log);
+    this.states = o.queues.map((q) => openQueue(q, { ...o, errors }));
     this.byName = new Map(this.states.map((s) => [s.name, s]));
     this.markers = new MarkerWatch({
       connection: o.connection,

@@ -1,6 +1,7 @@
 import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import type { RepeatedErrors } from "./repeated-errors.js";
 import type { NodeJobData } from "@ax/coordinator";
 import { LimitBlock } from "./limit-block.js";
 import { ReasonPublisher } from "./reason-publisher.js";
@@ -49,6 +50,8 @@ export interface QueueOptions {
   lockDurationMs: number;
   stalledIntervalMs: number;
   log: Logger;
+  /** Where the queues' BullMQ workers report errors, shared so that one outage is not logged once per queue. */
+  errors: RepeatedErrors;
 }
 
 /** An empty queue is fetched again this often even when no jobs are announced (a marker taken by a worker that died, a lost message). */
@@ -68,7 +71,7 @@ export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
     // A stalled job is an attempt whose worker died; the fence decides what happens to it.
     maxStalledCount: 1000,
   });
-  worker.on("error", (err) => o.log.warn({ err, queue: queue.name }, "BullMQ worker error"));
+  worker.on("error", (err) => o.errors.warn(err, { queue: queue.name }, "BullMQ worker error"));
   return {
     ...queue,
     worker,
