@@ -128,6 +128,9 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     const result = await runAx(["--storage", env.storage, "--prefix", "bad prefix", "runs"]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^AxUsageError: ax: --prefix: letters, digits/);
+    const [storage, redis] = await Promise.all([runAx(["--storage", "mysql://x", "runs"]), runAx(["--redis", "http://x", "runs"])]);
+    expect(storage.stderr).toMatch(/^AxUsageError: ax: --storage: a postgres:\/\/ or postgresql:\/\/ URL/);
+    expect(redis.stderr).toMatch(/^AxUsageError: ax: --redis: a redis:\/\/, rediss:\/\/ or redis\+sentinel:\/\/ URL/);
   });
 
   it("ax backfill cancel without an id says the <id> is missing", async ({ expect }) => {

@@ -139,6 +139,49 @@ describe("Client arguments", () => {
     expect(await client.listRuns({ flow: "client_args_flow" })).toHaveLength(1);
   });
 
+  it("refuses an empty key, given or computed, and a key function's object; takes its number as text", async () => {
+    const keyed = ax.flow({ name: "client_args_flow", idempotencyKey: (p: { idem?: unknown }) => p.idem as string }, () => {
+      noop();
+    });
+    const empty = await refusal(() => client.triggerFlow("client_args_flow", {}, { idempotencyKey: "" }));
+    expect(empty).toBeInstanceOf(AxTriggerOptionError);
+    expect(empty.message).toBe("trigger options: idempotencyKey is empty: give a non-empty key, or none (undefined) for no key");
+    const emptyBusiness = await refusal(() =>
+      client.triggerFlows("client_args_flow", [{}, {}], { businessKey: (_p, i) => (i ? "" : "b") }),
+    );
+    expect(emptyBusiness.message).toBe(
+      "trigger options: businessKey (payload 1) is empty: give a non-empty key, or none (undefined) for no key",
+    );
+    expect((await refusal(() => client.triggerFlow(keyed, { idem: "" }))).message).toContain("idempotencyKey is empty");
+    const object = await refusal(() => client.triggerFlow(keyed, { idem: { x: 1 } }));
+    expect(object).toBeInstanceOf(AxTriggerOptionError);
+    expect(object.message).toBe(
+      "trigger options: the idempotencyKey function returned an object: return a string (or undefined for no key)",
+    );
+    const numbered = await client.triggerFlow(keyed, { idem: 42 });
+    expect((await client.getRun(numbered)).idempotencyKey).toBe("42");
+    expect(await client.triggerFlow(keyed, { idem: 42 })).toBe(numbered);
+  });
+
+  it("refuses a flow that is neither a name nor a flow, and non-text config, with AxArgumentError naming the method", async () => {
+    const calls: [() => Promise<unknown>, string][] = [
+      [() => client.triggerFlow(5 as never, {}), "triggerFlow: flow must be a flow's name or the flow ax.flow returned, got 5"],
+      [() => client.triggerFlow(null as never, {}), "triggerFlow: flow must be a flow's name or the flow ax.flow returned, got null"],
+      [
+        () => client.triggerFlows(undefined as never, []),
+        "triggerFlows: flow must be a flow's name or the flow ax.flow returned, got undefined",
+      ],
+      [() => client.pauseSchedule(5 as never), "pauseSchedule: flow must be a flow's name, got 5"],
+      [() => (client.resumeSchedule as () => Promise<unknown>)(), "resumeSchedule: flow must be a flow's name, got undefined"],
+      [() => client.config.apply(5 as never, "f.yaml", "me"), "config.apply(text, file, author): text must be a string, got 5"],
+    ];
+    for (const [call, message] of calls) {
+      const refused = await refusal(call);
+      expect(refused).toBeInstanceOf(AxArgumentError);
+      expect(refused.message).toBe(message);
+    }
+  });
+
   it("labels runs 'manual' unless a producer says 'event'; the cluster's own labels are refused", async () => {
     expect((await client.getRun(await client.triggerFlow("client_args_flow", {}))).trigger).toBe("manual");
     const [event] = await client.triggerFlows("client_args_flow", [{}], { trigger: "event" });
@@ -183,6 +226,7 @@ describe("Client arguments", () => {
     expect(() => new Client({ storage: "not a url", flows: "x" as never })).toThrow(
       /^Client options: storage must be a postgres:\/\/ or postgresql:\/\/ URL .*; flows must be an array of flows made by ax\.flow\(…\), got "x"$/,
     );
+    expect(() => new Client({ storage: "postgres://127.0.0.1/test?schema=Bad-Name" })).toThrow(AxConfigError);
   });
 
   it("answers AxStoreError from every method while PostgreSQL cannot be reached, and AxClosedError once closed", async () => {

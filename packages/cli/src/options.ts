@@ -4,10 +4,19 @@ import { AxUsageError } from "./errors.js";
 
 /** Connection flags every command shares; environment variables are the defaults. */
 export const connectionFlags = z.object({
-  storage: z.string().url().optional(),
+  storage: z
+    .string()
+    .refine(
+      (url) => /^postgres(ql)?:\/\//.test(url) && URL.canParse(url),
+      "a postgres:// or postgresql:// URL (leave it out for the embedded history)",
+    )
+    .optional(),
   redis: z
     .string()
-    .refine((url) => /^rediss?\+sentinel:\/\//.test(url) || URL.canParse(url), "a redis://, rediss:// or redis+sentinel:// URL")
+    .refine(
+      (url) => /^rediss?\+sentinel:\/\//.test(url) || (/^rediss?:\/\//.test(url) && URL.canParse(url)),
+      "a redis://, rediss:// or redis+sentinel:// URL",
+    )
     .optional(),
   prefix: z
     .string()

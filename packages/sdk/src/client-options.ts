@@ -31,6 +31,11 @@ const timingKeys = {
   trigger: oneOf(["manual", "event"]).optional(),
 };
 
+/** A flow's name, as `pauseSchedule(flow)` and the like take it. */
+export const flowNameSchema = z
+  .string({ error: (issue) => `flow must be a flow's name, got ${shown(issue.input)}` })
+  .min(1, { error: "flow must be a flow's name, got an empty string" });
+
 /** `triggerFlow(flow, payload, options)`: a misspelt `idempotency_key` must not start a second run. */
 export const triggerSchema = strictOptions({ ...timingKeys, idempotencyKey: text.optional(), businessKey: text.optional() });
 

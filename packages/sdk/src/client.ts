@@ -65,12 +65,13 @@ import {
   DEFAULT_DATA_DIR,
 } from "@ax/common";
 import { retentionMs } from "./config/runtime-config.js";
-import { checkKeys, resolveTiming, type RunTimingOptions } from "./trigger-options.js";
+import { checkKeys, computedKey, resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 import { LiveConfig } from "./config/live-config.js";
-import { checkOptions } from "./option-checks.js";
+import { checkOptions, shown } from "./option-checks.js";
 import {
   backfillSchema,
   clientOptionsSchema,
+  flowNameSchema,
   limitSchema,
   logQuerySchema,
   payloadsSchema,
@@ -139,6 +140,11 @@ function checkArgs<S extends z.ZodType>(schema: S, value: unknown, method: strin
   return checkOptions(schema, value, (problems) => new AxArgumentError(`${method}: ${problems}`));
 }
 
+/** A `triggerFlows` key option bound to one payload's index. */
+function perPayload(fn: ((payload: any, index: number) => unknown) | undefined, index: number) {
+  return fn && ((payload: unknown) => fn(payload, index));
+}
+
 /** What producer services and tools use: trigger runs and read their history. */
 export class Client {
   private readonly connections: Connections;
@@ -176,14 +182,14 @@ export class Client {
   triggerFlow(flow: string, payload: unknown, options?: TriggerOptions): Promise<string>;
   async triggerFlow(flowOrName: string | Flow<any>, payload: unknown, options: TriggerOptions = {}): Promise<string> {
     checkOptions(triggerSchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
-    const [flow, defined] = this.flowOf(flowOrName);
+    const [flow, defined] = this.flowOf(flowOrName, "triggerFlow");
     const { runAt, priority } = resolveTiming(options);
     const request: TriggerRequest = {
       flow,
       payload,
       trigger: options.trigger ?? "manual",
-      idempotencyKey: options.idempotencyKey ?? defined?.idempotencyKey?.(payload),
-      businessKey: options.businessKey ?? defined?.businessKey?.(payload),
+      idempotencyKey: options.idempotencyKey ?? computedKey(defined?.idempotencyKey, payload, "idempotencyKey"),
+      businessKey: options.businessKey ?? computedKey(defined?.businessKey, payload, "businessKey"),
       runAt,
       priority,
     };
@@ -203,16 +209,16 @@ export class Client {
   async triggerFlows(flowOrName: string | Flow<any>, payloads: unknown[], options: TriggerManyOptions = {}): Promise<string[]> {
     checkArgs(payloadsSchema, payloads, "triggerFlows(flow, payloads)");
     checkOptions(triggerManySchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
+    const [flow, defined] = this.flowOf(flowOrName, "triggerFlows");
     if (payloads.length === 0) return [];
-    const [flow, defined] = this.flowOf(flowOrName);
     const { runAt, priority } = resolveTiming(options);
     const requests = payloads.map(
       (payload, i): TriggerRequest => ({
         flow,
         payload,
         trigger: options.trigger ?? "manual",
-        idempotencyKey: options.idempotencyKey ? options.idempotencyKey(payload, i) : defined?.idempotencyKey?.(payload),
-        businessKey: options.businessKey ? options.businessKey(payload, i) : defined?.businessKey?.(payload),
+        idempotencyKey: computedKey(perPayload(options.idempotencyKey, i) ?? defined?.idempotencyKey, payload, "idempotencyKey", i),
+        businessKey: computedKey(perPayload(options.businessKey, i) ?? defined?.businessKey, payload, "businessKey", i),
         runAt,
         priority,
       }),
@@ -368,11 +374,13 @@ export class Client {
 
   /** Stops a flow's schedule from ticking, cluster-wide and across restarts. Throws AxScheduleNotFoundError for a flow without one. */
   async pauseSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
+    checkArgs(flowNameSchema, flow, "pauseSchedule");
     return setPaused(this.connections.store.db, flow, true);
   }
 
   /** Lets a paused schedule tick again from its next fire time (ticks missed while paused are not run). */
   async resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
+    checkArgs(flowNameSchema, flow, "resumeSchedule");
     return setPaused(this.connections.store.db, flow, false);
   }
 
@@ -426,9 +434,10 @@ export class Client {
   }
 
   /** A flow's name and options: a Flow object brings its own key functions, a name those of `options.flows`. */
-  private flowOf(flow: string | Flow<any>): [string, FlowOptions<any> | undefined] {
-    if (typeof flow === "string") return [flow, this.flows.get(flow)?.options];
-    return [flow.name, flow.options];
+  private flowOf(flow: string | Flow<any>, method: string): [string, FlowOptions<any> | undefined] {
+    if (typeof flow === "string") return [checkArgs(flowNameSchema, flow, method), this.flows.get(flow)?.options];
+    if (flow && typeof flow === "object" && typeof flow.name === "string" && "dag" in flow) return [flow.name, flow.options];
+    throw new AxArgumentError(`${method}: flow must be a flow's name or the flow ax.flow returned, got ${shown(flow)}`);
   }
 
   private async triggerMany(requests: TriggerRequest[], options: RunTimingOptions): Promise<string[]> {

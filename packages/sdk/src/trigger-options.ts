@@ -51,8 +51,9 @@ export function resolveTiming(options: RunTimingOptions): { runAt: Date | undefi
 }
 
 /**
- * Refuses an idempotency or business key over MAX_KEY_LENGTH, whether given or returned by the
- * flow's key function, before anything is written (PostgreSQL's index would refuse it mid-write).
+ * Refuses an empty idempotency or business key, or one over MAX_KEY_LENGTH, whether given or
+ * returned by the flow's key function, before anything is written. An empty idempotency key
+ * would be one key shared by every such trigger: all but the first would get the first run back.
  */
 export function checkKeys(
   keys: { idempotencyKey?: string | null | undefined; businessKey?: string | null | undefined },
@@ -60,10 +61,37 @@ export function checkKeys(
 ): void {
   for (const which of ["idempotencyKey", "businessKey"] as const) {
     const key = keys[which];
-    if (typeof key !== "string" || key.length <= MAX_KEY_LENGTH) continue;
+    if (typeof key !== "string") continue;
     const where = payloadIndex === undefined ? "" : ` (payload ${payloadIndex})`;
+    if (key.length === 0) {
+      throw new AxTriggerOptionError(`trigger options: ${which}${where} is empty: give a non-empty key, or none (undefined) for no key`);
+    }
+    if (key.length <= MAX_KEY_LENGTH) continue;
     throw new AxTriggerOptionError(
       `trigger options: ${which}${where}: ${key.length} characters; keys are at most ${MAX_KEY_LENGTH}, so derive a shorter one (a hash of the long one)`,
     );
   }
+}
+
+/**
+ * A key from one of the flow's key functions: a string as it is, a number as its text (an order
+ * id kept as a number), null or undefined for no key. Anything else is refused: an object would
+ * be stored as some text of it, and two events would share a key by accident.
+ */
+export function computedKey(
+  fn: ((payload: any) => unknown) | undefined,
+  payload: unknown,
+  which: "idempotencyKey" | "businessKey",
+  payloadIndex?: number,
+): string | undefined {
+  if (!fn) return undefined;
+  const key = fn(payload);
+  if (key === undefined || key === null) return undefined;
+  if (typeof key === "string") return key;
+  if (typeof key === "number" && Number.isFinite(key)) return String(key);
+  const where = payloadIndex === undefined ? "" : ` (payload ${payloadIndex})`;
+  const got = Array.isArray(key) ? "an array" : typeof key === "object" ? "an object" : `${typeof key} ${String(key)}`;
+  throw new AxTriggerOptionError(
+    `trigger options: the ${which} function returned ${got}${where}: return a string (or undefined for no key)`,
+  );
 }

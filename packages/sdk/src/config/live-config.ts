@@ -18,7 +18,8 @@ import {
   type Json,
   type WorkerConfigState,
 } from "@ax/store";
-import { AxConfigError, AxConfigVersionNotFoundError } from "@ax/common";
+import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError } from "@ax/common";
+import { shown } from "../option-checks.js";
 import {
   FLOW_DEFAULTS,
   resolveTaskOptions,
@@ -147,11 +148,13 @@ export class LiveConfig {
 
   /** Validates `text` against what the cluster knows; throws AxConfigError naming file, line, column and key. */
   async validate(text: string, file: string): Promise<RuntimeConfig> {
+    mustBeStrings("config.validate(text, file)", { text, file });
     return parseRuntimeConfig(text, file, await this.knownNames());
   }
 
   /** Validates, stores as a new version and announces it; nothing is stored when it is invalid. */
   async apply(text: string, file: string, author: string): Promise<ConfigVersionInfo> {
+    mustBeStrings("config.apply(text, file, author)", { text, file, author });
     const parsed = await this.validate(text, file);
     const stored = await insertConfigVersion(this.db, { yaml: text, parsed: parsed as unknown as Json, author, file });
     await this.announce(stored.version);
@@ -352,5 +355,12 @@ export class ConfigFollower {
       if (err instanceof AxConfigError) this.refused = newest;
       o.log.error({ err, version: newest }, "could not apply config version; the previous one stays in force");
     }
+  }
+}
+
+/** JavaScript callers get a refusal naming the argument, not a TypeError from inside the YAML parser. */
+function mustBeStrings(method: string, args: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(args)) {
+    if (typeof value !== "string") throw new AxArgumentError(`${method}: ${name} must be a string, got ${shown(value)}`);
   }
 }
