@@ -22,14 +22,22 @@ export function triggerKeys(
     if (given[which] !== undefined) return given[which];
     const fn = flow?.[which];
     if (!fn) return undefined;
-    let key: string;
+    let returned: unknown;
     try {
-      key = fn(payload);
+      returned = fn(payload);
     } catch (error) {
       throw new AxKeyFunctionError(flow.name, which, error);
     }
-    if (typeof key === "string" && key.length > MAX_KEY_LENGTH)
-      throw new AxKeyFunctionError(flow.name, which, new Error(`it returned ${key.length} characters; keys are at most ${MAX_KEY_LENGTH}`));
+    // As the Client takes a function's key: text, a number as its text, nothing for no key.
+    if (returned === undefined || returned === null) return undefined;
+    const key = typeof returned === "number" && Number.isFinite(returned) ? String(returned) : returned;
+    const refused = (why: string) => new AxKeyFunctionError(flow.name, which, new Error(why));
+    if (typeof key !== "string")
+      throw refused(
+        `it returned ${Array.isArray(key) ? "an array" : typeof key === "object" ? "an object" : `a ${typeof key}`}; return a string`,
+      );
+    if (key.length === 0) throw refused("it returned an empty string; return a non-empty key, or undefined for none");
+    if (key.length > MAX_KEY_LENGTH) throw refused(`it returned ${key.length} characters; keys are at most ${MAX_KEY_LENGTH}`);
     return key;
   };
   return { idempotencyKey: apply("idempotencyKey"), businessKey: apply("businessKey") };
