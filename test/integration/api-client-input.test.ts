@@ -122,6 +122,14 @@ describe("the HTTP API refuses client input it cannot store", () => {
       status: 400,
       body: { error: "BadRequest", message: expect.stringMatching(/%E0%A4%A.*; percent-encode the URL's special characters$/) },
     });
+    expect(await call("/api/runs?flow=%ZZ&limit=1")).toEqual({
+      status: 400,
+      body: {
+        error: "BadRequest",
+        message: "the query string of /api/runs?flow=%ZZ&limit=1 cannot be decoded; percent-encode its special characters",
+      },
+    });
+    expect((await call("/api/runs?flow=a%20b+c&limit=1")).status).toBe(200);
     expect(await call("/api/nothing-here", { method: "POST" })).toEqual({
       status: 404,
       body: { error: "NotFound", message: "no route POST /api/nothing-here; GET /api/openapi.json lists them" },

@@ -102,6 +102,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerJsonBodies(app);
 
   // Ids are stored lower-case: an upper-case one names the same run or backfill, and answers and audit rows show it as stored.
+  // Fastify's query parser drops what it cannot decode, so `?flow=%ZZ` would list every flow's runs.
+  app.addHook("onRequest", async (request, reply) => {
+    const query = request.url.indexOf("?");
+    if (query === -1 || decodable(request.url.slice(query + 1))) return;
+    return reply.status(400).send({
+      error: "BadRequest",
+      message: `the query string of ${request.url} cannot be decoded; percent-encode its special characters`,
+    });
+  });
+
   app.addHook("onRequest", async (request) => {
     const params = request.params as { id?: unknown };
     if (typeof params.id === "string" && UUID.test(params.id)) params.id = params.id.toLowerCase();
@@ -247,5 +257,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   } catch (error) {
     await app.close();
     throw portError(error, port, host, "the HTTP API");
+  }
+}
+
+/** Whether every name and value of a query string percent-decodes. */
+function decodable(query: string): boolean {
+  try {
+    for (const part of query.split(/[&=]/)) decodeURIComponent(part.replace(/\+/g, " "));
+    return true;
+  } catch {
+    return false;
   }
 }
