@@ -55,6 +55,23 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(row!.n).toBe(0);
   });
 
+  it("a zero --timeout for --wait, or two rerun modes together, are refused naming what was given", async ({ expect }) => {
+    const runId = await client.triggerFlow("usage_flow", null);
+    await client.waitForRun(runId, { timeout: "30s" });
+    const [zero, modes] = await Promise.all([
+      runAx([...connection(), "trigger", "usage_flow", "--business-key", "zero-timeout", "--wait", "--timeout", "0"]),
+      runAx([...connection(), "rerun", runId, "--from", "x", "--all"]),
+    ]);
+    expect(zero.stderr).toMatch(/^AxUsageError: ax trigger: --timeout: must be at least 1ms\n/);
+    expect(modes.stderr).toMatch(
+      /^AxUsageError: ax rerun: --from and --all together: give at most one of --failed, --from <node>, --all\n/,
+    );
+    const [row] = await env.sql<{ n: number }>("select count(*)::int as n from runs where business_key = 'zero-timeout' or rerun_of = $1", [
+      runId,
+    ]);
+    expect(row!.n).toBe(0);
+  });
+
   it("an unknown flag, command or missing argument is an AxUsageError like any other refusal", async ({ expect }) => {
     const [flag, command, argument] = await Promise.all([
       runAx([...connection(), "runs", "--bogus"]),

@@ -33,7 +33,8 @@ export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
-      (i) => `--${String(i.path[0] ?? "?").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`,
+      // A problem of several flags together names them in its message.
+      (i) => (i.path.length === 0 ? i.message : `--${String(i.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`),
     );
     throw new AxUsageError(`${command === undefined ? "ax" : `ax ${command}`}: ${problems.join("; ")}`);
   }

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { BackfillInfo } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
-import { durationFlag, jsonFlag, parseFlags, positiveInt } from "./options.js";
+import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { Eta } from "./progress.js";
 import { printRunOrWait } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
@@ -72,11 +72,17 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
             all: z.boolean().optional(),
             payload: jsonFlag.optional(),
             wait: z.boolean().optional(),
-            timeout: durationFlag,
+            timeout: durationFlagAtLeast(1, "1ms"),
           })
-          .refine((f) => [f.failed, f.from !== undefined, f.all].filter(Boolean).length <= 1, {
-            message: "give at most one of --failed, --from <node>, --all",
-            path: ["failed"],
+          .superRefine((f, ctx) => {
+            const given = [f.failed && "--failed", f.from !== undefined && "--from", f.all && "--all"].filter(Boolean);
+            if (given.length > 1) {
+              ctx.addIssue({
+                code: "custom",
+                message: `${given.join(" and ")} together: give at most one of --failed, --from <node>, --all`,
+                path: [],
+              });
+            }
           }),
         raw,
         "rerun",

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/store";
 import { loadFlows } from "./load-entry.js";
-import { durationFlag, jsonFlag, parseFlags, positiveInt } from "./options.js";
+import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
 import { table } from "./render-queues.js";
 import { withClient } from "./shared.js";
@@ -30,7 +30,7 @@ export function addRunCommands(program: Command): void {
           delay: durationFlag.optional(),
           priority: positiveInt.optional(),
           wait: z.boolean().optional(),
-          timeout: durationFlag,
+          timeout: durationFlagAtLeast(1, "1ms"),
         }),
         raw,
         "trigger",

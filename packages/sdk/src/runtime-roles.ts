@@ -37,6 +37,16 @@ export function createWorker(
   inForce: Pick<NodeWorkerOptions, "clusterLimits" | "configVersion">,
 ): NodeWorker {
   const { store, queues } = connections;
+  const used = code.queues();
+  const unused = (options.queues ?? []).filter((queue) => !used.includes(queue));
+  if (unused.length > 0) {
+    // Usually a typo in --queues: such a worker starts fine and never runs anything there.
+    log.warn(
+      { queues: unused, used },
+      `no task of this process's flows is in queue ${unused.join(", ")} (they use ${used.join(", ")}); ` +
+        "this worker runs nothing there until a config version moves a task into it",
+    );
+  }
   return new NodeWorker({
     db: store.db,
     relaxedDb: store.relaxed,
