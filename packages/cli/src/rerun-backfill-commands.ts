@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { BackfillInfo } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
-import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
+import { durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { Eta } from "./progress.js";
 import { printRunOrWait } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
