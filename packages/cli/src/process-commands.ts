@@ -93,7 +93,7 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
       .option("--queues <names>", "comma-separated worker groups to serve")
       .option(
         "--durability <run|step>",
-        "run: only a run's last step waits for the disk (a step may run again after a PostgreSQL crash); step: every step waits",
+        "run: only a run's last step waits for the disk (a step may run again after a PostgreSQL crash); step: every start and completion waits",
         "run",
       );
   }
