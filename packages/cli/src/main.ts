@@ -49,7 +49,9 @@ export async function main(argv: string[]): Promise<void> {
       await routed(async (client) => {
         if (raw.keys) {
           const keys = await client.listBusyKeys(raw.keys);
-          console.log(raw.json ? JSON.stringify(keys, null, 2) : renderBusyKeys(raw.keys, keys));
+          // Nothing waiting and no queue of that task: most likely a misspelt task name.
+          const tasks = keys.length === 0 && !raw.json ? (await client.listQueues()).map((q) => q.task) : undefined;
+          console.log(raw.json ? JSON.stringify(keys, null, 2) : renderBusyKeys(raw.keys, keys, tasks));
           return;
         }
         const queues = await client.listQueues();

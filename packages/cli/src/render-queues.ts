@@ -31,7 +31,10 @@ export function renderQueues(queues: QueueInfo[]): string {
 }
 
 /** `ax queues --keys <task>`: one line per business key with runs waiting on its concurrency limit. */
-export function renderBusyKeys(task: string, keys: BusyKey[]): string {
+export function renderBusyKeys(task: string, keys: BusyKey[], knownTasks?: string[]): string {
+  if (keys.length === 0 && knownTasks && !knownTasks.includes(task)) {
+    return `no task is named ${task}; the tasks with queues are: ${[...new Set(knownTasks)].sort().join(", ") || "none yet"}`;
+  }
   if (keys.length === 0) return `no key of task ${task} has runs waiting on its concurrency limit`;
   return table(
     ["KEY", "WAITING", "RUNNING"],

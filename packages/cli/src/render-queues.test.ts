@@ -1,0 +1,13 @@
+import { describe, expect, it } from "vitest";
+import { renderBusyKeys } from "./render-queues.js";
+
+describe("renderBusyKeys", () => {
+  it("says a task name has no queue at all (a typo), rather than that none of its keys waits", () => {
+    expect(renderBusyKeys("creat_invoice", [], ["send_mail", "create_invoice", "send_mail"])).toBe(
+      "no task is named creat_invoice; the tasks with queues are: create_invoice, send_mail",
+    );
+    expect(renderBusyKeys("create_invoice", [], ["create_invoice"])).toBe(
+      "no key of task create_invoice has runs waiting on its concurrency limit",
+    );
+  });
+});
