@@ -97,6 +97,15 @@ describe("the HTTP API refuses client input it cannot store", () => {
     expect(entry?.target).toBe(runId);
   });
 
+  it("says what a number parameter takes, in its own words, not zod's", async () => {
+    expect(await call("/api/runs?limit=abc")).toEqual({
+      status: 400,
+      body: { error: "BadRequest", message: "limit: must be a whole number from 1 to 500" },
+    });
+    expect((await call("/api/runs?limit=0")).body.message).toBe("limit: must be a whole number from 1 to 500");
+    expect((await call("/api/config/versions/abc")).body.message).toBe("version: must be a whole number, at least 1");
+  });
+
   it("refuses query parameters a list route does not take, naming them and what it takes", async () => {
     expect(await call("/api/runs?busnessKey=x")).toEqual({
       status: 400,

@@ -8,6 +8,15 @@ export const storableText = z.string().refine((text) => toStorableText(text) ===
 /** PostgreSQL's `integer`: a larger number in a path, query or body is the caller's mistake, not a 500. */
 export const PG_INT_MAX = 2_147_483_647;
 
+/**
+ * A whole number in a path or query, in [min, max]; every refusal says so in those words, not
+ * zod's "expected number, received NaN". `max` defaults to PostgreSQL's integer.
+ */
+export function wholeNumberParam(min: number, max = PG_INT_MAX) {
+  const error = max === PG_INT_MAX ? `must be a whole number, at least ${min}` : `must be a whole number from ${min} to ${max}`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+}
+
 /** A Redis stream id part is an unsigned 64-bit number; a longer one is no event id. */
 const U64_MAX = 18_446_744_073_709_551_615n;
 const EVENT_ID = /^\d+(-\d+)?$/;
@@ -55,7 +64,7 @@ export const listQuery = z.object({
   from: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created at or after this time (ISO 8601)" }),
   to: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created before this time (ISO 8601)" }),
   cursor: z.string().min(1).optional().meta({ description: "nextCursor of the previous page" }),
-  limit: z.coerce.number().int().min(1).max(500).optional(),
+  limit: wholeNumberParam(1, 500).optional(),
 });
 
 /** An idempotency or business key: what the body gives, the Client's options, a flow's key function returns. */
@@ -110,7 +119,7 @@ export const configBody = z
   .strict();
 
 export const configVersionParams = z.object({
-  version: z.coerce.number().int().positive().max(PG_INT_MAX).meta({ description: "config version" }),
+  version: wholeNumberParam(1).meta({ description: "config version" }),
 });
 
 export const triggerAnswer = z.object({ runId: z.uuid(), created: z.boolean() });
@@ -131,7 +140,7 @@ export const backfillsQuery = z.object({
     .meta({ description: "how many backfills, newest first (default 50)" }),
 });
 
-export const auditQuery = z.object({ limit: z.coerce.number().int().min(1).max(1000).optional() });
+export const auditQuery = z.object({ limit: wholeNumberParam(1, 1000).optional() });
 
 export const tokenBody = z
   .object({

@@ -1,17 +1,11 @@
 import { z } from "zod";
-import { PG_INT_MAX, storableText } from "./api-schemas.js";
+import { storableText, wholeNumberParam } from "./api-schemas.js";
 
 /** `GET /api/runs/:id/logs` query: narrow to a node and attempt, and (following) to lines after a seq. */
 export const logsQuery = z.object({
   node: storableText.min(1).optional().meta({ description: "node key" }),
-  attempt: z.coerce.number().int().min(1).max(PG_INT_MAX).optional().meta({ description: "attempt number" }),
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(PG_INT_MAX)
-    .optional()
-    .meta({ description: "only lines with a greater seq (seq counts within an attempt)" }),
+  attempt: wholeNumberParam(1).optional().meta({ description: "attempt number" }),
+  after: wholeNumberParam(0).optional().meta({ description: "only lines with a greater seq (seq counts within an attempt)" }),
 });
 
 export const logLine = z.object({
