@@ -106,10 +106,13 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
         "tasks:\n  fails_on_a: { retries: 1 }\n  no_such_task: { retries: 1 }\n",
         { line: 3, column: 3, key: "tasks.no_such_task", says: /unknown task "no_such_task" \(defined: .*fails_on_a/ },
       ],
-      ["tasks:\n  fails_on_a:\n    retries: -1\n", { line: 3, column: 5, key: "tasks.fails_on_a.retries", says: />=0/ }],
+      ["tasks:\n  fails_on_a:\n    retries: -1\n", { line: 3, column: 5, key: "tasks.fails_on_a.retries", says: /must be at least 0/ }],
       ['flows:\n  flaky_a:\n    schedule: "61 * * * *"\n', { line: 3, column: 5, key: "flows.flaky_a.schedule", says: /minute|61/ }],
       ["tasks:\n  fails_on_b: { retrys: 2 }\n", { line: 2, column: 17, key: "tasks.fails_on_b.retrys", says: /expected one of: retries,/ }],
-      ["tasks:\n  fails_on_b: { retries: three }\n", { line: 2, column: 17, key: "tasks.fails_on_b.retries", says: /expected number/ }],
+      [
+        "tasks:\n  fails_on_b: { retries: three }\n",
+        { line: 2, column: 17, key: "tasks.fails_on_b.retries", says: /expected a number, got a string/ },
+      ],
       [
         "pools: { core_db: 2 }\ntasks:\n  fails_on_b: { pool: other_db }\n",
         { line: 3, column: 17, key: "tasks.fails_on_b.pool", says: /pool "other_db"/ },

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseDuration, type Duration } from "ax-scheduler";
+import { parseDuration, plainMessage, type Duration } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 
 /** Connection flags every command shares; environment variables are the defaults. */
@@ -34,7 +34,10 @@ export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
       // A problem of several flags together names them in its message.
-      (i) => (i.path.length === 0 ? i.message : `--${String(i.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`),
+      (i) =>
+        i.path.length === 0
+          ? i.message
+          : `--${String(i.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${plainMessage(i.message)}`,
     );
     throw new AxUsageError(`${command === undefined ? "ax" : `ax ${command}`}: ${problems.join("; ")}`);
   }

@@ -13,3 +13,4 @@ export * from "./errors/auth.js";
 export * from "./redact.js";
 export * from "./key-strategies.js";
 export * from "./limits.js";
+export * from "./plain-messages.js";

@@ -1,3 +1,4 @@
+import { plainMessage } from "@ax/common";
 import { z } from "zod";
 import type { Flow } from "./definition/flow.js";
 
@@ -101,5 +102,7 @@ export function checkOptions<S extends z.ZodType>(schema: S, value: unknown, ref
   if (parsed.success) return parsed.data;
   // An unknown key's message names the key by its full path already.
   const named = (i: z.core.$ZodIssue) => i.path.length && i.code !== "unrecognized_keys";
-  throw refuse(parsed.error.issues.map((i) => (named(i) ? `${i.path.join(".")} ${i.message}` : i.message)).join("; "));
+  throw refuse(
+    parsed.error.issues.map((i) => (named(i) ? `${i.path.join(".")} ${plainMessage(i.message)}` : plainMessage(i.message))).join("; "),
+  );
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { DEFAULT_TIMEZONE, scheduleProblem } from "@ax/coordinator";
 import { CATCH_UP_POLICIES, OVERLAP_POLICIES, type ScheduleDefinition } from "@ax/store";
-import { KEY_STRATEGIES } from "@ax/common";
+import { KEY_STRATEGIES, plainMessage } from "@ax/common";
 import type { ErrorMatcher, KeyedLimit, ResolvedTaskOptions } from "@ax/worker";
 import { durationMs, timerMs, type Duration } from "./duration.js";
 import { meantOption } from "./option-checks.js";
@@ -383,7 +383,7 @@ export function formatIssues(error: z.ZodError, known?: readonly string[]): stri
           return meant ? `${key}: unknown option; did you mean ${meant}?` : `${key}: unknown option; the options are ${known.join(", ")}`;
         });
       }
-      return [`${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`];
+      return [`${i.path.length ? i.path.join(".") : "(root)"}: ${plainMessage(i.message)}`];
     })
     .join("; ");
 }

@@ -30,6 +30,7 @@ import {
   AxPayloadTooLargeError,
   AxRunNotFoundError,
   AxUnknownFlowError,
+  plainMessage,
   portError,
 } from "@ax/common";
 import { listQuery, parseQuery, triggerBody } from "./api-schemas.js";
@@ -130,7 +131,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (error instanceof z.ZodError) {
       return reply
         .status(400)
-        .send({ error: "BadRequest", message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") });
+        .send({
+          error: "BadRequest",
+          message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${plainMessage(i.message)}`).join("; "),
+        });
     }
     if (error instanceof AxUnknownFlowError || error instanceof AxRunNotFoundError)
       return reply.status(404).send({ error: error.name, message: error.message });

@@ -5,7 +5,7 @@ import { durationMs } from "../duration.js";
 import { atLeastOne, flowOverridesSchema, taskOverridesSchema, taskPoolOf, type TaskOverrides, type TaskPool } from "../options.js";
 import { alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { optionKeys, yamlPath, type YamlPath } from "./yaml-keys.js";
-import { AxConfigError } from "@ax/common";
+import { AxConfigError, plainMessage } from "@ax/common";
 
 /** Pruning history younger than an hour would delete runs people are still looking at. */
 const MIN_RETENTION_MS = 3_600_000;
@@ -129,7 +129,7 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
   const parsed = configSchema.safeParse(optionKeys(raw, configSchema, fail));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    fail(yamlPath(raw, issue.path), issue.message);
+    fail(yamlPath(raw, issue.path), plainMessage(issue.message));
   }
   const config = parsed.data!;
   if (known) {
