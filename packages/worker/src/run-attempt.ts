@@ -15,6 +15,7 @@ import { execute, type AttemptResult } from "./executors/index.js";
 import { toTaskFailure } from "./failure.js";
 import { nodeArgs } from "./node-args.js";
 import { lazyChild } from "./log-capture.js";
+import { ProgressWrites } from "./progress-writes.js";
 import { recordOutcome } from "./record-outcome.js";
 import type { ResolvedTaskOptions, RunnableTask } from "./task-definition.js";
 import { AxAttemptTakenOverError, AxOutcomeNotRecordedError, AxResultTooLargeError, AxWorkerStoppedError, maskSecrets } from "@ax/common";
@@ -121,6 +122,10 @@ async function executeStarted(
   if (logInfo) log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");
 
   const taskLog = deps.taskLogs.attempt(ref);
+  const progress = new ProgressWrites(
+    (value) => recordProgress(deps.db, { ...ref, progress: value }),
+    (err) => log.warn({ err }, "could not store progress"),
+  );
   const t0 = performance.now();
   // From here the attempt's function runs; once it ends, its outcome is recorded within a bound.
   const executed: AttemptResult = await execute({
@@ -135,15 +140,14 @@ async function executeStarted(
       logicalDate: started.logicalDate,
       log: taskLog.wrap(log),
     },
-    onProgress: (progress) => {
-      recordProgress(deps.db, { ...ref, progress }).catch((err) => log.warn({ err }, "could not store progress"));
-    },
+    onProgress: (value) => progress.submit(value),
     onLog: (line) => taskLog.add(line),
     cancel,
     store: deps.onceStore,
   });
   taskLog.close();
   const durationMs = Math.round(performance.now() - t0);
+  await progress.flushed();
   if (!executed.ok && (cancel?.reason instanceof AxWorkerStoppedError || cancel?.reason instanceof AxAttemptTakenOverError)) {
     // The attempt was written `crashed` and its node queued again before it was aborted (this
     // worker is stopping, or another took the node over): no failure to record, none to count.
