@@ -1,3 +1,5 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -5,7 +7,7 @@ import { pathToFileURL } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { isolate } from "../helpers/isolated.js";
-import { freePort, REPO_ROOT, runAx, startAx } from "../helpers/processes.js";
+import { AX_BIN, freePort, REPO_ROOT, runAx, startAx } from "../helpers/processes.js";
 
 const SDK = pathToFileURL(join(REPO_ROOT, "packages/sdk/dist/index.js")).href;
 
@@ -83,5 +85,24 @@ describe("ax dev --watch", { timeout: 120_000 }, () => {
     } finally {
       await dev.stop();
     }
+  });
+
+  it("an ax dev whose watcher died while it was still loading exits instead of serving orphaned", async () => {
+    writeProject(dir, "first");
+    const port = await freePort();
+    const child = spawn(process.execPath, [AX_BIN, ...connection, "dev", join(dir, "src/flows.mjs"), "--port", String(port)], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, AX_DEV_SUPERVISED: "1" },
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+    });
+    let output = "";
+    child.stderr!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    // As a watcher killed outright a moment after starting it: the channel closes before ax dev listens.
+    child.disconnect();
+    const [code] = (await once(child, "exit")) as [number | null];
+    expect(code).toBe(1);
+    expect(output).toContain("ax dev: its watcher (ax dev --watch) is gone; exiting");
   });
 });

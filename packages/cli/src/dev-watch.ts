@@ -112,7 +112,12 @@ export async function superviseDev(entry: string, log: Logger, ignore: string[])
  * channel, and the child then stops as on SIGTERM instead of serving on, orphaned.
  */
 export function stopWithSupervisor(): void {
-  if (!process.env[SUPERVISED_ENV] || !process.channel) return;
+  if (!process.env[SUPERVISED_ENV]) return;
+  // Killed while this process was still loading: the channel closed before anyone listened.
+  if (!process.channel || !process.connected) {
+    console.error("ax dev: its watcher (ax dev --watch) is gone; exiting");
+    process.exit(1);
+  }
   // The channel is only a lifeline: it must not keep a process that is done from exiting.
   process.channel.unref();
   process.once("disconnect", () => process.kill(process.pid, "SIGTERM"));

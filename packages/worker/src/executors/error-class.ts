@@ -27,6 +27,9 @@ export function carryClasses(error: Error, classes: readonly string[]): void {
   Object.defineProperty(error, CLASSES, { value: classes });
 }
 
+/** ax's error classes that name themselves and that tasks extend to steer retries. */
+const EXTENDED_BY_TASKS = new Set(["NonRetryableError", "RetryAfterError"]);
+
 /**
  * The error's `name`, or its class name when it did not set a name of its own: a plain
  * `class ConfigError extends Error {}` is named "Error" by Error.prototype, and would be recorded
@@ -37,6 +40,10 @@ export function errorName(error: Error): string {
   try {
     name = error.name;
     if (name === "Error" && nameHolder(error) === Error.prototype) return errorClasses(error)[0] ?? "Error";
+    // A task's own class under one of the classes ax offers to extend (`class Declined extends
+    // NonRetryableError {}`) inherits that name: shown by its own class name, as a plain subclass
+    // of Error is. Names the task's code sets itself are kept.
+    if (typeof name === "string" && EXTENDED_BY_TASKS.has(name)) return errorClasses(error)[0] ?? name;
     return String(name) || "Error";
   } catch {
     // A getter that throws, a name whose toString does: the task's error still gets recorded.
