@@ -4,6 +4,10 @@ import { AxDbDeadlineError } from "@ax/common";
 
 export { isConnectionError };
 
+/** Longest wait between tries; under a deadline, shorter (see withDbRetry). */
+const MAX_WAIT_MS = 5000;
+const MAX_WAIT_BEFORE_DEADLINE_MS = 1000;
+
 /** Serialisation failure, deadlock, lock or statement timeout: the same statement may pass next time. */
 const TRANSIENT_CODES = new Set(["40001", "40P01", "55P03", "57014"]);
 
@@ -42,7 +46,8 @@ export async function withDbRetry<T>(fn: () => Promise<T>, options: DbRetryOptio
       const wait = until === undefined ? waitMs : Math.min(waitMs, Math.max(0, until - Date.now()));
       onRetry?.(error, wait);
       await sleep(wait);
-      waitMs = Math.min(waitMs * 2, 5000);
+      // Under a deadline the waits stay short, so a database back a second before it is still seen.
+      waitMs = Math.min(waitMs * 2, until === undefined ? MAX_WAIT_MS : MAX_WAIT_BEFORE_DEADLINE_MS);
     }
   }
 }
