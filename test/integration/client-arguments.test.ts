@@ -163,6 +163,12 @@ describe("Client arguments", () => {
     expect(await client.triggerFlow(keyed, { idem: 42 })).toBe(numbered);
   });
 
+  it("refuses a rerun given both only and from", async () => {
+    const refused = await refusal(() => client.rerun("6d3c71f6-d6c5-45a4-8e7a-ef7b44086484", { only: "all", from: "a" }));
+    expect(refused).toBeInstanceOf(AxArgumentError);
+    expect(refused.message).toBe('rerun: give only ("failed" or "all") or from (a node), not both');
+  });
+
   it("refuses a flow that is neither a name nor a flow, and non-text config, with AxArgumentError naming the method", async () => {
     const calls: [() => Promise<unknown>, string][] = [
       [() => client.triggerFlow(5 as never, {}), "triggerFlow: flow must be a flow's name or the flow ax.flow returned, got 5"],

@@ -88,7 +88,8 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
         "rerun",
       );
       await withClient(async (client) => {
-        const runId = await client.rerun(id, { only: flags.all ? "all" : "failed", from: flags.from, payload: flags.payload });
+        const only = flags.from !== undefined ? undefined : flags.all ? "all" : "failed";
+        const runId = await client.rerun(id, { only, from: flags.from, payload: flags.payload });
         await printRunOrWait(client, runId, flags);
       });
     });

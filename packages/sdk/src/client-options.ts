@@ -50,6 +50,9 @@ export const rerunSchema = strictOptions({
   only: oneOf(["failed", "all"]).optional(),
   from: text.optional(),
   payload: z.unknown().optional(),
+}).refine((o) => o.only === undefined || o.from === undefined, {
+  // Each says which nodes run again; together one would be ignored without a word.
+  message: `give only ("failed" or "all") or from (a node), not both`,
 });
 
 export const runFilterSchema = strictOptions({

@@ -99,7 +99,11 @@ export const rerunBody = z
     from: z.string().min(1).optional(),
     payload: z.unknown().optional(),
   })
-  .strict();
+  .strict()
+  .refine((o) => o.only === undefined || o.from === undefined, {
+    message: `give only ("failed" or "all") or from (a node), not both`,
+    path: ["only"],
+  });
 
 export const backfillBody = z
   .object({

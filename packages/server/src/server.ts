@@ -129,12 +129,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     if (error instanceof z.ZodError) {
-      return reply
-        .status(400)
-        .send({
-          error: "BadRequest",
-          message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${plainMessage(i.message)}`).join("; "),
-        });
+      return reply.status(400).send({
+        error: "BadRequest",
+        message: error.issues.map((i) => `${i.path.join(".") || "body"}: ${plainMessage(i.message)}`).join("; "),
+      });
     }
     if (error instanceof AxUnknownFlowError || error instanceof AxRunNotFoundError)
       return reply.status(404).send({ error: error.name, message: error.message });

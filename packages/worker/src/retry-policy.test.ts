@@ -169,6 +169,15 @@ describe("decideRetry", () => {
     expect(decideRetry(p, new RetryAfterError(0), 1)).toEqual({ retry: true, delayMs: 0 });
   });
 
+  it("refuses a RetryAfterError delay it could not keep, saying how to write it", () => {
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, -1000, "2s" as unknown as number]) {
+      expect(() => new RetryAfterError(bad)).toThrow(
+        /^RetryAfterError\(delayMs\): delayMs must be a finite number of milliseconds, 0 or more, got /,
+      );
+    }
+    expect(new RetryAfterError(0).delayMs).toBe(0);
+  });
+
   it("still counts a RetryAfterError against the attempts", () => {
     expect(decideRetry(policy({ retries: 1 }), new RetryAfterError(100), 2).retry).toBe(false);
   });

@@ -10,6 +10,12 @@ export class RetryAfterError extends Error {
   override name = "RetryAfterError";
   readonly delayMs: number;
   constructor(delayMs: number, message = `retry requested in ${delayMs} ms`) {
+    // A delay it cannot keep would otherwise fall back to the backoff (NaN, "2s") or retry at once (-1).
+    if (typeof delayMs !== "number" || !Number.isFinite(delayMs) || delayMs < 0) {
+      throw new TypeError(
+        `RetryAfterError(delayMs): delayMs must be a finite number of milliseconds, 0 or more, got ${typeof delayMs === "string" ? JSON.stringify(delayMs) : String(delayMs)} (for "2s" write 2000)`,
+      );
+    }
     super(message);
     this.delayMs = delayMs;
   }
