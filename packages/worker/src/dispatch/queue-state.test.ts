@@ -102,6 +102,18 @@ describe("how many fetches go to a queue at once", () => {
     expect(isReady(q, now + 200)).toBe(true);
   });
 
+  it("a first find does not put the next look past a retry announced as due soon (four retries due a few ms apart)", () => {
+    const now = Date.now();
+    const q = queue({ fetchWidth: 1 });
+    announced(q, 1, now + 200);
+    announced(q, 1, now + 205);
+    // The first falls due and is found; the second's marker may be gone: its due time still counts.
+    q.dueAt = now + 205;
+    found(q, false);
+    expect(q.idleUntil).toBeLessThanOrEqual(now + 205);
+    expect(isReady(q, now + 205)).toBe(true);
+  });
+
   it("a fetch that finds nothing does not put the next look past a delayed job announced before it began", () => {
     const now = Date.now();
     const q = queue({ fetchWidth: 1 });

@@ -117,7 +117,11 @@ export function sleepMs(states: readonly QueueState[]): number {
 export function found(state: QueueState, announcedMeanwhile: boolean): void {
   if (!state.limited) {
     if (state.finds > 0) state.fetchWidth = Math.min(FETCHERS, state.fetchWidth * 2);
-    else if (!announcedMeanwhile) state.idleUntil = Date.now() + IDLE_POLL_MS;
+    else if (!announcedMeanwhile) {
+      // A retry announced as due soon is not given up for the marker: its marker may be gone already.
+      const now = Date.now();
+      state.idleUntil = state.dueAt > now ? Math.min(now + IDLE_POLL_MS, state.dueAt) : now + IDLE_POLL_MS;
+    }
   }
   state.finds++;
 }
