@@ -50,15 +50,15 @@ describe("the HTTP API refuses client input it cannot store", () => {
     const computed = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: { key: long } } });
     expect(computed.status).toBe(400);
     expect(computed.body.error).toBe("AxKeyFunctionError");
-    expect(computed.body.message).toContain("it returned 4000 characters; keys are at most 512");
+    expect(computed.body.message).toContain("it returned 4000 characters: keys are at most 512");
     const fits = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: {}, idempotencyKey: "k".repeat(512) } });
     expect(fits.status).toBe(201);
     const empty = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: { key: "" } } });
     expect(empty).toMatchObject({ status: 400, body: { error: "AxKeyFunctionError" } });
-    expect(empty.body.message).toContain("it returned an empty string; return a non-empty key, or undefined for none");
+    expect(empty.body.message).toContain("it returned an empty string: return a non-empty key, or undefined for none");
     const object = await call("/api/flows/input_flow/runs", { method: "POST", body: { payload: { key: { id: 1 } } } });
     expect(object).toMatchObject({ status: 400, body: { error: "AxKeyFunctionError" } });
-    expect(object.body.message).toContain("it returned an object; return a string");
+    expect(object.body.message).toContain("it returned an object: return a string");
   });
 
   it("answers AxBadCursorError for a cursor of the right shape naming no real time or uuid", async () => {

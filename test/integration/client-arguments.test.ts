@@ -133,7 +133,9 @@ describe("Client arguments", () => {
       client.triggerFlows("client_args_flow", [{}, {}], { idempotencyKey: (_p, i) => (i ? long : "short") }),
     );
     expect(computed).toBeInstanceOf(AxTriggerOptionError);
-    expect(computed.message).toMatch(/^trigger options: idempotencyKey \(payload 1\): 4000 characters; keys are at most 512/);
+    expect(computed.message).toMatch(
+      /^trigger options: the idempotencyKey function \(payload 1\) returned 4000 characters: keys are at most 512/,
+    );
     const [id] = await client.triggerFlows("client_args_flow", [{}], { idempotencyKey: () => "k".repeat(512) });
     expect((await client.getRun(id!)).idempotencyKey).toBe("k".repeat(512));
     expect(await client.listRuns({ flow: "client_args_flow" })).toHaveLength(1);
@@ -150,9 +152,11 @@ describe("Client arguments", () => {
       client.triggerFlows("client_args_flow", [{}, {}], { businessKey: (_p, i) => (i ? "" : "b") }),
     );
     expect(emptyBusiness.message).toBe(
-      "trigger options: businessKey (payload 1) is empty: give a non-empty key, or none (undefined) for no key",
+      "trigger options: the businessKey function (payload 1) returned an empty string: return a non-empty key, or undefined for none",
     );
-    expect((await refusal(() => client.triggerFlow(keyed, { idem: "" }))).message).toContain("idempotencyKey is empty");
+    expect((await refusal(() => client.triggerFlow(keyed, { idem: "" }))).message).toContain(
+      "the idempotencyKey function returned an empty string",
+    );
     const object = await refusal(() => client.triggerFlow(keyed, { idem: { x: 1 } }));
     expect(object).toBeInstanceOf(AxTriggerOptionError);
     expect(object.message).toBe(

@@ -14,3 +14,4 @@ export * from "./redact.js";
 export * from "./key-strategies.js";
 export * from "./limits.js";
 export * from "./plain-messages.js";
+export * from "./returned-key.js";

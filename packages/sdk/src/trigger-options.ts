@@ -4,7 +4,7 @@ import { durationMs, type Duration } from "./duration.js";
 import { AxTriggerOptionError } from "@ax/common";
 import { formatIssues } from "./options.js";
 import { validDate } from "./option-checks.js";
-import { MAX_KEY_LENGTH } from "@ax/common";
+import { MAX_KEY_LENGTH, returnedKey } from "@ax/common";
 
 /** BullMQ's priority range: 1 is served first. */
 export const MAX_PRIORITY = 2 ** 21 - 1;
@@ -73,11 +73,7 @@ export function checkKeys(
   }
 }
 
-/**
- * A key from one of the flow's key functions: a string as it is, a number as its text (an order
- * id kept as a number), null or undefined for no key. Anything else is refused: an object would
- * be stored as some text of it, and two events would share a key by accident.
- */
+/** A key from one of the flow's key functions, by the rule the HTTP API applies too. */
 export function computedKey(
   fn: ((payload: any) => unknown) | undefined,
   payload: unknown,
@@ -85,13 +81,8 @@ export function computedKey(
   payloadIndex?: number,
 ): string | undefined {
   if (!fn) return undefined;
-  const key = fn(payload);
-  if (key === undefined || key === null) return undefined;
-  if (typeof key === "string") return key;
-  if (typeof key === "number" && Number.isFinite(key)) return String(key);
+  const { key, refused } = returnedKey(fn(payload));
+  if (refused === undefined) return key;
   const where = payloadIndex === undefined ? "" : ` (payload ${payloadIndex})`;
-  const got = Array.isArray(key) ? "an array" : typeof key === "object" ? "an object" : `${typeof key} ${String(key)}`;
-  throw new AxTriggerOptionError(
-    `trigger options: the ${which} function returned ${got}${where}: return a string (or undefined for no key)`,
-  );
+  throw new AxTriggerOptionError(`trigger options: the ${which} function${where} ${refused}`);
 }
