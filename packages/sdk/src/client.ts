@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { z } from "zod";
 import {
   cancelBackfill,
   cancelRun,
@@ -24,7 +23,7 @@ import {
   type BusyKey,
   type QueueInfo,
 } from "@ax/coordinator";
-import { AxArgumentError, AxBackfillNotFoundError, AxTriggerOptionError } from "@ax/common";
+import { AxBackfillNotFoundError, AxTriggerOptionError } from "@ax/common";
 import {
   backfillInfo,
   callerTransactionDb,
@@ -33,12 +32,10 @@ import {
   listBackfills,
   type BackfillInfo,
   getRunInfo,
-  latestFlowVersion,
   listRunPage,
   listRunSummaries,
   runStatus,
   TERMINAL_RUN_STATUSES,
-  type FlowVersion,
   type RunFilter,
   type RunInfo,
   type RunPage,
@@ -52,10 +49,9 @@ import {
   type TaskLogs,
 } from "@ax/store";
 import type { Flow, FlowInput } from "./definition/flow.js";
-import type { FlowOptions } from "./options.js";
 import { Tokens } from "./tokens.js";
 import type { Duration } from "./duration.js";
-import { openConnections, type ConnectionOptions, type Connections } from "./connections.js";
+import { openConnections, type Connections } from "./connections.js";
 import {
   AxConfigError,
   AxNoEmbeddedHistoryError,
@@ -67,7 +63,10 @@ import {
 import { retentionMs } from "./config/runtime-config.js";
 import { checkKeys, computedKey, resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 import { LiveConfig } from "./config/live-config.js";
-import { checkOptions, shown } from "./option-checks.js";
+import { checkOptions } from "./option-checks.js";
+import { checkArgs, flowOf, isId, perPayload } from "./client-arguments.js";
+import { FlowVersions } from "./flow-versions.js";
+import { UnkeyedWarning } from "./unkeyed-warning.js";
 import {
   backfillSchema,
   clientOptionsSchema,
@@ -83,77 +82,20 @@ import {
   waitSchema,
 } from "./client-options.js";
 
-export interface ClientOptions extends ConnectionOptions {
-  /** Flows whose `idempotencyKey`/`businessKey` functions should apply to triggers from here. */
-  flows?: Flow<any>[] | undefined;
-  /** @defaultValue 1 MiB */
-  maxPayloadBytes?: number | undefined;
-}
+import type { BackfillOptions, ClientOptions, PruneRequest, TriggerManyOptions, TriggerOptions } from "./client-types.js";
 
-export interface PruneRequest {
-  /** History older than this goes: a duration such as "90d" (at least 1h). */
-  olderThan: Duration;
-  /** Copy into the `*_archive` tables before deleting. */
-  archive?: boolean | undefined;
-  /** Count what would go; change nothing. */
-  dryRun?: boolean | undefined;
-  /** Runs per transaction. @defaultValue 1000 */
-  batch?: number | undefined;
-  /** After each transaction: runs pruned so far, of `total` counted at the start. */
-  onProgress?: ((runs: number, total: number) => void) | undefined;
-  signal?: AbortSignal | undefined;
-}
+export type { BackfillOptions, ClientOptions, PruneRequest, TriggerManyOptions, TriggerOptions };
 
-export interface BackfillOptions {
-  /** First tick included (a Date or an ISO 8601 string). */
-  from: Date | string;
-  /** End of the range, excluded. */
-  to: Date | string;
-  /** Runs of this backfill at once. @defaultValue the flow's maxConcurrentRuns, else 10 */
-  maxConcurrentRuns?: number | undefined;
-  /** Refuse a range with more ticks (AxTooManyTicksError). @defaultValue 100000 */
-  maxTicks?: number | undefined;
-}
-
-export interface TriggerOptions extends RunTimingOptions {
-  idempotencyKey?: string | undefined;
-  businessKey?: string | undefined;
-}
-
-/** `triggerFlows` options: shared timing, and keys computed per payload. */
-export interface TriggerManyOptions extends RunTimingOptions {
-  /** The idempotency key of each payload; defaults to the flow's own `idempotencyKey` function. */
-  idempotencyKey?: ((payload: unknown, index: number) => string | undefined) | undefined;
-  /** The business key of each payload; defaults to the flow's own `businessKey` function. */
-  businessKey?: ((payload: unknown, index: number) => string | undefined) | undefined;
-}
-
-const FLOW_CACHE_MS = 5000;
 const DEFAULT_WAIT_MS = 60_000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Run and backfill ids are uuids: anything else names no run, and must not reach PostgreSQL, which would refuse its cast. */
-const isId = (id: unknown): id is string => typeof id === "string" && UUID.test(id);
-
-/** A method's arguments, checked before anything is read or written. */
-function checkArgs<S extends z.ZodType>(schema: S, value: unknown, method: string): z.output<S> {
-  return checkOptions(schema, value, (problems) => new AxArgumentError(`${method}: ${problems}`));
-}
-
-/** A `triggerFlows` key option bound to one payload's index. */
-function perPayload(fn: ((payload: any, index: number) => unknown) | undefined, index: number) {
-  return fn && ((payload: unknown) => fn(payload, index));
-}
 
 /** What producer services and tools use: trigger runs and read their history. */
 export class Client {
   private readonly connections: Connections;
   private readonly ownsConnections: boolean;
   private readonly flows: Map<string, Flow<any>>;
-  private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();
   private readonly caps: FlowCaps;
-  /** Flows already warned about for keys this client could not compute (once per flow). */
-  private readonly warnedUnkeyed = new Set<string>();
+  private readonly versions: FlowVersions;
+  private readonly unkeyed: UnkeyedWarning;
   /** Stored configuration: apply a YAML version (every Runtime follows it live), history, diff, rollback, effective values. */
   readonly config: LiveConfig;
 
@@ -171,6 +113,8 @@ export class Client {
     this.ownsConnections = !shared;
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
     this.caps = new FlowCaps(this.connections.store.db);
+    this.versions = new FlowVersions(this.connections.store.db);
+    this.unkeyed = new UnkeyedWarning(this.caps);
     this.config = new LiveConfig(this.connections.store.db, this.connections.redis, this.connections.queues.prefix);
   }
 
@@ -182,7 +126,7 @@ export class Client {
   triggerFlow(flow: string, payload: unknown, options?: TriggerOptions): Promise<string>;
   async triggerFlow(flowOrName: string | Flow<any>, payload: unknown, options: TriggerOptions = {}): Promise<string> {
     checkOptions(triggerSchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
-    const [flow, defined] = this.flowOf(flowOrName, "triggerFlow");
+    const [flow, defined] = flowOf(flowOrName, "triggerFlow", this.flows);
     const { runAt, priority } = resolveTiming(options);
     const request: TriggerRequest = {
       flow,
@@ -194,7 +138,7 @@ export class Client {
       priority,
     };
     checkKeys(request);
-    if (!defined) await this.warnUnkeyed(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
+    if (!defined) await this.unkeyed.check(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
     if (options.tx) return (await this.triggerMany([request], options))[0]!;
     return (await triggerRun(this.triggerDeps(), request)).runId;
   }
@@ -209,7 +153,7 @@ export class Client {
   async triggerFlows(flowOrName: string | Flow<any>, payloads: unknown[], options: TriggerManyOptions = {}): Promise<string[]> {
     checkArgs(payloadsSchema, payloads, "triggerFlows(flow, payloads)");
     checkOptions(triggerManySchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
-    const [flow, defined] = this.flowOf(flowOrName, "triggerFlows");
+    const [flow, defined] = flowOf(flowOrName, "triggerFlows", this.flows);
     if (payloads.length === 0) return [];
     const { runAt, priority } = resolveTiming(options);
     const requests = payloads.map(
@@ -224,7 +168,7 @@ export class Client {
       }),
     );
     for (const [i, request] of requests.entries()) checkKeys(request, i);
-    if (!defined) await this.warnUnkeyed(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
+    if (!defined) await this.unkeyed.check(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
     return this.triggerMany(requests, options);
   }
 
@@ -414,32 +358,6 @@ export class Client {
     if (this.ownsConnections) await this.connections.close();
   }
 
-  /**
-   * A flow triggered by name, without its code, whose Runtimes recorded that it computes its
-   * idempotency or business key in code: these runs carry no such key, so a repeated event makes
-   * a second run. Said once per flow, as a process warning (stderr), since nothing fails.
-   */
-  private async warnUnkeyed(flow: string, given: Record<"idempotencyKey" | "businessKey", unknown>): Promise<void> {
-    if (this.warnedUnkeyed.has(flow)) return;
-    const computed = (await this.caps.settings(flow).catch(() => undefined))?.keyFunctions ?? [];
-    const missing = computed.filter((option) => (option === "idempotencyKey" || option === "businessKey") && given[option] === undefined);
-    if (missing.length === 0) return;
-    this.warnedUnkeyed.add(flow);
-    process.emitWarning(
-      `flow "${flow}" computes its ${missing.join(" and ")} in code, which this client does not have: its runs are triggered without ${missing.length > 1 ? "them" : "it"}` +
-        ` (a repeated event makes a second run). Trigger with the flow itself (triggerFlow(flowObject, payload)), give new Client({ flows }),` +
-        ` or pass the key; from the CLI, ax trigger --entry <file> or --${missing.map((m) => m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(" / --")}.`,
-      { type: "AxWarning", code: "AX_FLOW_KEYS_NOT_APPLIED" },
-    );
-  }
-
-  /** A flow's name and options: a Flow object brings its own key functions, a name those of `options.flows`. */
-  private flowOf(flow: string | Flow<any>, method: string): [string, FlowOptions<any> | undefined] {
-    if (typeof flow === "string") return [checkArgs(flowNameSchema, flow, method), this.flows.get(flow)?.options];
-    if (flow && typeof flow === "object" && typeof flow.name === "string" && "dag" in flow) return [flow.name, flow.options];
-    throw new AxArgumentError(`${method}: flow must be a flow's name or the flow ax.flow returned, got ${shown(flow)}`);
-  }
-
   private async triggerMany(requests: TriggerRequest[], options: RunTimingOptions): Promise<string[]> {
     if (options.tx && this.connections.store.kind === "pglite") {
       throw new AxConfigError(
@@ -455,22 +373,8 @@ export class Client {
     return {
       writer: this.connections.writer,
       maxPayloadBytes: this.options.maxPayloadBytes,
-      resolveFlow: (name) => this.flowVersion(name),
+      resolveFlow: (name) => this.versions.get(name),
       capOf: (name) => this.caps.get(name),
     };
-  }
-
-  /** Concurrent triggers share one lookup; an unknown flow is not cached, so it is found once registered. */
-  private async flowVersion(name: string): Promise<FlowVersion | undefined> {
-    const cached = this.versions.get(name);
-    if (cached && Date.now() - cached.at < FLOW_CACHE_MS) return cached.version;
-    const version = latestFlowVersion(this.connections.store.db, name);
-    this.versions.set(name, { at: Date.now(), version });
-    const found = await version.catch((error: unknown) => {
-      this.versions.delete(name);
-      throw error;
-    });
-    if (!found) this.versions.delete(name);
-    return found;
   }
 }

@@ -1,0 +1,26 @@
+import { latestFlowVersion, type Db, type FlowVersion } from "@ax/store";
+
+const FLOW_CACHE_MS = 5000;
+
+/**
+ * The latest registered version of each flow a client triggers, kept 5 s. Concurrent triggers
+ * share one lookup; an unknown flow is not cached, so it is found once registered.
+ */
+export class FlowVersions {
+  private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();
+
+  constructor(private readonly db: Db) {}
+
+  async get(name: string): Promise<FlowVersion | undefined> {
+    const cached = this.versions.get(name);
+    if (cached && Date.now() - cached.at < FLOW_CACHE_MS) return cached.version;
+    const version = latestFlowVersion(this.db, name);
+    this.versions.set(name, { at: Date.now(), version });
+    const found = await version.catch((error: unknown) => {
+      this.versions.delete(name);
+      throw error;
+    });
+    if (!found) this.versions.delete(name);
+    return found;
+  }
+}

@@ -1,0 +1,28 @@
+import type { FlowCaps } from "@ax/coordinator";
+
+type KeyOption = "idempotencyKey" | "businessKey";
+
+/**
+ * A flow triggered by name, without its code, whose Runtimes recorded that it computes its
+ * idempotency or business key in code: these runs carry no such key, so a repeated event makes
+ * a second run. Said once per flow and client, as a process warning (stderr), since nothing fails.
+ */
+export class UnkeyedWarning {
+  private readonly warned = new Set<string>();
+
+  constructor(private readonly caps: FlowCaps) {}
+
+  async check(flow: string, given: Record<KeyOption, unknown>): Promise<void> {
+    if (this.warned.has(flow)) return;
+    const computed = (await this.caps.settings(flow).catch(() => undefined))?.keyFunctions ?? [];
+    const missing = computed.filter((option) => (option === "idempotencyKey" || option === "businessKey") && given[option] === undefined);
+    if (missing.length === 0) return;
+    this.warned.add(flow);
+    process.emitWarning(
+      `flow "${flow}" computes its ${missing.join(" and ")} in code, which this client does not have: its runs are triggered without ${missing.length > 1 ? "them" : "it"}` +
+        ` (a repeated event makes a second run). Trigger with the flow itself (triggerFlow(flowObject, payload)), give new Client({ flows }),` +
+        ` or pass the key; from the CLI, ax trigger --entry <file> or --${missing.map((m) => m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(" / --")}.`,
+      { type: "AxWarning", code: "AX_FLOW_KEYS_NOT_APPLIED" },
+    );
+  }
+}
