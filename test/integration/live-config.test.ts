@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AxConfigError, ax, Client, type RunInfo, type Runtime } from "ax-scheduler";
+import { AxConfigError, AxUnknownFlowError, ax, Client, type RunInfo, type Runtime } from "ax-scheduler";
 import { flowSettings, insertConfigVersion, latestConfigVersionNumber, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
@@ -174,6 +174,7 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
       source: "code",
     });
     await expect(client.config.effective({ task: "nope" })).rejects.toThrow(/unknown task "nope"/);
+    await expect(client.config.effective({ flow: "nope" })).rejects.toThrow(AxUnknownFlowError);
 
     // Flow settings and cluster limits are live too.
     await appliedEverywhere(v.version);

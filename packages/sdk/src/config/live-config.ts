@@ -18,7 +18,7 @@ import {
   type Json,
   type WorkerConfigState,
 } from "@ax/store";
-import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError } from "@ax/common";
+import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, AxUnknownFlowError } from "@ax/common";
 import { shown } from "../option-checks.js";
 import {
   FLOW_DEFAULTS,
@@ -231,6 +231,7 @@ export class LiveConfig {
       ["flow", filter.flow, flowNames],
     ] as const) {
       if (wanted !== undefined && !names.includes(wanted)) {
+        if (kind === "flow") throw new AxUnknownFlowError(wanted, names);
         throw new AxConfigError(
           `unknown ${kind} "${wanted}" (known: ${names.join(", ") || "none"}); a ${kind} is known once a Runtime defining it has started`,
         );

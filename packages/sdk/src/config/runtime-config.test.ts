@@ -47,6 +47,36 @@ describe("runtime.yaml", () => {
     );
   });
 
+  it("reports every problem of a file at once, one per line (keys first), the first one's place on the error", () => {
+    const error = refusal(
+      [
+        "tasks:",
+        "  create_invoice:",
+        "    retriess: 3",
+        "    timeout: soon",
+        "  send_notfication: { retries: 1 }",
+        "flows:",
+        "  order_payment_flow: { maxConcurrentRuns: 0 }",
+      ].join("\n"),
+    );
+    expect(error.message.split("\n")).toEqual([
+      expect.stringMatching(/^config\/runtime\.yaml:3:5: tasks\.create_invoice\.retriess: unknown key "retriess"/),
+      expect.stringMatching(
+        /^config\/runtime\.yaml:7:25: flows\.order_payment_flow\.maxConcurrentRuns: unknown key; did you mean max_concurrent_runs\?$/,
+      ),
+      expect.stringMatching(/^config\/runtime\.yaml:4:5: tasks\.create_invoice\.timeout: "soon" is not a duration/),
+      expect.stringMatching(/^config\/runtime\.yaml:7:\d+: flows\.order_payment_flow\.maxConcurrentRuns: /),
+    ]);
+    expect(error).toMatchObject({ line: 3, column: 5, key: "tasks.create_invoice.retriess" });
+    // Task, flow and pool names are checked once every value is valid, all of them together.
+    const names = refusal(["tasks:", "  send_notfication: { retries: 1, pool: db }", "flows: { order_flow: {} }"].join("\n"));
+    expect(names.message.split("\n")).toEqual([
+      expect.stringMatching(/^config\/runtime\.yaml:2:3: tasks\.send_notfication: unknown task "send_notfication"/),
+      expect.stringMatching(/^config\/runtime\.yaml:3:10: flows\.order_flow: unknown flow "order_flow"/),
+      expect.stringMatching(/^config\/runtime\.yaml:2:\d+: tasks\.send_notfication\.pool: pool "db" is not defined under pools:$/),
+    ]);
+  });
+
   it("refuses a camelCase spelling of an option at any level, naming the snake_case key to write", () => {
     expect(refusal(["flows:", "  order_payment_flow:", "    catchUp: all"].join("\n"))).toMatchObject({
       message: "config/runtime.yaml:3:5: flows.order_payment_flow.catchUp: unknown key; did you mean catch_up?",
@@ -58,7 +88,7 @@ describe("runtime.yaml", () => {
       ["maxConcurrency: 4", "maxConcurrency", "max_concurrency"],
       ["tasks: { create_invoice: { retryBackoff: 1s } }", "tasks.create_invoice.retryBackoff", "retry_backoff"],
       ["tasks: { create_invoice: { resources: { memoryMb: 64 } } }", "tasks.create_invoice.resources.memoryMb", "memory_mb"],
-      ["tasks: { create_invoice: { pool: { name: db, Slots: 1 } } }", "tasks.create_invoice.pool.Slots", "slots"],
+      ["{ pools: { db: 2 }, tasks: { create_invoice: { pool: { name: db, Slots: 1 } } } }", "tasks.create_invoice.pool.Slots", "slots"],
       ["flows: { order_payment_flow: { max-catch-up: 3 } }", "flows.order_payment_flow.max-catch-up", "max_catch_up"],
       ["alerts: { ops: { sinks: [{ type: log }], triggers: { slowRun: 1h } } }", "alerts.ops.triggers.slowRun", "slow_run"],
       [

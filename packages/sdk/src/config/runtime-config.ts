@@ -97,16 +97,20 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     }
     return positionOf(path);
   };
-  const fail = (path: YamlPath, message: string): never => {
-    const at = keyPositionOf(path);
-    const key = path.join(".");
-    throw new AxConfigError(
-      `${file}${at ? `:${at.line}:${at.col}` : ""}: ${key ? `${key}: ` : ""}${message}`,
-      file,
-      at?.line,
-      key || undefined,
-      at?.col,
-    );
+  const problems: { path: YamlPath; message: string }[] = [];
+  const fail = (path: YamlPath, message: string): void => {
+    problems.push({ path, message });
+  };
+  /** Every problem found, one per line, the first one's place on the error: a file is fixed in one pass. */
+  const refuseProblems = (): void => {
+    if (problems.length === 0) return;
+    const described = problems.map(({ path, message }) => {
+      const at = keyPositionOf(path);
+      const key = path.join(".");
+      return { at, key, text: `${file}${at ? `:${at.line}:${at.col}` : ""}: ${key ? `${key}: ` : ""}${message}` };
+    });
+    const first = described[0]!;
+    throw new AxConfigError(described.map((d) => d.text).join("\n"), file, first.at?.line, first.key || undefined, first.at?.col);
   };
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!;
@@ -127,10 +131,8 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     throw new AxConfigError(`${file}: YAML: ${(error as Error).message}. Write the value out instead of using that alias.`, file);
   }
   const parsed = configSchema.safeParse(optionKeys(raw, configSchema, fail));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    fail(yamlPath(raw, issue.path), plainMessage(issue.message));
-  }
+  for (const issue of parsed.error?.issues ?? []) fail(yamlPath(raw, issue.path), plainMessage(issue.message));
+  if (!parsed.success) refuseProblems();
   const config = parsed.data!;
   if (known) {
     const tasks = new Set(known.tasks);
@@ -164,6 +166,7 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
       fail(["pools", pool.name], poolTooSmall(name, pool, size, "code"));
     }
   }
+  refuseProblems();
   return {
     maxConcurrency: config.maxConcurrency,
     pools: config.pools ?? {},

@@ -7,8 +7,8 @@ export const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLower
 /** A YAML path: mapping keys as written, sequence indexes as numbers. */
 export type YamlPath = (string | number)[];
 
-/** Throws the caller's error for the key or value at `path`; never returns. */
-export type Refuse = (path: YamlPath, message: string) => never;
+/** Records a problem with the key or value at `path`. */
+export type Refuse = (path: YamlPath, message: string) => void;
 
 type Schema = z.core.$ZodType;
 
@@ -97,7 +97,7 @@ function elementOf(schema: Schema): Schema | undefined {
 /**
  * `raw` (parsed YAML) with option keys turned into the camelCase the schema declares, names (of
  * tasks, flows, pools, alert groups, webhook headers) kept as written. A key that is not an option
- * there is refused: a camelCase or otherwise respelt option with the spelling to use (it would
+ * there is refused (reported, and left out): a camelCase or otherwise respelt option with the spelling to use (it would
  * otherwise shadow or duplicate the snake_case one), any other with the keys expected there.
  */
 export function optionKeys(raw: unknown, schema: Schema, refuse: Refuse, path: YamlPath = []): unknown {
@@ -114,18 +114,27 @@ export function optionKeys(raw: unknown, schema: Schema, refuse: Refuse, path: Y
     );
   }
   const byYamlKey = new Map(Object.keys(mapping.fields).map((option) => [snake(option), option]));
-  return Object.fromEntries(
-    Object.entries(raw).map(([key, value]) => {
-      const option = byYamlKey.get(key);
-      if (option === undefined) refuse([...path, key], unknownKey(key, [...byYamlKey.keys()], raw));
-      const field = mapping.fields[option!];
-      return [option!, field ? optionKeys(value, field, refuse, [...path, key]) : value];
-    }),
-  );
+  const known: [string, unknown][] = [];
+  for (const [key, value] of Object.entries(raw)) {
+    let option = byYamlKey.get(key);
+    if (option === undefined) {
+      refuse([...path, key], unknownKey(key, [...byYamlKey.keys()], raw));
+      // Checked further as the option it respells, unless that is given too; any other unknown key
+      // is left out. Either way the schema then reports what else is wrong, not this again.
+      const meant = respelt(key, [...byYamlKey.keys()]);
+      if (meant === undefined || Object.hasOwn(raw, meant)) continue;
+      option = byYamlKey.get(meant)!;
+    }
+    const field = mapping.fields[option];
+    known.push([option, field ? optionKeys(value, field, refuse, [...path, key]) : value]);
+  }
+  return Object.fromEntries(known);
 }
 
+const respelt = (key: string, expected: string[]) => expected.find((candidate) => folded(candidate) === folded(key));
+
 function unknownKey(key: string, expected: string[], given: Record<string, unknown>): string {
-  const meant = expected.find((candidate) => folded(candidate) === folded(key));
+  const meant = respelt(key, expected);
   if (meant === undefined) return `unknown key "${key}" (expected one of: ${expected.join(", ")})`;
   return `unknown key; did you mean ${meant}?${Object.hasOwn(given, meant) ? ` (${meant} is given too: remove ${key})` : ""}`;
 }
