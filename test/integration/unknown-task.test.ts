@@ -65,6 +65,11 @@ describe("a job whose task this worker does not define (rolling deploy)", () => 
       attempts: [],
       waitingFor: "no worker defines task new_task in queue default",
     });
+    // The run, pending, says the same on itself with the node it is about.
+    expect(waiting).toMatchObject({
+      status: "pending",
+      waitingFor: `no worker defines task new_task in queue default (${waiting.tasks[0]!.key})`,
+    });
 
     await started(testRuntime(env, { flows: [newFlow], roles: ["worker"] }));
     const run = await client.waitForRun(runId, { timeout: "60s" });

@@ -23,7 +23,8 @@ async function orAfter<T>(work: Promise<T>, ms: number, fallback: T): Promise<T>
  * Fills `waitingFor` of the run's nodes that are due to start but have not: the limit their
  * task's queue is held by (as the workers that skipped it last reported), or the fact that no
  * live worker serves their queue, or that every worker serving it has all its slots taken. A node
- * simply waiting its turn while some worker has a free slot keeps null.
+ * simply waiting its turn while some worker has a free slot keeps null. A pending run takes the
+ * reason of its first held node, with the node's key.
  */
 export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: RunInfo): Promise<RunInfo> {
   const now = Date.now();
@@ -51,5 +52,9 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
     return groups.has(queue) ? `no worker defines task ${task} in queue ${queue}` : `no worker serves queue ${queue}`;
   };
   const explained = new Set(due);
-  return { ...run, tasks: run.tasks.map((t) => (explained.has(t) ? { ...t, waitingFor: explain(t) } : t)) };
+  const tasks = run.tasks.map((t) => (explained.has(t) ? { ...t, waitingFor: explain(t) } : t));
+  // A pending run none of whose nodes has started waits for what holds its first nodes: said on the
+  // run too, where the run list and the run's header look.
+  const held = run.status === "pending" && run.waitingFor === null ? tasks.find((t) => t.waitingFor !== null) : undefined;
+  return { ...run, tasks, waitingFor: held ? `${held.waitingFor} (${held.key})` : run.waitingFor };
 }
