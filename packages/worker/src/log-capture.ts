@@ -1,4 +1,4 @@
-import { format } from "node:util";
+import quickFormat from "quick-format-unescaped";
 import type { Json, TaskLogLevel } from "@ax/store";
 import type { ChildLoggerOptions, Logger } from "pino";
 
@@ -61,7 +61,10 @@ export function captureLine(method: string, args: unknown[], bindings: Record<st
     rest = args.slice(1);
     if (typeof msg === "string") fallbackMsg = msg;
   }
-  const msg = rest.length > 0 ? format(...rest) : fallbackMsg;
+  // pino's own formatter, so that the stored line reads as stdout's: `%s` and the like are filled,
+  // arguments with no placeholder are left out (node's util.format would append them).
+  const formatted: unknown = rest.length > 0 ? quickFormat(rest[0], rest.slice(1)) : undefined;
+  const msg = formatted === undefined || formatted === null ? fallbackMsg : String(formatted);
   const stored = fields && Object.keys(fields).length > 0 ? toJson(fields) : undefined;
   return {
     at: Date.now(),
