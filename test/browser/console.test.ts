@@ -52,6 +52,8 @@ describe("the web console in a real browser", () => {
     await page.goto(`${runtime.url}/flows/order_payment_flow`);
     await page.getByRole("button", { name: "Trigger run" }).click();
     const editor = page.locator("textarea[name=payload]");
+    // The dialog opens to type the payload: the focus is there already.
+    await expect.poll(() => page.evaluate(`document.activeElement?.name`)).toBe("payload");
     await editor.fill("{ not json");
     await expect(page.getByRole("button", { name: "Start run" }).isDisabled()).resolves.toBe(true);
     await editor.fill(JSON.stringify(payload, null, 2));
@@ -80,6 +82,16 @@ describe("the web console in a real browser", () => {
     await page.goto(`${runtime.url}/runs?flow=order_payment_flow`);
     await page.locator("table tbody tr", { hasText: runId.slice(0, 8) }).waitFor();
     await shot("03-runs");
+
+    // The business key filter applies as it is typed, once typing pauses, as the selects do: no Enter, no blur.
+    await page.locator("input[name=businessKey]").pressSequentially("no-such-key", { delay: 20 });
+    await page.waitForURL((url) => url.searchParams.get("businessKey") === "no-such-key");
+    await page.getByText("No runs match these filters.").waitFor();
+    await expect(page.getByRole("button", { name: "Clear filters" }).isVisible()).resolves.toBe(true);
+    await expect(page.evaluate(`document.activeElement?.name`)).resolves.toBe("businessKey");
+    await page.getByRole("button", { name: "Clear filters" }).click();
+    await page.locator("table tbody tr", { hasText: runId.slice(0, 8) }).waitFor();
+    await expect(page.locator("input[name=businessKey]").inputValue()).resolves.toBe("");
   });
 
   it("shows a failed node's error and reruns from it", async () => {
@@ -92,7 +104,22 @@ describe("the web console in a real browser", () => {
     await expect(runBadge().getAttribute("data-status")).resolves.toBe("failed");
     await expect(node("send_notification").getAttribute("data-status")).resolves.toBe("skipped");
 
-    await node("create_invoice").click();
+    // A skipped node says which upstream failure it was skipped for, not that it has no attempts "yet".
+    await node("send_notification").click();
+    const skipped = page.locator('[data-panel="send_notification"]');
+    await expect(skipped.locator('[data-note="skipped"]').textContent()).resolves.toBe("Never ran: skipped because create_invoice failed.");
+    await expect(skipped.getByText(/No attempts/).count()).resolves.toBe(0);
+
+    // From the keyboard: Tab to the failed node (it has a name and a visible ring), Enter opens its panel.
+    const focusable = (key: string) => page.locator(`.react-flow__node[data-id="${key}"]`);
+    await expect(focusable("create_invoice").getAttribute("aria-label")).resolves.toBe("create_invoice: failed");
+    await focusable("parse_payment").focus();
+    await page.keyboard.press("Tab");
+    await expect(page.evaluate(`document.activeElement?.dataset.id`)).resolves.toBe("create_invoice");
+    await expect(
+      page.evaluate(`getComputedStyle(document.querySelector('.dag-node[data-node="create_invoice"]')).outlineStyle`),
+    ).resolves.toBe("solid");
+    await page.keyboard.press("Enter");
     const panel = page.locator('[data-panel="create_invoice"]');
     await expect(panel.locator(".error-box").textContent()).resolves.toContain(
       "InvoiceApiError: invoice service unavailable (user user_002)",
@@ -111,6 +138,16 @@ describe("the web console in a real browser", () => {
     await shot("06-rerun-success");
     const rerun = await runtime.client().getRun(runIdOf());
     expect(rerun).toMatchObject({ status: "success", rerunOf: failedId, trigger: "rerun" });
+
+    // A reused node points to the run its result came from, where its attempts and log lines are.
+    await node("parse_payment").click();
+    const reused = page.locator('[data-panel="parse_payment"] [data-note="reused"]');
+    await expect(reused.textContent()).resolves.toBe(
+      `Result carried over from run ${failedId.slice(0, 8)}. Its attempts and log lines are on that run.`,
+    );
+    await reused.getByRole("link").click();
+    await page.waitForURL((url) => url.pathname === `/runs/${failedId}`);
+    await expect.poll(() => page.locator('[data-panel="parse_payment"] tr[data-attempt]').count()).toBe(1);
   });
 
   it("shows a flow's schedule-less page, versions and recent runs, and the config in force with its history", async () => {
@@ -224,6 +261,7 @@ describe("the web console against an API that checks tokens", () => {
       await page.goto(`${runtime.url}${path}`);
       await page.getByRole("heading", { name: "Sign in to ax" }).waitFor();
     }
+    await expect.poll(() => page.evaluate(`document.activeElement?.name`)).toBe("token");
     expect(await failures()).toEqual([]);
 
     await signIn("ax_0123456789abcdef_not-the-secret");
@@ -274,6 +312,8 @@ describe("the web console against an API that checks tokens", () => {
     await page.goto(`${runtime.url}/flows/console_nightly_flow`);
     const schedule = page.locator("section", { has: page.getByRole("heading", { name: "Schedule" }) });
     await schedule.locator(".pill", { hasText: "active" }).waitFor();
+    // Fire times in the schedule's own zone, named, each with its date.
+    await expect(schedule.locator("li time").first().textContent()).resolves.toMatch(/^\w{3},? \d{1,2} \w{3}( \d{4})?, 03:00 UTC$/);
     const errors: Error[] = [];
     page.on("pageerror", (error) => errors.push(error));
     await schedule.getByRole("button", { name: "Pause" }).click();

@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { Command } from "commander";
 import type { Client } from "ax-scheduler";
 import { migrate, openStore } from "@ax/store";
@@ -13,9 +14,13 @@ import { addLogsPruneCommands } from "./logs-prune-commands.js";
 import { addTokenCommands } from "./token-commands.js";
 import type { RunsApi } from "./runs-api.js";
 
+/** This package's version; every ax package carries the same one. */
+const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
+
 export async function main(argv: string[]): Promise<void> {
   const program = new Command("ax")
     .description("ax: flows of tasks on BullMQ and PostgreSQL")
+    .version(version, "-V, --version", "print the version of ax")
     .option("--storage <url>", "PostgreSQL URL (default: $DATABASE_URL, else embedded PGlite in ./.ax/data)")
     .option("--data-dir <dir>", "embedded PGlite directory")
     .option("--redis <url>", "Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379)")

@@ -1,5 +1,5 @@
 import { createContext, useContext, useState, type ReactNode } from "react";
-import { setDurationLanguage } from "./format";
+import { setFormatLanguage } from "./format";
 
 const en = {
   flows: "Flows",
@@ -25,6 +25,7 @@ const en = {
   "flows.schedule": "Schedule",
   "flows.noSchedule": "No schedule: runs start on triggers only.",
   "flows.next": "Next fire times",
+  "flows.nextOne": "Next fire time",
   "flows.pausedNoTicks": "Paused: no runs are started until it is resumed; ticks missed meanwhile are not run.",
   "flows.versions": "Versions",
   "flows.paused": "paused",
@@ -77,13 +78,20 @@ const en = {
   "run.rerunAll": "Rerun all",
   "run.rerunFrom": "Rerun from this node",
   "run.payload": "Payload",
-  "run.hint": "Click a node to see its attempts, error, input, result and log lines.",
+  "run.hint": "Click a node (or Tab to it and press Enter) to see its attempts, error, input, result and log lines.",
   "run.rerunOf": "Rerun of",
   "run.waiting": "Waiting for",
+  "run.dueAt": "due at",
   "run.live": "live",
   "run.timeline": "Timeline",
   "node.attempts": "Attempts",
   "node.noAttempts": "No attempts yet.",
+  "node.noAttemptsFinal": "No attempts.",
+  "node.skipped": "Never ran: skipped.",
+  "node.skippedBecause": "Never ran: skipped because",
+  "node.skippedThrough": "through",
+  "node.reusedFrom": "Result carried over from run",
+  "node.reusedElsewhere": "Its attempts and log lines are on that run.",
   "node.notRetried": "Not retried:",
   "node.worker": "Worker",
   "node.start": "Start",
@@ -96,7 +104,6 @@ const en = {
   "node.noLogs": "No log lines.",
   "node.retryIn": "retry in",
   "node.retryDue": "retry due, waiting for a worker",
-  "node.reused": "reused from",
   "node.progress": "progress",
   "config.effective": "Effective values",
   "config.history": "History",
@@ -157,6 +164,7 @@ const zh: Record<Key, string> = {
   "flows.schedule": "调度",
   "flows.noSchedule": "没有调度：只在触发时运行。",
   "flows.next": "下次触发时间",
+  "flows.nextOne": "下次触发时间",
   "flows.pausedNoTicks": "已暂停：恢复之前不会启动运行；暂停期间错过的触发不会补跑。",
   "flows.versions": "版本",
   "flows.paused": "已暂停",
@@ -209,13 +217,20 @@ const zh: Record<Key, string> = {
   "run.rerunAll": "全部重跑",
   "run.rerunFrom": "从此节点重跑",
   "run.payload": "输入",
-  "run.hint": "点击节点查看它的尝试、错误、输入、返回值和日志。",
+  "run.hint": "点击节点（或用 Tab 选中后按 Enter）查看它的尝试、错误、输入、返回值和日志。",
   "run.rerunOf": "重跑自",
   "run.waiting": "等待",
+  "run.dueAt": "预定于",
   "run.live": "实时",
   "run.timeline": "时间线",
   "node.attempts": "尝试",
   "node.noAttempts": "还没有尝试。",
+  "node.noAttemptsFinal": "没有尝试。",
+  "node.skipped": "未运行：已跳过。",
+  "node.skippedBecause": "未运行：已跳过，因为",
+  "node.skippedThrough": "经由",
+  "node.reusedFrom": "返回值沿用自运行",
+  "node.reusedElsewhere": "它的尝试和日志都在那次运行里。",
   "node.notRetried": "未重试：",
   "node.worker": "工作进程",
   "node.start": "开始",
@@ -228,7 +243,6 @@ const zh: Record<Key, string> = {
   "node.noLogs": "没有日志。",
   "node.retryIn": "重试倒计时",
   "node.retryDue": "已到重试时间，等待工作进程",
-  "node.reused": "沿用自",
   "node.progress": "进度",
   "config.effective": "生效值",
   "config.history": "历史",
@@ -288,7 +302,7 @@ function initialLang(): Lang {
 
 export function I18nProvider({ children }: { children: ReactNode }) {
   const [lang, setLang] = useState<Lang>(initialLang);
-  setDurationLanguage(lang);
+  setFormatLanguage(lang);
   const toggle = () => {
     const next = lang === "en" ? "zh" : "en";
     localStorage.setItem(LANG_KEY, next);

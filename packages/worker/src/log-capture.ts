@@ -1,4 +1,7 @@
-import quickFormat from "quick-format-unescaped";
+import { createRequire } from "node:module";
+
+/** pino's message formatter (`%s`, `%d`, `%o`, `%O`, `%j`). Loaded by require: it ships no types. */
+const quickFormat = createRequire(import.meta.url)("quick-format-unescaped") as (f: unknown, args: unknown[]) => unknown;
 import type { Json, TaskLogLevel } from "@ax/store";
 import type { ChildLoggerOptions, Logger } from "pino";
 

@@ -14,8 +14,8 @@ import {
   useReactFlow,
   type Viewport,
 } from "@xyflow/react";
-import { type RefObject, useEffect, useMemo, useRef, useState } from "react";
-import { useI18n } from "../i18n";
+import { type KeyboardEvent, type RefObject, useEffect, useMemo, useRef, useState } from "react";
+import { type MessageKey, useI18n } from "../i18n";
 import "@xyflow/react/dist/style.css";
 
 export interface DagNode {
@@ -35,14 +35,17 @@ type Data = { node: DagNode; selected: boolean };
 
 function TaskNode({ data }: NodeProps<Node<Data>>) {
   const { node, selected } = data;
+  const detail = node.detail ?? (node.task !== node.key ? node.task : (node.status ?? ""));
   return (
     <div className={`dag-node s-${node.status ?? "none"}${selected ? " selected" : ""}`} data-node={node.key} data-status={node.status}>
       <Handle type="target" position={Position.Left} />
-      <div className="dag-key">
+      <div className="dag-key" title={node.key}>
         <span className="dot" />
-        {node.key}
+        <span className="dag-name">{node.key}</span>
       </div>
-      <div className="dag-detail">{node.detail ?? (node.task !== node.key ? node.task : (node.status ?? ""))}</div>
+      <div className="dag-detail" title={detail}>
+        {detail}
+      </div>
       <Handle type="source" position={Position.Right} />
     </div>
   );
@@ -209,6 +212,9 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
     measured: { width: WIDTH, height: HEIGHT },
     data: { node: n, selected: n.key === selected },
     draggable: false,
+    // What a screen reader says on reaching the node by Tab: which node, and how it stands.
+    ariaLabel: n.status ? `${n.key}: ${t(`status.${n.status}` as MessageKey)}` : `${n.key}: ${n.detail ?? n.task}`,
+    ...(onSelect ? { ariaRole: "button" as const } : {}),
   }));
   const byKey = new Map(nodes.map((n) => [n.key, n]));
   const edges: Routed[] = nodes.flatMap((n) =>
@@ -222,8 +228,18 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
       className: `edge-${byKey.get(up)?.status ?? "none"}`,
     })),
   );
+  // React Flow's own Enter and Space only select the focused node in its store: opening its panel is ours.
+  const openFocused = (event: KeyboardEvent<HTMLDivElement>) => {
+    const target = event.target as HTMLElement;
+    if (!onSelect || (event.key !== "Enter" && event.key !== " ") || !target.classList.contains("react-flow__node")) return;
+    const id = target.dataset.id;
+    if (!id) return;
+    event.preventDefault();
+    onSelect(id);
+  };
   return (
-    <div className="dag" ref={box} style={{ height: shown.height }} data-overflows={shown.overflows}>
+    // biome-ignore lint/a11y/noStaticElementInteractions: the keys reach it from the focusable nodes inside, which React Flow renders
+    <div className="dag" ref={box} style={{ height: shown.height }} data-overflows={shown.overflows} onKeyDown={openFocused}>
       {boxWidth > 0 && (
         <ReactFlow
           nodes={flowNodes}
@@ -232,6 +248,8 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
           edgeTypes={edgeTypes}
           defaultViewport={shown.viewport}
           nodesConnectable={false}
+          // Edges do nothing when chosen: Tab goes from node to node.
+          edgesFocusable={false}
           proOptions={{ hideAttribution: true }}
           onNodeClick={(_, node) => onSelect?.(node.id)}
           // A programmatic move has no event: only the reader's own pan or zoom stops the following.

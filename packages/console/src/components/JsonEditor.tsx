@@ -1,3 +1,4 @@
+import { useEffect, useRef } from "react";
 import { useI18n } from "../i18n";
 
 /** A JSON text area that says where the text stops being JSON. */
@@ -10,13 +11,35 @@ export function parseJson(text: string): { value: unknown; error: string | null 
   }
 }
 
-export function JsonEditor({ value, onChange, label }: { value: string; onChange: (text: string) => void; label: string }) {
+export function JsonEditor({
+  value,
+  onChange,
+  label,
+  focus = false,
+}: {
+  value: string;
+  onChange: (text: string) => void;
+  label: string;
+  /** Focused on opening, the caret on the first empty line: a dialog opened to type this JSON. */
+  focus?: boolean;
+}) {
   const { t } = useI18n();
   const { error } = parseJson(value);
+  const area = useRef<HTMLTextAreaElement>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: once, on opening; the text is the starting one then
+  useEffect(() => {
+    const el = area.current;
+    if (!focus || !el) return;
+    el.focus();
+    const blank = el.value.search(/\n[ \t]*\n/);
+    const at = blank < 0 ? el.value.length : el.value.indexOf("\n", blank + 1);
+    el.setSelectionRange(at, at);
+  }, []);
   return (
     <label className="field">
       <span>{label}</span>
       <textarea
+        ref={area}
         className={`code${error ? " invalid" : ""}`}
         spellCheck={false}
         rows={8}

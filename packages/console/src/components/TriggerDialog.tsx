@@ -30,7 +30,7 @@ export function TriggerDialog({ flow, onClose }: { flow: string; onClose: () => 
   return (
     <Modal title={`${t("trigger.title")} ${flow}`} onClose={onClose}>
       <div className="modal-body">
-        <JsonEditor label={t("trigger.payload")} value={payload} onChange={setPayload} />
+        <JsonEditor label={t("trigger.payload")} value={payload} onChange={setPayload} focus />
         <label className="field">
           <span>{t("trigger.businessKey")}</span>
           <input name="businessKey" value={businessKey} onChange={(e) => setBusinessKey(e.target.value)} />

@@ -1,6 +1,7 @@
 import { type ReactNode, useState } from "react";
 import { Empty, ErrorNote } from "../components/Status";
-import { configuredDuration, time } from "../format";
+import { Time } from "../components/Time";
+import { configuredDuration } from "../format";
 import { useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import type { ConfigHistoryEntry, ConfigVersionInfo, EffectiveOption } from "../types";
@@ -20,6 +21,18 @@ function optionValue(option: string, value: unknown): string {
   if (option === "rate_limit" && value && typeof value === "object" && "per" in value && typeof value.per === "number")
     return JSON.stringify({ ...value, per: configuredDuration(value.per) });
   return JSON.stringify(value);
+}
+
+/** JSON that may wrap after its commas and colons, so a narrow column breaks it between fields, not inside a word. */
+function Breakable({ text }: { text: string }) {
+  const pieces = text.split(/(?<=[,:])/);
+  return pieces.map((piece, i) => (
+    // biome-ignore lint/suspicious/noArrayIndexKey: the pieces of one string, in order
+    <span key={i}>
+      {i > 0 && <wbr />}
+      {piece}
+    </span>
+  ));
 }
 
 function Options({ title, options, all }: { title: ReactNode; options: EffectiveOption[]; all: boolean }) {
@@ -42,8 +55,8 @@ function Options({ title, options, all }: { title: ReactNode; options: Effective
             {shown.map((o) => (
               <tr key={o.option}>
                 <td className="mono">{o.option}</td>
-                <td className="mono" title={JSON.stringify(o.value)}>
-                  {optionValue(o.option, o.value)}
+                <td className="mono value" title={JSON.stringify(o.value)}>
+                  <Breakable text={optionValue(o.option, o.value)} />
                 </td>
                 <td>
                   <span className={`pill src-${o.source.split(" ")[0]}`}>{o.source}</span>
@@ -122,7 +135,9 @@ export function ConfigPage() {
                   <span className="diffstat">
                     <span className="add">+{v.added}</span> <span className="del">−{v.removed}</span>
                   </span>
-                  <span className="muted small">{time(v.createdAt)}</span>
+                  <span className="muted small">
+                    <Time iso={v.createdAt} zone />
+                  </span>
                 </button>
               </li>
             ))}

@@ -3,8 +3,8 @@ import { api } from "../api";
 import { Dag } from "../components/Dag";
 import { RunStrip } from "../components/RunStrip";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
+import { Time } from "../components/Time";
 import { TriggerDialog } from "../components/TriggerDialog";
-import { time } from "../format";
 import { useAction, useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import { Link } from "../router";
@@ -46,12 +46,28 @@ function FlowCard({ name, schedule }: { name: string; schedule: ScheduleInfo | u
       </div>
       <RunStrip runs={runs.data?.runs ?? []} />
       <div className="muted small">
-        {schedule
-          ? `${schedule.cron} · ${schedule.paused ? t("flows.paused") : `${t("flows.next")} ${time(schedule.nextFireTimes[0] ?? null)}`}`
-          : t("flows.noSchedule")}
+        {schedule ? (
+          <>
+            {schedule.cron} ·{" "}
+            {schedule.paused ? (
+              t("flows.paused")
+            ) : (
+              <>
+                {t("flows.nextOne")} <FireTime iso={schedule.nextFireTimes[0] ?? null} timeZone={schedule.timezone} />
+              </>
+            )}
+          </>
+        ) : (
+          t("flows.noSchedule")
+        )}
       </div>
     </Link>
   );
+}
+
+/** A schedule's tick in the schedule's own zone, named: the zone its cron is read in. */
+function FireTime({ iso, timeZone }: { iso: string | null; timeZone: string }) {
+  return <Time iso={iso} timeZone={timeZone} seconds={false} zone />;
 }
 
 export function FlowPage({ name }: { name: string }) {
@@ -115,7 +131,9 @@ export function FlowPage({ name }: { name: string }) {
               <li key={r.id}>
                 <Link to={`/runs/${r.id}`}>
                   <StatusBadge status={r.status} /> <span className="mono">{r.id.slice(0, 8)}</span>{" "}
-                  <span className="muted">{time(r.createdAt)}</span>
+                  <span className="muted">
+                    <Time iso={r.createdAt} zone />
+                  </span>
                 </Link>
               </li>
             ))}
@@ -133,10 +151,12 @@ export function FlowPage({ name }: { name: string }) {
                 <p className="muted small">{t("flows.pausedNoTicks")}</p>
               ) : (
                 <>
-                  <div className="muted small">{t("flows.next")}</div>
+                  <div className="muted small">{t(schedule.nextFireTimes.length === 1 ? "flows.nextOne" : "flows.next")}</div>
                   <ul className="plain">
                     {schedule.nextFireTimes.map((f) => (
-                      <li key={f}>{time(f)}</li>
+                      <li key={f}>
+                        <FireTime iso={f} timeZone={schedule.timezone} />
+                      </li>
                     ))}
                   </ul>
                 </>
@@ -161,7 +181,7 @@ export function FlowPage({ name }: { name: string }) {
               <li key={v.version}>
                 <strong>v{v.version}</strong>{" "}
                 <span className="muted">
-                  {v.nodes} {t(v.nodes === 1 ? "flows.node" : "flows.nodes")} · {time(v.createdAt)}
+                  {v.nodes} {t(v.nodes === 1 ? "flows.node" : "flows.nodes")} · <Time iso={v.createdAt} zone />
                 </span>
               </li>
             ))}

@@ -1,4 +1,4 @@
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { ApiError, signIn } from "../api";
 import { useI18n } from "../i18n";
 
@@ -6,6 +6,9 @@ export function LoginPage({ onLogin }: { onLogin: () => void }) {
   const { t, toggle } = useI18n();
   const [value, setValue] = useState("");
   const [busy, setBusy] = useState(false);
+  // The screen asks for one thing: the token field has the focus on arrival.
+  const field = useRef<HTMLInputElement>(null);
+  useEffect(() => field.current?.focus(), []);
   // The status, not its words: the lead follows a language switch made after the answer.
   const [refusal, setRefusal] = useState<{ status: number; detail: string }>();
   const submit = async () => {
@@ -36,6 +39,7 @@ export function LoginPage({ onLogin }: { onLogin: () => void }) {
         <label className="field">
           <span>{t("login.token")}</span>
           <input
+            ref={field}
             type="password"
             name="token"
             autoComplete="off"

@@ -3,13 +3,16 @@ import { Bar, BarChart, Cell, ResponsiveContainer, Tooltip, XAxis, YAxis } from 
 import { ApiError, api, stream } from "../api";
 import { Dag, type DagNode } from "../components/Dag";
 import { ErrorNote, StatusBadge } from "../components/Status";
-import { between, duration, summary, time } from "../format";
+import { Time, Zone } from "../components/Time";
+import { between, dateTime, duration, durationTick, summary, waitingDue, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
-import { label, useI18n } from "../i18n";
-import { Link, navigate } from "../router";
+import { label, type MessageKey, useI18n } from "../i18n";
+import { Link, navigate, useLocation } from "../router";
 import type { LogLine, RunInfo, TaskRunInfo } from "../types";
 
 const FINAL = ["success", "failed", "cancelled"];
+/** A node in one of these has had every attempt it will get. */
+const FINAL_NODE = [...FINAL, "skipped"];
 
 /** The run, kept current by its SSE feed (one PostgreSQL poll on the server whatever the number of viewers). */
 function useLiveRun(id: string): { run: RunInfo | undefined; error: Error | undefined; live: boolean } {
@@ -70,7 +73,7 @@ function nodeDetail(task: TaskRunInfo, now: number, t: ReturnType<typeof useI18n
       task.progress === null ? "" : ` · ${typeof task.progress === "number" ? `${task.progress}%` : summary(task.progress, 24)}`;
     return `${between(task.startedAt, null, now)}${progress}`;
   }
-  if ((task.status === "queued" || task.status === "pending") && task.waitingFor) return task.waitingFor;
+  if ((task.status === "queued" || task.status === "pending") && task.waitingFor) return waitingFor(task.waitingFor, t("run.dueAt"));
   if (task.finishedAt) return `${t(`status.${task.status}`)} · ${between(task.startedAt, task.finishedAt)}`;
   return t(`status.${task.status}`);
 }
@@ -79,6 +82,12 @@ export function RunPage({ id }: { id: string }) {
   const { t } = useI18n();
   const { run, error, live } = useLiveRun(id);
   const [selected, setSelected] = useState<string>();
+  // A link to a node of this run (a reused node's source) opens its panel.
+  const linked = useLocation().searchParams.get("node");
+  // biome-ignore lint/correctness/useExhaustiveDependencies: another run's page linked the same way opens it there too
+  useEffect(() => {
+    if (linked) setSelected(linked);
+  }, [id, linked]);
   const action = useAction();
   const now = useNow(500);
   if (error)
@@ -121,18 +130,16 @@ export function RunPage({ id }: { id: string }) {
             <span>v{run.flowVersion}</span>
             <span>{label(t, "triggered", run.trigger)}</span>
             {run.businessKey && <span>{run.businessKey}</span>}
-            <span>{time(run.createdAt)}</span>
+            <span>
+              <Time iso={run.createdAt} zone />
+            </span>
             <span>{between(run.startedAt, run.finishedAt, now)}</span>
             {run.rerunOf && (
               <span>
                 {t("run.rerunOf")} <Link to={`/runs/${run.rerunOf}`}>{run.rerunOf.slice(0, 8)}</Link>
               </span>
             )}
-            {run.waitingFor && (
-              <span>
-                {t("run.waiting")}: {run.waitingFor}
-              </span>
-            )}
+            {run.waitingFor && <Waiting text={run.waitingFor} />}
           </div>
         </div>
         <div className="actions">
@@ -170,6 +177,7 @@ export function RunPage({ id }: { id: string }) {
           task={task}
           now={now}
           onClose={() => setSelected(undefined)}
+          onSelect={setSelected}
           onRerunFrom={final ? () => act(`/api/runs/${run.id}/rerun`, { from: task.key }) : undefined}
           busy={action.busy}
         />
@@ -184,11 +192,114 @@ export function RunPage({ id }: { id: string }) {
   );
 }
 
+/** A run's or node's `waitingFor`, a delayed one's due time written as the console writes times. */
+function Waiting({ text }: { text: string }) {
+  const { t } = useI18n();
+  const due = waitingDue(text);
+  return (
+    <span title={due}>
+      {t("run.waiting")}: {waitingFor(text, t("run.dueAt"))}
+    </span>
+  );
+}
+
+const NOT_SUCCEEDED = ["failed", "skipped", "cancelled"];
+
+/**
+ * Why a node was skipped: the failed or cancelled nodes upstream where the skip began, and the
+ * skipped nodes it came through. A skip is passed down the DAG, so the direct upstream is often
+ * skipped itself and says nothing.
+ */
+function skipCause(task: TaskRunInfo, tasks: TaskRunInfo[]): { origins: TaskRunInfo[]; through: TaskRunInfo[] } {
+  const byKey = new Map(tasks.map((n) => [n.key, n]));
+  const origins = new Map<string, TaskRunInfo>();
+  const through = new Map<string, TaskRunInfo>();
+  const visit = (key: string) => {
+    const up = byKey.get(key);
+    if (!up || origins.has(key) || through.has(key) || !NOT_SUCCEEDED.includes(up.status)) return;
+    if (up.status !== "skipped") {
+      origins.set(key, up);
+      return;
+    }
+    through.set(key, up);
+    for (const next of up.upstream) visit(next);
+  };
+  for (const up of task.upstream) visit(up);
+  return { origins: [...origins.values()], through: [...through.values()] };
+}
+
+function NodeButton({ node, onSelect }: { node: string; onSelect: (key: string) => void }) {
+  return (
+    <button type="button" className="link mono" onClick={() => onSelect(node)}>
+      {node}
+    </button>
+  );
+}
+
+/** Nodes named in a note, each one a button opening its panel. */
+function NodeList({ nodes, onSelect, status }: { nodes: TaskRunInfo[]; onSelect: (key: string) => void; status?: boolean }) {
+  const { t, lang } = useI18n();
+  return nodes.map((n, i) => (
+    <span key={n.key}>
+      {i > 0 && MARKS[lang].comma}
+      <NodeButton node={n.key} onSelect={onSelect} />
+      {status && ` ${t(`status.${n.status}` as MessageKey)}`}
+    </span>
+  ));
+}
+
+/** The punctuation around the nodes a note names: Chinese has its own. */
+const MARKS = {
+  en: { open: " (", close: ")", stop: ".", comma: ", " },
+  zh: { open: "（", close: "）", stop: "。", comma: "、" },
+};
+
+function SkipNote({ task, run, onSelect }: { task: TaskRunInfo; run: RunInfo; onSelect: (key: string) => void }) {
+  const { t, lang } = useI18n();
+  const mark = MARKS[lang];
+  const { origins, through } = skipCause(task, run.tasks);
+  if (origins.length === 0)
+    return (
+      <p className="node-note" data-note="skipped">
+        {t("node.skipped")}
+      </p>
+    );
+  return (
+    <p className="node-note" data-note="skipped">
+      {t("node.skippedBecause")} <NodeList nodes={origins} onSelect={onSelect} status />
+      {through.length > 0 && (
+        <>
+          {mark.open}
+          {t("node.skippedThrough")} <NodeList nodes={through} onSelect={onSelect} />
+          {mark.close}
+        </>
+      )}
+      {mark.stop}
+    </p>
+  );
+}
+
+function ReusedNote({ task }: { task: TaskRunInfo & { reusedFrom: string } }) {
+  const { t, lang } = useI18n();
+  return (
+    <p className="node-note" data-note="reused">
+      {t("node.reusedFrom")}{" "}
+      <Link to={`/runs/${task.reusedFrom}?node=${encodeURIComponent(task.key)}`} className="mono">
+        {task.reusedFrom.slice(0, 8)}
+      </Link>
+      {MARKS[lang].stop}
+      {lang === "en" && " "}
+      {t("node.reusedElsewhere")}
+    </p>
+  );
+}
+
 function NodePanel({
   run,
   task,
   now,
   onClose,
+  onSelect,
   onRerunFrom,
   busy,
 }: {
@@ -196,6 +307,7 @@ function NodePanel({
   task: TaskRunInfo;
   now: number;
   onClose: () => void;
+  onSelect: (key: string) => void;
   onRerunFrom: (() => void) | undefined;
   busy: boolean;
 }) {
@@ -205,13 +317,7 @@ function NodePanel({
       ? run.payload
       : Object.fromEntries(task.upstream.map((u) => [u, run.tasks.find((n) => n.key === u)?.result ?? null]));
   const following = task.status === "running" || task.status === "retrying";
-  const runStart = Date.parse(task.attempts[0]?.startedAt ?? run.createdAt);
-  const spanMs = Math.max(1, ...task.attempts.map((a) => (a.finishedAt ? Date.parse(a.finishedAt) : now) - runStart));
-  const bars = task.attempts.map((a) => {
-    const start = Date.parse(a.startedAt) - runStart;
-    const end = (a.finishedAt ? Date.parse(a.finishedAt) : now) - runStart;
-    return { name: `#${a.n}`, span: [start, Math.max(end, start + spanMs / 150)] as [number, number], outcome: a.outcome ?? "running" };
-  });
+  const reused = task.reusedFrom === null ? undefined : { ...task, reusedFrom: task.reusedFrom };
   return (
     <section className="panel node-panel" data-panel={task.key}>
       <header>
@@ -234,19 +340,10 @@ function NodePanel({
         <span>
           {t("queue")} {task.queue}
         </span>
-        {task.reusedFrom && (
-          <span>
-            {t("node.reused")} <Link to={`/runs/${task.reusedFrom}`}>{task.reusedFrom.slice(0, 8)}</Link>
-          </span>
-        )}
-        {task.waitingFor && (
-          <span>
-            {t("run.waiting")}: {task.waitingFor}
-          </span>
-        )}
+        {task.waitingFor && <Waiting text={task.waitingFor} />}
         {task.nextRetryAt && task.status === "retrying" && (
           <span>
-            {t("node.retryIn")} {duration(Math.max(0, Date.parse(task.nextRetryAt) - now))}
+            {t("node.retryIn")} {duration(Date.parse(task.nextRetryAt) - now)}
           </span>
         )}
         {task.progress !== null && (
@@ -255,6 +352,8 @@ function NodePanel({
           </span>
         )}
       </div>
+      {reused && <ReusedNote task={reused} />}
+      {task.status === "skipped" && !reused && <SkipNote task={task} run={run} onSelect={onSelect} />}
       {task.error && (
         <div className="error-box" data-error={task.error.name}>
           <strong>{task.error.name}</strong>: {task.error.message}
@@ -266,67 +365,11 @@ function NodePanel({
           {task.error.stack && <pre>{task.error.stack}</pre>}
         </div>
       )}
-      <h3>{t("node.attempts")}</h3>
-      {task.attempts.length === 0 ? (
-        <p className="muted">{t("node.noAttempts")}</p>
-      ) : (
+      {/* A reused or skipped node's note says why it has no attempts of its own. */}
+      {(task.attempts.length > 0 || (!reused && task.status !== "skipped")) && (
         <>
-          <div className="timeline">
-            <ResponsiveContainer width="100%" height={28 * bars.length + 36}>
-              <BarChart data={bars} layout="vertical" margin={{ left: 8, right: 24, top: 4, bottom: 4 }}>
-                {/* Whole milliseconds: a short attempt's fractional ticks would round to the same label. */}
-                <XAxis type="number" allowDecimals={false} tickFormatter={(v: number) => duration(v)} fontSize={11} stroke="#94a3b8" />
-                <YAxis type="category" dataKey="name" width={36} fontSize={12} stroke="#94a3b8" />
-                <Tooltip formatter={(v) => (Array.isArray(v) ? duration(Number(v[1]) - Number(v[0])) : String(v))} />
-                <Bar dataKey="span" radius={4} isAnimationActive={false}>
-                  {bars.map((b) => (
-                    <Cell key={b.name} className={`bar-${b.outcome}`} />
-                  ))}
-                </Bar>
-              </BarChart>
-            </ResponsiveContainer>
-          </div>
-          <div className="table-wrap">
-            <table className="table compact">
-              <thead>
-                <tr>
-                  <th>#</th>
-                  <th>{t("node.worker")}</th>
-                  <th>{t("node.start")}</th>
-                  <th>{t("node.duration")}</th>
-                  <th>{t("node.outcome")}</th>
-                  <th>{t("node.error")}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {task.attempts.map((a) => (
-                  <tr key={a.n} data-attempt={a.n}>
-                    <td>{a.n}</td>
-                    <td className="mono small">{a.worker}</td>
-                    <td className="muted">{time(a.startedAt)}</td>
-                    <td>{between(a.startedAt, a.finishedAt, now)}</td>
-                    <td>
-                      {a.outcome ? (
-                        <span className={`pill o-${a.outcome}`}>{label(t, "outcome", a.outcome)}</span>
-                      ) : (
-                        <StatusBadge status="running" />
-                      )}
-                    </td>
-                    <td>
-                      {a.error && (
-                        <details>
-                          <summary>
-                            <strong>{a.error.name}</strong>: {a.error.message}
-                          </summary>
-                          {a.error.stack && <pre>{a.error.stack}</pre>}
-                        </details>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <h3>{t("node.attempts")}</h3>
+          <Attempts task={task} now={now} createdAt={run.createdAt} />
         </>
       )}
       <div className="grid-2">
@@ -340,11 +383,85 @@ function NodePanel({
           <pre className="code">{task.status === "success" ? summary(task.result, 2000) : "—"}</pre>
         </div>
       </div>
-      <h3>
-        {t("node.logs")} {following && <span className="live">{t("run.live")}</span>}
-      </h3>
-      <Logs runId={run.id} node={task.key} attempt={task.attempts.length} following={following} />
+      {!reused && <Logs runId={run.id} node={task.key} attempt={task.attempts.length} following={following} />}
     </section>
+  );
+}
+
+function Attempts({ task, now, createdAt }: { task: TaskRunInfo; now: number; createdAt: string }) {
+  const { t } = useI18n();
+  if (task.attempts.length === 0)
+    return <p className="muted">{t(FINAL_NODE.includes(task.status) ? "node.noAttemptsFinal" : "node.noAttempts")}</p>;
+  const runStart = Date.parse(task.attempts[0]?.startedAt ?? createdAt);
+  const spanMs = Math.max(1, ...task.attempts.map((a) => (a.finishedAt ? Date.parse(a.finishedAt) : now) - runStart));
+  const bars = task.attempts.map((a) => {
+    const start = Date.parse(a.startedAt) - runStart;
+    const end = (a.finishedAt ? Date.parse(a.finishedAt) : now) - runStart;
+    return { name: `#${a.n}`, span: [start, Math.max(end, start + spanMs / 150)] as [number, number], outcome: a.outcome ?? "running" };
+  });
+  return (
+    <>
+      <div className="timeline">
+        <ResponsiveContainer width="100%" height={28 * bars.length + 36}>
+          <BarChart data={bars} layout="vertical" margin={{ left: 8, right: 24, top: 4, bottom: 4 }}>
+            {/* Whole milliseconds: a short attempt's fractional ticks would round to the same label. */}
+            <XAxis type="number" allowDecimals={false} tickFormatter={(v: number) => durationTick(v)} fontSize={11} stroke="#94a3b8" />
+            <YAxis type="category" dataKey="name" width={36} fontSize={12} stroke="#94a3b8" />
+            <Tooltip formatter={(v) => (Array.isArray(v) ? duration(Number(v[1]) - Number(v[0])) : String(v))} />
+            <Bar dataKey="span" radius={4} isAnimationActive={false}>
+              {bars.map((b) => (
+                <Cell key={b.name} className={`bar-${b.outcome}`} />
+              ))}
+            </Bar>
+          </BarChart>
+        </ResponsiveContainer>
+      </div>
+      <div className="table-wrap">
+        <table className="table compact attempts">
+          <thead>
+            <tr>
+              <th>#</th>
+              <th>{t("node.worker")}</th>
+              <th>
+                {t("node.start")} <Zone />
+              </th>
+              <th>{t("node.duration")}</th>
+              <th>{t("node.outcome")}</th>
+              <th>{t("node.error")}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {task.attempts.map((a) => (
+              <tr key={a.n} data-attempt={a.n}>
+                <td className="a-n">{a.n}</td>
+                <td className="a-worker mono small">{a.worker}</td>
+                <td className="a-start muted">
+                  <Time iso={a.startedAt} />
+                </td>
+                <td className="a-duration">{between(a.startedAt, a.finishedAt, now)}</td>
+                <td className="a-outcome">
+                  {a.outcome ? (
+                    <span className={`pill o-${a.outcome}`}>{label(t, "outcome", a.outcome)}</span>
+                  ) : (
+                    <StatusBadge status="running" />
+                  )}
+                </td>
+                <td className="a-error">
+                  {a.error && (
+                    <details>
+                      <summary>
+                        <strong>{a.error.name}</strong>: {a.error.message}
+                      </summary>
+                      {a.error.stack && <pre>{a.error.stack}</pre>}
+                    </details>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
   );
 }
 
@@ -399,26 +516,42 @@ function Logs({ runId, node, attempt, following }: { runId: string; node: string
   useLayoutEffect(() => {
     if (following && pinned.current && box.current) box.current.scrollTop = box.current.scrollHeight;
   }, [lines, following]);
-  if (lines.length === 0) return <p className="muted">{t("node.noLogs")}</p>;
+  const heading = (
+    <h3>
+      {t("node.logs")} {lines.length > 0 && <Zone />} {following && <span className="live">{t("run.live")}</span>}
+    </h3>
+  );
+  if (lines.length === 0)
+    return (
+      <>
+        {heading}
+        <p className="muted">{t("node.noLogs")}</p>
+      </>
+    );
   return (
-    <div
-      className="logs"
-      ref={box}
-      onScroll={(e) => {
-        const el = e.currentTarget;
-        pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
-      }}
-    >
-      {lines.map((l) => (
-        <div key={`${l.attempt}:${l.seq}`} className={`log l-${l.level}`}>
-          <span className="muted">{new Date(l.at).toLocaleTimeString()}</span>
-          <span className="mono">#{l.attempt}</span>
-          <span className="lvl">{l.level}</span>
-          <span>{l.msg}</span>
-          {l.fields && <span className="muted mono">{JSON.stringify(l.fields)}</span>}
-        </div>
-      ))}
-      {truncated && <div className="muted small">…</div>}
-    </div>
+    <>
+      {heading}
+      <div
+        className="logs"
+        ref={box}
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+        }}
+      >
+        {lines.map((l) => (
+          <div key={`${l.attempt}:${l.seq}`} className={`log l-${l.level}`}>
+            <span className="muted at" title={l.at}>
+              {dateTime(l.at)}
+            </span>
+            <span className="mono">#{l.attempt}</span>
+            <span className="lvl">{l.level}</span>
+            <span className="msg">{l.msg}</span>
+            {l.fields && <span className="muted mono fields">{JSON.stringify(l.fields)}</span>}
+          </div>
+        ))}
+        {truncated && <div className="muted small">…</div>}
+      </div>
+    </>
   );
 }

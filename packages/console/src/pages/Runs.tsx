@@ -1,7 +1,8 @@
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { query } from "../api";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
-import { between, time } from "../format";
+import { Time, Zone } from "../components/Time";
+import { between } from "../format";
 import { useApi } from "../hooks";
 import { label, type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, useLocation } from "../router";
@@ -13,6 +14,46 @@ const FILTERS = ["flow", "status", "trigger", "businessKey", "from", "to"] as co
 
 /** datetime-local has no zone: the browser's own, sent as ISO with offset. */
 const toIso = (local: string | null) => (local ? new Date(local).toISOString() : undefined);
+
+/** A pause in typing this long applies a text filter: each key would otherwise be a request and a history entry. */
+const TYPING_MS = 300;
+
+/**
+ * A text filter that applies as it is typed, once typing pauses (Enter at once), as the selects
+ * apply on change. It follows the address when that changes (clear filters, back).
+ */
+function TypedFilter({
+  caption,
+  name,
+  value,
+  onApply,
+}: {
+  caption: string;
+  name: string;
+  value: string;
+  onApply: (value: string) => void;
+}) {
+  const [text, setText] = useState(value);
+  const apply = useRef(onApply);
+  apply.current = onApply;
+  useEffect(() => setText(value), [value]);
+  useEffect(() => {
+    if (text === value) return;
+    const timer = setTimeout(() => apply.current(text), TYPING_MS);
+    return () => clearTimeout(timer);
+  }, [text, value]);
+  return (
+    <label>
+      {caption}
+      <input
+        name={name}
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => e.key === "Enter" && text !== value && apply.current(text)}
+      />
+    </label>
+  );
+}
 
 export function RunsPage() {
   const { t } = useI18n();
@@ -84,17 +125,12 @@ export function RunsPage() {
             ))}
           </select>
         </label>
-        <label>
-          {t("runs.businessKey")}
-          <input
-            name="businessKey"
-            // Typed into freely; remounted when the address changes it (clear filters, back).
-            key={params.get("businessKey") ?? ""}
-            defaultValue={params.get("businessKey") ?? ""}
-            onKeyDown={(e) => e.key === "Enter" && set("businessKey", e.currentTarget.value)}
-            onBlur={(e) => set("businessKey", e.currentTarget.value)}
-          />
-        </label>
+        <TypedFilter
+          caption={t("runs.businessKey")}
+          name="businessKey"
+          value={params.get("businessKey") ?? ""}
+          onApply={(v) => set("businessKey", v)}
+        />
         <label>
           {t("runs.from")}
           <input type="datetime-local" name="from" value={params.get("from") ?? ""} onChange={(e) => set("from", e.target.value)} />
@@ -129,7 +165,9 @@ export function RunsPage() {
                 <th>{t("runs.flow")}</th>
                 <th>{t("runs.trigger")}</th>
                 <th>{t("runs.businessKey")}</th>
-                <th>{t("runs.created")}</th>
+                <th>
+                  {t("runs.created")} <Zone />
+                </th>
                 <th>{t("runs.duration")}</th>
               </tr>
             </thead>
@@ -147,7 +185,9 @@ export function RunsPage() {
                   <td>{r.flow}</td>
                   <td className="muted">{label(t, "triggered", r.trigger)}</td>
                   <td>{r.businessKey ?? <span className="muted">—</span>}</td>
-                  <td className="muted">{time(r.createdAt)}</td>
+                  <td className="muted">
+                    <Time iso={r.createdAt} />
+                  </td>
                   <td className="muted">{between(r.startedAt, r.finishedAt)}</td>
                 </tr>
               ))}

@@ -1,5 +1,5 @@
 import { Empty, ErrorNote } from "../components/Status";
-import { time } from "../format";
+import { Time, Zone } from "../components/Time";
 import { useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import type { QueueInfo, WorkerInfo } from "../types";
@@ -26,7 +26,9 @@ export function WorkersPage() {
                 <th>{t("workers.queues")}</th>
                 <th>{t("workers.running")}</th>
                 <th>{t("workers.version")}</th>
-                <th>{t("workers.heartbeat")}</th>
+                <th>
+                  {t("workers.heartbeat")} <Zone />
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -48,7 +50,9 @@ export function WorkersPage() {
                     {w.concurrency !== null && <span className="muted"> / {w.concurrency}</span>}
                   </td>
                   <td>{w.configVersion === null ? "—" : `v${w.configVersion}`}</td>
-                  <td className="muted">{time(w.heartbeatAt)}</td>
+                  <td className="muted">
+                    <Time iso={w.heartbeatAt} />
+                  </td>
                 </tr>
               ))}
             </tbody>
