@@ -192,6 +192,12 @@ export function RunPage({ id }: { id: string }) {
   );
 }
 
+/**
+ * Limits whose slots running attempts hold: which runs hold them is the operator's next question.
+ * The slots are anonymous in Redis, so the link lists the flow's running runs, where they usually are.
+ */
+const HELD_BY_RUNNING = /^(concurrency|pool|max_concurrency|worker slots)\b/;
+
 /** A run's or node's `waitingFor`, a delayed one's due time written as the console writes times. */
 function Waiting({ text }: { text: string }) {
   const { t } = useI18n();
@@ -341,6 +347,9 @@ function NodePanel({
           {t("queue")} {task.queue}
         </span>
         {task.waitingFor && <Waiting text={task.waitingFor} />}
+        {task.waitingFor && HELD_BY_RUNNING.test(task.waitingFor) && (
+          <Link to={`/runs?flow=${encodeURIComponent(run.flow)}&status=running`}>{t("node.heldBy")}</Link>
+        )}
         {task.nextRetryAt && task.status === "retrying" && (
           <span>
             {t("node.retryIn")} {duration(Date.parse(task.nextRetryAt) - now)}
