@@ -50,9 +50,21 @@ describe("the web console in a real browser", () => {
 
   async function trigger(payload: object): Promise<string> {
     await page.goto(`${runtime.url}/flows/order_payment_flow`);
-    await page.getByRole("button", { name: "Trigger run" }).click();
+    const open = page.getByRole("button", { name: "Trigger run" });
+    await open.click();
     const editor = page.locator("textarea[name=payload]");
     // The dialog opens to type the payload: the focus is there already.
+    await expect.poll(() => page.evaluate(`document.activeElement?.name`)).toBe("payload");
+    // Tab stays in the dialog (the page behind is inert); Escape closes it and gives the focus back.
+    for (let i = 0; i < 6; i++) {
+      await page.keyboard.press("Tab");
+      const outside = await page.evaluate(`!!document.activeElement?.closest("main") && !document.activeElement?.closest("dialog")`);
+      expect(outside, `Tab ${i + 1} left the dialog`).toBe(false);
+    }
+    await page.keyboard.press("Escape");
+    await expect.poll(() => page.locator("dialog").count()).toBe(0);
+    await expect.poll(() => page.evaluate(`document.activeElement?.textContent`)).toBe("Trigger run");
+    await open.click();
     await expect.poll(() => page.evaluate(`document.activeElement?.name`)).toBe("payload");
     await editor.fill("{ not json");
     await expect(page.getByRole("button", { name: "Start run" }).isDisabled()).resolves.toBe(true);

@@ -1,4 +1,4 @@
-import { useEffect } from "react";
+import { useLayoutEffect, useRef } from "react";
 import { type MessageKey, useI18n } from "../i18n";
 
 export function StatusBadge({ status }: { status: string }) {
@@ -35,22 +35,33 @@ export function ErrorNote({ error }: { error: Error | undefined }) {
 }
 
 export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: React.ReactNode }) {
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => e.key === "Escape" && onClose();
-    window.addEventListener("keydown", onKey);
-    return () => window.removeEventListener("keydown", onKey);
-  }, [onClose]);
+  const dialog = useRef<HTMLDialogElement>(null);
+  // A modal <dialog> is the browser's own focus trap: the page behind is inert while it is open,
+  // and closing it gives focus back to what opened it. Closed before React removes it (a layout
+  // effect's cleanup), since a dialog removed while open gives no focus back.
+  useLayoutEffect(() => {
+    const el = dialog.current;
+    el?.showModal();
+    return () => el?.close();
+  }, []);
   return (
-    <div className="modal-backdrop">
-      <div className="modal" role="dialog" aria-label={title}>
-        <header>
-          <h3>{title}</h3>
-          <button type="button" className="icon" onClick={onClose} aria-label="close">
-            ×
-          </button>
-        </header>
-        {children}
-      </div>
-    </div>
+    <dialog
+      ref={dialog}
+      className="modal"
+      aria-label={title}
+      onCancel={(e) => {
+        // Escape: the owner decides, and unmounts the dialog.
+        e.preventDefault();
+        onClose();
+      }}
+    >
+      <header>
+        <h3>{title}</h3>
+        <button type="button" className="icon" onClick={onClose} aria-label="close">
+          ×
+        </button>
+      </header>
+      {children}
+    </dialog>
   );
 }
