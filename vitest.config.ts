@@ -11,11 +11,12 @@ export default defineConfig({
     exclude: ["**/node_modules/**", "test/bench/**"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Each file gets its own schema and Redis prefix, so files run in parallel. Four at once on
-    // this 2-core machine: most files wait on timers, processes and the servers (three kept the
-    // cores 75% busy, 805 s), and a slow day took 735 s with two against 605 s with three.
+    // Each file gets its own schema and Redis prefix, so files run in parallel. Three at once on
+    // this 2-core machine: most files wait on timers, processes and the servers, and a slow day
+    // took 735 s with two against 605 s with three; four took as long as three (800 s and 805 s
+    // on one day), with every test slower.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 4, minForks: 1, execArgv: ["--conditions=development"] } },
+    poolOptions: { forks: { maxForks: 3, minForks: 1, execArgv: ["--conditions=development"] } },
     env: { AX_LOG_LEVEL: "error", NODE_OPTIONS: "--conditions=development" },
   },
 });
