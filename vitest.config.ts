@@ -7,6 +7,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     reporters: ["default", "./test/helpers/pass-fail-reporter.ts"],
+    globalSetup: ["./test/helpers/catalog-vacuum.ts"],
     include: ["packages/*/src/**/*.test.ts", "test/integration/**/*.test.ts", "test/browser/**/*.test.ts", "examples/*/**/*.test.ts"],
     exclude: ["**/node_modules/**", "test/bench/**"],
     testTimeout: 60_000,
