@@ -146,8 +146,10 @@ describe("executeInline", () => {
   });
 
   it("a refused heartbeat keeps nothing alive: only storable beats hold off heartbeatTimeout", async () => {
+    // Beats every 20 ms for about 500 ms against a 250 ms heartbeatTimeout: room for a loaded
+    // machine's late timers, and refused beats alone leave twice the timeout unbeaten.
     const beating = (progress: unknown) => async () => {
-      for (let i = 0; i < 6; i++) {
+      for (let i = 0; i < 25; i++) {
         try {
           taskContextStorage.getStore()!.heartbeat(progress as Json);
         } catch {
@@ -157,11 +159,11 @@ describe("executeInline", () => {
       }
       return "done";
     };
-    expect(await executeInline(input(beating({ i: 1n }), { heartbeatTimeoutMs: 60 }))).toMatchObject({
+    expect(await executeInline(input(beating({ i: 1n }), { heartbeatTimeoutMs: 250 }))).toMatchObject({
       ok: false,
       outcome: "heartbeat_lost",
     });
-    expect(await executeInline(input(beating({ i: 1 }), { heartbeatTimeoutMs: 60 }))).toEqual({ ok: true, value: "done" });
+    expect(await executeInline(input(beating({ i: 1 }), { heartbeatTimeoutMs: 250 }))).toEqual({ ok: true, value: "done" });
   });
 
   it("an attempt cancelled before it started ends at once", async () => {
