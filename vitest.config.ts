@@ -1,13 +1,14 @@
 import { defineConfig } from "vitest/config";
 
-// Workspace packages resolve to their TypeScript sources through the `development` export
-// condition, so tests never run a stale build: Vite's default conditions include it in test mode,
-// the test processes' execArgv gives it to their worker threads and forked children, and
-// NODE_OPTIONS to every other node process a test starts.
+// In the test processes, workspace packages resolve to their TypeScript sources through the
+// `development` export condition: Vite's default conditions include it in test mode, and the test
+// processes' execArgv gives it to their worker threads and the process executor's children. Other
+// processes a test starts (`ax` commands, worker fixtures) run the packages' build, which
+// fresh-build.ts brings up to date before any test runs.
 export default defineConfig({
   test: {
     reporters: ["default", "./test/helpers/pass-fail-reporter.ts"],
-    globalSetup: ["./test/helpers/catalog-vacuum.ts"],
+    globalSetup: ["./test/helpers/fresh-build.ts", "./test/helpers/catalog-vacuum.ts"],
     include: ["packages/*/src/**/*.test.ts", "test/integration/**/*.test.ts", "test/browser/**/*.test.ts", "examples/*/**/*.test.ts"],
     exclude: ["**/node_modules/**", "test/bench/**"],
     testTimeout: 60_000,
@@ -18,6 +19,6 @@ export default defineConfig({
     // on one day), with every test slower.
     pool: "forks",
     poolOptions: { forks: { maxForks: 3, minForks: 1, execArgv: ["--conditions=development"] } },
-    env: { AX_LOG_LEVEL: "error", NODE_OPTIONS: "--conditions=development" },
+    env: { AX_LOG_LEVEL: "error" },
   },
 });
