@@ -1,10 +1,10 @@
 import { defineConfig } from "vitest/config";
 
 // In the test processes, workspace packages resolve to their TypeScript sources through the
-// `development` export condition: Vite's default conditions include it in test mode, and the test
-// processes' execArgv gives it to their worker threads and the process executor's children. Other
-// processes a test starts (`ax` commands, worker fixtures) run the packages' build, which
-// fresh-build.ts brings up to date before any test runs.
+// `development` export condition, which Vite's default conditions include in test mode. Everything
+// else a test starts (`ax` commands, worker fixtures, the executors' threads and child processes)
+// runs the packages' build, as an installed ax does, and fresh-build.ts brings it up to date
+// before any test runs.
 export default defineConfig({
   test: {
     reporters: ["default", "./test/helpers/pass-fail-reporter.ts"],
@@ -18,7 +18,7 @@ export default defineConfig({
     // took 735 s with two against 605 s with three; four took as long as three (800 s and 805 s
     // on one day), with every test slower.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 3, minForks: 1, execArgv: ["--conditions=development"] } },
+    poolOptions: { forks: { maxForks: 3, minForks: 1 } },
     env: { AX_LOG_LEVEL: "error" },
   },
 });

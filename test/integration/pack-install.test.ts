@@ -23,12 +23,10 @@ const env = isolate("packed");
 let project: string;
 let runtime: Child | undefined;
 
-// Building (a turbo cache hit after `pnpm test` has built), packing and an npm install of the
+// Packing the build (vitest's global setup has brought it up to date) and an npm install of the
 // third-party dependencies: tens of seconds on a busy machine.
 beforeAll(async () => {
   const started = Date.now();
-  await run("npx", [...PNPM, "build"], { cwd: REPO_ROOT, env: plainEnv() });
-  const built = Date.now();
   project = await mkdtemp(join(tmpdir(), "ax-packed-"));
   const tarballs = join(project, "tarballs");
   await Promise.all(
@@ -44,7 +42,7 @@ beforeAll(async () => {
     cwd: project,
     env: plainEnv(),
   });
-  console.log(`pack-install: build ${built - started} ms, pack ${packed - built} ms, npm install ${Date.now() - packed} ms`);
+  console.log(`pack-install: pack ${packed - started} ms, npm install ${Date.now() - packed} ms`);
 }, 180_000);
 
 afterAll(async () => {

@@ -31,9 +31,24 @@ export function scheduleProblem(
   return undefined;
 }
 
-/** A paused croner job: only used to compute fire times, never to run anything. */
-function cronOf(spec: FireSpec): Cron {
-  return new Cron(spec.cron, { timezone: spec.timezone, paused: true });
+/**
+ * A paused croner job: only used to compute fire times, never to run anything. A zone that is UTC
+ * under any of its names is given as a zero offset: croner converts every step through Intl for a
+ * named zone, about ten times slower, which a backfill listing 100,000 ticks pays in full.
+ */
+export function cronOf(spec: FireSpec): Cron {
+  return isUtc(spec.timezone)
+    ? new Cron(spec.cron, { utcOffset: 0, paused: true })
+    : new Cron(spec.cron, { timezone: spec.timezone, paused: true });
+}
+
+function isUtc(timezone: string | undefined): boolean {
+  if (timezone === undefined) return false;
+  try {
+    return new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone === "UTC";
+  } catch {
+    return false;
+  }
 }
 
 /** The next `n` fire times strictly after `after`. */

@@ -1,9 +1,13 @@
 // Child entry of the thread and process executors: task modules may be TypeScript, so register
 // tsx in this thread or process before loading anything else. Plain JS so Node can start it as
-// is, both next to the sources (isolated-entry.ts) and in the build (isolated-entry.js).
-import { existsSync } from "node:fs";
+// is, from the sources and from the build alike.
 import { register } from "tsx/esm/api";
 
 register();
-const source = new URL("./isolated-entry.ts", import.meta.url);
-await import(existsSync(source) ? source.href : new URL("./isolated-entry.js", import.meta.url).href);
+// The entry comes from the tree this package resolves to here (the sources under the repository's
+// `development` condition, else the build), the same one the task module's imports reach: two
+// copies of the worker's modules would give the task an ax.context() the entry never set.
+const fromSources = import.meta.resolve("@ax/worker").endsWith(".ts");
+await import(
+  new URL(fromSources ? "../../src/executors/isolated-entry.ts" : "../../dist/executors/isolated-entry.js", import.meta.url).href
+);
