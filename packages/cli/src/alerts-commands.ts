@@ -1,6 +1,5 @@
 import type { Command } from "commander";
-import pino from "pino";
-import { parseRuntimeConfig, readConfigFile, sendTestAlert, type Client } from "ax-scheduler";
+import type { Client } from "ax-scheduler";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
@@ -13,6 +12,10 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
     .description("send a test alert through every sink of the group (of the newest stored config version, or --config)")
     .option("--config <file>", "read the groups from this runtime.yaml instead of the stored version")
     .action(async (group: string, raw: { config?: string }) => {
+      const [{ default: pino }, { parseRuntimeConfig, readConfigFile, sendTestAlert }] = await Promise.all([
+        import("pino"),
+        import("ax-scheduler"),
+      ]);
       // The log sink writes here, on stdout, where the user is looking.
       const log = pino({ level: "info" });
       const deliver = async (yaml: string, file: string) => {

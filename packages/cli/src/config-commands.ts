@@ -1,7 +1,7 @@
 import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { z } from "zod";
-import { readConfigFile, type Client, type ConfigVersionInfo, type EffectiveOption } from "ax-scheduler";
+import type { Client, ConfigVersionInfo, EffectiveOption } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 import { parseFlags, positiveInt } from "./options.js";
 
@@ -39,6 +39,7 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     .description("validate the file against the cluster's flows, store it as a new version and have every process apply it")
     .option("--author <name>", "who made the change (default: $USER)")
     .action(async (file: string, raw: { author?: string }) => {
+      const { readConfigFile } = await import("ax-scheduler");
       const text = readConfigFile(file);
       await withClient(async (client) => {
         const version = await client.config.apply(text, file, raw.author ?? defaultAuthor());

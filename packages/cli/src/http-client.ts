@@ -1,23 +1,22 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  AxWaitTimeoutError,
-  parseDuration,
-  type BackfillInfo,
-  type BackfillOptions,
-  type BackfillStarted,
-  type BusyKey,
-  type Duration,
-  type QueueInfo,
-  type RerunOptions,
-  type RunInfo,
-  type RunSummary,
-  type ScheduleInfo,
-  type TaskLogQuery,
-  type TaskLogs,
-  type TriggerOptions,
+import type {
+  BackfillInfo,
+  BackfillOptions,
+  BackfillStarted,
+  BusyKey,
+  Duration,
+  QueueInfo,
+  RerunOptions,
+  RunInfo,
+  RunSummary,
+  ScheduleInfo,
+  TaskLogQuery,
+  TaskLogs,
+  TriggerOptions,
 } from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
-import { TERMINAL_RUN_STATUSES, type RunFilter } from "@ax/store";
+import type { RunFilter } from "@ax/store";
+import { AxWaitTimeoutError, parseDuration, TERMINAL_RUN_STATUSES } from "@ax/common";
 import { AxApiAnsweredError, AxApiError, AxApiUnreachableError } from "./errors.js";
 import type { RunsApi } from "./runs-api.js";
 import type { DataDirHolder } from "@ax/common";

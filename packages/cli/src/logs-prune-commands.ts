@@ -3,7 +3,7 @@ import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
 import type { Client, LogLineInfo } from "ax-scheduler";
-import { TERMINAL_RUN_STATUSES } from "@ax/store";
+import { TERMINAL_RUN_STATUSES } from "@ax/common";
 import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 import { Eta } from "./progress.js";
 import type { RunsApi } from "./runs-api.js";

@@ -1,7 +1,6 @@
 import { createRequire } from "node:module";
 import { Command } from "commander";
 import type { Client } from "ax-scheduler";
-import { migrate, openStore } from "@ax/store";
 import { addProcessCommands } from "./process-commands.js";
 import { renderBusyKeys, renderQueues } from "./render-queues.js";
 import { addRunCommands } from "./run-commands.js";
@@ -76,6 +75,7 @@ export async function main(argv: string[]): Promise<void> {
     .description("apply the database migrations")
     .action(async () => {
       const c = connection(program);
+      const { migrate, openStore } = await import("@ax/store");
       const store = openStore({ url: c.storage, dataDir: c.dataDir });
       try {
         await migrate(store);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseDuration, plainMessage, type Duration } from "ax-scheduler";
+import { parseDuration, plainMessage, type Duration } from "@ax/common";
 import { AxUsageError } from "./errors.js";
 
 /** Connection flags every command shares; environment variables are the defaults. */

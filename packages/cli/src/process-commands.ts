@@ -1,80 +1,14 @@
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
-import { userInfo } from "node:os";
 import type { Command } from "commander";
-import { Registry } from "prom-client";
 import { z } from "zod";
-import { axLogger, LiveConfig, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
-import { advertiseApi, migrate, openStore } from "@ax/store";
-import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
-import { DEFAULT_DATA_DIR, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
-import { startMetricsServer } from "@ax/server/metrics";
-import { loadFlows } from "./load-entry.js";
+import type { Role } from "ax-scheduler";
+import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 import { durationFlag, parseFlags, positiveInt, wholeNumber } from "./options.js";
 import { connection } from "./shared.js";
-import type { ConnectionFlags } from "./options.js";
-import { watchConfigFile } from "./watch-config.js";
 import { stopWithSupervisor, superviseDev, SUPERVISED_ENV } from "./dev-watch.js";
 
 /** The config file `ax dev` watches when no --config is given, if it exists (DESIGN §1's project layout). */
 const DEV_CONFIG = "config/runtime.yaml";
-
-/** Past the stop timeout, how long the process may take to close before it exits anyway. */
-const EXIT_GRACE_MS = 4000;
-
-/**
- * Runs until SIGINT/SIGTERM, then stops gracefully: in-flight attempts get `stopTimeout`, then are
- * handed back. The process exits within `stopTimeout` plus a few seconds whatever Redis and
- * PostgreSQL do; a second signal exits at once.
- */
-async function serve(
-  runtime: Runtime,
-  what: string,
-  stopTimeout: Duration,
-  afterStart?: () => () => void,
-  history?: string,
-): Promise<void> {
-  await runtime.start();
-  const unwatch = afterStart?.();
-  runtime.log.info(
-    { worker: runtime.workerId, api: runtime.url, console: runtime.url ? `${runtime.url}/` : undefined, history },
-    `ax ${what} started`,
-  );
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
-  const force = (again: NodeJS.Signals) => {
-    runtime.log.warn({ signal: again }, `ax ${what}: second signal, exiting without waiting`);
-    process.exit(130);
-  };
-  process.once("SIGINT", force);
-  process.once("SIGTERM", force);
-  const hardExit = setTimeout(() => {
-    runtime.log.error(`ax ${what} did not stop within its stop timeout; exiting anyway`);
-    process.exit(1);
-  }, parseDuration(stopTimeout) + EXIT_GRACE_MS);
-  hardExit.unref();
-  runtime.log.info({ signal, stopTimeout }, `ax ${what} stopping`);
-  unwatch?.();
-  await runtime.stop({ timeout: stopTimeout });
-  runtime.log.info(`ax ${what} stopped`);
-  // A task that ignored its abort may still hold timers or sockets: they must not keep the process.
-  process.exit(process.exitCode ?? 0);
-}
-
-/**
- * Where the process keeps its history, for its start line: a history that seems gone is most
- * often another one (a directory of its own under another working directory, another schema).
- */
-function historyOf(c: ConnectionFlags): string {
-  if (c.storage) {
-    const url = new URL(c.storage);
-    return `postgres ${url.host}${url.pathname} schema ${url.searchParams.get("schema") ?? "public"}`;
-  }
-  const dir = resolve(c.dataDir ?? DEFAULT_DATA_DIR);
-  return `${dir}${existsSync(dir) ? "" : " (new)"}`;
-}
 
 const port = wholeNumber.min(0, { error: "expected a port, 0 to 65535" }).max(65535, { error: "expected a port, 0 to 65535" });
 
@@ -125,33 +59,13 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
         name,
       );
       const config = flags.config ?? (name === "dev" && existsSync(DEV_CONFIG) ? DEV_CONFIG : undefined);
-      if (flags.watch && !process.env[SUPERVISED_ENV]) await superviseDev(entry, axLogger(), config === undefined ? [] : [config]);
+      if (flags.watch && !process.env[SUPERVISED_ENV]) {
+        const { axLogger } = await import("ax-scheduler");
+        await superviseDev(entry, axLogger(), config === undefined ? [] : [config]);
+      }
       stopWithSupervisor();
-      const c = connection(program);
-      // Other processes (the CLI) reach an embedded history through this API while this one holds it.
-      if (!c.storage && flags.port !== undefined && flags.port !== 0) advertiseApi(`http://127.0.0.1:${flags.port}`);
-      const runtime = new Runtime({
-        ...c,
-        flows: await loadFlows(entry),
-        config,
-        maxConcurrency: flags.concurrency,
-        queues: flags.queues
-          ?.split(",")
-          .map((q) => q.trim())
-          .filter(Boolean),
-        roles,
-        port: flags.port,
-        metricsPort: flags.metricsPort,
-        worker: flags.durability === undefined ? undefined : { durability: flags.durability },
-        // `ax dev` is a developer's own machine: its API and console need no token (docs/security.md).
-        insecureNoAuth: name === "dev",
-      });
-      // `ax dev` applies the file on every save (and at start: the file being edited wins over the stored version).
-      const watchConfig =
-        name === "dev" && config !== undefined
-          ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER ?? userInfo().username} (ax dev)`, runtime.log)
-          : undefined;
-      await serve(runtime, name, flags.stopTimeout, watchConfig, historyOf(c));
+      const { runRole } = await import("./process-run.js");
+      await runRole(connection(program), entry, name, roles, flags, config);
     });
 }
 
@@ -196,59 +110,7 @@ export function addProcessCommands(program: Command): void {
         raw,
         "server",
       );
-      const stuckAfterMs = parseDuration(flags.stuckAfter);
-      const auth = { insecureNoAuth: flags.insecureNoAuth ?? false, metricsAuth: !flags.publicMetrics };
-      if (entry) {
-        const runtime = new Runtime({
-          ...connection(program),
-          flows: await loadFlows(entry),
-          config: flags.config,
-          roles: ["api"],
-          port: flags.port,
-          host: flags.host,
-          metricsPort: flags.metricsPort,
-          metrics: { stuckAfterMs },
-          ...auth,
-        });
-        await serve(runtime, "server", "5s");
-        return;
-      }
-      const c = connection(program);
-      const store = openStore({ url: c.storage, dataDir: c.dataDir });
-      await migrate(store);
-      const log = axLogger();
-      const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
-      const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
-      const registry = new Registry();
-      await checkEvictionPolicy(redis, log, registry);
-      try {
-        const { startServer } = await import("@ax/server");
-        const server = await startServer({
-          db: store.db,
-          queues,
-          registry,
-          log,
-          port: flags.port,
-          host: flags.host,
-          config: new LiveConfig(store.db, redis, queues.prefix),
-          auth,
-          stuckAfterMs,
-        });
-        const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer(registry, flags.metricsPort, flags.host);
-        log.info(
-          { url: server.url, console: `${server.url}/` },
-          "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",
-        );
-        await new Promise<void>((resolve) => {
-          process.once("SIGINT", resolve);
-          process.once("SIGTERM", resolve);
-        });
-        await server.close();
-        await metrics?.close();
-      } finally {
-        await queues.close();
-        closeRedis(redis);
-        await store.close();
-      }
+      const { runServer } = await import("./process-run.js");
+      await runServer(connection(program), entry, flags);
     });
 }

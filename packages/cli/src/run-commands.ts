@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/store";
+import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/common";
 import { loadFlows } from "./load-entry.js";
 import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { printRunOrWait, renderRun } from "./render-run.js";

@@ -1,12 +1,10 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { Client, type Flow } from "ax-scheduler";
-import { dataDirHolder } from "@ax/store";
+import type { Client, Flow } from "ax-scheduler";
 import type { DataDirHolder } from "@ax/common";
 import { AxNoEmbeddedHistoryError, DEFAULT_DATA_DIR } from "@ax/common";
 import { AxNoDevRouteError } from "./errors.js";
-import { HttpRunsApi } from "./http-client.js";
 import { connectionFlags, parseFlags, type ConnectionFlags } from "./options.js";
 import type { RunsApi } from "./runs-api.js";
 
@@ -33,8 +31,8 @@ export function connection(program: Command): ConnectionFlags {
 export async function withClient(program: Command, fn: (client: RunsApi) => Promise<void>, flows?: Flow<any>[]): Promise<void> {
   const flags = connection(program);
   refuseMissingDataDir(flags);
-  const holder = devHolder(flags);
-  const client: RunsApi = holder ? new HttpRunsApi(holder) : new Client({ ...flags, flows });
+  const holder = await devHolder(flags);
+  const client: RunsApi = holder ? await httpRunsApi(holder) : await newClient({ ...flags, flows });
   try {
     await fn(client);
   } finally {
@@ -52,10 +50,23 @@ function refuseMissingDataDir(flags: ConnectionFlags): void {
   if (!existsSync(dataDir)) throw new AxNoEmbeddedHistoryError(dataDir);
 }
 
+// The client, the storage layer and the HTTP client are loaded by the command that uses one, so
+// that \`ax --help\` and a refused flag answer without loading them (about a second of CPU).
+async function newClient(options: ConnectionFlags & { flows?: Flow<any>[] | undefined }): Promise<Client> {
+  const { Client } = await import("ax-scheduler/client");
+  return new Client(options);
+}
+
+async function httpRunsApi(holder: DataDirHolder & { api: string }): Promise<RunsApi> {
+  const { HttpRunsApi } = await import("./http-client.js");
+  return new HttpRunsApi(holder);
+}
+
 /** The live process holding the embedded data directory, when it serves it over HTTP (an `ax dev`). */
-function devHolder(flags: ConnectionFlags): (DataDirHolder & { api: string; dataDir: string }) | undefined {
+async function devHolder(flags: ConnectionFlags): Promise<(DataDirHolder & { api: string; dataDir: string }) | undefined> {
   if (flags.storage) return undefined;
   const dataDir = resolve(flags.dataDir ?? DEFAULT_DATA_DIR);
+  const { dataDirHolder } = await import("@ax/store");
   const holder = dataDirHolder(dataDir);
   return holder?.api ? { ...holder, api: holder.api, dataDir } : undefined;
 }
@@ -81,12 +92,12 @@ const NO_ROUTE: Record<string, (api: string) => string> = {
 export async function withDirectClient(program: Command, command: string, fn: (client: Client) => Promise<void>): Promise<void> {
   const flags = connection(program);
   refuseMissingDataDir(flags);
-  const holder = devHolder(flags);
+  const holder = await devHolder(flags);
   if (holder) {
     const why = NO_ROUTE[command.split(" ")[0]!]?.(holder.api) ?? `the CLI does not route it through its HTTP API: ${STOP_DEV}`;
     throw new AxNoDevRouteError(command, holder.dataDir, holder, why);
   }
-  const client = new Client(flags);
+  const client = await newClient(flags);
   try {
     await fn(client);
   } finally {

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { TOKEN_SCOPES } from "@ax/store";
+import { TOKEN_SCOPES } from "@ax/common";
 import type { Client } from "ax-scheduler";
 import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 

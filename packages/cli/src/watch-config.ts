@@ -2,7 +2,8 @@ import { watch } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import type { Logger } from "pino";
-import { AxConfigError, type LiveConfig } from "ax-scheduler";
+import { AxConfigError } from "@ax/common";
+import type { LiveConfig } from "ax-scheduler";
 
 /** Editors save in bursts (write, rename, chmod): one apply per burst. */
 const DEBOUNCE_MS = 250;

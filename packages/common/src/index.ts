@@ -15,3 +15,5 @@ export * from "./key-strategies.js";
 export * from "./limits.js";
 export * from "./plain-messages.js";
 export * from "./returned-key.js";
+export * from "./duration.js";
+export * from "./run-states.js";

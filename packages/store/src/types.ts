@@ -1,13 +1,9 @@
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export const RUN_STATUSES = ["pending", "running", "success", "failed", "cancelled"] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
+export { RUN_STATUSES, RUN_TRIGGERS, TERMINAL_RUN_STATUSES, type RunStatus, type RunTrigger } from "@ax/common";
 
 export const TASK_STATUSES = ["pending", "queued", "running", "success", "retrying", "failed", "skipped", "cancelled"] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
-
-export const RUN_TRIGGERS = ["manual", "event", "schedule", "rerun", "backfill"] as const;
-export type RunTrigger = (typeof RUN_TRIGGERS)[number];
 
 export const ATTEMPT_OUTCOMES = ["success", "failed", "timed_out", "heartbeat_lost", "crashed"] as const;
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
@@ -23,7 +19,6 @@ export interface TaskFailure {
 }
 
 export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ["success", "failed", "skipped", "cancelled"];
-export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ["success", "failed", "cancelled"];
 
 export const OVERLAP_POLICIES = ["skip", "queue", "allow", "cancel_previous"] as const;
 /** What a schedule tick does when an earlier run of its flow is unfinished. */

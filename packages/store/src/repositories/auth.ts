@@ -1,14 +1,12 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
-import { AxTokenNameError } from "@ax/common";
+import { AxTokenNameError, TOKEN_SCOPES, type TokenScope } from "@ax/common";
 import type { Db } from "../connect.js";
 import { pgErrorCode } from "../pg-error.js";
 import { apiTokens, auditLog } from "../schema/index.js";
 import type { Json } from "../types.js";
 
-/** Each scope includes the ones before it: `trigger` may read, `admin` may trigger. */
-export const TOKEN_SCOPES = ["read", "trigger", "admin"] as const;
-export type TokenScope = (typeof TOKEN_SCOPES)[number];
+export { TOKEN_SCOPES, type TokenScope } from "@ax/common";
 
 export function scopeCovers(has: TokenScope, needs: TokenScope): boolean {
   return TOKEN_SCOPES.indexOf(has) >= TOKEN_SCOPES.indexOf(needs);
