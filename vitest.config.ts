@@ -1,10 +1,10 @@
 import { defineConfig } from "vitest/config";
 
 // In the test processes, workspace packages resolve to their TypeScript sources through the
-// `development` export condition, which Vite's default conditions include in test mode. Everything
-// else a test starts (`ax` commands, worker fixtures, the executors' threads and child processes)
-// runs the packages' build, as an installed ax does, and fresh-build.ts brings it up to date
-// before any test runs.
+// `development` export condition: Vite's default conditions include it in test mode and vitest
+// gives them to its processes as `--conditions`, which the executors' threads and child processes
+// inherit. Other processes a test starts (`ax` commands, worker fixtures) run the packages' build,
+// as an installed ax does, and fresh-build.ts brings it up to date before any test runs.
 export default defineConfig({
   test: {
     reporters: ["default", "./test/helpers/pass-fail-reporter.ts"],

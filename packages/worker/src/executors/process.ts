@@ -13,7 +13,18 @@ const STDERR_TAIL = 4096;
 /** What V8 prints when a heap cap is hit, before it aborts the process. */
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit/i;
 /** Export conditions the parent resolves packages with (`development` in the repository): the child must load the same files. */
-const CONDITIONS = process.execArgv.filter((arg) => arg.startsWith("--conditions="));
+const CONDITIONS = conditionArgs(process.execArgv);
+
+/** The export condition flags among node's options, in each form node takes: `--conditions=x`, `--conditions x`, `-C x`. */
+export function conditionArgs(execArgv: readonly string[]): string[] {
+  const found: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i]!;
+    if (arg.startsWith("--conditions=") || arg.startsWith("-C=")) found.push(arg);
+    else if ((arg === "--conditions" || arg === "-C") && i + 1 < execArgv.length) found.push(arg, execArgv[++i]!);
+  }
+  return found;
+}
 
 /**
  * A child process with its V8 heap capped by `--max-old-space-size` (runIsolated watches the rest
