@@ -1,0 +1,212 @@
+import { duration, summary, waitingDue, waitingFor } from "../format";
+import { type MessageKey, useI18n } from "../i18n";
+import { Link } from "../router";
+import type { RunInfo, TaskRunInfo } from "../types";
+import { Attempts } from "./Attempts";
+import { NodeLogs } from "./NodeLogs";
+import { StatusBadge } from "./Status";
+
+/**
+ * Limits whose slots running attempts hold: which runs hold them is the operator's next question.
+ * The slots are anonymous in Redis, so the link lists the flow's running runs, where they usually are.
+ */
+const HELD_BY_RUNNING = /^(concurrency|pool|max_concurrency|worker slots)\b/;
+
+/** A run's or node's `waitingFor`, a delayed one's due time written as the console writes times. */
+export function Waiting({ text }: { text: string }) {
+  const { t } = useI18n();
+  const due = waitingDue(text);
+  return (
+    <span title={due}>
+      {t("run.waiting")}: {waitingFor(text, t("run.dueAt"))}
+    </span>
+  );
+}
+
+const NOT_SUCCEEDED = ["failed", "skipped", "cancelled"];
+
+/**
+ * Why a node was skipped: the failed or cancelled nodes upstream where the skip began, and the
+ * skipped nodes it came through. A skip is passed down the DAG, so the direct upstream is often
+ * skipped itself and says nothing.
+ */
+function skipCause(task: TaskRunInfo, tasks: TaskRunInfo[]): { origins: TaskRunInfo[]; through: TaskRunInfo[] } {
+  const byKey = new Map(tasks.map((n) => [n.key, n]));
+  const origins = new Map<string, TaskRunInfo>();
+  const through = new Map<string, TaskRunInfo>();
+  const visit = (key: string) => {
+    const up = byKey.get(key);
+    if (!up || origins.has(key) || through.has(key) || !NOT_SUCCEEDED.includes(up.status)) return;
+    if (up.status !== "skipped") {
+      origins.set(key, up);
+      return;
+    }
+    through.set(key, up);
+    for (const next of up.upstream) visit(next);
+  };
+  for (const up of task.upstream) visit(up);
+  return { origins: [...origins.values()], through: [...through.values()] };
+}
+
+function NodeButton({ node, onSelect }: { node: string; onSelect: (key: string) => void }) {
+  return (
+    <button type="button" className="link mono" onClick={() => onSelect(node)}>
+      {node}
+    </button>
+  );
+}
+
+/** Nodes named in a note, each one a button opening its panel. */
+function NodeList({ nodes, onSelect, status }: { nodes: TaskRunInfo[]; onSelect: (key: string) => void; status?: boolean }) {
+  const { t, lang } = useI18n();
+  return nodes.map((n, i) => (
+    <span key={n.key}>
+      {i > 0 && MARKS[lang].comma}
+      <NodeButton node={n.key} onSelect={onSelect} />
+      {status && ` ${t(`status.${n.status}` as MessageKey)}`}
+    </span>
+  ));
+}
+
+/** The punctuation around the nodes a note names: Chinese has its own. */
+const MARKS = {
+  en: { open: " (", close: ")", stop: ".", comma: ", " },
+  zh: { open: "（", close: "）", stop: "。", comma: "、" },
+};
+
+function SkipNote({ task, run, onSelect }: { task: TaskRunInfo; run: RunInfo; onSelect: (key: string) => void }) {
+  const { t, lang } = useI18n();
+  const mark = MARKS[lang];
+  const { origins, through } = skipCause(task, run.tasks);
+  if (origins.length === 0)
+    return (
+      <p className="node-note" data-note="skipped">
+        {t("node.skipped")}
+      </p>
+    );
+  return (
+    <p className="node-note" data-note="skipped">
+      {t("node.skippedBecause")} <NodeList nodes={origins} onSelect={onSelect} status />
+      {through.length > 0 && (
+        <>
+          {mark.open}
+          {t("node.skippedThrough")} <NodeList nodes={through} onSelect={onSelect} />
+          {mark.close}
+        </>
+      )}
+      {mark.stop}
+    </p>
+  );
+}
+
+function ReusedNote({ task }: { task: TaskRunInfo & { reusedFrom: string } }) {
+  const { t, lang } = useI18n();
+  return (
+    <p className="node-note" data-note="reused">
+      {t("node.reusedFrom")}{" "}
+      <Link to={`/runs/${task.reusedFrom}?node=${encodeURIComponent(task.key)}`} className="mono">
+        {task.reusedFrom.slice(0, 8)}
+      </Link>
+      {MARKS[lang].stop}
+      {lang === "en" && " "}
+      {t("node.reusedElsewhere")}
+    </p>
+  );
+}
+
+export function NodePanel({
+  run,
+  task,
+  now,
+  onClose,
+  onSelect,
+  onRerunFrom,
+  busy,
+}: {
+  run: RunInfo;
+  task: TaskRunInfo;
+  now: number;
+  onClose: () => void;
+  onSelect: (key: string) => void;
+  onRerunFrom: (() => void) | undefined;
+  busy: boolean;
+}) {
+  const { t } = useI18n();
+  const input =
+    task.upstream.length === 0
+      ? run.payload
+      : Object.fromEntries(task.upstream.map((u) => [u, run.tasks.find((n) => n.key === u)?.result ?? null]));
+  const following = task.status === "running" || task.status === "retrying";
+  const reused = task.reusedFrom === null ? undefined : { ...task, reusedFrom: task.reusedFrom };
+  return (
+    <section className="panel node-panel" data-panel={task.key}>
+      <header>
+        <h2>
+          {task.key} <StatusBadge status={task.reusedFrom ? "reused" : task.status} />
+        </h2>
+        <div className="actions">
+          {onRerunFrom && (
+            <button type="button" className="primary" disabled={busy} onClick={onRerunFrom}>
+              {t("run.rerunFrom")}
+            </button>
+          )}
+          <button type="button" onClick={onClose}>
+            {t("close")}
+          </button>
+        </div>
+      </header>
+      <div className="meta">
+        <span>{task.task}</span>
+        <span>
+          {t("queue")} {task.queue}
+        </span>
+        {task.waitingFor && <Waiting text={task.waitingFor} />}
+        {task.waitingFor && HELD_BY_RUNNING.test(task.waitingFor) && (
+          <Link to={`/runs?flow=${encodeURIComponent(run.flow)}&status=running`}>{t("node.heldBy")}</Link>
+        )}
+        {task.nextRetryAt && task.status === "retrying" && (
+          <span>
+            {t("node.retryIn")} {duration(Date.parse(task.nextRetryAt) - now)}
+          </span>
+        )}
+        {task.progress !== null && (
+          <span>
+            {t("node.progress")} {summary(task.progress, 60)}
+          </span>
+        )}
+      </div>
+      {reused && <ReusedNote task={reused} />}
+      {task.status === "skipped" && !reused && <SkipNote task={task} run={run} onSelect={onSelect} />}
+      {task.error && (
+        <div className="error-box" data-error={task.error.name}>
+          <strong>{task.error.name}</strong>: {task.error.message}
+          {task.error.notRetried && (
+            <p className="not-retried">
+              {t("node.notRetried")} {task.error.notRetried}
+            </p>
+          )}
+          {task.error.stack && <pre>{task.error.stack}</pre>}
+        </div>
+      )}
+      {/* A reused or skipped node's note says why it has no attempts of its own. */}
+      {(task.attempts.length > 0 || (!reused && task.status !== "skipped")) && (
+        <>
+          <h3>{t("node.attempts")}</h3>
+          <Attempts task={task} now={now} createdAt={run.createdAt} />
+        </>
+      )}
+      <div className="grid-2">
+        <div>
+          <h3>{t("node.input")}</h3>
+          <pre className="code">{summary(input, 2000)}</pre>
+        </div>
+        <div>
+          <h3>{t("node.result")}</h3>
+          {/* A node that has not succeeded has no result: null there would read as one. */}
+          <pre className="code">{task.status === "success" ? summary(task.result, 2000) : "—"}</pre>
+        </div>
+      </div>
+      {!reused && <NodeLogs runId={run.id} node={task.key} attempt={task.attempts.length} following={following} />}
+    </section>
+  );
+}

@@ -1,0 +1,51 @@
+import { useEffect, useState } from "react";
+import { ApiError, api, stream } from "./api";
+import type { RunInfo } from "./types";
+
+/** The run, kept current by its SSE feed (one PostgreSQL poll on the server whatever the number of viewers). */
+export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error | undefined; live: boolean } {
+  const [run, setRun] = useState<RunInfo>();
+  const [error, setError] = useState<Error>();
+  const [live, setLive] = useState(false);
+  useEffect(() => {
+    const abort = new AbortController();
+    setRun(undefined);
+    setError(undefined);
+    let ended = false;
+    const follow = async (): Promise<void> => {
+      setLive(true);
+      try {
+        await stream(
+          `/api/runs/${id}/stream`,
+          (data, event) => {
+            if (event === "message") setRun(JSON.parse(data) as RunInfo);
+            if (event === "error") setError(new Error((JSON.parse(data) as { message: string }).message));
+            if (event === "end" || event === "error") ended = true;
+          },
+          abort.signal,
+        );
+        // Closed without `end`: the server stopped (a restart, a deploy); follow the run again.
+        if (!ended && !abort.signal.aborted) throw new Error("stream closed");
+      } catch (e) {
+        if (abort.signal.aborted) return;
+        if (e instanceof ApiError && e.status === 404) {
+          setError(new Error(`no run with id ${id}`));
+          return;
+        }
+        // Refused: the login screen is showing, and retrying would only present the bad token again.
+        if (e instanceof ApiError && e.status === 401) return;
+        // The server restarted or the network blinked: read the run once, then follow it again.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (!abort.signal.aborted) {
+          setRun(await api.get<RunInfo>(`/api/runs/${id}`).catch(() => undefined));
+          return follow();
+        }
+      } finally {
+        if (!abort.signal.aborted) setLive(false);
+      }
+    };
+    void follow();
+    return () => abort.abort();
+  }, [id]);
+  return { run, error, live };
+}
