@@ -225,8 +225,20 @@ describe("alerts: terminal failures only, one per silence window across coordina
       expect(failing.hits()).toBe(3);
       // 200 ms then 400 ms between the three tries.
       expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+      // The FAILED line is the report: no pino error with a stack besides it.
+      expect(result.stdout.split("\n").filter(Boolean)).toHaveLength(1);
     } finally {
       await failing.close();
     }
+  });
+
+  it("a webhook nobody listens on is reported with the reason, not just `fetch failed`", async () => {
+    const gone = await startWebhookSink();
+    await gone.close();
+    const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "gone.yaml");
+    writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${gone.url}", retries: 0 }]\n`);
+    const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain("last: fetch failed: connect ECONNREFUSED");
   });
 });

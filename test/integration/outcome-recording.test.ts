@@ -94,5 +94,9 @@ describe("an attempt's outcome is recorded within 30 s whatever happens to the w
       [2, "success", null],
     ]);
     expect(node.attempts[0]!.worker).toBe(runtime.workerId);
+    // Closed as crashed by the job handed back: counted, with its time until then as its duration.
+    const metrics = await runtime.registry.metrics();
+    expect(metrics).toMatch(/^ax_attempts_total\{task="stubborn",outcome="crashed"\} 1$/m);
+    expect(metrics).toMatch(/^ax_attempt_duration_seconds_count\{task="stubborn",outcome="crashed"\} 1$/m);
   }, 120_000);
 });

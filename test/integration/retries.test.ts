@@ -191,6 +191,13 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
 
     const retryEvents = events.filter((e) => e.runId === runId && e.name === "task_retrying");
     expect(retryEvents.map((e) => e.attempt)).toEqual([1, 2]);
+    // Each says when its retry is due: the stored time, the backoff after the failed attempt.
+    for (const event of retryEvents) {
+      const failedAttempt = node.attempts[event.attempt! - 1]!;
+      expect(event.nextRetryAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(ms(event.nextRetryAt!)).toBeGreaterThanOrEqual(ms(failedAttempt.finishedAt));
+      expect(ms(event.nextRetryAt!)).toBeLessThanOrEqual(ms(node.attempts[event.attempt!]!.startedAt) + 5);
+    }
   });
 
   it("starts each retry when its backoff ends, one after another and four at once (not at the next second's poll)", async () => {
@@ -220,6 +227,13 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
     expect(node.attempts[0]).toMatchObject({ outcome: "failed", error: { name: "ConfigError", message: "invoice template is missing" } });
     expect(node.nextRetryAt).toBeNull();
     expect(node.error).toMatchObject({ name: "ConfigError", notRetried: "error is not in retryOn" });
+    // The run's event says which node failed it and why, without a getRun. Events arrive through Redis.
+    const failedEvent = async () => events.find((e) => e.runId === run.id && e.name === "run_failed");
+    for (let i = 0; i < 100 && !(await failedEvent()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await failedEvent()).toMatchObject({
+      nodeKey: "create_invoice",
+      error: { name: "ConfigError", message: "invoice template is missing" },
+    });
   });
 
   it("gives up after `retries` extra attempts when InvoiceApiError keeps coming", async () => {

@@ -42,9 +42,9 @@ describe("the start fence, called directly on real PostgreSQL", () => {
     const [first] = await startAttempts(store.db, "worker-a", [start(runId, 1)]);
     expect(first).toBeDefined();
     const failure = { name: "Error", message: "first attempt failed", stack: null, kind: "error" as const };
-    expect(await retryAttempt(store.db, { runId, nodeKey: "fence_step", attempt: 1, outcome: "failed", error: failure, delayMs: 0 })).toBe(
-      true,
-    );
+    expect(
+      await retryAttempt(store.db, { runId, nodeKey: "fence_step", attempt: 1, outcome: "failed", error: failure, delayMs: 0 }),
+    ).toBeInstanceOf(Date);
 
     const answers = await startAttempts(store.db, "worker-b", [start(runId, 1), start(runId, 2)]);
     expect(answers[0]).toBeUndefined();

@@ -12,7 +12,18 @@ const pushFlow = ax.flow({ name: "push_flow" }, (input) => {
   push(input);
 });
 
-describe("ax_task_consecutive_failures", () => {
+let hanging: () => void = () => {};
+/** Runs until its run is cancelled. */
+const hang = ax.task({ name: "hang_report" }, async () => {
+  hanging();
+  await new Promise((resolve) => ax.context().signal.addEventListener("abort", resolve));
+  throw ax.context().signal.reason;
+});
+const hangFlow = ax.flow({ name: "hang_flow" }, () => {
+  hang();
+});
+
+describe("worker metrics: ax_task_consecutive_failures, cancelled attempts", () => {
   const env = isolate("wmetrics");
   let runtime: Runtime;
   let client: Client;
@@ -26,7 +37,7 @@ describe("ax_task_consecutive_failures", () => {
     (await client.waitForRun(await client.triggerFlow("push_flow", { fail }), { timeout: "20s" })).status;
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [pushFlow], roles: ["coordinator", "worker", "api"], port: 0, metricsAuth: false });
+    runtime = testRuntime(env, { flows: [pushFlow, hangFlow], roles: ["coordinator", "worker", "api"], port: 0, metricsAuth: false });
     await runtime.start();
     client = runtime.client();
   });
@@ -44,5 +55,22 @@ describe("ax_task_consecutive_failures", () => {
     expect(await gauge()).toBe(0);
     expect(await run(true)).toBe("failed");
     expect(await gauge()).toBe(1);
+  });
+
+  it("counts an attempt its run's cancel aborted as cancelled, not failed", async () => {
+    const started = new Promise<void>((resolve) => {
+      hanging = resolve;
+    });
+    const runId = await client.triggerFlow("hang_flow", null);
+    await started;
+    await client.cancel(runId);
+    expect((await client.waitForRun(runId, { timeout: "20s" })).status).toBe("cancelled");
+    const counted = async () => {
+      const text = await (await fetch(`${runtime.url}/metrics`)).text();
+      return [...text.matchAll(/^ax_attempts_total\{task="hang_report",outcome="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]);
+    };
+    // The worker counts it once the aborted function has returned, a moment after the cancel.
+    for (let i = 0; i < 100 && (await counted()).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await counted()).toEqual([["cancelled", 1]]);
   });
 });

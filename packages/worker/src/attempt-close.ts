@@ -3,6 +3,7 @@ import {
   abandonAttempt,
   descendantsOf,
   failNode,
+  firstFailedNode,
   reclaimLostStart,
   retryAttempt,
   type AttemptRef,
@@ -67,7 +68,7 @@ export async function unlessStartLost<T>(
 /** What the write that closed an attempt changed, for the events and jobs that follow it. */
 export type Recorded =
   | { kind: "succeeded"; advanced: Advanced }
-  | { kind: "retrying"; applied: boolean; delayMs: number; failure: TaskFailure }
+  | { kind: "retrying" /** Undefined: the write matched nothing. */; nextRetryAt: Date | undefined; delayMs: number; failure: TaskFailure }
   | { kind: "failed"; advanced: Advanced; failure: TaskFailure };
 
 /**
@@ -101,14 +102,14 @@ export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagN
   const decision = decideRetry(failed.policy, failed.error, attempt);
   if (decision.retry) {
     const retry = { ...ref, outcome, error: failure, delayMs: decision.delayMs };
-    const applied = await unlessStartLost(
+    const nextRetryAt = await unlessStartLost(
       deps,
       ref,
       failed.startedAt,
       () => retryAttempt(deps.db, retry),
-      (done) => done,
+      (due) => due !== undefined,
     );
-    return { kind: "retrying", applied, delayMs: decision.delayMs, failure };
+    return { kind: "retrying", nextRetryAt, delayMs: decision.delayMs, failure };
   }
   const failing = {
     ...ref,
@@ -149,9 +150,9 @@ export async function afterRecorded(
   }
   const event = { ...nodeEvent(deps, run, node, attempt), error: { name: recorded.failure.name, message: recorded.failure.message } };
   if (recorded.kind === "retrying") {
-    if (!recorded.applied) return undefined;
+    if (!recorded.nextRetryAt) return undefined;
     deps.metrics.retries.inc({ task: node.task });
-    deps.events.publish({ name: "task_retrying", ...event });
+    deps.events.publish({ name: "task_retrying", ...event, nextRetryAt: recorded.nextRetryAt.toISOString() });
     await deps.jobs.add([
       {
         runId: run.runId,
@@ -208,7 +209,16 @@ async function afterAdvance(deps: AttemptDeps, advanced: Advanced, run: RunMeta,
   if (advanced.runFinished) {
     deps.metrics.runsFinished.inc({ flow: run.flow, status: advanced.runFinished });
     if (advanced.runFinished === "success") deps.events.publish({ name: "run_succeeded", ...run });
-    if (advanced.runFinished === "failed") deps.events.publish({ name: "run_failed", ...run });
+    if (advanced.runFinished === "failed") await publishRunFailed(deps, run);
   }
   return next;
+}
+
+/** `run_failed` names the node whose failure a listener wants to know about: one read, on failed runs only. */
+async function publishRunFailed(deps: AttemptDeps, run: RunMeta): Promise<void> {
+  const failed = await firstFailedNode(deps.db, run.runId).catch((err: unknown) => {
+    deps.log.warn({ err, runId: run.runId }, "could not read the failed run's first failed node; run_failed goes without it");
+    return undefined;
+  });
+  deps.events.publish({ name: "run_failed", ...run, ...(failed ?? {}) });
 }

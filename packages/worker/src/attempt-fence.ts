@@ -47,6 +47,9 @@ export async function fence(deps: AttemptDeps, dag: CachedDag, node: DagNode, re
  */
 async function closeCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, ref: AttemptRef, found: RunningAttempt): Promise<void> {
   const run: RunMeta = { runId: ref.runId, flow: found.flow, businessKey: found.businessKey };
+  const error = found.abandoned
+    ? new AxAttemptAbandonedError(found.worker, ref.attempt)
+    : new AxWorkerCrashedError(found.worker, ref.attempt);
   deps.log.warn(
     {
       runId: ref.runId,
@@ -57,14 +60,19 @@ async function closeCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, re
       businessKey: run.businessKey,
       lostWorker: found.worker,
       abandoned: found.abandoned,
+      outcome: "crashed",
+      // Until now: when the worker died is not known, only that it has not been heard from since.
+      durationMs: found.runningMs,
+      error: { name: error.name, message: error.message },
     },
     found.abandoned ? "attempt's worker gave it up; closing it as crashed" : "attempt's worker died; closing it as crashed",
   );
   deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });
+  if (found.runningMs !== null) deps.metrics.attemptDuration.observe({ task: node.task, outcome: "crashed" }, found.runningMs / 1000);
   // Whatever this makes ready goes through Redis: a crashed attempt's job has no continuation.
   await closeFailedAttempt({ ...deps, continuesHere: undefined }, dag, node, {
     attempt: ref.attempt,
-    error: found.abandoned ? new AxAttemptAbandonedError(found.worker, ref.attempt) : new AxWorkerCrashedError(found.worker, ref.attempt),
+    error,
     outcome: "crashed",
     policy: deps.tasks.get(node.task)?.options ?? NO_RETRY,
     run,

@@ -18,7 +18,14 @@ import { lazyChild } from "./log-capture.js";
 import { ProgressWrites } from "./progress-writes.js";
 import { recordOutcome } from "./record-outcome.js";
 import type { ResolvedTaskOptions, RunnableTask } from "./task-definition.js";
-import { AxAttemptTakenOverError, AxOutcomeNotRecordedError, AxResultTooLargeError, AxWorkerStoppedError, maskSecrets } from "@ax/common";
+import {
+  AxAttemptTakenOverError,
+  AxCancelledError,
+  AxOutcomeNotRecordedError,
+  AxResultTooLargeError,
+  AxWorkerStoppedError,
+  maskSecrets,
+} from "@ax/common";
 import { attemptKey, type AttemptDeps, type AttemptJob, type Next, type RunMeta } from "./attempt-deps.js";
 import {
   afterRecorded,
@@ -160,8 +167,11 @@ async function executeStarted(
   const checked = executed.ok ? checkResult(task.options, executed.value) : executed;
   const ended = Date.now();
   const outcome: AttemptOutcome = checked.ok ? "success" : checked.outcome;
-  deps.metrics.attemptDuration.observe({ task: node.task, outcome }, durationMs / 1000);
-  deps.metrics.attempts.inc({ task: node.task, outcome });
+  // Stored as failed (there is no cancelled outcome), but counted apart: a dashboard's failure
+  // rate must not rise because someone cancelled runs.
+  const cancelled = !executed.ok && cancel?.reason instanceof AxCancelledError;
+  deps.metrics.attemptDuration.observe({ task: node.task, outcome: cancelled ? "cancelled" : outcome }, durationMs / 1000);
+  deps.metrics.attempts.inc({ task: node.task, outcome: cancelled ? "cancelled" : outcome });
 
   if (checked.ok) {
     const result = checked.value as Json;
@@ -192,7 +202,8 @@ async function executeStarted(
     return recorded ? afterRecorded(deps, dag, node, run, attempt, recorded) : undefined;
   }
   const failure = toTaskFailure(checked.error);
-  log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
+  if (cancelled) log.info({ task: node.task, outcome: "cancelled", durationMs }, "attempt finished: its run was cancelled");
+  else log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
   if (outcome === "timed_out")
     deps.events.publish({
       name: "task_timed_out",

@@ -374,7 +374,9 @@ export class AlertEvaluator {
       suppressed,
       at: new Date().toISOString(),
     };
-    const sending = deliverAlert(alert, group.sinks, this.o.log, this.deliveries).finally(() => this.sending.delete(sending));
+    const sending = deliverAlert(alert, group.sinks, this.o.log, { deliveries: this.deliveries }).finally(() =>
+      this.sending.delete(sending),
+    );
     this.sending.add(sending);
   }
 }

@@ -19,13 +19,20 @@ export interface DeliveryResult {
   error?: string;
 }
 
+export interface DeliveryOptions {
+  deliveries?: Counter<"sink" | "outcome">;
+  /** The caller shows each result itself (`ax alerts test`): a failure is not logged as well. */
+  resultsShown?: boolean;
+}
+
 /** Sends `alert` to every sink of its group; one sink's failure does not stop the others. */
 export async function deliverAlert(
   alert: Alert,
   sinks: AlertSink[],
   log: Logger,
-  deliveries?: Counter<"sink" | "outcome">,
+  options: DeliveryOptions = {},
 ): Promise<DeliveryResult[]> {
+  const { deliveries } = options;
   return Promise.all(
     sinks.map(async (sink): Promise<DeliveryResult> => {
       const target = sink.type === "webhook" ? sink.url : "log";
@@ -36,7 +43,8 @@ export async function deliverAlert(
         return { sink: sink.type, target, ok: true };
       } catch (error) {
         deliveries?.inc({ sink: sink.type, outcome: "failed" });
-        log.error({ err: error, alert: { kind: alert.kind, flow: alert.flow, task: alert.task } }, "alert not delivered");
+        if (!options.resultsShown)
+          log.error({ err: error, alert: { kind: alert.kind, flow: alert.flow, task: alert.task } }, "alert not delivered");
         return { sink: sink.type, target, ok: false, error: (error as Error).message };
       }
     }),
@@ -61,8 +69,14 @@ async function postWebhook(alert: Alert, sink: Extract<AlertSink, { type: "webho
       }
     } catch (error) {
       if (error instanceof AxAlertDeliveryError) throw error;
-      reason = (error as Error).name === "TimeoutError" ? `no answer within ${sink.timeoutMs} ms` : (error as Error).message;
+      reason = (error as Error).name === "TimeoutError" ? `no answer within ${sink.timeoutMs} ms` : networkReason(error as Error);
     }
   }
   throw new AxAlertDeliveryError(sink.url, sink.retries + 1, reason);
+}
+
+/** fetch says only "fetch failed"; what failed (`connect ECONNREFUSED …`, `getaddrinfo ENOTFOUND …`) is its cause. */
+function networkReason(error: Error): string {
+  const cause = error.cause instanceof Error ? error.cause.message : undefined;
+  return cause ? `${error.message}: ${cause}` : error.message;
 }

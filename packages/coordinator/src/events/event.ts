@@ -23,7 +23,10 @@ export interface AxEvent {
   attempt?: number;
   /** Task events: the task's `alertGroup` option, when it has one. */
   alertGroup?: string;
+  /** `task_failed`, `task_retrying`, `task_timed_out`: the attempt's error; `run_failed`: the error of the node that failed the run. */
   error?: { name: string; message: string };
+  /** `task_retrying`: when the next attempt is due (ISO time). */
+  nextRetryAt?: string;
   /** `schedule_skipped`: the tick's logical date and why no run was created. */
   logicalDate?: string;
   reason?: string;

@@ -113,5 +113,6 @@ export async function sendTestAlert(config: RuntimeConfig, group: string, log: L
     eventId: null,
     at: new Date().toISOString(),
   };
-  return deliverAlert(alert, found.sinks, log);
+  // Each sink's result is the caller's to show (`ax alerts test` prints one line per sink).
+  return deliverAlert(alert, found.sinks, log, { resultsShown: true });
 }

@@ -13,5 +13,5 @@ export { retryAttempt } from "./retry.js";
 export { failNode } from "./fail.js";
 export { abandonAttempt, handBackAttempts } from "./crash.js";
 export { cancelledRunIds, cancelRunRecords } from "./cancel.js";
-export { inspectAttempt, nodeWaiting, recordProgress, runningAttemptsOf, takenOverAttempts } from "./inspect.js";
+export { firstFailedNode, inspectAttempt, nodeWaiting, recordProgress, runningAttemptsOf, takenOverAttempts } from "./inspect.js";
 export { waitingNodeInputs, type InputRequest, type NodeInputs } from "./inputs.js";

@@ -16,13 +16,15 @@ export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): 
     worker_lost: boolean;
     abandoned: boolean;
     lease_left_ms: number | null;
+    running_ms: number | null;
   }>(
     db,
     sql`
     select r.flow, r.business_key, n.status, n.attempt, a.worker,
       (w.id is null or w.heartbeat_at < now() - ${lease} or a.abandoned_at is not null) as worker_lost,
       a.abandoned_at is not null as abandoned,
-      greatest(0, extract(epoch from (w.heartbeat_at + ${lease} - now())) * 1000)::float8 as lease_left_ms
+      greatest(0, extract(epoch from (w.heartbeat_at + ${lease} - now())) * 1000)::float8 as lease_left_ms,
+      greatest(0, extract(epoch from (now() - a.started_at)) * 1000)::float8 as running_ms
     from node_runs n
     join runs r on r.id = n.run_id
     left join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
@@ -39,7 +41,21 @@ export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): 
     workerLost: row.worker_lost,
     abandoned: row.abandoned,
     leaseLeftMs: row.worker_lost ? 0 : Math.ceil(Number(row.lease_left_ms ?? 0)),
+    runningMs: row.running_ms === null ? null : Math.round(Number(row.running_ms)),
   };
+}
+
+/** A failed run's first failed node (by when it failed) and its error: what the `run_failed` event names. */
+export async function firstFailedNode(
+  db: Db,
+  runId: string,
+): Promise<{ nodeKey: string; error: { name: string; message: string } } | undefined> {
+  const [row] = await rows<{ node_key: string; name: string | null; message: string | null }>(
+    db,
+    sql`select node_key, error->>'name' as name, error->>'message' as message from node_runs
+        where run_id = ${runId} and status = 'failed' order by finished_at, node_key limit 1`,
+  );
+  return row && { nodeKey: row.node_key, error: { name: row.name ?? "Error", message: row.message ?? "" } };
 }
 
 /** Stores a running attempt's reported progress on its node. */

@@ -73,6 +73,8 @@ export interface RunningAttempt {
   abandoned: boolean;
   /** How long until the worker's lease lapses unless it heartbeats again; 0 once lost. */
   leaseLeftMs: number;
+  /** Since the attempt started, by PostgreSQL's clock; null when it has no row. */
+  runningMs: number | null;
 }
 
 export interface WaitingNode {

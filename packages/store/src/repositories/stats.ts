@@ -17,13 +17,17 @@ export async function countRunsByStatus(db: Db): Promise<RunCount[]> {
   return found.map((r) => ({ ...r, count: Number(r.count) }));
 }
 
-/** Runs still `running` longer than `thresholdMs`, by flow. */
+/** Runs still `running` longer than `thresholdMs`, by flow: every defined flow, 0 when it has none. */
 export async function countStuckRuns(db: Db, thresholdMs: number): Promise<{ flow: string; count: number }[]> {
   const found = await rows<{ flow: string; count: number }>(
     db,
-    sql`select flow, count(*)::int as count from runs
-        where status = 'running' and started_at < now() - make_interval(secs => ${thresholdMs / 1000})
-        group by flow`,
+    // Every defined flow gets a row, 0 when none of its runs is stuck: an alert rule on a series
+    // that only exists while something is stuck cannot tell "nothing stuck" from "not scraped".
+    sql`select f.name as flow, coalesce(s.count, 0)::int as count
+        from (select distinct name from flow_definitions) f
+        left join (select flow, count(*) as count from runs
+          where status = 'running' and started_at < now() - make_interval(secs => ${thresholdMs / 1000})
+          group by flow) s on s.flow = f.name`,
   );
   return found.map((r) => ({ ...r, count: Number(r.count) }));
 }
