@@ -110,6 +110,23 @@ describe("console API", () => {
     expect((await get("/api/flows/nope/versions")).status).toBe(404);
   });
 
+  it("gives the Flows page every flow's size and recent runs in one answer", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await client.triggerFlow("hello_flow", { name: `overview-${i}` }));
+    for (const id of ids) await client.waitForRun(id, { timeout: "20s" });
+    type Overview = { flows: { name: string; version: number; nodes: number; recentRuns: { id: string; status: string }[] }[] };
+    const { status, body } = await get<Overview>("/api/flow-overview?runs=2");
+    expect(status).toBe(200);
+    const hello = body.flows.find((f) => f.name === "hello_flow");
+    const described = await get<{ version: number; nodes: unknown[] }>("/api/flows/hello_flow");
+    expect(hello).toMatchObject({ version: described.body.version, nodes: described.body.nodes.length });
+    // Newest first, as GET /api/runs?flow= lists them.
+    const listed = await get<Page>("/api/runs?flow=hello_flow&limit=2");
+    expect(hello!.recentRuns.map((r) => r.id)).toEqual(listed.body.runs.map((r) => r.id));
+    expect(hello!.recentRuns.every((r) => r.status === "success")).toBe(true);
+    expect((await get("/api/flow-overview?runs=1000")).status).toBe(400);
+  });
+
   it("serves the console at / and its pages' paths, and keeps unknown /api paths JSON 404s", async () => {
     for (const path of ["/", "/runs/whatever", "/flows/hello_flow"]) {
       const response = await fetch(`${runtime.url}${path}`);

@@ -51,6 +51,15 @@ export interface RunSummary {
   finishedAt: string | null;
 }
 
+/** A card of the Flows page: GET /api/flow-overview. */
+export interface FlowOverview {
+  name: string;
+  version: number;
+  nodes: number;
+  /** Newest first. */
+  recentRuns: RunSummary[];
+}
+
 export interface RunInfo extends RunSummary {
   payload: Json;
   waitingFor: string | null;

@@ -3,6 +3,7 @@ import type { TokenScope } from "@ax/store";
 import { logsAnswer, logsQuery } from "./log-schemas.js";
 import {
   eventsQuery,
+  flowOverviewQuery,
   listQuery,
   triggerBody,
   rerunBody,
@@ -354,6 +355,27 @@ export const API_ROUTES: Record<string, RouteDoc> = {
         schema: z.object({ versions: z.array(z.object({ version: z.number().int(), createdAt: z.string(), nodes: z.number().int() })) }),
       },
       404: { description: "unknown flow", schema: apiError },
+    },
+  },
+  "GET /api/flow-overview": {
+    scope: "read",
+    summary: "every flow with its newest version's size and its recent runs, in one request (the console's Flows page)",
+    query: flowOverviewQuery,
+    responses: {
+      200: {
+        description: "flows by name",
+        schema: z.object({
+          flows: z.array(
+            z.object({
+              name: z.string(),
+              version: z.number().int(),
+              nodes: z.number().int(),
+              recentRuns: z.array(runSummary),
+            }),
+          ),
+        }),
+      },
+      400: badRequest,
     },
   },
   "GET /*": {

@@ -56,6 +56,10 @@ export const eventsQuery = z.object({
   access_token: z.string().optional().meta({ description: "the bearer token, for EventSource, which cannot send headers" }),
 });
 
+export const flowOverviewQuery = z.object({
+  runs: wholeNumberParam(0, 100).optional().meta({ description: "recent runs per flow, newest first (default 30)" }),
+});
+
 export const listQuery = z.object({
   flow: storableText.optional(),
   status: z.enum(RUN_STATUSES).optional(),

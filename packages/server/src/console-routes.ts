@@ -5,11 +5,20 @@ import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { getRunInfo, listFlowNames, listFlowVersions, listWorkerConfigVersions, runningAttemptsByWorker, type Db } from "@ax/store";
+import {
+  getRunInfo,
+  latestFlowVersion,
+  listFlowNames,
+  listFlowVersions,
+  listRunPage,
+  listWorkerConfigVersions,
+  runningAttemptsByWorker,
+  type Db,
+} from "@ax/store";
 import { explainWaitingNodes, type QueueRegistry } from "@ax/coordinator";
 import { AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
 import { RunFeed } from "./run-feed.js";
-import { flowNameParams } from "./api-schemas.js";
+import { flowNameParams, flowOverviewQuery, parseQuery } from "./api-schemas.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
@@ -63,6 +72,22 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
     return {
       workers: workers.map((w) => ({ ...w, heartbeatAt: w.heartbeatAt.toISOString(), running: running.get(w.id) ?? 0 })),
     };
+  });
+
+  // The Flows page in one request: a card per flow asking for its version and runs made 2 per flow, every 5 s.
+  app.get("/api/flow-overview", async (request) => {
+    const { runs = 30 } = parseQuery(flowOverviewQuery, request.query);
+    const names = (await listFlowNames(deps.db)).sort();
+    const flows = await Promise.all(
+      names.map(async (name) => {
+        const [version, page] = await Promise.all([
+          latestFlowVersion(deps.db, name),
+          runs > 0 ? listRunPage(deps.db, { flow: name, limit: runs }) : { runs: [] },
+        ]);
+        return { name, version: version?.version ?? 0, nodes: version?.dag.nodes.length ?? 0, recentRuns: page.runs };
+      }),
+    );
+    return { flows };
   });
 
   app.get<{ Params: { name: string } }>("/api/flows/:name/versions", async (request) => {

@@ -8,43 +8,41 @@ import { TriggerDialog } from "../components/TriggerDialog";
 import { useAction, useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import { Link } from "../router";
-import type { FlowDescription, RunSummary, ScheduleInfo } from "../types";
+import type { FlowDescription, FlowOverview, RunSummary, ScheduleInfo } from "../types";
 
 export function FlowsPage() {
   const { t } = useI18n();
-  const flows = useApi<{ flows: string[] }>("/api/flows");
+  // One request for every card: a flow's size and recent runs, polled together.
+  const overview = useApi<{ flows: FlowOverview[] }>("/api/flow-overview?runs=30", 5000);
   const schedules = useApi<{ schedules: ScheduleInfo[] }>("/api/schedules");
-  const names = [...(flows.data?.flows ?? [])].sort();
+  const flows = overview.data?.flows ?? [];
   return (
     <>
       <h1>{t("flows")}</h1>
-      <ErrorNote error={flows.error} />
-      {flows.data && names.length === 0 && <Empty>{t("flows.empty")}</Empty>}
+      <ErrorNote error={overview.error} />
+      {overview.data && flows.length === 0 && <Empty>{t("flows.empty")}</Empty>}
       <div className="cards">
-        {names.map((name) => (
-          <FlowCard key={name} name={name} schedule={schedules.data?.schedules.find((s) => s.flow === name)} />
+        {flows.map((flow) => (
+          <FlowCard key={flow.name} flow={flow} schedule={schedules.data?.schedules.find((s) => s.flow === flow.name)} />
         ))}
       </div>
     </>
   );
 }
 
-function FlowCard({ name, schedule }: { name: string; schedule: ScheduleInfo | undefined }) {
+function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleInfo | undefined }) {
   const { t } = useI18n();
-  const flow = useApi<FlowDescription>(`/api/flows/${encodeURIComponent(name)}`);
-  const runs = useApi<{ runs: RunSummary[] }>(`/api/runs?flow=${encodeURIComponent(name)}&limit=30`, 5000);
   return (
-    <Link to={`/flows/${encodeURIComponent(name)}`} className="card flow-card">
+    <Link to={`/flows/${encodeURIComponent(flow.name)}`} className="card flow-card">
       <div className="card-head">
-        <h2 className="ellipsis" title={name}>
-          {name}
+        <h2 className="ellipsis" title={flow.name}>
+          {flow.name}
         </h2>
         <span className="muted nowrap">
-          v{flow.data?.version ?? "…"} ·{" "}
-          {flow.data ? `${flow.data.nodes.length} ${t(flow.data.nodes.length === 1 ? "flows.node" : "flows.nodes")}` : "…"}
+          v{flow.version} · {`${flow.nodes} ${t(flow.nodes === 1 ? "flows.node" : "flows.nodes")}`}
         </span>
       </div>
-      <RunStrip runs={runs.data?.runs ?? []} />
+      <RunStrip runs={flow.recentRuns} />
       <div className="muted small">
         {schedule ? (
           <>
