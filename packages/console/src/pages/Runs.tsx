@@ -157,7 +157,7 @@ export function RunsPage() {
         <Empty>{t("runs.empty")}</Empty>
       ) : (
         <div className="table-wrap">
-          <table className="table">
+          <table className="table runs">
             <thead>
               <tr>
                 <th>{t("runs.status")}</th>
@@ -174,21 +174,27 @@ export function RunsPage() {
             <tbody>
               {(runs.data?.runs ?? []).map((r) => (
                 <tr key={r.id} onClick={() => navigate(`/runs/${r.id}`)}>
-                  <td>
+                  <td className="r-status">
                     <StatusBadge status={r.status} />
                   </td>
-                  <td>
+                  <td className="r-id">
                     <Link to={`/runs/${r.id}`} className="mono">
                       {r.id.slice(0, 8)}
                     </Link>
                   </td>
-                  <td>{r.flow}</td>
-                  <td className="muted">{label(t, "triggered", r.trigger)}</td>
-                  <td>{r.businessKey ?? <span className="muted">—</span>}</td>
-                  <td className="muted">
+                  <td className="r-flow">{r.flow}</td>
+                  <td className="r-trigger muted">{label(t, "triggered", r.trigger)}</td>
+                  {r.businessKey ? (
+                    <td className="r-key">{r.businessKey}</td>
+                  ) : (
+                    <td className="r-key r-none">
+                      <span className="muted">—</span>
+                    </td>
+                  )}
+                  <td className="r-created muted">
                     <Time iso={r.createdAt} />
                   </td>
-                  <td className="muted">{between(r.startedAt, r.finishedAt)}</td>
+                  <td className="r-duration muted">{between(r.startedAt, r.finishedAt)}</td>
                 </tr>
               ))}
             </tbody>
