@@ -171,7 +171,7 @@ describe("the web console's layout: large graphs and phones", () => {
 
     it(`keeps every page and the navigation, language switch included, on a phone's screen (${lang})`, async () => {
       const page = await open("/flows", { width: 390, height: 844 }, lang);
-      for (const path of ["/flows", `/flows/${wide.name}`, "/workers", "/config"]) {
+      for (const path of ["/flows", `/flows/${wide.name}`, "/workers", "/alerts", "/config"]) {
         await page.goto(`${runtime.url}${path}`);
         await page.locator("main h1").first().waitFor();
         await page.waitForLoadState("networkidle");

@@ -175,6 +175,33 @@ describe("the web console in a real browser", () => {
     await shot("08-config");
   });
 
+  it("lists sent alerts with each sink's answer, a failed webhook's reason on hover", async () => {
+    const [run] = await env.sql<{ id: string }>("select id from runs where status = 'failed' limit 1");
+    const alert = (summary: string, suppressed: number) =>
+      JSON.stringify({ kind: "task_failed", summary, task: "create_invoice", runId: run!.id, suppressed });
+    // Rows as a coordinator writes them after delivering (the delivery itself is alerts.test.ts's).
+    await env.sql(
+      `insert into alert_log (alert_group, kind, flow, run_id, alert, deliveries) values
+         ('ops', 'task_failed', 'order_payment_flow', $1, $2, '[{"sink":"webhook","target":"https://pager.example/hook","ok":true}]'),
+         ('ops', 'task_failed', 'order_payment_flow', $1, $3,
+          '[{"sink":"webhook","target":"https://pager.example/hook","ok":false,"error":"failed 3 time(s), last: HTTP 502"},{"sink":"log","target":"log","ok":true}]')`,
+      [run!.id, alert("order_payment_flow/create_invoice failed after 4 attempt(s)", 0), alert("create_invoice failed again", 5)],
+    );
+    await page.goto(`${runtime.url}/alerts`);
+    const rows = page.locator("table.alerts tbody tr");
+    await expect.poll(() => rows.count()).toBe(2);
+    // Newest first: the second insert.
+    await expect(rows.nth(0).locator(".al-summary").innerText()).resolves.toContain("create_invoice failed again (+5 held back before it)");
+    const failedPill = rows.nth(0).locator(".al-delivery .pill.o-failed");
+    await expect(failedPill.getAttribute("title")).resolves.toBe("https://pager.example/hook: failed 3 time(s), last: HTTP 502");
+    await expect(rows.nth(1).locator(".al-delivery .pill.o-success").count()).resolves.toBe(1);
+    await rows.nth(1).locator(".al-summary a").click();
+    await page.waitForURL(new RegExp(`/runs/${run!.id}$`));
+    await page.goto(`${runtime.url}/alerts`);
+    await rows.first().waitFor();
+    await shot("08b-alerts");
+  });
+
   it("switches to Chinese and shows the login screen on a 401", async () => {
     await page.goto(`${runtime.url}/workers`);
     await page.getByTestId("language").click();

@@ -157,6 +157,22 @@ describe("alerts: terminal failures only, one per silence window across coordina
     expect(at("/burst")).toHaveLength(1);
     expect(at("/burst")[0]!.json).toMatchObject({ kind: "task_failed", group: "burst", task: "alert_burst", suppressed: 0 });
     expect(at("/burst")[0]!.json.fingerprint).toBe("Error: upstream <n> for item <n>");
+    // The history keeps the one sent, with each sink's answer; the silenced ones are counted, not kept.
+    type Logged = { group: string; kind: string; alert: { task: string }; deliveries: { sink: string; ok: boolean }[] };
+    const api = testRuntime(env, { flows, roles: ["api"], port: 0 });
+    await api.start();
+    try {
+      const history = (await (await fetch(`${api.url}/api/alerts?limit=100`)).json()) as { alerts: Logged[] };
+      const burst = history.alerts.filter((a) => a.group === "burst");
+      expect(burst).toHaveLength(1);
+      expect(burst[0]).toMatchObject({ kind: "task_failed", alert: { task: "alert_burst" } });
+      expect(burst[0]!.deliveries.map((d) => [d.sink, d.ok])).toEqual([
+        ["webhook", true],
+        ["log", true],
+      ]);
+    } finally {
+      await api.stop();
+    }
     console.log("alert deliveries by sink:outcome across both coordinators:", JSON.stringify(await outcomes()));
   });
 

@@ -71,7 +71,7 @@ describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {
     expect(pruned.code).toBe(0);
     expect(pruned.stdout).toMatch(/prune \[.*\] 2500\/2500 runs/);
     expect(pruned.stdout).toContain(
-      "archived and deleted 2500 run(s) (5000 task log line(s)), 0 once key(s), 0 schedule tick(s) older than 90d",
+      "archived and deleted 2500 run(s) (5000 task log line(s)), 0 once key(s), 0 schedule tick(s), 0 sent alert(s) older than 90d",
     );
     expect(await env.sql("select (select count(*)::int from runs) as live, (select count(*)::int from runs_archive) as archived")).toEqual([
       { live: 1, archived: 2_500 },

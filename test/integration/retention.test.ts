@@ -148,7 +148,7 @@ describe("retention: archive, dry run, keys, ticks, the lock, the config key", {
       batch: 700,
       onProgress: (runs, total) => progress.push(runs, total),
     });
-    expect(result).toEqual({ runs: 3_000, logLines: 6_000, onceKeys: 1_500, scheduleTicks: 9, archived: true });
+    expect(result).toEqual({ runs: 3_000, logLines: 6_000, onceKeys: 1_500, scheduleTicks: 9, alerts: 0, archived: true });
     expect(progress).toEqual([700, 3000, 1400, 3000, 2100, 3000, 2800, 3000, 3000, 3000]);
     const [counts] = await env.sql(
       `select (select count(*)::int from runs) as runs, (select count(*)::int from runs_archive) as runs_archive,

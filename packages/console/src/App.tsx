@@ -2,6 +2,7 @@ import { useEffect, useState } from "react";
 import { setUnauthorizedHandler, token } from "./api";
 import { Empty } from "./components/Status";
 import { I18nProvider, useI18n } from "./i18n";
+import { AlertsPage } from "./pages/Alerts";
 import { ConfigPage } from "./pages/Config";
 import { FlowPage, FlowsPage } from "./pages/Flows";
 import { LoginPage } from "./pages/Login";
@@ -14,6 +15,7 @@ const NAV = [
   { to: "/flows", key: "flows", icon: "M4 6h4v4H4zM16 14h4v4h-4zM8 8h4a2 2 0 0 1 2 2v4a2 2 0 0 0 2 2" },
   { to: "/runs", key: "runs", icon: "M5 4l14 8-14 8z" },
   { to: "/workers", key: "workers", icon: "M4 5h16v5H4zM4 14h16v5H4zM7 7.5h.01M7 16.5h.01" },
+  { to: "/alerts", key: "alerts", icon: "M6 16V11a6 6 0 0 1 12 0v5l2 2H4zM10 20a2 2 0 0 0 4 0" },
   { to: "/config", key: "config", icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM12 2v3M12 19v3M2 12h3M19 12h3" },
 ] as const;
 
@@ -24,6 +26,7 @@ function Page({ path }: { path: string }) {
   if (parts[0] === "flows" && parts[1]) return <FlowPage name={parts[1]} />;
   if (parts[0] === "config") return <ConfigPage />;
   if (parts[0] === "workers") return <WorkersPage />;
+  if (parts[0] === "alerts") return <AlertsPage />;
   if (parts.length === 0 || parts[0] === "flows") return <FlowsPage />;
   return <NotFound />;
 }

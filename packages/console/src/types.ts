@@ -141,3 +141,15 @@ export interface ConfigHistoryEntry {
   added: number;
   removed: number;
 }
+
+/** One entry of GET /api/alerts. */
+export interface SentAlert {
+  id: number;
+  sentAt: string;
+  group: string;
+  kind: string;
+  flow: string;
+  runId: string | null;
+  alert: { summary: string; task: string | null; suppressed: number };
+  deliveries: { sink: string; target: string; ok: boolean; error?: string }[];
+}

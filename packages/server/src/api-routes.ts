@@ -2,6 +2,8 @@ import { z } from "zod";
 import type { TokenScope } from "@ax/store";
 import { logsAnswer, logsQuery } from "./log-schemas.js";
 import {
+  alertsQuery,
+  loggedAlert,
   eventsQuery,
   flowOverviewQuery,
   listQuery,
@@ -398,6 +400,12 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     scope: "admin",
     query: auditQuery,
     responses: { 200: { description: "entries", schema: z.object({ entries: z.array(auditEntry) }) }, 400: badRequest },
+  },
+  "GET /api/alerts": {
+    summary: "alerts the coordinators sent, newest first, with what each sink answered",
+    scope: "read",
+    query: alertsQuery,
+    responses: { 200: { description: "sent alerts", schema: z.object({ alerts: z.array(loggedAlert) }) }, 400: badRequest },
   },
   "GET /api/tokens": {
     summary: "API tokens: names, scopes, last use, expiry (never the tokens themselves)",

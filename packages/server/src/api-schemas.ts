@@ -150,6 +150,24 @@ export const backfillsQuery = z.object({
 
 export const auditQuery = z.object({ limit: wholeNumberParam(1, 1000).optional() });
 
+export const alertsQuery = z.object({
+  limit: wholeNumberParam(1, 500).optional().meta({ description: "at most this many (default 50)" }),
+  before: wholeNumberParam(1).optional().meta({ description: "entries older than this id (the last id of the previous page)" }),
+});
+
+export const loggedAlert = z.object({
+  id: z.number().int(),
+  sentAt: z.string(),
+  group: z.string(),
+  kind: z.string().meta({ description: "task_failed, consecutive_failures, slow_run, stuck_running, recovered" }),
+  flow: z.string(),
+  runId: z.string().nullable(),
+  alert: z.record(z.string(), z.unknown()).meta({ description: "the alert as its sinks received it (docs/events-and-alerts.md)" }),
+  deliveries: z
+    .array(z.object({ sink: z.string(), target: z.string(), ok: z.boolean(), error: z.string().optional() }))
+    .meta({ description: "what each sink of the group answered" }),
+});
+
 export const tokenBody = z
   .object({
     name: z

@@ -41,6 +41,7 @@ import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
 import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
 import { registerLogRoutes } from "./log-routes.js";
+import { registerAlertRoutes } from "./alert-routes.js";
 import { registerConsoleRoutes } from "./console-routes.js";
 import { configErrorStatus, registerConfigRoutes, type ConfigService } from "./config-routes.js";
 import { registerEventRoutes } from "./event-routes.js";
@@ -249,6 +250,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerTokenRoutes(app, options.db);
   registerEventRoutes(app, { queues: options.queues, log: options.log.child({ component: "events-api" }) });
   registerLogRoutes(app, { db: options.db });
+  registerAlertRoutes(app, options.db);
   await registerConsoleRoutes(app, { db: options.db, queues: options.queues, consoleDir: options.consoleDir });
 
   const port = options.port ?? 8080;

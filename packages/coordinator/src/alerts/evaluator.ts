@@ -6,16 +6,18 @@ import {
   claimAlert,
   endTaskSilences,
   endFailureStreak,
+  logAlert,
   markStreakAlerted,
   recordTerminalFailure,
   runDurationMs,
   stuckRuns,
   type AlertKey,
   type Db,
+  type Json,
 } from "@ax/store";
 import { eventStreamKey, parseEntry, type AxEvent } from "../events/event.js";
 import { closeRedis, duplicateRedis } from "../redis.js";
-import { deliverAlert } from "./sinks.js";
+import { deliverAlert, type DeliveryResult } from "./sinks.js";
 import { DEFAULT_ALERT_GROUP, type Alert, type AlertGroup, type AlertKind } from "./types.js";
 
 /** The consumer group of every coordinator of a cluster: each event goes to one of them. */
@@ -359,6 +361,22 @@ export class AlertEvaluator {
     return true;
   }
 
+  /** The history an operator reads (`GET /api/alerts`, the console); losing an entry loses no alert. */
+  private async keep(alert: Alert, results: DeliveryResult[]): Promise<void> {
+    try {
+      await logAlert(this.o.db, {
+        group: alert.group,
+        kind: alert.kind,
+        flow: alert.flow,
+        runId: alert.runId,
+        alert: alert as unknown as Json,
+        deliveries: results as unknown as Json,
+      });
+    } catch (err) {
+      this.o.log.warn({ err, alert: { kind: alert.kind, flow: alert.flow } }, "could not keep the sent alert in its history");
+    }
+  }
+
   private send(name: string, group: AlertGroup, fields: AlertFields & { kind: AlertKind }, suppressed = 0): void {
     const alert: Alert = {
       task: null,
@@ -374,9 +392,9 @@ export class AlertEvaluator {
       suppressed,
       at: new Date().toISOString(),
     };
-    const sending = deliverAlert(alert, group.sinks, this.o.log, { deliveries: this.deliveries }).finally(() =>
-      this.sending.delete(sending),
-    );
+    const sending = deliverAlert(alert, group.sinks, this.o.log, { deliveries: this.deliveries })
+      .then((results) => this.keep(alert, results))
+      .finally(() => this.sending.delete(sending));
     this.sending.add(sending);
   }
 }

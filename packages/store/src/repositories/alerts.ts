@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { sql } from "drizzle-orm";
+import { desc, lt, sql } from "drizzle-orm";
+import { alertLog } from "../schema/alerts.js";
+import type { Json } from "../types.js";
 import type { Db } from "../connect.js";
 import { rows } from "./raw.js";
 
@@ -109,4 +111,37 @@ export async function stuckRuns(db: Db, olderThanMs: number, limit = 100): Promi
     order by started_at limit ${limit}`,
   );
   return found.map((r) => ({ runId: r.id, flow: r.flow, businessKey: r.business_key, startedAt: new Date(r.started_at) }));
+}
+
+export interface LoggedAlert {
+  id: number;
+  sentAt: string;
+  group: string;
+  kind: string;
+  flow: string;
+  runId: string | null;
+  alert: Json;
+  deliveries: Json;
+}
+
+/** Keeps a sent alert and its sinks' answers for the history (`GET /api/alerts`, the console). */
+export async function logAlert(
+  db: Db,
+  entry: { group: string; kind: string; flow: string; runId: string | null; alert: Json; deliveries: Json },
+): Promise<void> {
+  await db.insert(alertLog).values(entry);
+}
+
+/** Sent alerts, newest first; `before` (an id) pages to older ones. */
+export async function listAlerts(
+  db: Db,
+  options: { limit?: number | undefined; before?: number | undefined } = {},
+): Promise<LoggedAlert[]> {
+  const found = await db
+    .select()
+    .from(alertLog)
+    .where(options.before === undefined ? undefined : lt(alertLog.id, options.before))
+    .orderBy(desc(alertLog.id))
+    .limit(options.limit ?? 50);
+  return found.map((row) => ({ ...row, sentAt: row.sentAt.toISOString() }));
 }

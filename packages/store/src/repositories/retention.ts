@@ -32,6 +32,8 @@ export interface PruneCounts {
 export interface PruneResult extends PruneCounts {
   /** Task log lines deleted (and archived) with their runs. */
   logLines: number;
+  /** Entries of the sent alerts' history deleted (never archived). */
+  alerts: number;
   archived: boolean;
 }
 
@@ -50,7 +52,7 @@ export async function countPrunable(db: Db, cutoff: Date): Promise<PruneCounts> 
 
 /**
  * Deletes (or archives, then deletes) the history older than `cutoff`: finished runs with their
- * nodes, attempts, task logs and idempotency keys, completed once keys, and schedule ticks (each
+ * nodes, attempts, task logs and idempotency keys, completed once keys, sent alerts, and schedule ticks (each
  * flow's newest tick is kept: catch-up counts missed ticks from it). Work goes in short
  * transactions of `batch` runs, found through the runs' (flow, created_at) index, so triggers
  * and attempts are never held up for long. One prune at a time cluster-wide: throws
@@ -72,7 +74,7 @@ async function pruneLocked(db: Db, options: PruneOptions): Promise<PruneResult> 
   const batch = options.batch ?? 1000;
   const before = options.cutoff.toISOString();
   const archive = options.archive ?? false;
-  const result: PruneResult = { runs: 0, logLines: 0, onceKeys: 0, scheduleTicks: 0, archived: archive };
+  const result: PruneResult = { runs: 0, logLines: 0, onceKeys: 0, scheduleTicks: 0, alerts: 0, archived: archive };
   const pause = () => (options.pauseMs ? new Promise((resolve) => setTimeout(resolve, options.pauseMs)) : Promise.resolve());
   const stopped = () => options.signal?.aborted === true;
   const flows = (await rows<{ name: string }>(db, sql`select distinct name from flow_definitions order by name`)).map((r) => r.name);
@@ -98,6 +100,17 @@ async function pruneLocked(db: Db, options: PruneOptions): Promise<PruneResult> 
           select count(*)::int as n from d`,
     );
     result.onceKeys += deleted!.n;
+    if (deleted!.n < batch) break;
+    await pause();
+  }
+  for (;;) {
+    if (stopped()) return result;
+    const [deleted] = await rows<{ n: number }>(
+      db,
+      sql`with d as (delete from alert_log where id in (select id from alert_log where sent_at < ${before}::timestamptz limit ${batch}) returning 1)
+          select count(*)::int as n from d`,
+    );
+    result.alerts += deleted!.n;
     if (deleted!.n < batch) break;
     await pause();
   }

@@ -1,4 +1,5 @@
-import { boolean, integer, pgTable, primaryKey, text, uuid } from "drizzle-orm/pg-core";
+import { bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, uuid } from "drizzle-orm/pg-core";
+import type { Json } from "../types.js";
 import { at } from "./columns.js";
 
 /**
@@ -33,4 +34,25 @@ export const alertStreaks = pgTable(
     updatedAt: at("updated_at").defaultNow().notNull(),
   },
   (t) => [primaryKey({ columns: [t.flow, t.task] })],
+);
+
+/**
+ * Every alert a coordinator sent (or tried to), with what each sink answered: the console's and
+ * `GET /api/alerts`' history. Pruned with the runs, by `retention`.
+ */
+export const alertLog = pgTable(
+  "alert_log",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    sentAt: at("sent_at").defaultNow().notNull(),
+    group: text("alert_group").notNull(),
+    kind: text("kind").notNull(),
+    flow: text("flow").notNull(),
+    runId: uuid("run_id"),
+    /** The alert as its sinks received it. */
+    alert: jsonb("alert").$type<Json>().notNull(),
+    /** One `{ sink, target, ok, error? }` per sink. */
+    deliveries: jsonb("deliveries").$type<Json>().notNull(),
+  },
+  (t) => [index("alert_log_sent_at").on(t.sentAt)],
 );
