@@ -191,7 +191,9 @@ describe("the web console in a real browser", () => {
     const rows = page.locator("table.alerts tbody tr");
     await expect.poll(() => rows.count()).toBe(2);
     // Newest first: the second insert.
-    await expect(rows.nth(0).locator(".al-summary").textContent()).resolves.toContain("create_invoice failed again (+5 held back before it)");
+    await expect(rows.nth(0).locator(".al-summary").textContent()).resolves.toContain(
+      "create_invoice failed again (+5 held back before it)",
+    );
     const failedPill = rows.nth(0).locator(".al-delivery .pill.o-failed");
     await expect(failedPill.getAttribute("title")).resolves.toBe("https://pager.example/hook: failed 3 time(s), last: HTTP 502");
     await expect(rows.nth(1).locator(".al-delivery .pill.o-success").count()).resolves.toBe(1);

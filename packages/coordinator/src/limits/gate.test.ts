@@ -45,7 +45,10 @@ describe("LimitGate", () => {
     const result = await gate.acquire(
       spec([sem("aon_b", 1), sem("aon_a", 1)], [{ key: "aon_r", max: 1, perMs: 60_000, label: "rate limit" }]),
     );
-    expect(result).toEqual({ ok: false, blocked: { kind: "semaphore", label: "pool aon_a", key: "aon_a", used: 1, capacity: 1 } });
+    expect(result).toEqual({
+      ok: false,
+      blocked: { kind: "semaphore", label: "pool aon_a", key: "aon_a", used: 1, capacity: 1, weight: 1, kept: 0 },
+    });
     expect(await gate.usage(["aon_a", "aon_b"])).toEqual(
       new Map([
         ["aon_a", 1],
@@ -84,8 +87,45 @@ describe("LimitGate", () => {
     permitOf(await gate.acquire(spec([sem("core_db", 3, 2)])));
     permitOf(await gate.acquire(spec([sem("core_db", 3, 1)])));
     const third = await gate.acquire(spec([sem("core_db", 3, 1)]));
-    expect(third).toEqual({ ok: false, blocked: { kind: "semaphore", label: "pool core_db", key: "core_db", used: 3, capacity: 3 } });
+    expect(third).toEqual({
+      ok: false,
+      blocked: { kind: "semaphore", label: "pool core_db", key: "core_db", used: 3, capacity: 3, weight: 1, kept: 0 },
+    });
     expect(describeBlocked((third as { blocked: Parameters<typeof describeBlocked>[0] }).blocked)).toBe("pool core_db (3/3)");
+  });
+
+  it("keeps a refused heavy start's slots in reserve: one-slot starts cannot hold it back for ever", async () => {
+    // A pool of 3 kept busy by one-slot starts; a start taking 2 arrives while all 3 are used.
+    const light = [];
+    for (let i = 0; i < 3; i++) light.push(permitOf(await gate.acquire(spec([sem("shared", 3, 1)]))));
+    const heavy = await gate.acquire(spec([sem("shared", 3, 2)]));
+    expect(heavy).toMatchObject({ ok: false, blocked: { used: 3, weight: 2, kept: 0 } });
+    expect(describeBlocked((heavy as { blocked: Parameters<typeof describeBlocked>[0] }).blocked)).toBe("pool shared (3/3, needs 2)");
+    // One frees: without the reserve the next one-slot start takes it, and so on for ever.
+    await gate.release(light.shift()!);
+    const cut = await gate.acquire(spec([sem("shared", 3, 1)]));
+    expect(cut).toMatchObject({ ok: false, blocked: { used: 2, weight: 1, kept: 2 } });
+    expect(describeBlocked((cut as { blocked: Parameters<typeof describeBlocked>[0] }).blocked)).toBe(
+      "pool shared (2/3, 2 kept for a start that needs 2)",
+    );
+    // The heavy start still waits for its second slot; then it takes both, and the reserve ends.
+    expect(await gate.acquire(spec([sem("shared", 3, 2)]))).toMatchObject({ ok: false, blocked: { used: 2, weight: 2 } });
+    await gate.release(light.shift()!);
+    const heavyPermit = permitOf(await gate.acquire(spec([sem("shared", 3, 2)])));
+    await gate.release(light.shift()!);
+    permitOf(await gate.acquire(spec([sem("shared", 3, 1)])));
+    await gate.release(heavyPermit);
+  });
+
+  it("a reserve lapses after a lease when its heavy start stops asking", async () => {
+    const short = newGate(300);
+    const holders = [];
+    for (let i = 0; i < 2; i++) holders.push(permitOf(await short.acquire(spec([sem("lapsing", 2, 1)]))));
+    expect(await short.acquire(spec([sem("lapsing", 2, 2)]))).toMatchObject({ ok: false });
+    await short.release(holders.pop()!);
+    expect(await short.acquire(spec([sem("lapsing", 2, 1)]))).toMatchObject({ ok: false, blocked: { kept: 2 } });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    permitOf(await short.acquire(spec([sem("lapsing", 2, 1)])));
   });
 
   it("applies a capacity lowered below current use until use drops", async () => {
@@ -333,14 +373,14 @@ describe("LimitGate", () => {
   });
 
   it("describes what blocks a start", () => {
-    expect(describeBlocked({ kind: "semaphore", label: "pool core_db", key: "pool:core_db", used: 25, capacity: 25 })).toBe(
-      "pool core_db (25/25)",
-    );
-    expect(describeBlocked({ kind: "semaphore", label: "concurrency", key: "t", used: 2, capacity: 2 })).toBe("concurrency 2/2");
-    expect(describeBlocked({ kind: "semaphore", label: "max_concurrency", key: "c", used: 4, capacity: 4 })).toBe("max_concurrency 4/4");
-    expect(describeBlocked({ kind: "semaphore", label: "concurrency key user_42", key: "k", used: 1, capacity: 1 })).toBe(
+    const one = { kind: "semaphore", weight: 1, kept: 0 } as const;
+    expect(describeBlocked({ ...one, label: "pool core_db", key: "pool:core_db", used: 25, capacity: 25 })).toBe("pool core_db (25/25)");
+    expect(describeBlocked({ ...one, label: "concurrency", key: "t", used: 2, capacity: 2 })).toBe("concurrency 2/2");
+    expect(describeBlocked({ ...one, label: "max_concurrency", key: "c", used: 4, capacity: 4 })).toBe("max_concurrency 4/4");
+    expect(describeBlocked({ ...one, label: "concurrency key user_42", key: "k", used: 1, capacity: 1 })).toBe(
       "concurrency key user_42 (1/1)",
     );
+    expect(describeBlocked({ ...one, label: "concurrency", key: "t", used: 1, capacity: 3, weight: 3 })).toBe("concurrency (1/3, needs 3)");
     const rate = { kind: "rate", label: "rate limit", key: "r", max: 5, retryInMs: 10 } as const;
     expect(describeBlocked({ ...rate, perMs: 1000 })).toBe("rate limit 5 per 1s");
     expect(describeBlocked({ ...rate, perMs: 90_000 })).toBe("rate limit 5 per 90s");

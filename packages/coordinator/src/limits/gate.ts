@@ -31,7 +31,17 @@ export interface LimitSpec {
 }
 
 export type Blocked =
-  | { kind: "semaphore"; label: string; key: string; used: number; capacity: number }
+  | {
+      kind: "semaphore";
+      label: string;
+      key: string;
+      used: number;
+      capacity: number;
+      /** Slots the refused start takes. */
+      weight: number;
+      /** Slots kept free for a heavier start that was refused (see ACQUIRE), not this start's to take. */
+      kept: number;
+    }
   | { kind: "rate"; label: string; key: string; max: number; perMs: number; retryInMs: number };
 
 export interface Permit {
@@ -170,7 +180,7 @@ export class LimitGate {
     for (const rate of spec.rates) args.push(rate.max, rate.perMs);
     if (park)
       args.push(park.waiter, park.jobId, park.waitingKeys, park.capacities, park.parkedReasons, park.reason, park.firstCome ? "1" : "");
-    const [ok, index, value] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
+    const [ok, index, value, kept] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
     if (ok === 1) {
       const permit = { id, spec };
       this.held.set(id, permit);
@@ -178,8 +188,8 @@ export class LimitGate {
     }
     const at = index! - 1;
     if (at < spec.semaphores.length) {
-      const { label, key, capacity } = spec.semaphores[at]!;
-      return { ok: false, blocked: { kind: "semaphore", label, key, used: value!, capacity } };
+      const { label, key, capacity, weight } = spec.semaphores[at]!;
+      return { ok: false, blocked: { kind: "semaphore", label, key, used: value!, capacity, weight, kept: kept ?? 0 } };
     }
     const { label, key, max, perMs } = spec.rates[at - spec.semaphores.length]!;
     return { ok: false, blocked: { kind: "rate", label, key, max, perMs, retryInMs: value! } };
@@ -275,10 +285,12 @@ function formatWindow(ms: number): string {
 /**
  * Why a start waits, for `TaskRunInfo.waitingFor`: "pool core_db (25/25)", "concurrency 2/2",
  * "rate limit 5 per 1s". A label that names something (a pool, a key) sets the count apart in
- * parentheses so it cannot be read as part of the name.
+ * parentheses so it cannot be read as part of the name. A count that looks like room says why it
+ * is none: "pool core_db (2/3, needs 2)", "pool core_db (1/3, 2 kept for a start that needs 2)".
  */
 export function describeBlocked(b: Blocked): string {
   if (b.kind === "rate") return `${b.label} ${b.max} per ${formatWindow(b.perMs)}`;
-  const count = `${b.used}/${b.capacity}`;
-  return b.label.includes(" ") ? `${b.label} (${count})` : `${b.label} ${count}`;
+  const why = [...(b.weight > 1 ? [`needs ${b.weight}`] : []), ...(b.kept > 0 ? [`${b.kept} kept for a start that needs ${b.kept}`] : [])];
+  const count = [`${b.used}/${b.capacity}`, ...why].join(", ");
+  return b.label.includes(" ") || why.length > 0 ? `${b.label} (${count})` : `${b.label} ${count}`;
 }

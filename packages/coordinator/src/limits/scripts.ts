@@ -113,11 +113,15 @@ end
  * A parking waiter takes a slot only when no one is in line before it: a semaphore's line
  * (\`…:waiting\`) and the waiters woken from it and still on their way (\`…:woken\`, scored by
  * when their claim lapses) come first, and with a first-come line a newcomer joins its end.
+ * A start that takes several slots and is refused keeps them in reserve (\`…:reserve\`, its weight,
+ * for one lease, renewed by each of its retries): lighter starts then leave that many slots free,
+ * so a stream of one-slot starts cannot take every slot the moment it frees and hold the heavier
+ * one back for ever. The first start at least as heavy takes the reserve and ends it.
  * Returns {1, room} when everything was taken, where room is how many more permits of the same
  * spec would pass right now (the tightest limit decides), or {0, index of the first blocking
- * limit (1-based over KEYS), used weight for a semaphore | ms until a rate slot frees}. Nothing is
- * written unless every limit lets the permit through, except that a parking waiter joins the
- * blocking line.
+ * limit (1-based over KEYS), used weight for a semaphore | ms until a rate slot frees, slots kept
+ * in reserve from this start}. Nothing is written unless every limit lets the permit through,
+ * except that a parking waiter joins the blocking line and a heavy start keeps its reserve.
  */
 export const ACQUIRE = `${PRELUDE}${PURGE}
 local id = ARGV[1]
@@ -136,6 +140,10 @@ for i = 1, nSem do
   local list = KEYS[i] .. ':waiting'
   local taken = used[i]
   local cutsIn = false
+  local reserve = tonumber(redis.call('GET', KEYS[i] .. ':reserve') or '0')
+  -- Slots kept for a heavier start are not this one's to take.
+  local kept = 0
+  if reserve > weight then kept = reserve end
   if firstCome then
     local woken = KEYS[i] .. ':woken'
     redis.call('ZREMRANGEBYSCORE', woken, '-inf', now)
@@ -144,9 +152,12 @@ for i = 1, nSem do
     taken = taken + redis.call('ZCARD', woken) - (mine and 1 or 0)
     cutsIn = not mine and redis.call('LLEN', list) > 0
   end
-  room = math.min(room, math.floor((capacity - taken - weight) / weight))
-  if cutsIn or taken + weight > capacity then
+  room = math.min(room, math.floor((capacity - taken - kept - weight) / weight))
+  if cutsIn or taken + kept + weight > capacity then
     refused(KEYS[i], lease)
+    if weight > 1 and weight >= reserve and taken + weight > capacity then
+      redis.call('SET', KEYS[i] .. ':reserve', weight, 'PX', lease)
+    end
     -- Optionally join the semaphore's line in the same step, so no release can slip in between.
     if parking then
       local name = string.sub(KEYS[i], tonumber(ARGV[5]))
@@ -159,7 +170,7 @@ for i = 1, nSem do
       redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[4 + 2 * i])
       redis.call('HSET', ARGV[parkArgs + 5], ARGV[parkArgs + 2], ARGV[parkArgs + 6])
     end
-    return {0, i, taken}
+    return {0, i, taken, kept}
   end
 end
 for j = 1, #KEYS - nSem do
@@ -177,6 +188,9 @@ for j = 1, #KEYS - nSem do
   end
 end
 for i = 1, nSem do
+  local weight = tonumber(ARGV[5 + 2 * i])
+  local reserve = tonumber(redis.call('GET', KEYS[i] .. ':reserve') or '0')
+  if reserve > 1 and weight >= reserve then redis.call('DEL', KEYS[i] .. ':reserve') end
   semHold(KEYS[i], ARGV[5 + 2 * i] .. ':' .. id, now + lease, lease)
   if parking then redis.call('ZREM', KEYS[i] .. ':woken', waiter) end
 end
