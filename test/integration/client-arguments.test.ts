@@ -167,6 +167,16 @@ describe("Client arguments", () => {
     expect(await client.triggerFlow(keyed, { idem: 42 })).toBe(numbered);
   });
 
+  it("refuses a backfill bound without a UTC offset: the asking machine's zone would pick the ticks", async () => {
+    const local = await refusal(() => client.backfill("client_args_flow", { from: "2026-04-01T00:00:00", to: "2026-04-01T02:00:00Z" }));
+    expect(local).toBeInstanceOf(AxArgumentError);
+    expect(local.message).toBe(
+      'backfill: from "2026-04-01T00:00:00" has no UTC offset; write 2026-04-01T00:00:00Z for UTC or 2026-04-01T00:00:00+01:00 with the zone\'s offset (a date alone is midnight UTC)',
+    );
+    const junk = await refusal(() => client.backfill("client_args_flow", { from: "2026-04-01", to: "soon" }));
+    expect(junk.message).toContain("to must be a Date or an ISO 8601 date (2026-01-01) or date-time with its offset");
+  });
+
   it("refuses a rerun given both only and from", async () => {
     const refused = await refusal(() => client.rerun("6d3c71f6-d6c5-45a4-8e7a-ef7b44086484", { only: "all", from: "a" }));
     expect(refused).toBeInstanceOf(AxArgumentError);

@@ -81,9 +81,21 @@ export const payloadsSchema = z.array(z.unknown(), {
   error: (issue) => `must be an array of payloads (one run each), got ${shown(issue.input)}`,
 });
 
+/**
+ * A backfill bound: a Date, a date alone (midnight UTC) or a date-time with its offset. A
+ * date-time without one would be read in the asking machine's zone, so the same call would make
+ * different ticks from different machines.
+ */
+const moment = z.union([validDate, z.iso.date(), z.iso.datetime({ offset: true, local: false })], {
+  error: (issue) =>
+    typeof issue.input === "string" && /^\d{4}-\d\d-\d\dT[^Z+-]*$/.test(issue.input)
+      ? `"${issue.input}" has no UTC offset; write ${issue.input}Z for UTC or ${issue.input}+01:00 with the zone's offset (a date alone is midnight UTC)`
+      : `must be a Date or an ISO 8601 date (2026-01-01) or date-time with its offset (2026-01-01T02:00:00Z), got ${shown(issue.input)}`,
+});
+
 export const backfillSchema = strictOptions({
-  from: checkedElsewhere,
-  to: checkedElsewhere,
+  from: moment,
+  to: moment,
   maxConcurrentRuns: wholeNumber(1).optional(),
   maxTicks: wholeNumber(1).optional(),
 });
