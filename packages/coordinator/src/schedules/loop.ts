@@ -48,7 +48,7 @@ export class ScheduleLoop {
       for (const tick of missed) await this.claim(schedule, tick, false);
       this.cursor.set(schedule.flow, now);
     }
-    if (this.schedules.length === 0) return;
+    if (this.schedules.length === 0 && (await scheduleTx.flowsWithWaitingTicks(this.options.db, this.options.flows)).length === 0) return;
     this.options.log.info({ flows: this.schedules.map((s) => s.flow) }, "schedule loop started");
     this.running = this.loop();
   }
@@ -62,7 +62,8 @@ export class ScheduleLoop {
     const now = new Date();
     for (const schedule of this.schedules) if (!this.cursor.has(schedule.flow)) this.cursor.set(schedule.flow, now);
     if (this.wake.signal.aborted) return;
-    if (!this.running && this.schedules.length > 0) this.running = this.loop();
+    const buffered = this.schedules.length > 0 ? [] : await scheduleTx.flowsWithWaitingTicks(this.options.db, this.options.flows);
+    if (!this.running && (this.schedules.length > 0 || buffered.length > 0)) this.running = this.loop();
     this.nudge.abort();
   }
 
@@ -128,14 +129,12 @@ export class ScheduleLoop {
 
   /**
    * Buffered ticks (this coordinator's or another's) whose earlier run has ended get their run,
-   * also of a flow whose overlap is no longer `queue`: the tick was accepted to run later when it
-   * came, and would otherwise wait forever (or start on its old date when `queue` came back).
+   * also of a flow whose overlap is no longer `queue` or whose schedule was removed since: the
+   * tick was accepted to run later when it came, and would otherwise wait forever (or start on
+   * its old date when the schedule came back).
    */
   private async releaseQueued(): Promise<void> {
-    const waiting = await scheduleTx.flowsWithWaitingTicks(
-      this.options.db,
-      this.schedules.map((s) => s.flow),
-    );
+    const waiting = await scheduleTx.flowsWithWaitingTicks(this.options.db, this.options.flows);
     this.hasQueued = waiting.length > 0;
     for (const flow of waiting) await releaseQueuedTick(this.options, flow);
   }
