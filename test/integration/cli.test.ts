@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate, type Isolated } from "../helpers/isolated.js";
@@ -13,6 +16,12 @@ const cliFlow = ax.flow({ name: "cli_flow" }, (input) => {
   report(shout(text), count(text));
 });
 
+const echo = ax.task({ name: "cli_echo" }, (input: { name: string }) => input.name.length);
+/** Runs of the other tests' flow are counted; this one's are not. */
+const payloadFlow = ax.flow({ name: "cli_payload_flow" }, (input) => {
+  echo(input);
+});
+
 // Each `ax` start loads TypeScript through tsx (seconds of CPU, far more on a busy machine): independent
 // commands run concurrently, under a longer timeout than the default.
 describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
@@ -24,7 +33,7 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
   const connection = () => ["--storage", env.storage, "--prefix", env.prefix];
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [cliFlow] });
+    runtime = testRuntime(env, { flows: [cliFlow, payloadFlow] });
     await runtime.start();
     client = runtime.client();
   });
@@ -125,6 +134,21 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
     // Checked by business key: the other tests of this file trigger runs concurrently.
     const [row] = await env.sql<{ n: number }>("select count(*)::int as n from runs where business_key = 'bad-payload'");
     expect(row!.n).toBe(0);
+  });
+
+  it("ax trigger --payload-file takes a payload too long for a command line; with --payload too it is refused", async ({ expect }) => {
+    const dir = mkdtempSync(join(tmpdir(), "ax-payload-"));
+    const file = join(dir, "big.json");
+    // 1.5 MB of arguments is past what Linux passes to a process (about 128 KiB per argument).
+    writeFileSync(file, JSON.stringify({ name: "x".repeat(200_000) }));
+    const sent = await runAx(["trigger", "cli_payload_flow", "--payload-file", file, "--business-key", "payload-file", ...connection()]);
+    expect(sent.stderr).toBe("");
+    expect(sent.code).toBe(0);
+    const [row] = await env.sql<{ n: number }>("select length(payload->>'name')::int as n from runs where business_key = 'payload-file'");
+    expect(row!.n).toBe(200_000);
+    const both = await runAx(["trigger", "cli_payload_flow", "--payload", "{}", "--payload-file", file, ...connection()]);
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toContain("ax trigger: give --payload or --payload-file, not both");
   });
 
   it("ax migrate creates the tables on a fresh schema", async ({ expect }) => {

@@ -2,7 +2,8 @@ import { createRequire } from "node:module";
 import { Command } from "commander";
 import type { Client } from "ax-scheduler";
 import { addProcessCommands } from "./process-commands.js";
-import { renderBusyKeys, renderQueues } from "./render-queues.js";
+import { AxUsageError } from "./errors.js";
+import { renderBusyKeys, renderQueues, unknownTaskProblem } from "./render-queues.js";
 import { addRunCommands } from "./run-commands.js";
 import { connection, withClient, withDirectClient } from "./shared.js";
 import { addScheduleCommands } from "./schedule-commands.js";
@@ -54,8 +55,15 @@ export async function main(argv: string[]): Promise<void> {
         if (raw.keys) {
           const keys = await client.listBusyKeys(raw.keys);
           // Nothing waiting and no queue of that task: most likely a misspelt task name.
-          const tasks = keys.length === 0 && !raw.json ? (await client.listQueues()).map((q) => q.task) : undefined;
-          console.log(raw.json ? JSON.stringify(keys, null, 2) : renderBusyKeys(raw.keys, keys, tasks));
+          const problem =
+            keys.length === 0
+              ? unknownTaskProblem(
+                  raw.keys,
+                  (await client.listQueues()).map((q) => q.task),
+                )
+              : undefined;
+          if (problem) throw new AxUsageError(`ax queues --keys: ${problem}`);
+          console.log(raw.json ? JSON.stringify(keys, null, 2) : renderBusyKeys(raw.keys, keys));
           return;
         }
         const queues = await client.listQueues();

@@ -1,13 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { renderBusyKeys } from "./render-queues.js";
+import { renderBusyKeys, unknownTaskProblem } from "./render-queues.js";
 
-describe("renderBusyKeys", () => {
+describe("ax queues --keys", () => {
   it("says a task name has no queue at all (a typo), rather than that none of its keys waits", () => {
-    expect(renderBusyKeys("creat_invoice", [], ["send_mail", "create_invoice", "send_mail"])).toBe(
+    expect(unknownTaskProblem("creat_invoice", ["send_mail", "create_invoice", "send_mail"])).toBe(
       "no task is named creat_invoice; the tasks with queues are: create_invoice, send_mail",
     );
-    expect(renderBusyKeys("create_invoice", [], ["create_invoice"])).toBe(
-      "no key of task create_invoice has runs waiting on its concurrency limit",
-    );
+    expect(unknownTaskProblem("create_invoice", ["create_invoice"])).toBeUndefined();
+    expect(renderBusyKeys("create_invoice", [])).toBe("no key of task create_invoice has runs waiting on its concurrency limit");
   });
 });

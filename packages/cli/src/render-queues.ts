@@ -30,11 +30,14 @@ export function renderQueues(queues: QueueInfo[]): string {
   );
 }
 
+/** Why `ax queues --keys <task>` found nothing when no queue is of that task (most likely a typo); undefined when one is. */
+export function unknownTaskProblem(task: string, knownTasks: string[]): string | undefined {
+  if (knownTasks.includes(task)) return undefined;
+  return `no task is named ${task}; the tasks with queues are: ${[...new Set(knownTasks)].sort().join(", ") || "none yet"}`;
+}
+
 /** `ax queues --keys <task>`: one line per business key with runs waiting on its concurrency limit. */
-export function renderBusyKeys(task: string, keys: BusyKey[], knownTasks?: string[]): string {
-  if (keys.length === 0 && knownTasks && !knownTasks.includes(task)) {
-    return `no task is named ${task}; the tasks with queues are: ${[...new Set(knownTasks)].sort().join(", ") || "none yet"}`;
-  }
+export function renderBusyKeys(task: string, keys: BusyKey[]): string {
   if (keys.length === 0) return `no key of task ${task} has runs waiting on its concurrency limit`;
   return table(
     ["KEY", "WAITING", "RUNNING"],

@@ -1,6 +1,9 @@
+import { readFile } from "node:fs/promises";
+import { text as readStream } from "node:stream/consumers";
 import type { Command } from "commander";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/common";
+import { AxUsageError } from "./errors.js";
 import { loadFlows } from "./load-entry.js";
 import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
@@ -12,7 +15,8 @@ export function addRunCommands(program: Command): void {
   program
     .command("trigger <flow>")
     .description("start a run of a flow")
-    .option("--payload <json>", "the run's input, as JSON", "null")
+    .option("--payload <json>", "the run's input, as JSON (default null)")
+    .option("--payload-file <file>", "read the run's input from this JSON file, `-` for stdin (a payload too long for a command line)")
     .option("--idempotency-key <key>", "a second trigger with this key returns the first run")
     .option("--business-key <key>", "searchable business id (order id, batch id)")
     .option("--entry <file>", "the flows' code, so that the flow's own idempotencyKey/businessKey functions apply")
@@ -23,7 +27,8 @@ export function addRunCommands(program: Command): void {
     .action(async (flow: string, raw: Record<string, unknown>) => {
       const flags = parseFlags(
         z.object({
-          payload: jsonFlag,
+          payload: jsonFlag.optional(),
+          payloadFile: z.string().min(1).optional(),
           idempotencyKey: z.string().min(1).optional(),
           businessKey: z.string().min(1).optional(),
           entry: z.string().min(1).optional(),
@@ -35,11 +40,12 @@ export function addRunCommands(program: Command): void {
         raw,
         "trigger",
       );
+      const payload = flags.payloadFile === undefined ? (flags.payload ?? null) : await payloadFromFile(flags.payloadFile, flags.payload);
       const flows = flags.entry ? await loadFlows(flags.entry) : undefined;
       await withClient(
         program,
         async (client) => {
-          const runId = await client.triggerFlow(flow, flags.payload, {
+          const runId = await client.triggerFlow(flow, payload, {
             idempotencyKey: flags.idempotencyKey,
             businessKey: flags.businessKey,
             delay: flags.delay,
@@ -106,4 +112,20 @@ export function addRunCommands(program: Command): void {
         );
       });
     });
+}
+
+/** `--payload-file`: the JSON in a file, or on stdin for `-`. */
+async function payloadFromFile(file: string, given: unknown): Promise<unknown> {
+  if (given !== undefined) throw new AxUsageError("ax trigger: give --payload or --payload-file, not both");
+  let text: string;
+  try {
+    text = file === "-" ? await readStream(process.stdin) : await readFile(file, "utf8");
+  } catch (error) {
+    throw new AxUsageError(`ax trigger: --payload-file ${file}: ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new AxUsageError(`ax trigger: --payload-file ${file} is not JSON (${(error as Error).message})`);
+  }
 }
