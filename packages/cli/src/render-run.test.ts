@@ -92,4 +92,27 @@ describe("renderRun", () => {
     expect(text).toContain("1 attempt ");
     expect(text).not.toContain("attempt 1");
   });
+
+  it("names a single attempt's outcome when it says more than the node's status (timed_out)", () => {
+    const timedOut = node({
+      status: "failed",
+      attempts: [
+        {
+          n: 1,
+          worker: "w1",
+          startedAt: at(0),
+          finishedAt: at(1000),
+          outcome: "timed_out",
+          error: { name: "AxTimeoutError", message: "timed out", stack: null },
+        },
+      ],
+    });
+    expect(plain(renderRun(run([timedOut])))).toContain("\n      attempt 1 timed_out");
+  });
+
+  it("reads took from the run's start: a delayed run's wait is said apart", () => {
+    const delayed = { ...run([node({})]), createdAt: at(0), startedAt: at(19_900), finishedAt: at(19_915) };
+    expect(plain(renderRun(delayed))).toContain("took 15ms (started 19.9s after it was triggered)");
+    expect(plain(renderRun(run([node({})])))).toMatch(/took 900ms$/m);
+  });
 });

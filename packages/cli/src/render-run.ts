@@ -23,6 +23,10 @@ function duration(from: string | null, to: string | null): string {
   return ms < 1000 ? `${ms}ms` : `${(ms / 1000).toFixed(1)}s`;
 }
 
+function waitedMs(run: RunInfo): number {
+  return run.startedAt ? new Date(run.startedAt).getTime() - new Date(run.createdAt).getTime() : 0;
+}
+
 function taskLine(task: TaskRunInfo, upstream: string[]): string {
   const tries = task.attempts.length;
   const parts = [
@@ -37,6 +41,9 @@ function taskLine(task: TaskRunInfo, upstream: string[]): string {
   if (task.progress !== null && task.status === "running") line += `\n      progress ${JSON.stringify(task.progress)}`;
   else if (task.progress !== null && task.status !== "success") line += `\n      last progress ${JSON.stringify(task.progress)}`;
   // One attempt is the node's line itself; with more, each says how it ended, so a retried success still shows why it was retried.
+  const only = task.attempts[0];
+  // Its outcome says more than the node's status when they differ: failed by `timed_out`, `crashed`.
+  if (tries === 1 && only?.outcome && only.outcome !== task.status) line += `\n      ${pc.dim("attempt 1")} ${paint(only.outcome)}`;
   if (tries > 1) {
     for (const a of task.attempts) {
       const outcome = a.outcome ?? "running";
@@ -58,7 +65,9 @@ export function renderRun(run: RunInfo): string {
     `  trigger ${run.trigger}` +
       (run.businessKey ? `  business key ${run.businessKey}` : "") +
       (run.idempotencyKey ? `  idempotency key ${run.idempotencyKey}` : "") +
-      `  took ${duration(run.createdAt, run.finishedAt) || "-"}`,
+      `  took ${duration(run.startedAt, run.finishedAt) || "-"}` +
+      // A delayed run, or one held by a limit, waited before its first start: not part of what it took.
+      (waitedMs(run) >= 1000 ? ` (started ${duration(run.createdAt, run.startedAt)} after it was triggered)` : ""),
     ...(run.logicalDate ? [`  logical date ${run.logicalDate}`] : []),
     ...(run.rerunOf ? [`  rerun of ${run.rerunOf}`] : []),
     ...(run.waitingFor ? [`  waiting for ${run.waitingFor}`] : []),
