@@ -79,7 +79,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(dates.at(-1)).toBe("2026-03-29T01:00:00.000Z");
     expect(new Set(dates.map((d) => d!.slice(0, 10))).size).toBe(10);
     expect(maxOverlap(runs.map((r: RunSummary) => ({ start: r.startedAt!, end: r.finishedAt! })))).toBeLessThanOrEqual(3);
-    expect(await client.getBackfill(first.backfillId)).toMatchObject({ ticks: 10, done: 10, succeeded: 10, failed: 0, status: "active" });
+    expect(await client.getBackfill(first.backfillId)).toMatchObject({ ticks: 10, done: 10, succeeded: 10, failed: 0, status: "finished" });
   });
 
   it("a schedule without a zone backfills in UTC, whatever the zone of the process that asks", async () => {
@@ -216,7 +216,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(stdout).toMatch(/backfill \[[^\]]*\] 8\/8 done \| 0 failed/);
     expect(stdout).toMatch(/finished: 8 succeeded, 0 failed/);
     const listed = await promisify(execFile)(process.execPath, [AX_BIN, "backfills", ...connection], { cwd: REPO_ROOT, timeout: 90_000 });
-    expect(listed.stdout).toMatch(/hourly\s+active\s+8\/8 done {2}0 failed {2}0 cancelled {2}0 running/);
+    expect(listed.stdout).toMatch(/hourly\s+finished\s+8\/8 done {2}0 failed {2}0 cancelled {2}0 running/);
 
     const big = await client.backfill("hourly", { from: "2026-03-01T00:00:00Z", to: "2026-03-03T00:00:00Z", maxConcurrentRuns: 1 });
     const cancelled = await promisify(execFile)(process.execPath, [AX_BIN, "backfill", "cancel", big.backfillId, ...connection], {

@@ -173,8 +173,8 @@ describe("Client arguments", () => {
     expect(local.message).toBe(
       'backfill: from "2026-04-01T00:00:00" has no UTC offset; write 2026-04-01T00:00:00Z for UTC or 2026-04-01T00:00:00+01:00 with the zone\'s offset (a date alone is midnight UTC)',
     );
-    const junk = await refusal(() => client.backfill("client_args_flow", { from: "2026-04-01", to: "soon" }));
-    expect(junk.message).toContain("to must be a Date or an ISO 8601 date (2026-01-01) or date-time with its offset");
+    const spaced = await refusal(() => client.backfill("client_args_flow", { from: "2026-04-01", to: "2026-04-01 02:00" }));
+    expect(spaced.message).toContain('to "2026-04-01 02:00" has no UTC offset; write 2026-04-01T02:00Z for UTC');
   });
 
   it("refuses a rerun given both only and from", async () => {

@@ -81,16 +81,21 @@ export const payloadsSchema = z.array(z.unknown(), {
   error: (issue) => `must be an array of payloads (one run each), got ${shown(issue.input)}`,
 });
 
+/** A date-time JavaScript reads in the local zone: no `Z`, no offset. */
+const LOCAL_DATE_TIME = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?$/;
+
 /**
- * A backfill bound: a Date, a date alone (midnight UTC) or a date-time with its offset. A
- * date-time without one would be read in the asking machine's zone, so the same call would make
- * different ticks from different machines.
+ * A backfill bound written without its offset would be read in the asking machine's zone, so the
+ * same call would make different ticks from different machines. Anything else not a date is the
+ * backfill's own AxBackfillRangeError.
  */
-const moment = z.union([validDate, z.iso.date(), z.iso.datetime({ offset: true, local: false })], {
-  error: (issue) =>
-    typeof issue.input === "string" && /^\d{4}-\d\d-\d\dT[^Z+-]*$/.test(issue.input)
-      ? `"${issue.input}" has no UTC offset; write ${issue.input}Z for UTC or ${issue.input}+01:00 with the zone's offset (a date alone is midnight UTC)`
-      : `must be a Date or an ISO 8601 date (2026-01-01) or date-time with its offset (2026-01-01T02:00:00Z), got ${shown(issue.input)}`,
+const moment = z.unknown().superRefine((value, ctx) => {
+  if (typeof value === "string" && LOCAL_DATE_TIME.test(value)) {
+    ctx.addIssue({
+      code: "custom",
+      message: `"${value}" has no UTC offset; write ${value.replace(" ", "T")}Z for UTC or ${value.replace(" ", "T")}+01:00 with the zone's offset (a date alone is midnight UTC)`,
+    });
+  }
 });
 
 export const backfillSchema = strictOptions({

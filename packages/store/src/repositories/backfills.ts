@@ -23,7 +23,8 @@ export interface BackfillInfo {
   from: string;
   to: string;
   maxConcurrentRuns: number;
-  status: "active" | "cancelled";
+  /** `finished` once every tick's run has ended (whatever its outcome); `cancelled` by a cancel. */
+  status: "active" | "finished" | "cancelled";
   createdAt: string;
   ticks: number;
   /** Runs of its ticks that ended, whatever their outcome. */
@@ -106,7 +107,7 @@ function toInfo(r: Row): BackfillInfo {
     from: iso(r.range_from),
     to: iso(r.range_to),
     maxConcurrentRuns: r.max_concurrent_runs,
-    status: r.status,
+    status: r.status === "cancelled" ? "cancelled" : done >= r.ticks ? "finished" : "active",
     createdAt: iso(r.created_at),
     ticks: r.ticks,
     done,
