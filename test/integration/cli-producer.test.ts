@@ -77,6 +77,9 @@ describe("ax server <entry> and ax trigger --entry apply the flow's key function
       expect(unkeyed.stderr).toContain("ax trigger --entry <file> or --idempotency-key / --business-key");
       const halfKeyed = await runAx([...connection, "trigger", "keyed_flow", "--payload", '{"event_id":"46"}', "--idempotency-key", "k46"]);
       expect(halfKeyed.stderr).toContain('flow "keyed_flow" computes its businessKey in code');
+      // The idempotency key was given: a repeated event is the same run, and the warning does not say otherwise.
+      expect(halfKeyed.stderr).toContain("(its runs cannot be found by that key)");
+      expect(unkeyed.stderr).toContain("(a repeated event makes a second run)");
       const keyed = await runAx([
         ...connection,
         "trigger",

@@ -18,9 +18,11 @@ export class UnkeyedWarning {
     const missing = computed.filter((option) => (option === "idempotencyKey" || option === "businessKey") && given[option] === undefined);
     if (missing.length === 0) return;
     this.warned.add(flow);
+    // Only a missing idempotency key lets a repeated event make a second run; a business key is for finding runs.
+    const consequence = missing.includes("idempotencyKey") ? "a repeated event makes a second run" : "its runs cannot be found by that key";
     process.emitWarning(
       `flow "${flow}" computes its ${missing.join(" and ")} in code, which this client does not have: its runs are triggered without ${missing.length > 1 ? "them" : "it"}` +
-        ` (a repeated event makes a second run). Trigger with the flow itself (triggerFlow(flowObject, payload)), give new Client({ flows }),` +
+        ` (${consequence}). Trigger with the flow itself (triggerFlow(flowObject, payload)), give new Client({ flows }),` +
         ` or pass the key; from the CLI, ax trigger --entry <file> or --${missing.map((m) => m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(" / --")}.`,
       { type: "AxWarning", code: "AX_FLOW_KEYS_NOT_APPLIED" },
     );
