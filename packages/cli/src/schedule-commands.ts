@@ -4,6 +4,30 @@ import type { RunsApi } from "./runs-api.js";
 
 type WithClient = (fn: (client: RunsApi) => Promise<void>) => Promise<void>;
 
+/**
+ * An instant as the schedule's zone reads it, with the offset: `2026-12-03 02:00:00 +08:00`. A
+ * cron is written in its zone's wall-clock time, so that is the time to check it against.
+ */
+export function inZone(date: Date, timeZone: string): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-CA", {
+      timeZone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      timeZoneName: "longOffset",
+    })
+      .formatToParts(date)
+      .map((p) => [p.type, p.value]),
+  );
+  const offset = parts.timeZoneName === "GMT" ? "+00:00" : String(parts.timeZoneName).replace("GMT", "");
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${offset}`;
+}
+
 function describe(s: ScheduleInfo): string {
   const tick = s.lastTick
     ? `${s.lastTick.logicalDate.toISOString()} ${s.lastTick.status}${s.lastTick.runId ? ` run ${s.lastTick.runId} ${s.lastTick.runStatus ?? "(pruned)"}` : ""}${s.lastTick.reason ? ` (${s.lastTick.reason})` : ""}`
@@ -11,7 +35,7 @@ function describe(s: ScheduleInfo): string {
   return [
     `${s.flow}  cron "${s.cron}"  zone ${s.timezone}  ${s.paused ? "PAUSED" : "active"}  overlap ${s.overlap}  catch-up ${s.catchUp}`,
     // A cron such as "0 0 30 2 *" (February 30th) parses but never fires.
-    `  next: ${s.nextFireTimes.length ? s.nextFireTimes.map((d) => d.toISOString()).join(", ") : "never (the cron matches no date)"}`,
+    `  next (${s.timezone}): ${s.nextFireTimes.length ? s.nextFireTimes.map((d) => inZone(d, s.timezone)).join(", ") : "never (the cron matches no date)"}`,
     `  last tick: ${tick}`,
   ].join("\n");
 }
