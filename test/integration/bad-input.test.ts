@@ -123,6 +123,14 @@ describe("bad input is refused with a clear error and writes nothing", () => {
       await refused(() => client.triggerFlow("echo_flow", { id: "b", amount: 10n }), AxPayloadError, /\$\.amount is a BigInt/);
     });
 
+    it("refuses a batch with one bad payload, naming which, and writes none of it", async () => {
+      await refused(
+        () => client.triggerFlows("echo_flow", [{ id: "ok" }, { id: "b", amount: 10n }]),
+        AxPayloadError,
+        /^payload 1: payload is not plain JSON: \$\.amount is a BigInt/,
+      );
+    });
+
     it("refuses a circular payload", async () => {
       const payload: Record<string, unknown> = { id: "c" };
       payload.self = payload;
