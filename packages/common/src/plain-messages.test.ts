@@ -5,7 +5,7 @@ describe("plainMessage", () => {
   it("says zod's defaults in a person's words", () => {
     expect(plainMessage("Invalid input: expected number, received NaN")).toBe("expected a number, got a value that is not a number");
     expect(plainMessage("Invalid input: expected number, received string")).toBe("expected a number, got a string");
-    expect(plainMessage("Invalid input: expected int, received number")).toBe("expected a whole number, got a number");
+    expect(plainMessage("Invalid input: expected int, received number")).toBe("expected a whole number, got a fraction");
     expect(plainMessage("Too small: expected number to be >0")).toBe("must be greater than 0");
     expect(plainMessage("Too small: expected number to be >=1")).toBe("must be at least 1");
     expect(plainMessage("Too big: expected number to be <=500")).toBe("must be at most 500");

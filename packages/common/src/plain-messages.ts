@@ -24,6 +24,8 @@ const kind = (name: string) => KINDS[name.toLowerCase()] ?? name;
 const BOUNDS: Record<string, string> = { ">": "greater than", ">=": "at least", "<": "less than", "<=": "at most" };
 
 const RULES: [RegExp, (...groups: string[]) => string][] = [
+  // zod's words for 1.5 given where a whole number belongs.
+  [/^Invalid input: expected int, received number$/, () => "expected a whole number, got a fraction"],
   [/^Invalid input: expected (\w+), received (\w+)$/, (expected, received) => `expected ${kind(expected!)}, got ${kind(received!)}`],
   [/^Too (?:small|big): expected (?:number|int|bigint) to be ([<>]=?)(-?[\d.e+]+)$/, (op, n) => `must be ${BOUNDS[op!]} ${n}`],
   [
