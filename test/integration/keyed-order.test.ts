@@ -70,6 +70,28 @@ describe("a key's line is first come, first served across worker processes", () 
     return starts.map((s) => runIds.indexOf(s.run_id));
   }
 
+  /**
+   * Runs that started before one triggered ahead of them by more than `slackMs`. Runs a raised
+   * limit admits together commit their starts a few ms apart in either order; a run let in ahead
+   * of its turn starts a whole hold (300 ms) early.
+   */
+  async function startedAhead(runIds: string[], slackMs: number): Promise<string[]> {
+    const rows = await env.sql<{ run_id: string; at: number }>(
+      "select run_id, extract(epoch from started_at) * 1000 as at from attempts where run_id = any($1::uuid[])",
+      [runIds],
+    );
+    const at = new Map(rows.map((r) => [r.run_id, Number(r.at)]));
+    return runIds.flatMap((id, i) =>
+      runIds
+        .slice(i + 1)
+        .flatMap((later, k) =>
+          at.get(later)! < at.get(id)! - slackMs
+            ? [`run ${i + 1 + k} started ${Math.round(at.get(id)! - at.get(later)!)} ms before run ${i}`]
+            : [],
+        ),
+    );
+  }
+
   it("runs cancelled while they wait in line give up their place at once", async () => {
     // The first holds the key long enough for the others to line up and be cancelled there.
     const runIds = await line("o-cancelled", 6, 1500);
@@ -97,7 +119,8 @@ describe("a key's line is first come, first served across worker processes", () 
     await applied("tasks:\n  order_step: { concurrency: { max: 3, key: order } }\n");
     for (const id of runIds) expect((await client.waitForRun(id, { timeout: "30s" })).status).toBe("success");
     // Waiters woken by the old limit and refused by the new one went to the back of the line.
-    expect(await startOrder(runIds)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect((await startOrder(runIds)).sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await startedAhead(runIds, 50)).toEqual([]);
     await applied("{}\n");
   }, 60_000);
 });
