@@ -127,7 +127,7 @@ describe("bad input is refused with a clear error and writes nothing", () => {
       await refused(
         () => client.triggerFlows("echo_flow", [{ id: "ok" }, { id: "b", amount: 10n }]),
         AxPayloadError,
-        /^payload 1: payload is not plain JSON: \$\.amount is a BigInt/,
+        /^payload 1 is not plain JSON: \$\.amount is a BigInt/,
       );
     });
 

@@ -8,7 +8,6 @@ import {
   type NewRun,
   type ReadyNode,
 } from "@ax/store";
-import { AxPayloadError, AxPayloadTooLargeError } from "@ax/common";
 import { isCapped, prepareRun, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
 
 /** Runs written by one statement; larger bursts are split, inside one transaction. */
@@ -35,17 +34,9 @@ export async function triggerRuns(deps: TriggerDeps, requests: TriggerRequest[],
     ...(resolveFlow ? { resolveFlow: (name: string) => memo(resolved, name, () => resolveFlow(name)) } : {}),
   };
   const runs: NewRun[] = [];
-  for (const [i, request] of requests.entries()) {
-    try {
-      runs.push(await prepareRun(once, request));
-    } catch (error) {
-      // Which of many payloads is the one to fix: the error's own class and text, with its place.
-      if (requests.length > 1 && (error instanceof AxPayloadError || error instanceof AxPayloadTooLargeError)) {
-        error.message = `payload ${i}: ${error.message}`;
-      }
-      throw error;
-    }
-  }
+  // Of many payloads, a refused one is named by its place.
+  for (const [i, request] of requests.entries())
+    runs.push(await prepareRun(once, request, requests.length > 1 ? `payload ${i}` : "payload"));
   // Runs of a flow with maxConcurrentRuns are written held; admission releases them in order.
   const capped = new Set<string>();
   for (const name of new Set(runs.map((r) => r.flow.name))) if (await isCapped(deps, name)) capped.add(name);

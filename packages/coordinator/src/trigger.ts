@@ -94,8 +94,8 @@ export async function isCapped(deps: TriggerDeps, flow: string): Promise<boolean
 }
 
 /** Checks the request (payload, keys, flow) and makes the run to write; throws before anything is written. */
-export async function prepareRun(deps: TriggerDeps, request: TriggerRequest): Promise<NewRun> {
-  const payload = checkPayload(request.payload, deps.maxPayloadBytes);
+export async function prepareRun(deps: TriggerDeps, request: TriggerRequest, what = "payload"): Promise<NewRun> {
+  const payload = checkPayload(request.payload, deps.maxPayloadBytes, what);
   // Keys go to text columns, which refuse NUL just as jsonb does.
   assertStorable(request.businessKey ?? null, "businessKey");
   assertStorable(request.idempotencyKey ?? null, "idempotencyKey");
@@ -118,12 +118,12 @@ export async function prepareRun(deps: TriggerDeps, request: TriggerRequest): Pr
   };
 }
 
-/** A run's input as stored (undefined is null), refused when not storable JSON or over the size cap. */
-export function checkPayload(value: unknown, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES): Json {
+/** A run's input as stored (undefined is null), refused when not storable JSON or over the size cap; `what` names it in the error. */
+export function checkPayload(value: unknown, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES, what = "payload"): Json {
   const payload = value === undefined ? null : value;
-  assertStorable(payload, "payload");
+  assertStorable(payload, what);
   const bytes = jsonBytes(payload);
-  if (bytes > maxPayloadBytes) throw new AxPayloadTooLargeError(bytes, maxPayloadBytes);
+  if (bytes > maxPayloadBytes) throw new AxPayloadTooLargeError(bytes, maxPayloadBytes, what);
   return payload;
 }
 

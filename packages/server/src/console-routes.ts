@@ -6,11 +6,10 @@ import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpre
 import type { Logger } from "pino";
 import { z } from "zod";
 import {
+  flowOverview,
   getRunInfo,
-  latestFlowVersion,
   listFlowNames,
   listFlowVersions,
-  listRunPage,
   listWorkerConfigVersions,
   runningAttemptsByWorker,
   type Db,
@@ -77,17 +76,7 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
   // The Flows page in one request: a card per flow asking for its version and runs made 2 per flow, every 5 s.
   app.get("/api/flow-overview", async (request) => {
     const { runs = 30 } = parseQuery(flowOverviewQuery, request.query);
-    const names = (await listFlowNames(deps.db)).sort();
-    const flows = await Promise.all(
-      names.map(async (name) => {
-        const [version, page] = await Promise.all([
-          latestFlowVersion(deps.db, name),
-          runs > 0 ? listRunPage(deps.db, { flow: name, limit: runs }) : { runs: [] },
-        ]);
-        return { name, version: version?.version ?? 0, nodes: version?.dag.nodes.length ?? 0, recentRuns: page.runs };
-      }),
-    );
-    return { flows };
+    return { flows: await flowOverview(deps.db, runs) };
   });
 
   app.get<{ Params: { name: string } }>("/api/flows/:name/versions", async (request) => {

@@ -57,9 +57,11 @@ export class AxPayloadTooLargeError extends Error {
   constructor(
     readonly bytes: number,
     readonly limit: number,
+    /** Which payload: `payload`, or `payload 3` of a batch. */
+    what = "payload",
   ) {
     super(
-      `payload is ${bytes} bytes, over the ${limit}-byte limit. Store the data elsewhere (a table, an object store) and pass its key in the payload.`,
+      `${what} is ${bytes} bytes, over the ${limit}-byte limit. Store the data elsewhere (a table, an object store) and pass its key in the payload.`,
     );
   }
 }

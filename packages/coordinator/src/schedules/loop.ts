@@ -48,7 +48,7 @@ export class ScheduleLoop {
       for (const tick of missed) await this.claim(schedule, tick, false);
       this.cursor.set(schedule.flow, now);
     }
-    if (this.schedules.length === 0 && (await scheduleTx.flowsWithWaitingTicks(this.options.db, this.options.flows)).length === 0) return;
+    if (!(await this.hasWork())) return;
     this.options.log.info({ flows: this.schedules.map((s) => s.flow) }, "schedule loop started");
     this.running = this.loop();
   }
@@ -62,9 +62,14 @@ export class ScheduleLoop {
     const now = new Date();
     for (const schedule of this.schedules) if (!this.cursor.has(schedule.flow)) this.cursor.set(schedule.flow, now);
     if (this.wake.signal.aborted) return;
-    const buffered = this.schedules.length > 0 ? [] : await scheduleTx.flowsWithWaitingTicks(this.options.db, this.options.flows);
-    if (!this.running && (this.schedules.length > 0 || buffered.length > 0)) this.running = this.loop();
+    if (!this.running && (await this.hasWork())) this.running = this.loop();
     this.nudge.abort();
+  }
+
+  /** A schedule to tick, or a tick buffered by `overlap: queue` still to release (its schedule may be gone). */
+  private async hasWork(): Promise<boolean> {
+    if (this.schedules.length > 0) return true;
+    return (await scheduleTx.flowsWithWaitingTicks(this.options.db, this.options.flows)).length > 0;
   }
 
   async stop(): Promise<void> {
