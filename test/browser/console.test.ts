@@ -178,14 +178,21 @@ describe("the web console in a real browser", () => {
   it("lists sent alerts with each sink's answer, a failed webhook's reason on hover", async () => {
     const [run] = await env.sql<{ id: string }>("select id from runs where status = 'failed' limit 1");
     const alert = (summary: string, suppressed: number) =>
-      JSON.stringify({ kind: "task_failed", summary, task: "create_invoice", runId: run!.id, suppressed });
+      JSON.stringify({
+        kind: "task_failed",
+        group: "ops",
+        flow: "order_payment_flow",
+        summary,
+        task: "create_invoice",
+        runId: run!.id,
+        suppressed,
+      });
     // Rows as a coordinator writes them after delivering (the delivery itself is alerts.test.ts's).
     await env.sql(
-      `insert into alert_log (alert_group, kind, flow, run_id, alert, deliveries) values
-         ('ops', 'task_failed', 'order_payment_flow', $1, $2, '[{"sink":"webhook","target":"https://pager.example/hook","ok":true}]'),
-         ('ops', 'task_failed', 'order_payment_flow', $1, $3,
-          '[{"sink":"webhook","target":"https://pager.example/hook","ok":false,"error":"failed 3 time(s), last: HTTP 502"},{"sink":"log","target":"log","ok":true}]')`,
-      [run!.id, alert("order_payment_flow/create_invoice failed after 4 attempt(s)", 0), alert("create_invoice failed again", 5)],
+      `insert into alert_log (alert, deliveries) values
+         ($1, '[{"sink":"webhook","target":"https://pager.example/hook","ok":true}]'),
+         ($2, '[{"sink":"webhook","target":"https://pager.example/hook","ok":false,"error":"failed 3 time(s), last: HTTP 502"},{"sink":"log","target":"log","ok":true}]')`,
+      [alert("order_payment_flow/create_invoice failed after 4 attempt(s)", 0), alert("create_invoice failed again", 5)],
     );
     await page.goto(`${runtime.url}/alerts`);
     const rows = page.locator("table.alerts tbody tr");

@@ -1,10 +1,6 @@
 CREATE TABLE "alert_log" (
 	"id" bigserial PRIMARY KEY NOT NULL,
 	"sent_at" timestamp with time zone DEFAULT now() NOT NULL,
-	"alert_group" text NOT NULL,
-	"kind" text NOT NULL,
-	"flow" text NOT NULL,
-	"run_id" uuid,
 	"alert" jsonb NOT NULL,
 	"deliveries" jsonb NOT NULL
 );

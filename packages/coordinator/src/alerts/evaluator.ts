@@ -364,14 +364,7 @@ export class AlertEvaluator {
   /** The history an operator reads (`GET /api/alerts`, the console); losing an entry loses no alert. */
   private async keep(alert: Alert, results: DeliveryResult[]): Promise<void> {
     try {
-      await logAlert(this.o.db, {
-        group: alert.group,
-        kind: alert.kind,
-        flow: alert.flow,
-        runId: alert.runId,
-        alert: alert as unknown as Json,
-        deliveries: results as unknown as Json,
-      });
+      await logAlert(this.o.db, { alert: alert as unknown as Json, deliveries: results as unknown as Json });
     } catch (err) {
       this.o.log.warn({ err, alert: { kind: alert.kind, flow: alert.flow } }, "could not keep the sent alert in its history");
     }

@@ -113,22 +113,23 @@ export async function stuckRuns(db: Db, olderThanMs: number, limit = 100): Promi
   return found.map((r) => ({ runId: r.id, flow: r.flow, businessKey: r.business_key, startedAt: new Date(r.started_at) }));
 }
 
-export interface LoggedAlert {
-  id: number;
-  sentAt: string;
+/** An alert as sinks receive it, as far as the history reads it. */
+interface SentAlert {
   group: string;
   kind: string;
   flow: string;
   runId: string | null;
+}
+
+export interface LoggedAlert extends SentAlert {
+  id: number;
+  sentAt: string;
   alert: Json;
   deliveries: Json;
 }
 
 /** Keeps a sent alert and its sinks' answers for the history (`GET /api/alerts`, the console). */
-export async function logAlert(
-  db: Db,
-  entry: { group: string; kind: string; flow: string; runId: string | null; alert: Json; deliveries: Json },
-): Promise<void> {
+export async function logAlert(db: Db, entry: { alert: Json; deliveries: Json }): Promise<void> {
   await db.insert(alertLog).values(entry);
 }
 
@@ -143,5 +144,17 @@ export async function listAlerts(
     .where(options.before === undefined ? undefined : lt(alertLog.id, options.before))
     .orderBy(desc(alertLog.id))
     .limit(options.limit ?? 50);
-  return found.map((row) => ({ ...row, sentAt: row.sentAt.toISOString() }));
+  return found.map((row) => {
+    const { group, kind, flow, runId } = row.alert as unknown as SentAlert;
+    return {
+      id: row.id,
+      sentAt: row.sentAt.toISOString(),
+      group,
+      kind,
+      flow,
+      runId: runId ?? null,
+      alert: row.alert,
+      deliveries: row.deliveries,
+    };
+  });
 }

@@ -45,11 +45,7 @@ export const alertLog = pgTable(
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
     sentAt: at("sent_at").defaultNow().notNull(),
-    group: text("alert_group").notNull(),
-    kind: text("kind").notNull(),
-    flow: text("flow").notNull(),
-    runId: uuid("run_id"),
-    /** The alert as its sinks received it. */
+    /** The alert as its sinks received it: its group, kind, flow and run are read from here. */
     alert: jsonb("alert").$type<Json>().notNull(),
     /** One `{ sink, target, ok, error? }` per sink. */
     deliveries: jsonb("deliveries").$type<Json>().notNull(),
