@@ -120,6 +120,23 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     await client.cancelBackfill(long.backfillId);
   });
 
+  it("says how many runs go at once: its own cap, or the flow's maxConcurrentRuns when smaller", async () => {
+    const wide = await client.backfill("capped_yearly", {
+      from: "1900-01-01T00:00:00Z",
+      to: "1905-01-01T00:00:00Z",
+      maxConcurrentRuns: 10,
+    });
+    expect(wide).toMatchObject({ ticks: 5, maxConcurrentRuns: 3 });
+    expect((await client.getBackfill(wide.backfillId)).maxConcurrentRuns).toBe(10);
+    const narrow = await client.backfill("capped_yearly", {
+      from: "1905-01-01T00:00:00Z",
+      to: "1907-01-01T00:00:00Z",
+      maxConcurrentRuns: 2,
+    });
+    expect(narrow.maxConcurrentRuns).toBe(2);
+    await Promise.all([client.cancelBackfill(wide.backfillId), client.cancelBackfill(narrow.backfillId)]);
+  });
+
   it("cancelling counts the held runs it ends in cancelledRuns, with the started ones", async () => {
     // One run admitted at a time: the other three are held when the cancel comes.
     const started = await client.backfill("held_daily", {

@@ -18,3 +18,30 @@ export class Eta {
     return `${Math.floor(seconds / 3600)}h${pad(Math.floor((seconds % 3600) / 60))}m`;
   }
 }
+
+/**
+ * Says so on the bar when a backfill has runs waiting but none running and none ending for a
+ * while: admission needs a coordinator, and a released run needs a worker serving its tasks; the
+ * CLI cannot see either, only that nothing moves.
+ */
+export class Stall {
+  private seen = "";
+  private since: number;
+
+  constructor(
+    private readonly afterMs: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.since = now();
+  }
+
+  text(progress: { done: number; running: number; waiting: number }): string {
+    const seen = `${progress.done}/${progress.running}`;
+    if (seen !== this.seen) {
+      this.seen = seen;
+      this.since = this.now();
+    }
+    if (progress.running > 0 || progress.waiting === 0 || this.now() - this.since < this.afterMs) return "";
+    return ` | nothing started for ${Math.round((this.now() - this.since) / 1000)}s: is a coordinator running, and a worker for the flow's tasks?`;
+  }
+}

@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { BackfillInfo } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 import { durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
-import { Eta } from "./progress.js";
+import { Eta, Stall } from "./progress.js";
 import { printRunOrWait } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
 
@@ -14,6 +14,8 @@ type WithClient = (fn: (client: RunsApi) => Promise<void>) => Promise<void>;
 /** More ticks than this need `--yes`. */
 const CONFIRM_TICKS = 10_000;
 const POLL_MS = 500;
+/** Nothing running and nothing ending for this long: the bar says why that may be. */
+const STALLED_MS = 15_000;
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const WITH_OFFSET = /(Z|[+-]\d{2}(:?\d{2})?)$/i;
@@ -128,8 +130,12 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
           maxTicks: flags.yes ? Number.MAX_SAFE_INTEGER : CONFIRM_TICKS,
         });
         const info = await client.getBackfill(started.backfillId);
+        const capped =
+          started.maxConcurrentRuns < info.maxConcurrentRuns
+            ? ` (the flow's maxConcurrentRuns; the backfill's own cap is ${info.maxConcurrentRuns})`
+            : "";
         console.log(
-          `backfill ${started.backfillId}: ${started.ticks} tick(s) of ${flow}, ${started.created} new run(s), at most ${info.maxConcurrentRuns} at a time`,
+          `backfill ${started.backfillId}: ${started.ticks} tick(s) of ${flow}, ${started.created} new run(s), at most ${started.maxConcurrentRuns} at a time${capped}`,
         );
         await followBackfill(client, info);
       });
@@ -168,7 +174,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
 async function followBackfill(client: RunsApi, first: BackfillInfo): Promise<void> {
   const bar = new cliProgress.SingleBar(
     {
-      format: "backfill [{bar}] {value}/{total} done | {failed} failed | {running} running | ETA {remaining}",
+      format: "backfill [{bar}] {value}/{total} done | {failed} failed | {running} running | ETA {remaining}{stalled}",
       stream: process.stdout,
       noTTYOutput: true,
       notTTYSchedule: POLL_MS,
@@ -176,7 +182,13 @@ async function followBackfill(client: RunsApi, first: BackfillInfo): Promise<voi
     cliProgress.Presets.shades_classic,
   );
   const eta = new Eta(first.done);
-  bar.start(first.ticks, first.done, { failed: first.failed, running: first.running, remaining: eta.text(first.done, first.ticks) });
+  const stall = new Stall(STALLED_MS);
+  bar.start(first.ticks, first.done, {
+    failed: first.failed,
+    running: first.running,
+    remaining: eta.text(first.done, first.ticks),
+    stalled: stall.text(first),
+  });
   let stopped = false;
   const stopWatching = () => {
     stopped = true;
@@ -187,7 +199,12 @@ async function followBackfill(client: RunsApi, first: BackfillInfo): Promise<voi
     while (!stopped && info.status === "active" && info.done < info.ticks) {
       await sleep(POLL_MS);
       info = await client.getBackfill(first.id);
-      bar.update(info.done, { failed: info.failed, running: info.running, remaining: eta.text(info.done, info.ticks) });
+      bar.update(info.done, {
+        failed: info.failed,
+        running: info.running,
+        remaining: eta.text(info.done, info.ticks),
+        stalled: stall.text(info),
+      });
     }
   } finally {
     process.off("SIGINT", stopWatching);

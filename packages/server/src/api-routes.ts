@@ -231,7 +231,15 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     params: flowParams,
     body: backfillBody,
     responses: {
-      201: { description: "the backfill", schema: z.object({ backfillId: z.uuid(), ticks: z.number().int(), created: z.number().int() }) },
+      201: {
+        description: "the backfill",
+        schema: z.object({
+          backfillId: z.uuid(),
+          ticks: z.number().int(),
+          created: z.number().int(),
+          maxConcurrentRuns: z.number().int(),
+        }),
+      },
       400: badRequest,
       404: { description: "unknown flow", schema: apiError },
     },

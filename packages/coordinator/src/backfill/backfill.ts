@@ -33,6 +33,8 @@ export interface BackfillStarted {
   ticks: number;
   /** Runs created now; ticks that already had a backfill run keep it. */
   created: number;
+  /** Runs of it at once now: its own cap, or the flow's `maxConcurrentRuns` when that is smaller. */
+  maxConcurrentRuns: number;
 }
 
 /**
@@ -55,6 +57,8 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
   const ticks = await scheduleTicks(schedule, request.from, until, maxTicks + 1);
   if (ticks.length > maxTicks) throw new AxTooManyTicksError(request.flow, ticks.length, maxTicks, maxTicks === MAX_BACKFILL_TICKS);
   const backfillId = randomUUID();
+  const flowCap = settings?.maxConcurrentRuns ?? undefined;
+  const cap = request.maxConcurrentRuns ?? flowCap ?? DEFAULT_BACKFILL_CONCURRENCY;
   const created = await createBackfill(
     deps.db,
     {
@@ -62,13 +66,13 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
       flow: version,
       from: request.from,
       to: request.to,
-      maxConcurrentRuns: request.maxConcurrentRuns ?? settings?.maxConcurrentRuns ?? DEFAULT_BACKFILL_CONCURRENCY,
+      maxConcurrentRuns: cap,
       ticks,
     },
     randomUUID,
   );
   await admitFlow(deps, request.flow);
-  return { backfillId, ticks: ticks.length, created };
+  return { backfillId, ticks: ticks.length, created, maxConcurrentRuns: Math.min(cap, flowCap ?? cap) };
 }
 
 /**
