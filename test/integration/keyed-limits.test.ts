@@ -93,6 +93,13 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
     const payloads = ["r1", "r2", "r3"].flatMap((user_id) => Array.from({ length: 6 }, (_, i) => ({ user_id, i })));
     const triggeredAt = Date.now();
     const runIds = await client.triggerFlows("rated_key", payloads);
+    // Jobs held back by a key's rate limit wait in the delayed set; ax queues says which limit holds them.
+    let limited: string | null = null;
+    await waitUntil(async () => {
+      limited = (await client.listQueues()).find((q) => q.task === "rated_key")?.limited ?? null;
+      return limited !== null;
+    }, 10_000);
+    expect(limited).toMatch(/^rate limit key: \d+ runs? delayed on [1-3] keys? \(rate limit key r[1-3] 2 per 1s(, …)?\)$/);
     for (const id of runIds) expect((await client.waitForRun(id, { timeout: "30s" })).status).toBe("success");
     const spans = await keyedSpans("rated_key");
     for (const [key, list] of byKey(spans)) {

@@ -2,7 +2,7 @@ import { DEFAULT_LEASE_MS } from "@ax/common";
 import { describeFullWorkers, knownQueues, servedQueues, type Db } from "@ax/store";
 import { taskQueueName, type QueueRegistry } from "./queues.js";
 import { Waitlist, type BusyKey } from "./limits/waitlist.js";
-import { waitingReasons } from "./wake.js";
+import { parkedReasons, waitingReasons } from "./wake.js";
 
 /** One task queue as `ax queues` shows it. */
 export interface QueueInfo {
@@ -47,7 +47,8 @@ export async function queueOverview(db: Db, queues: QueueRegistry): Promise<Queu
       const workers = served.get(name);
       const { task } = names.get(name)!;
       // Jobs parked by a per-key limit wait in the delayed set, with no reason on the queue itself.
-      const keyed = reasons.has(name) || !counts.delayed ? undefined : await keyedWait(queues, task);
+      const keyed =
+        reasons.has(name) || !counts.delayed ? undefined : ((await keyedWait(queues, task)) ?? (await rateKeyedWait(queues, name)));
       return {
         name,
         ...names.get(name)!,
@@ -73,4 +74,25 @@ async function keyedWait(queues: QueueRegistry, task: string): Promise<string | 
   if (keys.length === 0) return undefined;
   const runs = keys.reduce((n, k) => n + k.waiting, 0);
   return `concurrency key: ${runs} run${runs === 1 ? "" : "s"} waiting on ${keys.length} key${keys.length === 1 ? "" : "s"} (ax queues --keys ${task})`;
+}
+
+/** Delayed jobs looked at for a per-key rate limit's reasons: enough to name the limit, bounded for a huge delayed set. */
+const RATE_SAMPLE = 1000;
+
+/**
+ * "rate limit key: 4 runs delayed on 2 keys (rate limit key acme 2 per 1s, …)" when the task's
+ * per-key rate limit holds jobs back, read off the reasons of the queue's first delayed jobs;
+ * undefined when none waits on one.
+ */
+async function rateKeyedWait(queues: QueueRegistry, name: string): Promise<string | undefined> {
+  const ids = await queues.get(name).getRanges(["delayed"], 0, RATE_SAMPLE - 1, true);
+  const byKey = new Map<string, number>();
+  for (const reason of (await parkedReasons(queues.connection, queues.prefix, ids)).values()) {
+    if (reason.startsWith("rate limit key ")) byKey.set(reason, (byKey.get(reason) ?? 0) + 1);
+  }
+  if (byKey.size === 0) return undefined;
+  const runs = [...byKey.values()].reduce((n, k) => n + k, 0);
+  const busiest = [...byKey].sort((a, b) => b[1] - a[1])[0]![0];
+  const more = byKey.size > 1 ? ", …" : "";
+  return `rate limit key: ${runs}${ids.length === RATE_SAMPLE ? "+" : ""} run${runs === 1 ? "" : "s"} delayed on ${byKey.size} key${byKey.size === 1 ? "" : "s"} (${busiest}${more})`;
 }
