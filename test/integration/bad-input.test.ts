@@ -258,6 +258,17 @@ describe("bad input is refused with a clear error and writes nothing", () => {
         AxDefinitionError,
         /flow "snake_flow" has invalid options: max_concurrent_runs: unknown option; did you mean maxConcurrentRuns\?/,
       );
+      // Inside a nested option too, named by its whole path; the key it misspells is reported missing after it, not as badly typed.
+      await refused(
+        async () => ax.task({ name: "typo_pool", pool: { name: "db", slot: 2 } } as never, () => 1),
+        AxDefinitionError,
+        /^task "typo_pool" has invalid options: pool\.slot: unknown option; did you mean slots\?; pool\.slots: missing \(a whole number of at least 1\)$/,
+      );
+      await refused(
+        async () => ax.task({ name: "typo_rate", rateLimit: { max: 2, per: "1s", kye: "user_id" } } as never, () => 1),
+        AxDefinitionError,
+        /^task "typo_rate" has invalid options: rateLimit\.kye: unknown option; the options here are max, per, key$/,
+      );
     });
   });
 

@@ -12,6 +12,8 @@ describe("plainMessage", () => {
     expect(plainMessage("Too small: expected string to have >=1 characters")).toBe("must have at least 1 character");
     expect(plainMessage("Too big: expected array to have <=16 items")).toBe("must have at most 16 items");
     expect(plainMessage('Invalid option: expected one of "pending"|"running"')).toBe('must be one of "pending", "running"');
+    expect(plainMessage("Invalid input: expected string, received undefined")).toBe("missing (a string)");
+    expect(plainMessage('Unrecognized key: "slot"')).toBe('unknown key "slot"; remove it or check its spelling');
   });
 
   it("leaves ax's own messages alone", () => {

@@ -26,12 +26,14 @@ const BOUNDS: Record<string, string> = { ">": "greater than", ">=": "at least", 
 const RULES: [RegExp, (...groups: string[]) => string][] = [
   // zod's words for 1.5 given where a whole number belongs.
   [/^Invalid input: expected int, received number$/, () => "expected a whole number, got a fraction"],
+  [/^Invalid input: expected (\w+), received undefined$/, (expected) => `missing (${kind(expected!)})`],
   [/^Invalid input: expected (\w+), received (\w+)$/, (expected, received) => `expected ${kind(expected!)}, got ${kind(received!)}`],
   [/^Too (?:small|big): expected (?:number|int|bigint) to be ([<>]=?)(-?[\d.e+]+)$/, (op, n) => `must be ${BOUNDS[op!]} ${n}`],
   [
     /^Too (?:small|big): expected (string|array|set) to have ([<>]=?)(\d+) (characters|items|elements)$/,
     (_, op, n, unit) => `must have ${BOUNDS[op!]} ${n} ${Number(n) === 1 ? unit!.replace(/s$/, "") : unit}`,
   ],
+  [/^Unrecognized keys?: (.+)$/, (keys) => `unknown key ${keys}; remove it or check its spelling`],
   [/^Invalid option: expected one of (.+)$/, (options) => `must be one of ${options!.split("|").join(", ")}`],
 ];
 

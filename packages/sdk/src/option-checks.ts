@@ -56,16 +56,22 @@ export function meantOption(key: string, known: readonly string[]): string | und
   return near.length === 1 ? near[0] : undefined;
 }
 
+/** zod's message for a value that is not there: "missing (a pool name)" rather than "must be a pool name". */
+export const wanted =
+  (what: string) =>
+  (issue: { input?: unknown }): string =>
+    issue.input === undefined ? `missing (${what})` : `must be ${what}`;
+
 /**
  * zod: an object of options refusing keys it does not know, so a misspelt option (`max_concurrency`)
  * fails instead of being ignored. `at` is the object's path (`"worker."`), as the message of an
  * unknown key names the key itself.
  */
-export function strictOptions<S extends z.ZodRawShape>(shape: S, at = "") {
+export function strictOptions<S extends z.ZodRawShape>(shape: S, at = "", expected = "an object") {
   const known = Object.keys(shape);
   return z.strictObject(shape, {
     error: (issue) => {
-      if (issue.code !== "unrecognized_keys") return `must be an object, got ${shown(issue.input)}`;
+      if (issue.code !== "unrecognized_keys") return `must be ${expected}, got ${shown(issue.input)}`;
       return issue.keys
         .map((key) => {
           const meant = meantOption(key, known);

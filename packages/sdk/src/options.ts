@@ -4,7 +4,7 @@ import { CATCH_UP_POLICIES, OVERLAP_POLICIES, type ScheduleDefinition } from "@a
 import { KEY_STRATEGIES, plainMessage } from "@ax/common";
 import type { ErrorMatcher, KeyedLimit, ResolvedTaskOptions } from "@ax/worker";
 import { durationMs, timerMs, type Duration } from "./duration.js";
-import { meantOption } from "./option-checks.js";
+import { meantOption, strictOptions, wanted } from "./option-checks.js";
 
 export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
 
@@ -46,9 +46,9 @@ function byType<M extends Partial<Record<ValueType, z.ZodType>>>(members: M, exp
 /** A count of slots, attempts or starts; zod's own words ("expected int", ">0") do not say what is wanted. */
 export const atLeastOne = (what = "a whole number of at least 1") =>
   z
-    .number({ error: `must be ${what}` })
-    .int({ error: `must be ${what}` })
-    .min(1, { error: `must be ${what}` });
+    .number({ error: wanted(what) })
+    .int({ error: wanted(what) })
+    .min(1, { error: wanted(what) });
 
 const strategyOption = z.enum(KEY_STRATEGIES, { error: `must be one of: ${KEY_STRATEGIES.join(", ")}` });
 
@@ -66,17 +66,18 @@ const keyOption = byType(
  * `concurrency: { max, key, strategy }`. A cancelling strategy acts on the runs that hold the same
  * business key, so without a key it would be silently ignored; `queue` is what a task-wide limit does.
  */
-const keyedConcurrency = z
-  .object({ max: atLeastOne(), key: keyOption.optional(), strategy: strategyOption.optional() })
-  .strict()
-  .superRefine((option, ctx) => {
-    if (option.key !== undefined || option.strategy === undefined || option.strategy === "queue") return;
-    ctx.addIssue({
-      code: "custom",
-      path: ["strategy"],
-      message: `"${option.strategy}" needs a key: it acts on the runs holding the same business key. Add key (a dotted path such as order_id, or in code a function of the task's arguments), or remove strategy so that an attempt over the limit waits`,
-    });
+const keyedConcurrency = strictOptions(
+  { max: atLeastOne(), key: keyOption.optional(), strategy: strategyOption.optional() },
+  "concurrency.",
+  "{ max, key?, strategy? }",
+).superRefine((option, ctx) => {
+  if (option.key !== undefined || option.strategy === undefined || option.strategy === "queue") return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["strategy"],
+    message: `"${option.strategy}" needs a key: it acts on the runs holding the same business key. Add key (a dotted path such as order_id, or in code a function of the task's arguments), or remove strategy so that an attempt over the limit waits`,
   });
+});
 
 /** The gate counts rate windows in whole milliseconds: a shorter window could never admit a start. */
 const rateWindow = durationMs.refine((ms) => ms >= 1, {
@@ -100,24 +101,25 @@ export const taskOverridesSchema = z
       { number: atLeastOne(), object: keyedConcurrency },
       `must be a whole number of at least 1, or { max, key, strategy } (strategy: ${KEY_STRATEGIES.join(", ")})`,
     ),
-    rateLimit: z
-      .object(
-        { max: atLeastOne("a whole number of at least 1 (starts per window)"), per: rateWindow, key: keyOption.optional() },
-        { error: 'must be { max, per, key? }, e.g. { max: 5, per: "1s" }' },
-      )
-      .strict(),
+    rateLimit: strictOptions(
+      { max: atLeastOne("a whole number of at least 1 (starts per window)"), per: rateWindow, key: keyOption.optional() },
+      "rateLimit.",
+      '{ max, per, key? }, e.g. { max: 5, per: "1s" }',
+    ),
     pool: byType(
       {
         string: z.string().min(1, { error: "must be a pool name" }),
-        object: z
-          .object({ name: z.string({ error: "must be a pool name" }).min(1, { error: "must be a pool name" }), slots: atLeastOne() })
-          .strict(),
+        object: strictOptions(
+          { name: z.string({ error: wanted("a pool name") }).min(1, { error: "must be a pool name" }), slots: atLeastOne() },
+          "pool.",
+          "{ name, slots }",
+        ),
       },
       "must be a pool name, or { name, slots }",
     ),
     queue: z.string().regex(/^[A-Za-z0-9_-]+$/, "use letters, digits, _ and -"),
     executor: z.enum(["inline", "thread", "process"]),
-    resources: z.object({ memoryMb: z.number().positive().optional(), cpuSeconds: z.number().positive().optional() }).strict(),
+    resources: strictOptions({ memoryMb: z.number().positive().optional(), cpuSeconds: z.number().positive().optional() }, "resources."),
     maxResultBytes: z.number().int().positive(),
     alertGroup: z.string().min(1),
   })
@@ -283,7 +285,7 @@ export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: Task
 
 /** Cron (5 or 6 fields) and IANA zone are checked here, at definition, not at the first tick. */
 export const scheduleSchema = z
-  .union([z.string().min(1), z.object({ cron: z.string().min(1), timezone: z.string().min(1).optional() }).strict()])
+  .union([z.string().min(1), strictOptions({ cron: z.string().min(1), timezone: z.string().min(1).optional() }, "schedule.")])
   .superRefine((value, ctx) => {
     const problem = typeof value === "string" ? scheduleProblem(value) : scheduleProblem(value.cron, value.timezone);
     if (problem) ctx.addIssue({ code: "custom", message: problem.message, path: typeof value === "string" ? [] : [problem.field] });
@@ -308,13 +310,15 @@ export const flowOverridesSchema = z
     catchUp: z.enum(CATCH_UP_POLICIES),
     maxCatchUp: z.number().int().positive(),
     maxConcurrentRuns: z.number().int().positive(),
-    concurrency: z
-      .object({
+    concurrency: strictOptions(
+      {
         max: z.number().int().positive(),
         key: z.string().regex(KEY_PATH, "a dotted path into the run's payload, e.g. order_id or order.customer.id"),
         strategy: strategyOption.optional(),
-      })
-      .strict(),
+      },
+      "concurrency.",
+      "{ max, key, strategy? }",
+    ),
   })
   .partial()
   .strict();
@@ -375,7 +379,9 @@ export function resolveSchedule(flow: string, code: FlowOverrides, yaml: FlowOve
  * takes), a key it does not take names the option probably meant (`retry_backoff` -> `retryBackoff`).
  */
 export function formatIssues(error: z.ZodError, known?: readonly string[]): string {
-  return error.issues
+  // An unknown key first: it is usually the misspelling of the option reported missing after it.
+  const unknownFirst = [...error.issues].sort((a, b) => Number(b.code === "unrecognized_keys") - Number(a.code === "unrecognized_keys"));
+  return unknownFirst
     .flatMap((i) => {
       if (i.code === "unrecognized_keys" && i.path.length === 0 && known) {
         return i.keys.map((key) => {
@@ -383,6 +389,8 @@ export function formatIssues(error: z.ZodError, known?: readonly string[]): stri
           return meant ? `${key}: unknown option; did you mean ${meant}?` : `${key}: unknown option; the options are ${known.join(", ")}`;
         });
       }
+      // strictOptions names the key and where it is itself; zod's own words say neither.
+      if (i.code === "unrecognized_keys" && !/^Unrecognized keys?:/.test(i.message)) return [i.message];
       return [`${i.path.length ? i.path.join(".") : "(root)"}: ${plainMessage(i.message)}`];
     })
     .join("; ");

@@ -55,8 +55,11 @@ describe("alerts: in runtime.yaml", () => {
     expect(refusal(["alerts:", "  ops:", "    sinks: [{ type: pager, to: me }]"].join("\n")).message).toMatch(
       /^config\/runtime\.yaml:3:\d+: alerts\.ops\.sinks\.0\.type: /,
     );
-    expect(refusal(["alerts:", "  ops:", "    sinks: [{ type: log }]", "    silense: 5m"].join("\n")).message).toMatch(
-      /^config\/runtime\.yaml:4:5: alerts\.ops\.silense: unknown key "silense" \(expected one of: sinks, silence, triggers, flows\)/,
+    expect(refusal(["alerts:", "  ops:", "    sinks: [{ type: log }]", "    mute: 5m"].join("\n")).message).toMatch(
+      /^config\/runtime\.yaml:4:5: alerts\.ops\.mute: unknown key "mute" \(expected one of: sinks, silence, triggers, flows\)/,
+    );
+    expect(refusal(["alerts:", "  ops:", "    sinks: [{ type: log }]", "    silense: 5m"].join("\n")).message).toBe(
+      "config/runtime.yaml:4:5: alerts.ops.silense: unknown key; did you mean silence?",
     );
     expect(refusal(["alerts:", "  ops:", "    sinks: [{ type: webhook, url: not-a-url }]"].join("\n")).message).toMatch(
       /^config\/runtime\.yaml:3:\d+: alerts\.ops\.sinks\.0\.url: /,

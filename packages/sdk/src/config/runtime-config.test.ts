@@ -37,13 +37,24 @@ describe("runtime.yaml", () => {
   });
 
   it("names file, line, column and key of a misspelt option, and the keys expected there", () => {
-    const error = refusal(["tasks:", "  create_invoice:", "    retries: 3", "    retry_bakoff: 10s"].join("\n"));
+    const error = refusal(["tasks:", "  create_invoice:", "    retries: 3", "    retry_wait: 10s"].join("\n"));
     expect(error.message).toMatch(
-      /^config\/runtime\.yaml:4:5: tasks\.create_invoice\.retry_bakoff: unknown key "retry_bakoff" \(expected one of: retries, retry_backoff, backoff,/,
+      /^config\/runtime\.yaml:4:5: tasks\.create_invoice\.retry_wait: unknown key "retry_wait" \(expected one of: retries, retry_backoff, backoff,/,
     );
-    expect(error).toMatchObject({ file: "config/runtime.yaml", line: 4, column: 5, key: "tasks.create_invoice.retry_bakoff" });
-    expect(refusal("max_concurency: 4").message).toMatch(
-      /^config\/runtime\.yaml:1:1: max_concurency: unknown key .*expected one of: max_concurrency, pools,/,
+    expect(error).toMatchObject({ file: "config/runtime.yaml", line: 4, column: 5, key: "tasks.create_invoice.retry_wait" });
+    // A letter or two off one option: that option is named, and the value is checked as it, so the
+    // option is not also reported missing (pool.slots) nor its value ignored.
+    expect(refusal(["tasks:", "  create_invoice:", "    retry_bakoff: 10s"].join("\n")).message).toBe(
+      "config/runtime.yaml:3:5: tasks.create_invoice.retry_bakoff: unknown key; did you mean retry_backoff?",
+    );
+    expect(refusal(["pools: { db: 3 }", "tasks:", "  create_invoice: { pool: { name: db, slot: 2 } }"].join("\n")).message).toBe(
+      "config/runtime.yaml:3:39: tasks.create_invoice.pool.slot: unknown key; did you mean slots?",
+    );
+    expect(refusal("max_parallel: 4").message).toMatch(
+      /^config\/runtime\.yaml:1:1: max_parallel: unknown key .*expected one of: max_concurrency, pools,/,
+    );
+    expect(refusal("max_concurency: 4").message).toBe(
+      "config/runtime.yaml:1:1: max_concurency: unknown key; did you mean max_concurrency?",
     );
   });
 
@@ -60,7 +71,7 @@ describe("runtime.yaml", () => {
       ].join("\n"),
     );
     expect(error.message.split("\n")).toEqual([
-      expect.stringMatching(/^config\/runtime\.yaml:3:5: tasks\.create_invoice\.retriess: unknown key "retriess"/),
+      expect.stringMatching(/^config\/runtime\.yaml:3:5: tasks\.create_invoice\.retriess: unknown key; did you mean retries\?$/),
       expect.stringMatching(
         /^config\/runtime\.yaml:7:25: flows\.order_payment_flow\.maxConcurrentRuns: unknown key; did you mean max_concurrent_runs\?$/,
       ),

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { folded } from "../option-checks.js";
+import { meantOption } from "../option-checks.js";
 
 /** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
 export const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -131,7 +131,8 @@ export function optionKeys(raw: unknown, schema: Schema, refuse: Refuse, path: Y
   return Object.fromEntries(known);
 }
 
-const respelt = (key: string, expected: string[]) => expected.find((candidate) => folded(candidate) === folded(key));
+/** The option a key respells (`retryBackoff`) or misspells by a letter or two (`slot`), when only one is that close. */
+const respelt = (key: string, expected: string[]) => meantOption(key, expected);
 
 function unknownKey(key: string, expected: string[], given: Record<string, unknown>): string {
   const meant = respelt(key, expected);
