@@ -55,8 +55,8 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     const shown = await runAx([...connection(), "config", "show", "--task", "hello_greet"]);
     expect(shown.stdout).toContain("config v2 in force");
     expect(shown.stdout).toMatch(/retries\s+2\s+yaml v2/);
-    expect(shown.stdout).toMatch(/timeout\s+30000ms\s+yaml v2/);
-    expect(shown.stdout).toMatch(/retry_backoff\s+1000ms\s+default/);
+    expect(shown.stdout).toMatch(/timeout\s+30s\s+yaml v2/);
+    expect(shown.stdout).toMatch(/retry_backoff\s+1s\s+default/);
     const flow = await runAx([...connection(), "config", "show", "--flow", "hello_flow", "--json"]);
     expect(JSON.parse(flow.stdout).flows.hello_flow).toContainEqual({ option: "overlap", value: "skip", source: "default" });
 

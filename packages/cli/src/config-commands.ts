@@ -4,17 +4,14 @@ import { z } from "zod";
 import type { Client, ConfigVersionInfo, EffectiveOption } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 import { parseFlags, positiveInt } from "./options.js";
+import { yamlValue } from "./yaml-value.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
 const defaultAuthor = () => process.env.USER ?? userInfo().username;
 
-/** Options whose value is a duration: shown with their unit. */
-const DURATIONS = new Set(["retry_backoff", "max_backoff", "timeout", "heartbeat_timeout"]);
-
 function row(o: EffectiveOption): string {
-  const value = typeof o.value === "number" && DURATIONS.has(o.option) ? `${o.value}ms` : JSON.stringify(o.value);
-  return `  ${o.option.padEnd(20)} ${value.padEnd(30)} ${o.source}`;
+  return `  ${o.option.padEnd(20)} ${yamlValue(o.option, o.value).padEnd(30)} ${o.source}`;
 }
 
 function stored(v: ConfigVersionInfo): string {
