@@ -3,14 +3,17 @@
  * a configuration under which a task could never start, and a task's business key is the same
  * text as a flow's key (computed in SQL) for the same payload.
  */
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AxConfigError, ax, type Client, type Runtime } from "ax-scheduler";
 import { latestConfigVersionNumber, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { waitUntil } from "../helpers/limits.js";
+import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const FILE = "config/runtime.yaml";
@@ -102,6 +105,24 @@ describe("config.apply refuses a configuration under which a task could never st
     expect((await client.config.apply("pools: { lo_db: 5 }\n", FILE, "qa")).parsed).toMatchObject({ pools: { lo_db: 5 } });
     const fewer = await client.config.apply("pools: { lo_db: 2 }\ntasks:\n  lo_wide: { pool: { name: lo_db, slots: 2 } }\n", FILE, "qa");
     expect(fewer.parsed).toMatchObject({ pools: { lo_db: 2 } });
+    expect(fewer.warnings).toEqual([]);
+  });
+
+  it("stores a version that leaves a code pool unsized, and warns that its tasks will not start", async () => {
+    const empty = await client.config.apply("", FILE, "qa");
+    expect(empty.warnings).toEqual([
+      'pool "lo_db" is not sized here: task lo_wide takes it in code and will not start until a version sizes it (pools: { lo_db: <slots> })',
+    ]);
+    const dir = mkdtempSync(join(tmpdir(), "ax-limits-"));
+    try {
+      writeFileSync(join(dir, "runtime.yaml"), "# nothing yet\n");
+      const args = [AX_BIN, "config", "apply", join(dir, "runtime.yaml"), "--storage", env.storage, "--prefix", env.prefix];
+      const cli = await promisify(execFile)(process.execPath, args, { cwd: REPO_ROOT });
+      expect(cli.stderr).toContain('warning: pool "lo_db" is not sized here: task lo_wide takes it in code');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await client.config.apply("pools: { lo_db: 5 }\n", FILE, "qa");
+    }
   });
 
   it("a Runtime whose start-up file sizes a pool below its code's slots does not start, and stores nothing", async () => {

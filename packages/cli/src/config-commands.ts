@@ -42,6 +42,7 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
         const version = await client.config.apply(text, file, raw.author ?? defaultAuthor());
         console.log(`${stored(version)}; running processes apply it within seconds`);
         console.log(version.diff);
+        for (const warning of version.warnings) console.warn(`warning: ${warning}`);
       });
     });
 
@@ -124,6 +125,7 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
         const rolled = await client.config.rollback(v, raw.author ?? defaultAuthor());
         console.log(`${stored(rolled)} (the text of v${v}); running processes apply it within seconds`);
         console.log(rolled.diff);
+        for (const warning of rolled.warnings) console.warn(`warning: ${warning}`);
       });
     });
 }

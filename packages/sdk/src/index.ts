@@ -25,6 +25,7 @@ export {
   LiveConfig,
   type ConfigHistoryEntry,
   type ConfigVersionInfo,
+  type ConfigApplied,
   type EffectiveConfig,
   type EffectiveOption,
 } from "./config/live-config.js";

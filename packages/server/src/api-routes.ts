@@ -292,7 +292,10 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     summary: "validate runtime.yaml against the cluster's flows, store it as a new version; every process applies it within seconds",
     body: configBody,
     responses: {
-      201: { description: "the stored version", schema: configVersion },
+      201: {
+        description: "the stored version, with `warnings`: pools the code gives tasks that it leaves unsized (those tasks will not start)",
+        schema: configVersion.extend({ warnings: z.array(z.string()) }),
+      },
       400: {
         description: "invalid YAML or request: the error names file, line, column and key; nothing is stored",
         schema: apiError.extend({

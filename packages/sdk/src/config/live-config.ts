@@ -29,7 +29,7 @@ import {
   type TaskOverrides,
   type TaskPool,
 } from "../options.js";
-import { parseRuntimeConfig, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
+import { parseRuntimeConfig, unsizedPools, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
 import { snake } from "./yaml-keys.js";
 
 /** Where a new version's number is published; every Runtime of the prefix subscribes. */
@@ -47,6 +47,11 @@ export interface ConfigVersionInfo {
   parsed: Json;
   /** Unified diff from the version before it (version 1: every line added). */
   diff: string;
+}
+
+/** A version just stored, with what it changes that may surprise (`unsizedPools`). */
+export interface ConfigApplied extends ConfigVersionInfo {
+  warnings: string[];
 }
 
 export interface ConfigHistoryEntry {
@@ -153,16 +158,17 @@ export class LiveConfig {
   }
 
   /** Validates, stores as a new version and announces it; nothing is stored when it is invalid. */
-  async apply(text: string, file: string, author: string): Promise<ConfigVersionInfo> {
+  async apply(text: string, file: string, author: string): Promise<ConfigApplied> {
     mustBeStrings("config.apply(text, file, author)", { text, file, author });
-    const parsed = await this.validate(text, file);
+    const known = await this.knownNames();
+    const parsed = parseRuntimeConfig(text, file, known);
     const stored = await insertConfigVersion(this.db, { yaml: text, parsed: parsed as unknown as Json, author, file });
     await this.announce(stored.version);
-    return this.version(stored.version);
+    return { ...(await this.version(stored.version)), warnings: unsizedPools(parsed, known) };
   }
 
   /** A new version whose text is `version`'s (re-validated: the cluster's flows may have changed since). */
-  async rollback(version: number, author: string): Promise<ConfigVersionInfo> {
+  async rollback(version: number, author: string): Promise<ConfigApplied> {
     const old = await this.stored(version);
     return this.apply(old.yaml, old.file, author);
   }

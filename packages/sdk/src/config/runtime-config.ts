@@ -48,6 +48,23 @@ export interface KnownNames {
   taskPools?: Record<string, TaskPool> | undefined;
 }
 
+/**
+ * Pools the code gives tasks that `config` leaves unsized, one sentence each: not an error (sizing
+ * a new pool is how it comes into use), but a version dropping a size holds those tasks' attempts
+ * back until one sizes it again, which whoever applies it should hear.
+ */
+export function unsizedPools(config: RuntimeConfig, known: KnownNames): string[] {
+  const byPool = new Map<string, string[]>();
+  for (const [task, pool] of Object.entries(known.taskPools ?? {})) {
+    if (config.tasks[task]?.pool !== undefined || config.pools[pool.name] !== undefined) continue;
+    byPool.set(pool.name, [...(byPool.get(pool.name) ?? []), task]);
+  }
+  return [...byPool].map(
+    ([pool, tasks]) =>
+      `pool "${pool}" is not sized here: ${tasks.length === 1 ? "task" : "tasks"} ${tasks.sort().join(", ")} ${tasks.length === 1 ? "takes" : "take"} it in code and will not start until a version sizes it (pools: { ${pool}: <slots> })`,
+  );
+}
+
 /** Why a pool of `size` can never start a task taking `pool.slots` of it, and what to change. */
 function poolTooSmall(task: string, pool: TaskPool, size: number, where: "code" | "yaml"): string {
   const slots =
