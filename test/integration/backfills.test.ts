@@ -2,7 +2,16 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AxBackfillRangeError, AxNoScheduleError, AxTooManyTicksError, ax, type Client, type RunSummary, type Runtime } from "ax-scheduler";
+import {
+  AxBackfillCancelledError,
+  AxBackfillRangeError,
+  AxNoScheduleError,
+  AxTooManyTicksError,
+  ax,
+  type Client,
+  type RunSummary,
+  type Runtime,
+} from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { maxOverlap } from "../helpers/overlap.js";
 import { AX_BIN, REPO_ROOT } from "../helpers/processes.js";
@@ -30,6 +39,17 @@ const zoneless = ax.flow({ name: "zoneless", schedule: "30 2 * * *" }, () => {
 const heldDaily = ax.flow({ name: "held_daily", schedule: "0 0 * * *" }, () => {
   work();
 });
+/** Fails its first three calls: three ticks of a backfill fail, and succeed when retried. */
+let extractCalls = 0;
+let loadCalls = 0;
+const extract = ax.task({ name: "flaky_extract" }, async () => ++extractCalls);
+const load = ax.task({ name: "flaky_load", retries: 0 }, async (n: number) => {
+  if (++loadCalls <= 3) throw new Error(`load ${n} failed`);
+  return n;
+});
+const flakyDaily = ax.flow({ name: "flaky_daily", schedule: "0 0 * * *" }, () => {
+  load(extract());
+});
 const everySecond = ax.flow({ name: "every_second", schedule: "* * * * * *" }, () => {
   work();
 });
@@ -51,7 +71,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   }
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled, zoneless, everySecond, capped, heldDaily] });
+    runtime = testRuntime(env, { flows: [nightly, hourly, unscheduled, zoneless, everySecond, capped, heldDaily, flakyDaily] });
     await runtime.start();
     client = runtime.client();
   });
@@ -135,6 +155,30 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     });
     expect(narrow.maxConcurrentRuns).toBe(2);
     await Promise.all([client.cancelBackfill(wide.backfillId), client.cancelBackfill(narrow.backfillId)]);
+  });
+
+  it("retries a backfill's failed ticks: only their failed nodes run again, under its cap, and its progress follows them", async () => {
+    const started = await client.backfill("flaky_daily", {
+      from: "2026-04-01T00:00:00Z",
+      to: "2026-04-07T00:00:00Z",
+      maxConcurrentRuns: 2,
+    });
+    await waitUntilDone(started.backfillId);
+    expect(await client.getBackfill(started.backfillId)).toMatchObject({ ticks: 6, succeeded: 3, failed: 3 });
+    const failed = (await client.listRuns({ flow: "flaky_daily", status: "failed" })).map((r) => r.id).sort();
+
+    expect(await client.retryBackfill(started.backfillId)).toEqual({ backfillId: started.backfillId, retried: 3 });
+    await waitUntilDone(started.backfillId);
+    expect(await client.getBackfill(started.backfillId)).toMatchObject({ ticks: 6, done: 6, succeeded: 6, failed: 0, status: "finished" });
+    // extract's results were carried over; only load ran again, once per failed tick.
+    expect([extractCalls, loadCalls]).toEqual([6, 9]);
+    const reruns = await client.listRuns({ flow: "flaky_daily", trigger: "rerun" });
+    expect(reruns.map((r) => r.rerunOf).sort()).toEqual(failed);
+    for (const rerun of reruns) {
+      const old = await client.getRun(rerun.rerunOf!);
+      expect(rerun.logicalDate).toBe(old.logicalDate);
+    }
+    expect((await client.retryBackfill(started.backfillId)).retried).toBe(0);
   });
 
   it("cancelling counts the held runs it ends in cancelledRuns, with the started ones", async () => {
@@ -247,5 +291,11 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(info.cancelled).toBeGreaterThan(0);
     expect(info).toMatchObject({ done: 48, running: 0, waiting: 0, failed: 0 });
     expect(info.succeeded + info.cancelled).toBe(48);
+    const retry = await promisify(execFile)(process.execPath, [AX_BIN, "backfill", "retry", big.backfillId, ...connection], {
+      cwd: REPO_ROOT,
+      timeout: 90_000,
+    }).catch((e: { code: number; stderr: string }) => e);
+    expect(retry).toMatchObject({ code: 1, stderr: expect.stringMatching(/^AxBackfillCancelledError: backfill \S+ was cancelled/) });
+    await expect(client.retryBackfill(big.backfillId)).rejects.toBeInstanceOf(AxBackfillCancelledError);
   });
 });

@@ -116,6 +116,10 @@ export class HttpRunsApi implements RunsApi {
     return this.request("POST", `/api/backfills/${encodeURIComponent(backfillId)}/cancel`);
   }
 
+  async retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number }> {
+    return this.request("POST", `/api/backfills/${encodeURIComponent(backfillId)}/retry`);
+  }
+
   async listSchedules(): Promise<ScheduleInfo[]> {
     const { schedules } = await this.request<{ schedules: Json<ScheduleInfo>[] }>("GET", "/api/schedules");
     // JSON carries the times as ISO strings; the direct path and the renderer have Dates.

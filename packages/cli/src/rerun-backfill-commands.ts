@@ -99,7 +99,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
   program
     .command("backfill <flow> [id]")
     .description(
-      "one run per schedule tick of <flow> in [--from, --to), a few at a time, with a progress bar; `ax backfill cancel <id>` cancels one",
+      "one run per schedule tick of <flow> in [--from, --to), a few at a time, with a progress bar; `ax backfill cancel <id>` cancels one, `ax backfill retry <id>` reruns its failed ticks",
     )
     .option("--from <date>", "first tick included: 2026-01-01 (midnight UTC) or a date-time with its offset, 2026-01-01T02:00:00+01:00")
     .option("--to <date>", "end of the range, excluded (same forms as --from)")
@@ -112,6 +112,23 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
         await withClient(async (client) => {
           const result = await client.cancelBackfill(id);
           console.log(`backfill ${id} cancelled: ${result.cancelledRuns} run(s) cancelled; runs not started yet will not run`);
+        });
+        return;
+      }
+      if (flow === "retry") {
+        if (id === undefined)
+          throw new AxUsageError(
+            "ax backfill retry: missing <id>, the backfill whose failed ticks to rerun; list backfills with `ax backfills`",
+          );
+        await withClient(async (client) => {
+          const { retried } = await client.retryBackfill(id);
+          if (retried === 0) {
+            console.log(`backfill ${id}: no tick failed, nothing to retry`);
+            return;
+          }
+          const info = await client.getBackfill(id);
+          console.log(`backfill ${id}: ${retried} failed tick(s) rerun, at most ${info.maxConcurrentRuns} at a time`);
+          await followBackfill(client, info);
         });
         return;
       }

@@ -6,6 +6,7 @@ import {
   descendantsOf,
   flowSettings,
   flowVersionById,
+  relinkBackfillRun,
   rerunSource,
   type Db,
   type Json,
@@ -46,7 +47,13 @@ const RERUN_STATUSES = new Set(["failed", "skipped", "cancelled"]);
  * `from` also re-executes those. Checks everything before writing; the run and its nodes are
  * written in one statement. Returns undefined for an unknown run.
  */
-export async function rerunRun(deps: RerunDeps, runId: string, options: RerunOptions = {}): Promise<string | undefined> {
+export async function rerunRun(
+  deps: RerunDeps,
+  runId: string,
+  options: RerunOptions = {},
+  /** A backfill's retry: the new run is held under the backfill's cap and takes the old one's place among its ticks. */
+  backfillId?: string,
+): Promise<string | undefined> {
   const source = await rerunSource(deps.db, runId);
   if (!source) return undefined;
   if (source.status === "pending" || source.status === "running") throw new AxRunNotFinishedError(runId, source.status);
@@ -66,22 +73,27 @@ export async function rerunRun(deps: RerunDeps, runId: string, options: RerunOpt
     if (missing) throw new AxTaskUnavailableError(runId, missing.task, version.version);
   }
   const results = new Map<string, Json>(source.nodes.filter((n) => !rerun.has(n.key)).map((n) => [n.key, n.result]));
-  const capped = admitsRuns(await flowSettings(deps.db, source.flow));
-  const [created] = await createRuns(deps.db, [
-    {
-      id: randomUUID(),
-      flow: version,
-      trigger: "rerun",
-      payload,
-      businessKey: source.businessKey,
-      logicalDate: source.logicalDate,
-      rerunOf: runId,
-      held: capped ? {} : undefined,
-      reuse: { from: runId, results },
-    },
-  ]);
-  if (!created?.created) throw new Error(`rerun of ${runId} was not written`);
-  if (capped) await admitFlow(deps, source.flow);
+  const held = backfillId !== undefined || admitsRuns(await flowSettings(deps.db, source.flow));
+  const created = await deps.db.transaction(async (tx) => {
+    const [written] = await createRuns(tx, [
+      {
+        id: randomUUID(),
+        flow: version,
+        trigger: "rerun",
+        payload,
+        businessKey: source.businessKey,
+        logicalDate: source.logicalDate,
+        rerunOf: runId,
+        held: held ? { backfillId } : undefined,
+        reuse: { from: runId, results },
+      },
+    ]);
+    if (!written?.created) throw new Error(`rerun of ${runId} was not written`);
+    if (backfillId !== undefined) await relinkBackfillRun(tx, backfillId, runId, written.runId);
+    return written;
+  });
+  // A backfill's retries are released together, once all are written.
+  if (held && backfillId === undefined) await admitFlow(deps, source.flow);
   else await enqueueNodes(deps.queues, created.ready);
   return created.runId;
 }

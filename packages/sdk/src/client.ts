@@ -7,6 +7,7 @@ import {
   describeSchedules,
   FlowCaps,
   rerunRun,
+  retryBackfill,
   setPaused,
   startBackfill,
   triggerRun,
@@ -252,16 +253,20 @@ export class Client {
    */
   async rerun(runId: string, options: RerunOptions = {}): Promise<string> {
     checkArgs(rerunSchema, options, "rerun");
-    const knownTasks = this.flows.size === 0 ? undefined : new Set([...this.flows.values()].flatMap((f) => [...f.tasks.keys()]));
     const deps = {
       db: this.connections.store.db,
       queues: this.connections.queues,
       maxPayloadBytes: this.options.maxPayloadBytes,
-      knownTasks,
+      knownTasks: this.knownTasks(),
     };
     const runIdFound = isId(runId) ? await rerunRun(deps, runId, options) : undefined;
     if (!runIdFound) throw new AxRunNotFoundError(runId);
     return runIdFound;
+  }
+
+  /** The tasks this client's flows define, for reruns to refuse a task no longer defined; undefined when it knows no flows. */
+  private knownTasks(): Set<string> | undefined {
+    return this.flows.size === 0 ? undefined : new Set([...this.flows.values()].flatMap((f) => [...f.tasks.keys()]));
   }
 
   /**
@@ -287,6 +292,24 @@ export class Client {
     const found = isId(backfillId) ? await backfillInfo(this.connections.store.db, backfillId) : undefined;
     if (!found) throw new AxBackfillNotFoundError(backfillId);
     return found;
+  }
+
+  /**
+   * Reruns the failed ticks of a backfill (their failed nodes and what follows them), held under its
+   * cap, each new run taking the failed one's place in its progress. AxBackfillCancelledError for
+   * a cancelled backfill; `retried` 0 when no tick failed.
+   */
+  async retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number }> {
+    if (!isId(backfillId)) throw new AxBackfillNotFoundError(backfillId);
+    return retryBackfill(
+      {
+        db: this.connections.store.db,
+        queues: this.connections.queues,
+        maxPayloadBytes: this.options.maxPayloadBytes,
+        knownTasks: this.knownTasks(),
+      },
+      backfillId,
+    );
   }
 
   /** Newest first, with progress. */

@@ -406,6 +406,17 @@ export const API_ROUTES: Record<string, RouteDoc> = {
       404: { description: "unknown backfill", schema: apiError },
     },
   },
+  "POST /api/backfills/:id/retry": {
+    scope: "trigger",
+    audit: "backfill.retry",
+    summary: "rerun a backfill's failed ticks (their failed nodes and what follows), held under its cap",
+    params: backfillIdParams,
+    responses: {
+      200: { description: "the reruns written", schema: z.object({ backfillId: z.uuid(), retried: z.number().int() }) },
+      404: { description: "unknown backfill", schema: apiError },
+      409: { description: "AxBackfillCancelledError: the backfill was cancelled", schema: apiError },
+    },
+  },
   "GET /api/audit": {
     summary: "the audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens",
     scope: "admin",

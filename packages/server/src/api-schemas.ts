@@ -202,7 +202,7 @@ export const auditEntry = z.object({
   actor: z.string().meta({ description: "token name; cli:<user> for token commands run on the storage; anonymous without auth" }),
   action: z.string().meta({
     description:
-      "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, config.apply, schedule.pause, schedule.resume, token.create, token.revoke",
+      "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, backfill.retry, config.apply, schedule.pause, schedule.resume, token.create, token.revoke",
   }),
   target: z.string().nullable(),
   ip: z.string().nullable(),

@@ -2,13 +2,13 @@ import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpre
 import type { Logger } from "pino";
 import { z } from "zod";
 import { backfillInfo, listBackfills, type Db } from "@ax/store";
-import { cancelBackfill, rerunRun, startBackfill, type QueueRegistry } from "@ax/coordinator";
+import { cancelBackfill, rerunRun, retryBackfill, startBackfill, type QueueRegistry } from "@ax/coordinator";
 import { AxBackfillNotFoundError, AxRunNotFoundError } from "@ax/common";
 import { backfillBody, backfillsQuery, flowParams, parseQuery, rerunBody } from "./api-schemas.js";
 
 /**
  * `POST /api/runs/:id/rerun`, `POST /api/flows/:flow/backfills`, `GET /api/backfills[/:id]`,
- * `POST /api/backfills/:id/cancel`. The API process defines no tasks, so reruns skip the check
+ * `POST /api/backfills/:id/cancel|retry`. The API process defines no tasks, so reruns skip the check
  * that the run's tasks are still defined (see Client.rerun).
  */
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
@@ -45,5 +45,11 @@ export function registerRerunBackfillRoutes(app: App, deps: { db: Db; queues: Qu
     const id = z.uuid().safeParse(request.params.id);
     if (!id.success) throw new AxBackfillNotFoundError(request.params.id);
     return cancelBackfill(deps, id.data);
+  });
+
+  app.post<{ Params: { id: string } }>("/api/backfills/:id/retry", async (request) => {
+    const id = z.uuid().safeParse(request.params.id);
+    if (!id.success) throw new AxBackfillNotFoundError(request.params.id);
+    return retryBackfill(deps, id.data);
   });
 }

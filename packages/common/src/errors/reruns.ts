@@ -109,3 +109,14 @@ export class AxBackfillNotFoundError extends Error {
     super(`no backfill with id ${backfillId}; list them with \`ax backfills\` or client.listBackfills()`);
   }
 }
+
+/** A cancelled backfill's failed ticks are not retried: its cancel said its remaining work should not run. */
+export class AxBackfillCancelledError extends Error {
+  override name = "AxBackfillCancelledError";
+  readonly statusCode = 409;
+  constructor(readonly backfillId: string) {
+    super(
+      `backfill ${backfillId} was cancelled, so its failed ticks are not retried; rerun a tick's run with \`ax rerun <run id>\`, or start a new backfill over the range`,
+    );
+  }
+}

@@ -1,8 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { cancelBackfillRecords, createBackfill, flowSettings, latestFlowVersion, listFlowNames } from "@ax/store";
+import { cancelBackfillRecords, createBackfill, failedBackfillRuns, flowSettings, latestFlowVersion, listFlowNames } from "@ax/store";
 import { admitFlow, type AdmissionDeps } from "../admission.js";
 import { cancelRun } from "../cancel.js";
-import { AxBackfillNotFoundError, AxBackfillRangeError, AxNoScheduleError, AxTooManyTicksError, AxUnknownFlowError } from "@ax/common";
+import { rerunRun, type RerunDeps } from "../rerun.js";
+import {
+  AxBackfillCancelledError,
+  AxBackfillNotFoundError,
+  AxBackfillRangeError,
+  AxNoScheduleError,
+  AxTooManyTicksError,
+  AxUnknownFlowError,
+} from "@ax/common";
 import { scheduleTicks, type Schedule } from "./ticks.js";
 
 /** Runs at once when neither the call nor the flow says. */
@@ -84,4 +92,19 @@ export async function cancelBackfill(deps: AdmissionDeps, backfillId: string): P
   if (!records) throw new AxBackfillNotFoundError(backfillId);
   const results = await Promise.all(records.active.map((runId) => cancelRun(deps, runId)));
   return { backfillId, cancelledRuns: records.heldCancelled + results.filter((r) => r?.cancelled).length };
+}
+
+/**
+ * Reruns every failed tick of a backfill (`only: "failed"`: the nodes that failed and what follows
+ * them; the rest keep their results), each new run held under the backfill's cap and taking the
+ * failed one's place among its ticks, so progress and `ax backfill` follow the retries. A failed
+ * run stays in history, as the new run's `rerunOf`. `retried` counts the new runs; 0 when none failed.
+ */
+export async function retryBackfill(deps: RerunDeps, backfillId: string): Promise<{ backfillId: string; retried: number }> {
+  const found = await failedBackfillRuns(deps.db, backfillId);
+  if (!found) throw new AxBackfillNotFoundError(backfillId);
+  if (found.cancelled) throw new AxBackfillCancelledError(backfillId);
+  for (const runId of found.runIds) await rerunRun(deps, runId, { only: "failed" }, backfillId);
+  if (found.runIds.length > 0) await admitFlow(deps, found.flow);
+  return { backfillId, retried: found.runIds.length };
 }

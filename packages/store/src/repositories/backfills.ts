@@ -177,10 +177,31 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<Cancell
     );
     const active = await rows<{ run_id: string }>(
       tx,
-      // A schedule's run the backfill only linked is the schedule's: cancelling the backfill leaves it.
+      // A schedule's run the backfill only linked is the schedule's: cancelling the backfill leaves it
+      // (a retry of one, made by the backfill, is the backfill's).
       sql`select br.run_id from backfill_runs br join runs r on r.id = br.run_id
-        where br.backfill_id = ${id} and r.status in ('pending', 'running') and r.trigger = 'backfill'`,
+        where br.backfill_id = ${id} and r.status in ('pending', 'running') and r.trigger <> 'schedule'`,
     );
     return { active: active.map((r) => r.run_id), heldCancelled: held!.cancelled };
   });
+}
+
+/**
+ * What `retryBackfill` needs: whether the backfill was cancelled, and the runs of its ticks that
+ * failed, oldest tick first; undefined for an unknown backfill.
+ */
+export async function failedBackfillRuns(db: Db, id: string): Promise<{ flow: string; cancelled: boolean; runIds: string[] } | undefined> {
+  const [found] = await rows<{ flow: string; status: string }>(db, sql`select flow, status from backfills where id = ${id}`);
+  if (!found) return undefined;
+  const failed = await rows<{ run_id: string }>(
+    db,
+    sql`select br.run_id from backfill_runs br join runs r on r.id = br.run_id
+      where br.backfill_id = ${id} and r.status = 'failed' order by br.logical_date`,
+  );
+  return { flow: found.flow, cancelled: found.status === "cancelled", runIds: failed.map((r) => r.run_id) };
+}
+
+/** The tick whose run was `from` is now `to`'s (a retry): its progress counts the new run. */
+export async function relinkBackfillRun(db: Db, backfillId: string, from: string, to: string): Promise<void> {
+  await db.execute(sql`update backfill_runs set run_id = ${to} where backfill_id = ${backfillId} and run_id = ${from}`);
 }
