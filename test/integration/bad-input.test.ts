@@ -212,6 +212,42 @@ describe("bad input is refused with a clear error and writes nothing", () => {
       );
     });
 
+    it("refuses a spread Ref, its keys, and a field read off one, saying to read it inside a task", async () => {
+      await refused(
+        async () => ax.flow({ name: "spread_ref" }, (input) => void echo({ ...echo(input) })),
+        AxDefinitionError,
+        /the result of node "echo" \(a Ref\) has no fields while flow "spread_ref" is traced: spreading it/,
+      );
+      await refused(
+        async () => ax.flow({ name: "keys_ref" }, (input) => void echo(Object.keys(echo(input)))),
+        AxDefinitionError,
+        /has no fields while flow "keys_ref" is traced/,
+      );
+      await refused(
+        async () => ax.flow({ name: "field_ref" }, (input) => void echo((input as unknown as { amount: unknown }).amount)),
+        AxDefinitionError,
+        /flow "field_ref": argument 1 of "echo" is undefined\. If it reads a field of a Ref .* read the field inside the task/,
+      );
+    });
+
+    it("refuses retryOn: [] and an error in both retryOn and noRetryOn, and names what a retryOn item must be", async () => {
+      await refused(
+        async () => ax.task({ name: "empty_retry_on", retries: 2, retryOn: [] }, () => 1),
+        AxDefinitionError,
+        /retryOn: is empty, so no error would be retried: leave retryOn out to retry every error, or set retries: 0/,
+      );
+      await refused(
+        async () => ax.task({ name: "both_retry_on", retryOn: [RangeError], noRetryOn: ["RangeError"] }, () => 1),
+        AxDefinitionError,
+        /task "both_retry_on" has RangeError in both retryOn and noRetryOn/,
+      );
+      await refused(
+        async () => ax.task({ name: "bad_retry_on", retryOn: [42 as never] }, () => 1),
+        AxDefinitionError,
+        /retryOn\.0: must be an error class \(RangeError, a class of your own\) or the name of one as a string/,
+      );
+    });
+
     it("refuses an async flow body", async () => {
       await refused(
         async () =>

@@ -8,10 +8,18 @@ import { meantOption, strictOptions, wanted } from "./option-checks.js";
 
 export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
 
-const errorMatcher = z.union([
-  z.string().min(1),
-  z.custom<abstract new (...args: never[]) => Error>((v) => typeof v === "function", "an error class"),
-]);
+const errorMatcher = z.union(
+  [z.string().min(1), z.custom<abstract new (...args: never[]) => Error>((v) => typeof v === "function", "an error class")],
+  { error: 'must be an error class (RangeError, a class of your own) or the name of one as a string ("TimeoutError")' },
+);
+
+/** `retryOn: []` would retry nothing while `retries` says otherwise: almost surely a mistake. */
+const retryOnList = z
+  .array(errorMatcher)
+  .min(1, { error: "is empty, so no error would be retried: leave retryOn out to retry every error, or set retries: 0 to retry none" });
+
+/** The name a matcher matches by: a string, or a class's name. */
+export const matcherName = (m: string | (abstract new (...args: never[]) => Error)) => (typeof m === "string" ? m : m.name);
 
 /** Task names become node keys and job names: `#` is reserved for repeated uses. */
 export const taskName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, "use letters, digits, _ . and - (starting with a letter or _)");
@@ -92,7 +100,7 @@ export const taskOverridesSchema = z
     backoff: z.enum(["exponential", "fixed"]),
     jitter: z.number().min(0).max(1),
     maxBackoff: durationMs,
-    retryOn: z.array(errorMatcher),
+    retryOn: retryOnList,
     noRetryOn: z.array(errorMatcher),
     timeout: timerMs,
     heartbeatTimeout: timerMs,

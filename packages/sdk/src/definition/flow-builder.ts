@@ -38,6 +38,12 @@ export class FlowBuilder {
       }
       return arg.source === "input" ? { kind: "input" } : { kind: "node", key: arg.source.node };
     }
+    if (arg === undefined) {
+      throw new AxDefinitionError(
+        `flow "${this.flow}": argument ${index + 1} of "${task}" is undefined. If it reads a field of a Ref (input.amount, or of a task's result), ` +
+          "a Ref has no fields while the flow is traced: pass the Ref itself and read the field inside the task.",
+      );
+    }
     try {
       // A constant is passed as written in the body: a Date would arrive as a string.
       assertJson(arg, `argument ${index + 1} of "${task}"`, { exact: true });

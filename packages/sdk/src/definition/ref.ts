@@ -13,7 +13,19 @@ export class Ref<T = unknown> {
     /** `"input"` or the producing node's key. */
     readonly source: "input" | { node: string },
     readonly builder: FlowBuilder,
-  ) {}
+  ) {
+    // `{ ...ref }`, Object.keys(ref), for…in: the Ref's own fields would be copied into the graph as
+    // if they were the task's result. Listing its keys is refused instead.
+    // biome-ignore lint/correctness/noConstructorReturn: the Ref is its own proxy, so every reference to it is guarded
+    return new Proxy(this, {
+      ownKeys: (target) => {
+        throw new AxDefinitionError(
+          `${target.where()} has no fields while flow "${target.builder.flow}" is traced: spreading it ({ ...ref }), Object.keys/entries ` +
+            "or for…in on it would put the Ref's own insides in the graph. Pass the Ref itself to a task and read its fields inside the task.",
+        );
+      },
+    });
+  }
 
   toJSON(): never {
     throw new AxDefinitionError(
@@ -29,7 +41,8 @@ export class Ref<T = unknown> {
     );
   }
 
-  private where(): string {
+  /** How messages name this Ref. */
+  where(): string {
     return this.source === "input" ? `the input of flow "${this.builder.flow}"` : `the result of node "${this.source.node}" (a Ref)`;
   }
 }

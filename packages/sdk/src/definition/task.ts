@@ -1,6 +1,6 @@
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { recordTaskDefinition, type ResolvedTaskOptions } from "@ax/worker";
-import { formatIssues, resolveTaskOptions, taskOptionsSchema, type TaskOptions, type TaskOverrides } from "../options.js";
+import { formatIssues, matcherName, resolveTaskOptions, taskOptionsSchema, type TaskOptions, type TaskOverrides } from "../options.js";
 import { currentBuilder } from "./flow-builder.js";
 import type { Ref, RefArgs } from "./ref.js";
 import { AxDefinitionError } from "@ax/common";
@@ -67,6 +67,12 @@ export function defineTask<A extends unknown[], R>(options: TaskOptions, fn: (..
   }
   if (typeof fn !== "function") throw new AxDefinitionError(`task "${options.name}" needs a function as its second argument`);
   const { name, ...code } = parsed.data;
+  const both = (code.noRetryOn ?? []).find((m) => (code.retryOn ?? []).some((r) => matcherName(r) === matcherName(m)));
+  if (both) {
+    throw new AxDefinitionError(
+      `task "${name}" has ${matcherName(both)} in both retryOn and noRetryOn; noRetryOn would win, so remove it from one of them`,
+    );
+  }
   const moduleUrl = callerModuleUrl();
   recordTaskDefinition(name, fn as (...args: never[]) => unknown, moduleUrl);
   const task = ((...args: unknown[]) => {
