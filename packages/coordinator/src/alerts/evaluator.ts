@@ -41,11 +41,16 @@ export function alertDeliveriesMetric(registry: Registry): Counter<"sink" | "out
   );
 }
 
-/** Error name + message with ids, numbers and hex runs blanked, so one problem keeps one key across runs. */
+/**
+ * Error name + message with ids, numbers and hex runs blanked, so one problem keeps one key across
+ * runs: digits inside a word too (`acc_42`, `u11`, `order-7781`), as ids are mostly spelt that way.
+ */
 export function errorFingerprint(error: { name: string; message: string }): string {
   const message = error.message
     .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, "<id>")
+    .replace(/\b0x[0-9a-f]+\b/gi, "<n>")
     .replace(/\b(?:0x)?[0-9a-f]*\d[0-9a-f]*\b/gi, (m) => (m.length >= 8 || /^\d+$/.test(m) || m.startsWith("0x") ? "<n>" : m))
+    .replace(/\d+/g, "<n>")
     .replace(/\s+/g, " ")
     .trim()
     .slice(0, 200);
