@@ -111,6 +111,22 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
       diff: expect.stringContaining("+  hello_measure: { retries: 3 }"),
     });
     expect((await fetch(`${base}/api/config/versions/999`)).status).toBe(404);
+
+    // A webhook's inline secret and headers are stored as written but never shown back.
+    const withSecret = await post({
+      yaml: 'alerts:\n  default:\n    sinks: [{ type: webhook, url: "https://hooks.example.com/x", secret: "s3cr3t-key", headers: { Authorization: "Bearer hook-123" } }]\n',
+      author: "api-user",
+    });
+    expect(withSecret.status).toBe(201);
+    const shownBack = [
+      await withSecret.text(),
+      await (await fetch(`${base}/api/config`)).text(),
+      await (await fetch(`${base}/api/config/versions/${version.version + 1}`)).text(),
+    ];
+    for (const answer of shownBack) {
+      expect(answer).not.toMatch(/s3cr3t-key|hook-123/);
+      expect(answer).toContain("[redacted]");
+    }
   });
 
   it("ax dev applies config/runtime.yaml on save; a bad save is logged with line and column and changes nothing", async () => {

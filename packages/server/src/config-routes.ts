@@ -2,6 +2,7 @@ import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpre
 import type { Logger } from "pino";
 import { AxConfigError, AxConfigUnavailableError, AxConfigVersionNotFoundError } from "@ax/common";
 import { configBody, configVersionParams } from "./api-schemas.js";
+import { redactConfigVersion } from "./config-redaction.js";
 
 /**
  * Stored configuration versions, as the SDK's `LiveConfig` serves them (validating YAML needs the
@@ -28,7 +29,10 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
     return service;
   };
 
-  app.get("/api/config", async () => ({ config: (await config().current()) ?? null }));
+  app.get("/api/config", async () => {
+    const current = await config().current();
+    return { config: current ? redactConfigVersion(current) : null };
+  });
 
   app.get("/api/config/effective", async () => config().effective());
 
@@ -36,13 +40,13 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
 
   app.get<{ Params: { version: string } }>("/api/config/versions/:version", async (request) => {
     const { version } = configVersionParams.parse(request.params);
-    return config().version(version);
+    return redactConfigVersion(await config().version(version));
   });
 
   app.post("/api/config", async (request, reply) => {
     const body = configBody.parse(request.body ?? {});
     try {
-      return reply.status(201).send(await config().apply(body.yaml, body.file ?? "api", body.author));
+      return reply.status(201).send(redactConfigVersion(await config().apply(body.yaml, body.file ?? "api", body.author)));
     } catch (error) {
       if (error instanceof AxConfigError) {
         const { name, message, file, line, column, key } = error;
