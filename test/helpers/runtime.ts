@@ -10,6 +10,8 @@ export function testRuntime(env: Isolated, options: Omit<RuntimeOptions, "storag
     roles: ["coordinator", "worker"],
     // Tests about the API itself (auth.test.ts) turn authentication back on.
     insecureNoAuth: true,
+    // The test runner stops its workers with signals; each test stops its Runtimes itself.
+    stopOnSignals: false,
     logLevel: process.env.AX_LOG_LEVEL ?? "warn",
     reconciler: { intervalMs: 500, staleMs: 1000, leaseMs: 3000 },
     worker: { heartbeatMs: 500, leaseMs: 3000, lockDurationMs: 3000, stalledIntervalMs: 1000 },

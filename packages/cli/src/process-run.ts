@@ -94,6 +94,8 @@ export async function runRole(
   if (!c.storage && flags.port !== undefined && flags.port !== 0) advertiseApi(`http://127.0.0.1:${flags.port}`);
   const runtime = new Runtime({
     ...c,
+    // serve() handles the signals: its stop timeout, a second signal exiting at once.
+    stopOnSignals: false,
     flows: await loadFlows(entry),
     config,
     maxConcurrency: flags.concurrency,
@@ -134,6 +136,7 @@ export async function runServer(c: ConnectionFlags, entry: string | undefined, f
   if (entry) {
     const runtime = new Runtime({
       ...c,
+      stopOnSignals: false,
       flows: await loadFlows(entry),
       config: flags.config,
       roles: ["api"],

@@ -40,6 +40,12 @@ export interface RuntimeOptions extends ConnectionOptions {
   insecureNoAuth?: boolean | undefined;
   /** `/metrics` on the API port needs a token (any scope); false makes it public there. @defaultValue true */
   metricsAuth?: boolean | undefined;
+  /**
+   * Once started, `stop()` on these signals (a deploy's SIGTERM), then let the signal end the
+   * process as it would have, unless the service listens for it too. `false` when the service
+   * handles its signals itself and calls `stop()`. @defaultValue ["SIGTERM", "SIGINT"]
+   */
+  stopOnSignals?: false | (typeof STOP_SIGNALS)[number][] | undefined;
   /** The cluster gauges the API role serves on `/metrics`. */
   metrics?:
     | { /** A run `running` longer than this counts in `ax_runs_stuck`. @defaultValue 3600000 (1 h) */ stuckAfterMs?: number }
@@ -83,6 +89,9 @@ export interface StopOptions {
   timeout?: Duration | undefined;
 }
 
+/** Signals a Runtime may stop on by itself (`stopOnSignals`). */
+export const STOP_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"] as const;
+
 const port = wholeNumber(0, 65535);
 const flag = z.boolean({ error: (issue) => `must be true or false, got ${shown(issue.input)}` });
 const names = (what: string) =>
@@ -113,6 +122,11 @@ export const runtimeOptionsSchema = strictOptions({
   host: z.string({ error: "must be a host name or address" }).min(1, { error: "must be a host name or address" }).optional(),
   metricsPort: port.optional(),
   insecureNoAuth: flag.optional(),
+  stopOnSignals: z
+    .union([z.literal(false), z.array(z.enum(STOP_SIGNALS)).min(1)], {
+      error: `must be false or a list of signals (${STOP_SIGNALS.join(", ")})`,
+    })
+    .optional(),
   metricsAuth: flag.optional(),
   redact: names("pino path").optional(),
   logLevel: z

@@ -30,6 +30,10 @@ import { parseRuntimeConfig, readConfigFile } from "./config/runtime-config.js";
 import { openConnections, type Connections } from "./connections.js";
 import { durationMs } from "./duration.js";
 import { formatIssues } from "./options.js";
+import { stopOnSignals } from "./signal-stop.js";
+
+/** A deploy stops processes with SIGTERM, a developer with Ctrl-C. */
+const DEFAULT_STOP_SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
 import { AxConfigError, AxNoTokensError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type { Role, RuntimeOptions, StopOptions } from "./runtime-options.js";
@@ -53,6 +57,8 @@ export class Runtime {
   private live: LiveConfig | undefined;
   private follower: ConfigFollower | undefined;
   private detachEvents: (() => Promise<void>) | undefined;
+  private unsignal: (() => void) | undefined;
+  private stopping: Promise<void> | undefined;
 
   constructor(private readonly options: RuntimeOptions) {
     checkOptions(runtimeOptionsSchema, options, (problems) => new AxConfigError(`Runtime options: ${problems}`));
@@ -109,6 +115,8 @@ export class Runtime {
       await this.stop({ timeout: 1 }).catch(() => undefined);
       throw error;
     }
+    const signals = this.options.stopOnSignals ?? DEFAULT_STOP_SIGNALS;
+    if (signals !== false) this.unsignal = stopOnSignals(this, signals);
   }
 
   /** What every role needs before it starts: the schema, the stored options and config, the flows. */
@@ -179,13 +187,22 @@ export class Runtime {
   /**
    * Graceful, within a bound: stops taking work, lets in-flight attempts finish for `timeout`,
    * hands back those that did not, and closes every connection. Returns within about `timeout`
-   * plus 2 s even while Redis or PostgreSQL is unreachable.
+   * plus 2 s even while Redis or PostgreSQL is unreachable. A call while a stop is under way
+   * (a signal's and the service's own) waits for that stop, on its timeout.
    */
   async stop(options: StopOptions = {}): Promise<void> {
     const parsed = durationMs.safeParse(options.timeout ?? DEFAULT_STOP_TIMEOUT_MS / 1000);
     if (!parsed.success) throw new AxConfigError(`stop({ timeout }): ${formatIssues(parsed.error)}`);
-    const timeoutMs = parsed.data;
+    this.stopping ??= this.stopWithin(parsed.data).finally(() => {
+      this.stopping = undefined;
+    });
+    return this.stopping;
+  }
+
+  private async stopWithin(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
+    this.unsignal?.();
+    this.unsignal = undefined;
     const { server, metricsServer, coordinator, worker, connections, follower, detachEvents } = this;
     this.server = this.metricsServer = this.coordinator = this.worker = this.connections = this.follower = this.detachEvents = undefined;
     await within(

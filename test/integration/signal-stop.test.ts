@@ -1,0 +1,49 @@
+import { once } from "node:events";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Client, Runtime } from "ax-scheduler";
+import { napFlow } from "../fixtures/signal-worker.js";
+import { isolate } from "../helpers/isolated.js";
+import { spawnWorker } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout: 60_000 }, () => {
+  const env = isolate("signalstop");
+  let coordinator: Runtime;
+  let client: Client;
+
+  beforeAll(async () => {
+    coordinator = testRuntime(env, { flows: [napFlow], roles: ["coordinator"] });
+    await coordinator.start();
+    client = coordinator.client();
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await coordinator?.stop();
+    await env.cleanup();
+  });
+
+  it("lets the running attempt finish, then ends the process as the signal would have", async () => {
+    const worker = await spawnWorker("test/fixtures/signal-worker.ts", {
+      AX_STORAGE: env.storage,
+      AX_REDIS: env.redis,
+      AX_PREFIX: env.prefix,
+    });
+    const runId = await client.triggerFlow("signal_nap_flow", 1500);
+    for (;;) {
+      const run = await client.getRun(runId);
+      if (run.tasks[0]?.status === "running") break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const exited = once(worker.process, "exit");
+    worker.process.kill("SIGTERM");
+    const [code, signal] = await exited;
+    // Without ax's handler Node would have exited at once and the attempt, with no retries, failed as crashed.
+    expect({ code, signal }).toEqual({ code: null, signal: "SIGTERM" });
+    expect(worker.output()).toMatch(/SIGTERM: stopping the Runtime/);
+    const run = await client.getRun(runId);
+    expect(run.status).toBe("success");
+    expect(run.tasks[0]!.attempts).toHaveLength(1);
+    expect(run.tasks[0]!.attempts[0]!.outcome).toBe("success");
+  });
+});
