@@ -14,7 +14,7 @@ const targets = new Map<NodeJS.Signals, { runtimes: Set<Stoppable>; listener: ()
  * process gets one of `signals`, as a deploy's SIGTERM. One listener per signal serves every
  * Runtime of the process. It removes itself when the signal comes, so a second signal does what it
  * would have done without ax; and once every Runtime stopped, when nothing else in the process
- * listens for that signal, the signal is raised again so that the process ends as it would have.
+ * listened for that signal, the signal is raised again so that the process ends as it would have.
  * A service that handles the signal itself keeps control of its exit. Returns the unregister.
  */
 export function stopOnSignals(runtime: Stoppable, signals: readonly NodeJS.Signals[]): () => void {
@@ -43,6 +43,8 @@ export function stopOnSignals(runtime: Stoppable, signals: readonly NodeJS.Signa
 function onSignal(signal: NodeJS.Signals): void {
   const entry = targets.get(signal);
   if (!entry) return;
+  // A service listening too (even with `once`, gone by now) decides how the process ends.
+  const serviceListens = process.listenerCount(signal) > 1;
   process.off(signal, entry.listener);
   targets.delete(signal);
   const stopping = [...entry.runtimes].map((runtime) => {
@@ -50,6 +52,6 @@ function onSignal(signal: NodeJS.Signals): void {
     return runtime.stop().catch((err: unknown) => runtime.log.error({ err, signal }, "the Runtime did not stop cleanly"));
   });
   void Promise.all(stopping).then(() => {
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    if (!serviceListens && process.listenerCount(signal) === 0) process.kill(process.pid, signal);
   });
 }
