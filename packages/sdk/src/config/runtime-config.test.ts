@@ -77,9 +77,15 @@ describe("runtime.yaml", () => {
       ),
       expect.stringMatching(/^config\/runtime\.yaml:4:5: tasks\.create_invoice\.timeout: "soon" is not a duration/),
       expect.stringMatching(/^config\/runtime\.yaml:7:\d+: flows\.order_payment_flow\.maxConcurrentRuns: /),
+      expect.stringMatching(/^config\/runtime\.yaml:5:3: tasks\.send_notfication: unknown task "send_notfication"/),
     ]);
     expect(error).toMatchObject({ line: 3, column: 5, key: "tasks.create_invoice.retriess" });
-    // Task, flow and pool names are checked once every value is valid, all of them together.
+    // Task and flow names are checked even when a value is wrong; pools once every value is valid.
+    const mixed = refusal(["tasks:", "  create_invoice: { retries: many }", "  nope_task: { retries: 1 }"].join("\n"));
+    expect(mixed.message.split("\n")).toEqual([
+      expect.stringMatching(/^config\/runtime\.yaml:2:\d+: tasks\.create_invoice\.retries: /),
+      expect.stringMatching(/^config\/runtime\.yaml:3:3: tasks\.nope_task: unknown task "nope_task"/),
+    ]);
     const names = refusal(["tasks:", "  send_notfication: { retries: 1, pool: db }", "flows: { order_flow: {} }"].join("\n"));
     expect(names.message.split("\n")).toEqual([
       expect.stringMatching(/^config\/runtime\.yaml:2:3: tasks\.send_notfication: unknown task "send_notfication"/),

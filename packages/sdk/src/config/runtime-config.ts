@@ -149,23 +149,10 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
   }
   const parsed = configSchema.safeParse(optionKeys(raw, configSchema, fail));
   for (const issue of parsed.error?.issues ?? []) fail(yamlPath(raw, issue.path), plainMessage(issue.message));
+  // Names are checked on the file as written when a value is wrong too: every problem in one pass.
+  if (known) checkNames(parsed.success ? parsed.data : raw, known, fail);
   if (!parsed.success) refuseProblems();
   const config = parsed.data!;
-  if (known) {
-    const tasks = new Set(known.tasks);
-    for (const name of Object.keys(config.tasks ?? {})) {
-      if (!tasks.has(name)) fail(["tasks", name], `unknown task "${name}" (defined: ${[...tasks].join(", ") || "none"})`);
-    }
-    const flows = new Set(known.flows);
-    for (const name of Object.keys(config.flows ?? {})) {
-      if (!flows.has(name)) fail(["flows", name], `unknown flow "${name}" (defined: ${[...flows].join(", ") || "none"})`);
-    }
-    for (const [group, settings] of Object.entries(config.alerts ?? {})) {
-      (settings.flows ?? []).forEach((name, i) => {
-        if (!flows.has(name)) fail(["alerts", group, "flows", i], `unknown flow "${name}" (defined: ${[...flows].join(", ") || "none"})`);
-      });
-    }
-  }
   const pools = config.pools ?? {};
   for (const [name, task] of Object.entries(config.tasks ?? {})) {
     if (task.pool === undefined) continue;
@@ -192,4 +179,28 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     alerts: config.alerts ?? {},
     retentionMs: config.retention,
   };
+}
+
+const mapping = (value: unknown): Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/** Task and flow names the cluster does not define, read off the config (or, when a value is wrong, the raw file). */
+function checkNames(config: unknown, known: KnownNames, fail: (path: YamlPath, message: string) => void): void {
+  const top = mapping(config);
+  const tasks = new Set(known.tasks);
+  for (const name of Object.keys(mapping(top.tasks))) {
+    if (!tasks.has(name)) fail(["tasks", name], `unknown task "${name}" (defined: ${[...tasks].join(", ") || "none"})`);
+  }
+  const flows = new Set(known.flows);
+  const unknownFlow = (name: string) => `unknown flow "${name}" (defined: ${[...flows].join(", ") || "none"})`;
+  for (const name of Object.keys(mapping(top.flows))) {
+    if (!flows.has(name)) fail(["flows", name], unknownFlow(name));
+  }
+  for (const [group, settings] of Object.entries(mapping(top.alerts))) {
+    const listed = mapping(settings).flows;
+    if (!Array.isArray(listed)) continue;
+    listed.forEach((name, i) => {
+      if (typeof name === "string" && !flows.has(name)) fail(["alerts", group, "flows", i], unknownFlow(name));
+    });
+  }
 }
