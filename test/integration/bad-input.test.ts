@@ -224,6 +224,11 @@ describe("bad input is refused with a clear error and writes nothing", () => {
         /has no fields while flow "keys_ref" is traced/,
       );
       await refused(
+        async () => ax.flow({ name: "nested_ref" }, (input) => void echo({ order: input, lines: [1, echo(input)] } as never)),
+        AxDefinitionError,
+        /flow "nested_ref": argument 1 of "echo" holds a Ref at \$\.order\. A Ref has no value until the run, so it must be an argument of its own/,
+      );
+      await refused(
         async () => ax.flow({ name: "field_ref" }, (input) => void echo((input as unknown as { amount: unknown }).amount)),
         AxDefinitionError,
         /flow "field_ref": argument 1 of "echo" is undefined\. If it reads a field of a Ref .* read the field inside the task/,

@@ -38,6 +38,13 @@ export class FlowBuilder {
       }
       return arg.source === "input" ? { kind: "input" } : { kind: "node", key: arg.source.node };
     }
+    const nested = refInside(arg, "$");
+    if (nested) {
+      throw new AxDefinitionError(
+        `flow "${this.flow}": argument ${index + 1} of "${task}" holds a Ref at ${nested}. A Ref has no value until the run, so it must be ` +
+          `an argument of its own: pass it separately (${task}(input, invoice)) and build the object inside the task.`,
+      );
+    }
     if (arg === undefined) {
       throw new AxDefinitionError(
         `flow "${this.flow}": argument ${index + 1} of "${task}" is undefined. If it reads a field of a Ref (input.amount, or of a task's result), ` +
@@ -91,4 +98,22 @@ export function trace(builder: FlowBuilder, body: () => unknown): void {
   } finally {
     current = null;
   }
+}
+
+/** The JSON path of the first Ref inside an array or plain object argument, if any. */
+function refInside(value: unknown, path: string): string | undefined {
+  if (value instanceof Ref) return path === "$" ? undefined : path;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = refInside(value[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value === null || typeof value !== "object" || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
+  for (const [key, field] of Object.entries(value)) {
+    const found = refInside(field, `${path}.${key}`);
+    if (found) return found;
+  }
+  return undefined;
 }
