@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { Client, ConfigVersionInfo, EffectiveOption } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 import { parseFlags, positiveInt } from "./options.js";
-import { yamlValue } from "./yaml-value.js";
+import { yamlValue } from "@ax/common";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
