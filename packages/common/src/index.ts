@@ -17,3 +17,4 @@ export * from "./plain-messages.js";
 export * from "./returned-key.js";
 export * from "./duration.js";
 export * from "./run-states.js";
+export * from "./yaml-value.js";
