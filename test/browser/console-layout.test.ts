@@ -30,6 +30,13 @@ const chain = ax.flow({ name: "layout_chain" }, (input) => {
   for (let i = 1; i < 30; i++) r = step(r);
 });
 
+/** Three nodes and a skip edge: on a phone it opens whole, not cut off. */
+const small = ax.flow({ name: "layout_small" }, (input) => {
+  const a = leaf(input);
+  const b = leaf(a);
+  gather(a, b);
+});
+
 /** Thirty runs and more: its card's status strip is at its fullest. */
 const busy = ax.flow({ name: "layout_busy" }, (input) => {
   step(input);
@@ -47,7 +54,7 @@ describe("the web console's layout: large graphs and phones", () => {
     if (!existsSync(CHROMIUM))
       throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
     mkdirSync(ARTIFACTS, { recursive: true });
-    runtime = testRuntime(env, { flows: [wide, chain, busy], roles: ["coordinator", "worker", "api"], port: 0 });
+    runtime = testRuntime(env, { flows: [wide, chain, busy, small], roles: ["coordinator", "worker", "api"], port: 0 });
     await runtime.start();
     const client = runtime.client();
     await client.triggerFlows(
@@ -147,6 +154,77 @@ describe("the web console's layout: large graphs and phones", () => {
     await page.close();
   });
 
+  it("shows a seconds cron's fire times with their seconds", async () => {
+    const page = await open(`/flows/${chain.name}`, { width: 1440, height: 900 });
+    // A 6-field cron's ticks 20 s apart: without seconds they would read 06:56, 06:56, 06:57.
+    const times = ["2030-01-02T06:56:20Z", "2030-01-02T06:56:40Z", "2030-01-02T06:57:00Z"];
+    await page.route("**/api/schedules", (route) =>
+      route.fulfill({
+        contentType: "application/json",
+        body: JSON.stringify({
+          schedules: [{ flow: chain.name, cron: "*/20 * * * * *", timezone: "UTC", paused: false, nextFireTimes: times, lastTick: null }],
+        }),
+      }),
+    );
+    await page.reload();
+    const schedule = page.locator("section", { has: page.getByRole("heading", { name: "Schedule" }) });
+    await schedule.locator("li time").first().waitFor();
+    const shown = await schedule.locator("li time").allTextContents();
+    expect(shown.map((t) => t.match(/\d\d:\d\d(:\d\d)?/)?.[0])).toEqual(["06:56:20", "06:56:40", "06:57:00"]);
+    await page.close();
+  });
+
+  it("writes config values as runtime.yaml does, and an unset option as not set", async () => {
+    const page = await open("/config", { width: 1440, height: 900 });
+    await page.route("**/api/config/effective", (route) =>
+      route.fulfill({
+        contentType: "application/json",
+        body: JSON.stringify({
+          version: 1,
+          cluster: [],
+          flows: {},
+          tasks: {
+            layout_step: [
+              { option: "rate_limit", value: { max: 1, perMs: 5000 }, source: "yaml v1" },
+              { option: "timeout", value: 30_000, source: "yaml v1" },
+              { option: "retry_backoff", value: 1500, source: "code" },
+              { option: "alert_group", value: null, source: "default" },
+            ],
+          },
+        }),
+      }),
+    );
+    await page.reload();
+    const value = (option: string) => page.locator("tr", { has: page.locator("td", { hasText: option }) }).locator("td.value");
+    await expect(value("rate_limit").textContent()).resolves.toBe("{ max: 1, per: 5s }");
+    await expect(value("timeout").textContent()).resolves.toBe("30s");
+    await expect(value("retry_backoff").textContent()).resolves.toBe("1500ms");
+    await page.getByLabel("show defaults").check();
+    await expect(value("alert_group").textContent()).resolves.toBe("not set");
+    await page.screenshot({ path: `${ARTIFACTS}layout-config-values.png` });
+    await page.close();
+  });
+
+  it("opens a small graph whole on a phone, a large one no taller than 55% of the screen", async () => {
+    const page = await open(`/flows/${small.name}`, { width: 390, height: 844 });
+    await page.locator(".dag-node").first().waitFor();
+    const keys = await page.evaluate<string[]>(`[...document.querySelectorAll(".dag-node")].map((n) => n.dataset.node)`);
+    expect(keys).toHaveLength(3);
+    for (const key of keys) expect((await nodeOnScreen(page, key)).inside, key).toBe(true);
+    const dag = page.locator(".dag");
+    // Top to bottom, whole: nothing to pan to, so a swipe over it scrolls the page.
+    await expect(dag.getAttribute("data-layout")).resolves.toBe("TB");
+    await expect(dag.getAttribute("data-pans")).resolves.toBe("false");
+    await expect(page.evaluate(`getComputedStyle(document.querySelector(".react-flow__pane")).touchAction`)).resolves.toBe("pan-y");
+    await page.screenshot({ path: `${ARTIFACTS}layout-phone-small-graph.png`, fullPage: true });
+    for (const id of [runs.wide, runs.chain]) {
+      await page.goto(`${runtime.url}/runs/${id}`);
+      await page.locator(".dag-node").first().waitFor();
+      expect((await dag.boundingBox())!.height).toBeLessThanOrEqual(844 * 0.55 + 1);
+    }
+    await page.close();
+  });
+
   for (const lang of ["en", "zh"] as const) {
     it(`has no sideways page scroll on a phone (${lang}): runs, a failed run and its node panel`, async () => {
       const page = await open("/runs", { width: 390, height: 844 }, lang);
@@ -171,6 +249,16 @@ describe("the web console's layout: large graphs and phones", () => {
 
     it(`keeps every page and the navigation, language switch included, on a phone's screen (${lang})`, async () => {
       const page = await open("/flows", { width: 390, height: 844 }, lang);
+      // A language chosen earlier is the page's from the start, not only after a switch.
+      await expect(page.evaluate("document.documentElement.lang")).resolves.toBe(lang === "zh" ? "zh-CN" : "en");
+      // Signed in (this API checks no token): Sign out is in the bar too, and the bar is one line.
+      await page.evaluate(`localStorage.setItem("ax.token", "any")`);
+      await page.reload();
+      await page.locator("main h1").first().waitFor();
+      const tops = await page.evaluate<number[]>(`[...document.querySelectorAll(".sidebar > *, .sidebar-foot > *")]
+        .map((el) => Math.round(el.getBoundingClientRect().top + el.getBoundingClientRect().height / 2))`);
+      expect(tops.length).toBeGreaterThanOrEqual(8);
+      expect(Math.max(...tops) - Math.min(...tops), tops.join(", ")).toBeLessThanOrEqual(2);
       for (const path of ["/flows", `/flows/${wide.name}`, "/workers", "/alerts", "/config"]) {
         await page.goto(`${runtime.url}${path}`);
         await page.locator("main h1").first().waitFor();

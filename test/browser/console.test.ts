@@ -115,9 +115,17 @@ describe("the web console in a real browser", () => {
     await node("create_invoice").and(page.locator('[data-status="failed"]')).waitFor({ timeout: 30_000 });
     await expect(runBadge().getAttribute("data-status")).resolves.toBe("failed");
     await expect(node("send_notification").getAttribute("data-status")).resolves.toBe("skipped");
+    // Near the top, why the run failed: the node that failed first and its error.
+    const firstFailure = page.getByTestId("first-failure");
+    await expect(firstFailure.textContent()).resolves.toBe(
+      "Failed at create_invoice · InvoiceApiError: invoice service unavailable (user user_002)",
+    );
+    const nodeInUrl = () => new URL(page.url()).searchParams.get("node");
 
     // A skipped node says which upstream failure it was skipped for, not that it has no attempts "yet".
     await node("send_notification").click();
+    // The open node is in the address, to be shared.
+    await expect.poll(nodeInUrl).toBe("send_notification");
     const skipped = page.locator('[data-panel="send_notification"]');
     await expect(skipped.locator('[data-note="skipped"]').textContent()).resolves.toBe("Never ran: skipped because create_invoice failed.");
     await expect(skipped.getByText(/No attempts/).count()).resolves.toBe(0);
@@ -138,6 +146,13 @@ describe("the web console in a real browser", () => {
     );
     await expect(panel.locator(".error-box .not-retried").textContent()).resolves.toBe("Not retried: no retries left (retries: 3)");
     await expect(panel.locator("tr[data-attempt]").count()).resolves.toBe(4);
+    await expect.poll(nodeInUrl).toBe("create_invoice");
+    // Closing the panel takes the node out of the address; the failure note opens it again.
+    await panel.getByRole("button", { name: "Close" }).click();
+    await expect.poll(nodeInUrl).toBeNull();
+    await firstFailure.getByRole("button", { name: "create_invoice" }).click();
+    await expect.poll(nodeInUrl).toBe("create_invoice");
+    await panel.locator("tr[data-attempt]").first().waitFor();
     await expect(panel.getByText("No log lines.").or(panel.locator(".logs")).first().isVisible()).resolves.toBe(true);
     await shot("05-failed-node");
 
@@ -175,7 +190,7 @@ describe("the web console in a real browser", () => {
     await shot("08-config");
   });
 
-  it("lists sent alerts with each sink's answer, a failed webhook's reason on hover", async () => {
+  it("lists sent alerts with each sink's answer, a failed webhook's reason written out, as blocks on a phone", async () => {
     const [run] = await env.sql<{ id: string }>("select id from runs where status = 'failed' limit 1");
     const alert = (summary: string, suppressed: number) =>
       JSON.stringify({
@@ -203,12 +218,32 @@ describe("the web console in a real browser", () => {
     );
     const failedPill = rows.nth(0).locator(".al-delivery .pill.o-failed");
     await expect(failedPill.getAttribute("title")).resolves.toBe("https://pager.example/hook: failed 3 time(s), last: HTTP 502");
+    // Written out too: a touch screen has no hover.
+    await expect(rows.nth(0).locator(".delivery-error").textContent()).resolves.toBe("failed 3 time(s), last: HTTP 502");
+    // The summary links to the run, and looks like a link (the accent colour).
+    await expect(page.evaluate(`getComputedStyle(document.querySelector("table.alerts .al-summary a")).color`)).resolves.toBe(
+      "rgb(79, 70, 229)",
+    );
     await expect(rows.nth(1).locator(".al-delivery .pill.o-success").count()).resolves.toBe(1);
     await rows.nth(1).locator(".al-summary a").click();
     await page.waitForURL(new RegExp(`/runs/${run!.id}$`));
     await page.goto(`${runtime.url}/alerts`);
     await rows.first().waitFor();
     await shot("08b-alerts");
+    // On a phone each alert is a block as wide as the screen: its summary and delivery in view, no sideways scroll.
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await expect(
+        page.evaluate<number>(`document.querySelector("table.alerts").getBoundingClientRect().width`),
+      ).resolves.toBeLessThanOrEqual(390);
+      for (const cell of [".al-summary", ".delivery-error"]) {
+        const box = (await rows.nth(0).locator(cell).boundingBox())!;
+        expect(box.x + box.width, cell).toBeLessThanOrEqual(390);
+      }
+      await shot("08c-alerts-phone");
+    } finally {
+      await page.setViewportSize({ width: 1440, height: 900 });
+    }
   });
 
   it("switches to Chinese and shows the login screen on a 401", async () => {
@@ -402,6 +437,26 @@ describe("the web console against an API that checks tokens", () => {
     await expect(lines.last().textContent()).resolves.toContain("step 16 of 16");
     await expect(panel.locator("h3 .live").count()).resolves.toBe(0);
     await shot("16-node-logs-done");
+  });
+
+  it("cancelling a run asks first: dismissed it keeps running, confirmed it is cancelled", async () => {
+    await signedInAs(token.admin);
+    const runId = await client.triggerFlow("console_tail_flow", { lines: 60, everyMs: 250 });
+    await page.goto(`${runtime.url}/runs/${runId}`);
+    await page.locator('.dag-node[data-node="console_tail"][data-status="running"]').waitFor({ timeout: 15_000 });
+    const asked: string[] = [];
+    page.once("dialog", (dialog) => {
+      asked.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.getByRole("button", { name: "Cancel run" }).click();
+    await expect.poll(() => asked).toEqual(["Cancel this run? Its running attempts are stopped and its unfinished nodes will not run."]);
+    await sleep(500);
+    expect((await client.getRun(runId))?.status).toBe("running");
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.getByRole("button", { name: "Cancel run" }).click();
+    await page.locator('h1 .badge[data-status="cancelled"]').waitFor({ timeout: 15_000 });
+    expect((await client.getRun(runId))?.status).toBe("cancelled");
   });
 
   it("a 2 ms attempt's timeline has distinct tick labels", async () => {

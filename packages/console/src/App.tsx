@@ -14,7 +14,7 @@ import { Link, useLocation } from "./router";
 const NAV = [
   { to: "/flows", key: "flows", icon: "M4 6h4v4H4zM16 14h4v4h-4zM8 8h4a2 2 0 0 1 2 2v4a2 2 0 0 0 2 2" },
   { to: "/runs", key: "runs", icon: "M5 4l14 8-14 8z" },
-  { to: "/workers", key: "workers", icon: "M4 5h16v5H4zM4 14h16v5H4zM7 7.5h.01M7 16.5h.01" },
+  { to: "/workers", key: "workers", short: "workers.short", icon: "M4 5h16v5H4zM4 14h16v5H4zM7 7.5h.01M7 16.5h.01" },
   { to: "/alerts", key: "alerts", icon: "M6 16V11a6 6 0 0 1 12 0v5l2 2H4zM10 20a2 2 0 0 0 4 0" },
   { to: "/config", key: "config", icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM12 2v3M12 19v3M2 12h3M19 12h3" },
 ] as const;
@@ -63,7 +63,15 @@ function Shell() {
             <svg width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="1.8" aria-hidden="true">
               <path d={n.icon} />
             </svg>
-            {t(n.key)}
+            {"short" in n ? (
+              <>
+                <span className="nav-long">{t(n.key)}</span>
+                {/* The phone's one-line bar has no room for the long label. */}
+                <span className="nav-short">{t(n.short)}</span>
+              </>
+            ) : (
+              t(n.key)
+            )}
           </Link>
         ))}
         <div className="sidebar-foot">

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { between, dateTime, duration, durationTick, setFormatLanguage, waitingFor, zoneName } from "./format";
+import { between, dateTime, duration, durationTick, fireSeconds, setFormatLanguage, waitingFor, zoneName } from "./format";
 
 afterEach(() => setFormatLanguage("en"));
 
@@ -46,6 +46,14 @@ describe("times", () => {
   it("writes a delayed run's due time as other times; other reasons as the API words them", () => {
     expect(waitingFor("due at 2026-12-01T20:29:23.428Z", "due at")).toMatch(/^due at \w{3},? .*\d\d:\d\d:\d\d \S+$/);
     expect(waitingFor("concurrency 1/1", "due at")).toBe("concurrency 1/1");
+  });
+});
+
+describe("fire times", () => {
+  it("keep their seconds for a 6-field cron, or times that are not whole minutes", () => {
+    expect(fireSeconds("*/20 * * * * *", ["2030-01-02T06:56:00Z"])).toBe(true);
+    expect(fireSeconds("0 3 * * *", ["2030-01-02T03:00:00Z", "2030-01-03T03:00:00Z"])).toBe(false);
+    expect(fireSeconds("@every 20s", ["2030-01-02T06:56:20Z"])).toBe(true);
   });
 });
 

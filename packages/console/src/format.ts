@@ -44,19 +44,6 @@ export function durationTick(ms: number): string {
   return `${Number((ms / 1000).toFixed(2))} ${units.s}`;
 }
 
-/** A configured duration in the largest whole unit it is written in (60000 -> "1 m"), as someone would have set it. */
-export function configuredDuration(ms: number): string {
-  const u = units;
-  for (const [size, unit] of [
-    [3_600_000, u.h],
-    [60_000, u.m],
-    [1000, u.s],
-  ] as const) {
-    if (ms >= size && ms % size === 0) return `${ms / size} ${unit}`;
-  }
-  return `${ms} ${u.ms}`;
-}
-
 export function between(start: string | null, end: string | null, now = Date.now()): string {
   if (!start) return "—";
   return duration((end ? Date.parse(end) : now) - Date.parse(start));
@@ -77,8 +64,18 @@ function format(tag: string, options: Intl.DateTimeFormatOptions): Intl.DateTime
 export interface TimeOptions {
   /** An IANA zone (a schedule's); the browser's own when absent. */
   timeZone?: string | undefined;
-  /** Cron times are whole minutes: their ":00" says nothing. */
+  /** Cron times are whole minutes: their ":00" says nothing (see `fireSeconds`). */
   seconds?: boolean;
+}
+
+/**
+ * Whether a schedule's fire times need their seconds: a 6-field cron has a seconds field, and
+ * times that are not whole minutes (or two within one minute) would otherwise read alike.
+ */
+export function fireSeconds(cron: string, times: string[]): boolean {
+  if (cron.trim().split(/\s+/).length >= 6) return true;
+  const minutes = times.map((t) => Math.floor(Date.parse(t) / 60_000));
+  return times.some((t) => Date.parse(t) % 60_000 !== 0) || new Set(minutes).size < minutes.length;
 }
 
 /** The console's one way to write a moment: "Wed 2 Dec, 15:04:05", with the year when it is not this one. */

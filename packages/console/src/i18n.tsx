@@ -1,4 +1,4 @@
-import { createContext, useContext, useState, type ReactNode } from "react";
+import { createContext, type ReactNode, useContext, useEffect, useState } from "react";
 import { setFormatLanguage } from "./format";
 
 const en = {
@@ -6,6 +6,7 @@ const en = {
   runs: "Runs",
   config: "Config",
   workers: "Workers & queues",
+  "workers.short": "Workers",
   alerts: "Alerts",
   language: "中文",
   logout: "Sign out",
@@ -83,6 +84,8 @@ const en = {
   "run.rerunOf": "Rerun of",
   "run.waiting": "Waiting for",
   "run.dueAt": "due at",
+  "run.failedAt": "Failed at",
+  "run.cancelConfirm": "Cancel this run? Its running attempts are stopped and its unfinished nodes will not run.",
   "node.heldBy": "running runs of this flow →",
   "run.live": "live",
   "run.timeline": "Timeline",
@@ -115,6 +118,7 @@ const en = {
   "config.source": "Source",
   "config.cluster": "Cluster",
   "config.showDefaults": "show defaults",
+  "config.unset": "not set",
   "workers.processes": "Processes",
   "workers.queues": "Task queues",
   "workers.none": "No worker has heartbeated recently.",
@@ -158,6 +162,7 @@ const zh: Record<Key, string> = {
   runs: "运行",
   config: "配置",
   workers: "工作进程与队列",
+  "workers.short": "工作进程",
   alerts: "告警",
   language: "English",
   logout: "退出",
@@ -235,6 +240,8 @@ const zh: Record<Key, string> = {
   "run.rerunOf": "重跑自",
   "run.waiting": "等待",
   "run.dueAt": "预定于",
+  "run.failedAt": "失败于节点",
+  "run.cancelConfirm": "确定取消此运行？正在执行的尝试会被中止，尚未完成的节点不会再运行。",
   "node.heldBy": "此流程正在运行的运行 →",
   "run.live": "实时",
   "run.timeline": "时间线",
@@ -267,6 +274,7 @@ const zh: Record<Key, string> = {
   "config.source": "来源",
   "config.cluster": "集群",
   "config.showDefaults": "显示默认值",
+  "config.unset": "未设置",
   "workers.processes": "进程",
   "workers.queues": "任务队列",
   "workers.none": "最近没有工作进程发送心跳。",
@@ -328,10 +336,13 @@ function initialLang(): Lang {
 export function I18nProvider({ children }: { children: ReactNode }) {
   const [lang, setLang] = useState<Lang>(initialLang);
   setFormatLanguage(lang);
+  // The page's language from the first render, a stored choice included: screen readers and fonts follow it.
+  useEffect(() => {
+    document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
+  }, [lang]);
   const toggle = () => {
     const next = lang === "en" ? "zh" : "en";
     localStorage.setItem(LANG_KEY, next);
-    document.documentElement.lang = next === "zh" ? "zh-CN" : "en";
     setLang(next);
   };
   return <Context.Provider value={{ lang, t: (k) => dictionaries[lang][k], toggle }}>{children}</Context.Provider>;

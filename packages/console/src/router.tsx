@@ -6,6 +6,12 @@ export function navigate(to: string): void {
   window.dispatchEvent(new PopStateEvent("popstate"));
 }
 
+/** The same page at another address (a query that says what is open): no history entry, so Back leaves the page. */
+export function replace(to: string): void {
+  window.history.replaceState(null, "", to);
+  window.dispatchEvent(new PopStateEvent("popstate"));
+}
+
 export function useLocation(): URL {
   const [href, setHref] = useState(window.location.href);
   useEffect(() => {

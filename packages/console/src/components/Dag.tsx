@@ -31,14 +31,14 @@ export interface DagNode {
 const WIDTH = 200;
 const HEIGHT = 64;
 
-type Data = { node: DagNode; selected: boolean };
+type Data = { node: DagNode; selected: boolean; vertical: boolean };
 
 function TaskNode({ data }: NodeProps<Node<Data>>) {
-  const { node, selected } = data;
+  const { node, selected, vertical } = data;
   const detail = node.detail ?? (node.task !== node.key ? node.task : (node.status ?? ""));
   return (
     <div className={`dag-node s-${node.status ?? "none"}${selected ? " selected" : ""}`} data-node={node.key} data-status={node.status}>
-      <Handle type="target" position={Position.Left} />
+      <Handle type="target" position={vertical ? Position.Top : Position.Left} />
       <div className="dag-key" title={node.key}>
         <span className="dot" />
         <span className="dag-name">{node.key}</span>
@@ -46,7 +46,7 @@ function TaskNode({ data }: NodeProps<Node<Data>>) {
       <div className="dag-detail" title={detail}>
         {detail}
       </div>
-      <Handle type="source" position={Position.Right} />
+      <Handle type="source" position={vertical ? Position.Bottom : Position.Right} />
     </div>
   );
 }
@@ -58,23 +58,30 @@ interface Point {
   y: number;
 }
 
-type Routed = Edge<{ via: Point[] }>;
+type Routed = Edge<{ via: Point[]; vertical: boolean }>;
 
 /**
  * An edge through the points dagre routed it by. An edge that skips a column would otherwise be
  * drawn straight from handle to handle, across the nodes of the columns it skips (in the
  * article's flow, parse_payment -> send_notification through create_invoice). Each stretch is a
- * curve leaving and arriving level, as React Flow draws an edge between neighbouring columns.
+ * curve leaving and arriving level (upright in a top-to-bottom graph), as React Flow draws an
+ * edge between neighbouring columns.
  */
 function RoutedEdge({ id, sourceX, sourceY, targetX, targetY, data }: EdgeProps<Routed>) {
   const via = data?.via ?? [];
+  const vertical = data?.vertical ?? false;
   if (via.length === 0) {
-    const [path] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition: Position.Right, targetPosition: Position.Left });
+    const [sourcePosition, targetPosition] = vertical ? [Position.Bottom, Position.Top] : [Position.Right, Position.Left];
+    const [path] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
     return <BaseEdge id={id} path={path} />;
   }
   const points = [{ x: sourceX, y: sourceY }, ...via, { x: targetX, y: targetY }];
   const stretches = points.slice(1).map((to, i) => {
     const from = points[i]!;
+    if (vertical) {
+      const half = (to.y - from.y) / 2;
+      return `C ${from.x},${from.y + half} ${to.x},${to.y - half} ${to.x},${to.y}`;
+    }
     const half = (to.x - from.x) / 2;
     return `C ${from.x + half},${from.y} ${to.x - half},${to.y} ${to.x},${to.y}`;
   });
@@ -92,20 +99,25 @@ interface Layout {
   routes: Map<string, Point[]>;
 }
 
-/** Left-to-right layout by dagre: upstream nodes left of their dependants. */
-function layout(nodes: DagNode[]): Layout {
+/**
+ * Layout by dagre: upstream nodes left of their dependants, or above them in a narrow box (a
+ * phone), where a chain of a few nodes then fits whole at a readable size.
+ */
+function layout(nodes: DagNode[], vertical: boolean): Layout {
   const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: "LR", nodesep: 28, ranksep: 64 });
+  g.setGraph({ rankdir: vertical ? "TB" : "LR", nodesep: 28, ranksep: vertical ? 40 : 64 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of nodes) g.setNode(n.key, { width: WIDTH, height: HEIGHT });
   for (const n of nodes) for (const up of n.upstream) g.setEdge(up, n.key);
   dagre.layout(g);
   const centre = (key: string): Point => g.node(key);
-  const columns = [...new Set(nodes.map((n) => centre(n.key).x))];
+  // Where a node's rank lies: its column, or its row in a top-to-bottom graph.
+  const rank = (key: string) => (vertical ? centre(key).y : centre(key).x);
+  const columns = [...new Set(nodes.map((n) => rank(n.key)))];
   const routes = new Map<string, Point[]>();
   for (const n of nodes) {
     for (const up of n.upstream) {
-      const [from, to] = [centre(up).x, centre(n.key).x];
+      const [from, to] = [rank(up), rank(n.key)];
       if (!columns.some((x) => x > from && x < to)) continue;
       // dagre's first and last points lie on the nodes' borders; the handles replace them.
       routes.set(`${up}->${n.key}`, g.edge(up, n.key).points.slice(1, -1));
@@ -130,6 +142,11 @@ const PAD = 24;
 const MIN_HEIGHT = 150;
 /** Of the window's height: the page around the graph (the node panel under it) stays in reach. */
 const MAX_HEIGHT = 0.7;
+/** A box narrower than this (a phone) lays the graph out top to bottom, at most this much of the window high. */
+const NARROW = 600;
+const NARROW_MAX_HEIGHT = 0.55;
+/** In a narrow box, a graph that fits whole at this zoom or more opens whole rather than cut off. */
+const WHOLE_ON_NARROW = 0.5;
 /** Statuses someone opens a run's page to see: kept in view when the whole graph does not fit. */
 const WATCHED = ["failed", "running", "retrying"];
 
@@ -145,9 +162,10 @@ interface Frame {
  * otherwise a readable part of it around the node to watch.
  */
 function frame(graph: { width: number; height: number }, box: number, windowHeight: number, focus: Point | undefined): Frame {
-  const maxHeight = Math.max(MIN_HEIGHT, Math.round(windowHeight * MAX_HEIGHT));
+  const narrow = box < NARROW;
+  const maxHeight = Math.max(MIN_HEIGHT, Math.round(windowHeight * (narrow ? NARROW_MAX_HEIGHT : MAX_HEIGHT)));
   const fit = Math.min(1, (box - 2 * PAD) / graph.width, (maxHeight - 2 * PAD) / graph.height);
-  const zoom = Math.max(fit, READABLE);
+  const zoom = fit >= (narrow ? WHOLE_ON_NARROW : READABLE) ? fit : READABLE;
   const [w, h] = [graph.width * zoom, graph.height * zoom];
   const height = Math.min(maxHeight, Math.max(MIN_HEIGHT, Math.ceil(h + 2 * PAD)));
   const overflows = w + 2 * PAD > box + 1 || h + 2 * PAD > height + 1;
@@ -192,11 +210,14 @@ function FrameViewport({ viewport, moved }: { viewport: Viewport; moved: boolean
 export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?: string | undefined; onSelect?: (key: string) => void }) {
   const { t } = useI18n();
   const shape = nodes.map((n) => `${n.key}<${n.upstream.join(",")}`).join(";");
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the layout changes with the DAG's shape only, not with states
-  const graph = useMemo(() => layout(nodes), [shape]);
-  const { positions, routes } = graph;
   const [box, boxWidth, windowHeight] = useBoxWidth();
+  const vertical = boxWidth > 0 && boxWidth < NARROW;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the layout changes with the DAG's shape only, not with states
+  const graph = useMemo(() => layout(nodes, vertical), [shape, vertical]);
+  const { positions, routes } = graph;
   const [moved, setMoved] = useState(false);
+  // Zoomed in past the frame (with +): the graph no longer fits, and dragging pans it.
+  const [zoomed, setZoomed] = useState(false);
   // Otherwise the graph's first root: the left end of a chain, the stem of a fan-out.
   const watched = nodes.find((n) => WATCHED.includes(n.status ?? "")) ?? nodes.find((n) => n.upstream.length === 0);
   const at = watched && positions.get(watched.key);
@@ -210,7 +231,7 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
     width: WIDTH,
     height: HEIGHT,
     measured: { width: WIDTH, height: HEIGHT },
-    data: { node: n, selected: n.key === selected },
+    data: { node: n, selected: n.key === selected, vertical },
     draggable: false,
     // What a screen reader says on reaching the node by Tab: which node, and how it stands.
     ariaLabel: n.status ? `${n.key}: ${t(`status.${n.status}` as MessageKey)}` : `${n.key}: ${n.detail ?? n.task}`,
@@ -221,13 +242,15 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
     n.upstream.map((up) => ({
       id: `${up}->${n.key}`,
       type: "routed",
-      data: { via: routes.get(`${up}->${n.key}`) ?? [] },
+      data: { via: routes.get(`${up}->${n.key}`) ?? [], vertical },
       source: up,
       target: n.key,
       animated: n.status === "running" || (byKey.get(up)?.status === "success" && n.status === "queued"),
       className: `edge-${byKey.get(up)?.status ?? "none"}`,
     })),
   );
+  // A graph shown whole has nothing to pan to: a drag over it (a swipe on a phone) scrolls the page.
+  const pans = shown.overflows || zoomed;
   // React Flow's own Enter and Space only select the focused node in its store: opening its panel is ours.
   const openFocused = (event: KeyboardEvent<HTMLDivElement>) => {
     const target = event.target as HTMLElement;
@@ -239,7 +262,15 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
   };
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: the keys reach it from the focusable nodes inside, which React Flow renders
-    <div className="dag" ref={box} style={{ height: shown.height }} data-overflows={shown.overflows} onKeyDown={openFocused}>
+    <div
+      className="dag"
+      ref={box}
+      style={{ height: shown.height }}
+      data-overflows={shown.overflows}
+      data-pans={pans}
+      data-layout={vertical ? "TB" : "LR"}
+      onKeyDown={openFocused}
+    >
       {boxWidth > 0 && (
         <ReactFlow
           nodes={flowNodes}
@@ -254,6 +285,8 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
           onNodeClick={(_, node) => onSelect?.(node.id)}
           // A programmatic move has no event: only the reader's own pan or zoom stops the following.
           onMoveStart={(event) => event && setMoved(true)}
+          onMoveEnd={(_, viewport) => setZoomed(viewport.zoom > shown.viewport.zoom + 0.001)}
+          panOnDrag={pans}
           minZoom={0.05}
           maxZoom={2}
           // A graph that fits leaves the wheel to the page; a larger one scrolls under it, as a long page would.

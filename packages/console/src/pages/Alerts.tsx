@@ -8,6 +8,18 @@ import type { SentAlert } from "../types";
 
 const PAGE = 50;
 
+/** A sink's answer: ✓, or ✗ with the reason written under it (a tooltip cannot be read on a touch screen). */
+function Delivery({ delivery: d }: { delivery: SentAlert["deliveries"][number] }) {
+  return (
+    <div className="delivery">
+      <span className={`pill ${d.ok ? "o-success" : "o-failed"}`} title={d.error ? `${d.target}: ${d.error}` : d.target}>
+        {d.sink} {d.ok ? "✓" : "✗"}
+      </span>
+      {d.error && <div className="delivery-error small">{d.error}</div>}
+    </div>
+  );
+}
+
 /** The alerts coordinators sent, newest first, and what each sink answered: "did the pager get it?" */
 export function AlertsPage() {
   const { t } = useI18n();
@@ -52,7 +64,13 @@ export function AlertsPage() {
                     {a.alert.task && <span className="muted"> / {a.alert.task}</span>}
                   </td>
                   <td className="al-summary">
-                    {a.runId ? <Link to={`/runs/${a.runId}`}>{a.alert.summary}</Link> : a.alert.summary}
+                    {a.runId ? (
+                      <Link to={`/runs/${a.runId}`} className="run-link">
+                        {a.alert.summary}
+                      </Link>
+                    ) : (
+                      a.alert.summary
+                    )}
                     {a.alert.suppressed > 0 && (
                       <span className="muted small">
                         {" "}
@@ -62,13 +80,7 @@ export function AlertsPage() {
                   </td>
                   <td className="al-delivery">
                     {a.deliveries.map((d) => (
-                      <span
-                        key={`${d.sink}:${d.target}`}
-                        className={`pill ${d.ok ? "o-success" : "o-failed"}`}
-                        title={d.error ? `${d.target}: ${d.error}` : d.target}
-                      >
-                        {d.sink} {d.ok ? "✓" : "✗"}
-                      </span>
+                      <Delivery key={`${d.sink}:${d.target}`} delivery={d} />
                     ))}
                   </td>
                 </tr>

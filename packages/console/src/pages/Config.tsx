@@ -1,7 +1,7 @@
 import { type ReactNode, useState } from "react";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time } from "../components/Time";
-import { configuredDuration } from "../format";
+import { yamlValue } from "@ax/common/yaml-value";
 import { useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import type { ConfigHistoryEntry, ConfigVersionInfo, EffectiveOption } from "../types";
@@ -13,17 +13,7 @@ interface Effective {
   flows: Record<string, EffectiveOption[]>;
 }
 
-/** Options in milliseconds (the API's unit, whatever the YAML said), shown in the unit they were most likely written in. */
-const DURATIONS = new Set(["retry_backoff", "max_backoff", "timeout", "heartbeat_timeout"]);
-
-function optionValue(option: string, value: unknown): string {
-  if (typeof value === "number" && DURATIONS.has(option)) return configuredDuration(value);
-  if (option === "rate_limit" && value && typeof value === "object" && "per" in value && typeof value.per === "number")
-    return JSON.stringify({ ...value, per: configuredDuration(value.per) });
-  return JSON.stringify(value);
-}
-
-/** JSON that may wrap after its commas and colons, so a narrow column breaks it between fields, not inside a word. */
+/** A value that may wrap after its commas and colons, so a narrow column breaks it between fields, not inside a word. */
 function Breakable({ text }: { text: string }) {
   const pieces = text.split(/(?<=[,:])/);
   return pieces.map((piece, i) => (
@@ -55,8 +45,13 @@ function Options({ title, options, all }: { title: ReactNode; options: Effective
             {shown.map((o) => (
               <tr key={o.option}>
                 <td className="mono">{o.option}</td>
-                <td className="mono value" title={JSON.stringify(o.value)}>
-                  <Breakable text={optionValue(o.option, o.value)} />
+                {/* The tooltip has the API's value (milliseconds, `perMs`), as `curl` or `ax config show --json` read it. */}
+                <td className="mono value" title={o.value === null ? undefined : JSON.stringify(o.value)}>
+                  {o.value === null ? (
+                    <span className="muted unset">{t("config.unset")}</span>
+                  ) : (
+                    <Breakable text={yamlValue(o.option, o.value)} />
+                  )}
                 </td>
                 <td>
                   <span className={`pill src-${o.source.split(" ")[0]}`}>{o.source}</span>

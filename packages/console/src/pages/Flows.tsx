@@ -5,6 +5,7 @@ import { RunStrip } from "../components/RunStrip";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
 import { Time } from "../components/Time";
 import { TriggerDialog } from "../components/TriggerDialog";
+import { fireSeconds } from "../format";
 import { useAction, useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import { Link } from "../router";
@@ -51,7 +52,7 @@ function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleIn
               t("flows.paused")
             ) : (
               <>
-                {t("flows.nextOne")} <FireTime iso={schedule.nextFireTimes[0] ?? null} timeZone={schedule.timezone} />
+                {t("flows.nextOne")} <FireTime iso={schedule.nextFireTimes[0] ?? null} schedule={schedule} />
               </>
             )}
           </>
@@ -63,9 +64,9 @@ function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleIn
   );
 }
 
-/** A schedule's tick in the schedule's own zone, named: the zone its cron is read in. */
-function FireTime({ iso, timeZone }: { iso: string | null; timeZone: string }) {
-  return <Time iso={iso} timeZone={timeZone} seconds={false} zone />;
+/** A schedule's tick in the schedule's own zone, named: the zone its cron is read in; with seconds when its cron has them. */
+function FireTime({ iso, schedule }: { iso: string | null; schedule: ScheduleInfo }) {
+  return <Time iso={iso} timeZone={schedule.timezone} seconds={fireSeconds(schedule.cron, schedule.nextFireTimes)} zone />;
 }
 
 export function FlowPage({ name }: { name: string }) {
@@ -153,7 +154,7 @@ export function FlowPage({ name }: { name: string }) {
                   <ul className="plain">
                     {schedule.nextFireTimes.map((f) => (
                       <li key={f}>
-                        <FireTime iso={f} timeZone={schedule.timezone} />
+                        <FireTime iso={f} schedule={schedule} />
                       </li>
                     ))}
                   </ul>

@@ -1,13 +1,13 @@
-import { useEffect, useState } from "react";
 import { api } from "../api";
 import { Dag, type DagNode } from "../components/Dag";
+import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel, Waiting } from "../components/NodePanel";
 import { ErrorNote, StatusBadge } from "../components/Status";
 import { Time } from "../components/Time";
 import { between, duration, summary, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
 import { label, useI18n } from "../i18n";
-import { Link, navigate, useLocation } from "../router";
+import { Link, navigate, replace, useLocation } from "../router";
 import { FINAL_RUN } from "../run-states";
 import { useLiveRun } from "../run-stream";
 import type { TaskRunInfo } from "../types";
@@ -31,13 +31,17 @@ function nodeDetail(task: TaskRunInfo, now: number, t: ReturnType<typeof useI18n
 export function RunPage({ id }: { id: string }) {
   const { t } = useI18n();
   const { run, error, live } = useLiveRun(id);
-  const [selected, setSelected] = useState<string>();
-  // A link to a node of this run (a reused node's source) opens its panel.
-  const linked = useLocation().searchParams.get("node");
-  // biome-ignore lint/correctness/useExhaustiveDependencies: another run's page linked the same way opens it there too
-  useEffect(() => {
-    if (linked) setSelected(linked);
-  }, [id, linked]);
+  // The open node lives in the address (`?node=<key>`), so it can be shared, and a link to a node
+  // of a run (a reused node's source) opens its panel.
+  const location = useLocation();
+  const selected = location.searchParams.get("node") ?? undefined;
+  const setSelected = (key: string | undefined) => {
+    const next = new URLSearchParams(location.search);
+    if (key) next.set("node", key);
+    else next.delete("node");
+    const q = next.toString();
+    replace(`${location.pathname}${q ? `?${q}` : ""}`);
+  };
   const action = useAction();
   const now = useNow(500);
   if (error)
@@ -94,7 +98,12 @@ export function RunPage({ id }: { id: string }) {
         </div>
         <div className="actions">
           {!final && (
-            <button type="button" className="danger" disabled={action.busy} onClick={() => act(`/api/runs/${run.id}/cancel`)}>
+            <button
+              type="button"
+              className="danger"
+              disabled={action.busy}
+              onClick={() => window.confirm(t("run.cancelConfirm")) && act(`/api/runs/${run.id}/cancel`)}
+            >
               {t("run.cancel")}
             </button>
           )}
@@ -115,6 +124,7 @@ export function RunPage({ id }: { id: string }) {
           )}
         </div>
       </div>
+      <FirstFailure tasks={run.tasks} onSelect={setSelected} />
       {action.error && (
         <div className="error-note" role="alert">
           {action.error}
