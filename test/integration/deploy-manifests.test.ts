@@ -79,15 +79,17 @@ describe("deploy/docker-compose.yml", () => {
 
 const labels = z.record(z.string(), z.string());
 const metadata = z.object({ name: z.string().min(1), labels: labels.optional() });
-const probe = z.object({ httpGet: z.object({ path: z.literal("/healthz"), port: z.union([z.string(), z.number()]) }) });
+/** Readiness asks /readyz (PostgreSQL and Redis answer), liveness and startup /healthz (the process answers). */
+const probe = (path: "/healthz" | "/readyz") =>
+  z.object({ httpGet: z.object({ path: z.literal(path), port: z.union([z.string(), z.number()]) }) });
 const container = z.object({
   name: z.string(),
   image: z.string().min(1),
   args: z.array(z.string()).min(1),
   ports: z.array(z.object({ name: z.string().optional(), containerPort: z.number() })).optional(),
-  readinessProbe: probe.optional(),
-  livenessProbe: probe.optional(),
-  startupProbe: probe.optional(),
+  readinessProbe: probe("/readyz").optional(),
+  livenessProbe: probe("/healthz").optional(),
+  startupProbe: probe("/healthz").optional(),
 });
 const podSpec = z.object({
   containers: z.array(container).length(1),

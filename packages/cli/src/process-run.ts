@@ -169,7 +169,10 @@ export async function runServer(c: ConnectionFlags, entry: string | undefined, f
       auth,
       stuckAfterMs,
     });
-    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer(registry, flags.metricsPort, flags.host);
+    const metrics =
+      flags.metricsPort === undefined
+        ? undefined
+        : await startMetricsServer(registry, flags.metricsPort, flags.host, { db: store.db, redis });
     log.info(
       { url: server.url, console: `${server.url}/` },
       "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",

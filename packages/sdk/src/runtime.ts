@@ -150,7 +150,10 @@ export class Runtime {
     }
     if (this.roles.includes("api")) this.server = await startApi(context, live);
     if (this.options.metricsPort !== undefined) {
-      this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host);
+      this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host, {
+        db: store.db,
+        redis: connections.redis,
+      });
     }
     this.follower = new ConfigFollower({
       db: store.db,

@@ -47,6 +47,7 @@ import { configErrorStatus, registerConfigRoutes, type ConfigService } from "./c
 import { registerEventRoutes } from "./event-routes.js";
 import { registerAuth, type AuthOptions } from "./auth.js";
 import { registerTokenRoutes } from "./token-routes.js";
+import { checkReadiness } from "./readiness.js";
 
 export interface ServerOptions {
   db: Db;
@@ -75,6 +76,9 @@ export interface RunningServer {
   routes: string[];
   close(): Promise<void>;
 }
+
+/** The readiness probe's path (the API port and the metrics port serve it). */
+const READYZ = "/readyz";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -125,6 +129,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const routes: string[] = [];
   app.addHook("onRoute", (route) => {
+    // /readyz is a probe like /healthz but has no entry in API_ROUTES (the OpenAPI document) yet: public (not under /api), unlisted.
+    if (route.url === READYZ) return;
     for (const method of [route.method].flat()) if (method !== "HEAD") routes.push(`${method} ${route.url}`);
   });
 
@@ -169,7 +175,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   registerAuth(app, { db: options.db, queues: options.queues, log: options.log.child({ component: "auth" }) }, options.auth);
 
+  // Liveness: the process answers. Readiness: PostgreSQL and Redis answer too (503 naming the failure otherwise).
+  // Both are public, like the console's static files: a probe carries no token (docs/security.md).
   app.get("/healthz", async () => ({ ok: true }));
+  app.get(READYZ, async (_request, reply) => {
+    const ready = await checkReadiness({ db: options.db, redis: options.queues.connection });
+    return reply.status(ready.ok ? 200 : 503).send(ready);
+  });
 
   app.get("/metrics", async (_request, reply) => {
     reply.header("content-type", options.registry.contentType);
@@ -257,6 +269,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = options.host ?? "127.0.0.1";
   try {
     const url = await app.listen({ port, host });
+    if (options.auth?.insecureNoAuth) {
+      options.log.warn(
+        { url },
+        "the HTTP API runs without authentication (--insecure-no-auth / insecureNoAuth): every route, admin ones included, is open to anyone who reaches this address; use tokens in production (docs/security.md)",
+      );
+    }
     return { url, routes, close: () => app.close() };
   } catch (error) {
     await app.close();
