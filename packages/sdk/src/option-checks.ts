@@ -52,7 +52,7 @@ function editDistance(a: string, b: string): number {
 export function meantOption(key: string, known: readonly string[]): string | undefined {
   const spelled = known.find((k) => folded(k) === folded(key));
   if (spelled) return spelled;
-  const near = known.filter((k) => editDistance(folded(k), folded(key)) <= Math.min(2, Math.floor(k.length / 4)));
+  const near = known.filter((k) => editDistance(folded(k), folded(key)) <= Math.min(2, Math.floor(folded(k).length / 4)));
   return near.length === 1 ? near[0] : undefined;
 }
 

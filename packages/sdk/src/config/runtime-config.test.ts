@@ -42,13 +42,16 @@ describe("runtime.yaml", () => {
       /^config\/runtime\.yaml:4:5: tasks\.create_invoice\.retry_wait: unknown key "retry_wait" \(expected one of: retries, retry_backoff, backoff,/,
     );
     expect(error).toMatchObject({ file: "config/runtime.yaml", line: 4, column: 5, key: "tasks.create_invoice.retry_wait" });
-    // A letter or two off one option: that option is named, and the value is checked as it, so the
-    // option is not also reported missing (pool.slots) nor its value ignored.
+    // A letter or two off one option: that option is named, and one it leaves missing is said to be
+    // missing (not "must be a whole number").
     expect(refusal(["tasks:", "  create_invoice:", "    retry_bakoff: 10s"].join("\n")).message).toBe(
       "config/runtime.yaml:3:5: tasks.create_invoice.retry_bakoff: unknown key; did you mean retry_backoff?",
     );
     expect(refusal(["pools: { db: 3 }", "tasks:", "  create_invoice: { pool: { name: db, slot: 2 } }"].join("\n")).message).toBe(
-      "config/runtime.yaml:3:39: tasks.create_invoice.pool.slot: unknown key; did you mean slots?",
+      [
+        "config/runtime.yaml:3:39: tasks.create_invoice.pool.slot: unknown key; did you mean slots?",
+        "config/runtime.yaml:3:27: tasks.create_invoice.pool.slots: missing (a whole number of at least 1)",
+      ].join("\n"),
     );
     expect(refusal("max_parallel: 4").message).toMatch(
       /^config\/runtime\.yaml:1:1: max_parallel: unknown key .*expected one of: max_concurrency, pools,/,

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { meantOption } from "../option-checks.js";
+import { folded, meantOption } from "../option-checks.js";
 
 /** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
 export const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -131,11 +131,12 @@ export function optionKeys(raw: unknown, schema: Schema, refuse: Refuse, path: Y
   return Object.fromEntries(known);
 }
 
-/** The option a key respells (`retryBackoff`) or misspells by a letter or two (`slot`), when only one is that close. */
-const respelt = (key: string, expected: string[]) => meantOption(key, expected);
+/** The option a key spells another way (`retryBackoff`, `RETRY-BACKOFF`): its value is checked as that option's. */
+const respelt = (key: string, expected: string[]) => expected.find((candidate) => folded(candidate) === folded(key));
 
+/** A respelling, or the option a key misspells by a letter or two (`slot`), when only one is that close: named, not assumed. */
 function unknownKey(key: string, expected: string[], given: Record<string, unknown>): string {
-  const meant = respelt(key, expected);
+  const meant = meantOption(key, expected);
   if (meant === undefined) return `unknown key "${key}" (expected one of: ${expected.join(", ")})`;
   return `unknown key; did you mean ${meant}?${Object.hasOwn(given, meant) ? ` (${meant} is given too: remove ${key})` : ""}`;
 }

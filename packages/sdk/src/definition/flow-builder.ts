@@ -101,18 +101,21 @@ export function trace(builder: FlowBuilder, body: () => unknown): void {
 }
 
 /** The JSON path of the first Ref inside an array or plain object argument, if any. */
-function refInside(value: unknown, path: string): string | undefined {
+function refInside(value: unknown, path: string, seen = new Set<object>()): string | undefined {
   if (value instanceof Ref) return path === "$" ? undefined : path;
+  // A circular value is refused by the JSON check that follows; it is walked once here.
+  if (value === null || typeof value !== "object" || seen.has(value)) return undefined;
+  seen.add(value);
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = refInside(value[i], `${path}[${i}]`);
+      const found = refInside(value[i], `${path}[${i}]`, seen);
       if (found) return found;
     }
     return undefined;
   }
-  if (value === null || typeof value !== "object" || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
+  if (Object.getPrototypeOf(value) !== Object.prototype) return undefined;
   for (const [key, field] of Object.entries(value)) {
-    const found = refInside(field, `${path}.${key}`);
+    const found = refInside(field, `${path}.${key}`, seen);
     if (found) return found;
   }
   return undefined;
