@@ -87,6 +87,9 @@ describe("the web console in a real browser", () => {
       await node(key).and(page.locator('[data-status="success"]')).waitFor({ timeout: 30_000 });
     }
     await expect(runBadge().getAttribute("data-status")).resolves.toBe("success");
+    // The header names its values.
+    await expect(page.locator(".page-head [data-meta=trigger]").textContent()).resolves.toBe("trigger manual");
+    await expect(page.locator(".page-head [data-meta=took]").textContent()).resolves.toMatch(/^took \d/);
     await shot("02-run-success");
     // A person pressed Start run: the run is labelled manual, as a Client's trigger is, not event.
     expect(await runtime.client().getRun(runId)).toMatchObject({ status: "success", trigger: "manual" });
@@ -175,6 +178,162 @@ describe("the web console in a real browser", () => {
     await reused.getByRole("link").click();
     await page.waitForURL((url) => url.pathname === `/runs/${failedId}`);
     await expect.poll(() => page.locator('[data-panel="parse_payment"] tr[data-attempt]').count()).toBe(1);
+  });
+
+  /** A run as the API answers it, shown from a mocked stream: states a live cluster reaches only by chance. */
+  async function showRun(run: object & { id: string }) {
+    await page.route(`**/api/runs/${run.id}/stream`, (route) =>
+      route.fulfill({ contentType: "text/event-stream", body: `data: ${JSON.stringify(run)}\n\nevent: end\ndata: {}\n\n` }),
+    );
+    await page.route(`**/api/runs/${run.id}/logs*`, (route) =>
+      route.fulfill({ contentType: "application/json", body: JSON.stringify({ lines: [], truncated: [] }) }),
+    );
+    await page.goto(`${runtime.url}/runs/${run.id}`);
+    await page.locator("h1 .badge").waitFor();
+  }
+  const ago = (s: number) => new Date(Date.now() - s * 1000).toISOString();
+  const mockTask = (key: string, upstream: string[], status: string, extra: object = {}) => ({
+    key,
+    task: key,
+    queue: "default",
+    upstream,
+    status,
+    attempts: [],
+    result: null,
+    error: null,
+    progress: null,
+    nextRetryAt: null,
+    startedAt: null,
+    finishedAt: null,
+    reusedFrom: null,
+    waitingFor: null,
+    ...extra,
+  });
+  const mockAttempt = (n: number, outcome: string | null) => ({
+    n,
+    worker: "host-1-abc",
+    startedAt: ago(60 - n * 5),
+    finishedAt: outcome ? ago(58 - n * 5) : null,
+    outcome,
+    error: outcome === "failed" ? { name: "InvoiceApiError", message: "invoice service unavailable", stack: null } : null,
+  });
+  const mockRun = (status: string, tasks: object[], extra: object = {}) => ({
+    id: crypto.randomUUID(),
+    flow: "order_payment_flow",
+    flowVersion: 1,
+    status,
+    trigger: "event",
+    payload: { payment_id: "p1" },
+    businessKey: "order-12",
+    idempotencyKey: null,
+    logicalDate: null,
+    rerunOf: null,
+    priority: null,
+    runAt: null,
+    createdAt: ago(70),
+    startedAt: ago(65),
+    finishedAt: null,
+    waitingFor: null,
+    tasks,
+    ...extra,
+  });
+
+  it("says a running run with a node failed for good will fail, and explains retries, held nodes and a skipped node's input", async () => {
+    const run = mockRun("running", [
+      mockTask("parse_payment", [], "success", { attempts: [mockAttempt(1, "success")], result: { ok: true } }),
+      mockTask("create_invoice", ["parse_payment"], "failed", {
+        attempts: [1, 2, 3, 4].map((n) => mockAttempt(n, "failed")),
+        error: { name: "InvoiceApiError", message: "invoice service unavailable", stack: null, notRetried: "no retries left (retries: 3)" },
+        startedAt: ago(55),
+        finishedAt: ago(30),
+      }),
+      mockTask("send_notification", ["create_invoice"], "skipped"),
+      mockTask("charge_card", ["parse_payment"], "retrying", {
+        attempts: [mockAttempt(1, "failed"), mockAttempt(2, "timed_out")],
+        nextRetryAt: new Date(Date.now() + 30_000).toISOString(),
+      }),
+      mockTask("sync_stock", ["parse_payment"], "queued", { waitingFor: "pool core_db (25/25)" }),
+    ]);
+    await showRun(run);
+    // Near the heading: the run still runs, but a node failed with no retry left.
+    const note = page.getByTestId("first-failure");
+    await expect(note.getAttribute("data-ongoing")).resolves.toBe("true");
+    await expect(note.textContent()).resolves.toBe(
+      "1 node failed with no retry left: create_invoice · InvoiceApiError: invoice service unavailable" +
+        "This run will end failed once the rest finish, unless every failed node's task is set onFailure: notify_only.",
+    );
+    // The header's values are named.
+    const meta = (name: string) => page.locator(`.page-head [data-meta="${name}"]`).textContent();
+    await expect(meta("version")).resolves.toBe("version v1");
+    await expect(meta("trigger")).resolves.toBe("trigger event");
+    await expect(meta("key")).resolves.toBe("key order-12");
+    await expect(meta("created")).resolves.toMatch(/^created \w{3},? \d{1,2} \w{3}/);
+    await expect(meta("runningFor")).resolves.toMatch(/^running for \d/);
+    await expect(page.getByRole("button", { name: "Cancel run" }).isVisible()).resolves.toBe(true);
+
+    // A retrying node: when it retries and how many attempts it has had.
+    await node("charge_card").click();
+    const retry = page.locator('[data-panel="charge_card"] [data-testid="retry-in"]');
+    await expect(retry.textContent()).resolves.toMatch(/^retry in \d+(\.\d)? s · 2 attempts so far$/);
+    await shot("18a-retrying-node");
+
+    // A node held by a pool: the pool is shared across flows, so the link lists every flow's running runs.
+    await node("sync_stock").click();
+    const held = page.locator('[data-panel="sync_stock"] [data-held-by] a');
+    await expect(held.textContent()).resolves.toBe("running runs of all flows (a shared limit) →");
+    await expect(held.getAttribute("href")).resolves.toBe("/runs?status=running");
+
+    // A skipped node never got its input: no upstream null as if create_invoice had returned one.
+    await node("send_notification").click();
+    const input = page.locator('[data-panel="send_notification"] [data-input="not-run"]');
+    await expect(input.textContent()).resolves.toBe("Not run: upstream create_invoice failed");
+    await shot("18-running-with-failure");
+    await page.getByTestId("language").click();
+    await expect(note.textContent()).resolves.toContain("1 个节点已失败且不再重试：");
+    await expect(input.textContent()).resolves.toBe("未运行：上游 create_invoice 失败");
+    await shot("18b-running-with-failure-zh");
+    await page.getByTestId("language").click();
+  });
+
+  it("links a run held by maxConcurrentRuns to its flow's running runs", async () => {
+    const waiting = "maxConcurrentRuns 3/3";
+    const run = mockRun(
+      "pending",
+      [mockTask("parse_payment", [], "pending", { waitingFor: waiting }), mockTask("create_invoice", ["parse_payment"], "pending")],
+      { startedAt: null, waitingFor: waiting },
+    );
+    await showRun(run);
+    const held = page.locator('.page-head [data-held-by="held.byFlow"] a');
+    await expect(held.textContent()).resolves.toBe("running runs of this flow →");
+    await expect(held.getAttribute("href")).resolves.toBe("/runs?flow=order_payment_flow&status=running");
+    await expect(page.locator(".page-head [data-meta=runningFor]").count()).resolves.toBe(0);
+    await shot("19-held-run");
+    await held.click();
+    await page.waitForURL((url) => url.pathname === "/runs" && url.searchParams.get("status") === "running");
+    await expect(page.locator("select[name=status]").inputValue()).resolves.toBe("running");
+  });
+
+  it("a cancelled run says when it was cancelled and offers to rerun its cancelled nodes", async () => {
+    const run = mockRun(
+      "cancelled",
+      [
+        mockTask("parse_payment", [], "success", { attempts: [mockAttempt(1, "success")], result: { ok: true } }),
+        mockTask("create_invoice", ["parse_payment"], "cancelled", { attempts: [mockAttempt(1, "cancelled")] }),
+        mockTask("send_notification", ["create_invoice"], "cancelled"),
+      ],
+      { finishedAt: ago(40) },
+    );
+    await showRun(run);
+    await expect(page.locator(".page-head [data-meta=cancelled]").textContent()).resolves.toMatch(/^cancelled \w{3},? \d{1,2} \w{3}/);
+    await expect(page.locator(".page-head [data-meta=took]").textContent()).resolves.toBe("took 25 s");
+    await expect(page.getByRole("button", { name: "Rerun cancelled nodes" }).isVisible()).resolves.toBe(true);
+    await expect(page.getByRole("button", { name: "Rerun failed" }).count()).resolves.toBe(0);
+    await expect(page.getByTestId("first-failure").count()).resolves.toBe(0);
+    await node("send_notification").click();
+    await expect(page.locator('[data-panel="send_notification"] [data-input="not-run"]').textContent()).resolves.toBe(
+      "Not run: upstream create_invoice cancelled",
+    );
+    await shot("20-cancelled-run");
   });
 
   it("shows a flow's schedule-less page, versions and recent runs, and the config in force with its history", async () => {

@@ -86,7 +86,27 @@ const en = {
   "run.dueAt": "due at",
   "run.failedAt": "Failed at",
   "run.cancelConfirm": "Cancel this run? Its running attempts are stopped and its unfinished nodes will not run.",
-  "node.heldBy": "running runs of this flow →",
+  "held.byFlow": "running runs of this flow →",
+  "held.byKey": "running runs with this key →",
+  "held.byBackfill": "running backfill runs of this flow →",
+  "held.byAll": "running runs of all flows (a shared limit) →",
+  "run.failingOne": "1 node failed with no retry left:",
+  "run.failingMany": "{n} nodes failed with no retry left; the first:",
+  "run.failingOutlook": "This run will end failed once the rest finish, unless every failed node's task is set onFailure: notify_only.",
+  "run.rerunCancelled": "Rerun cancelled nodes",
+  "run.rerunCancelledFailed": "Rerun failed & cancelled nodes",
+  "run.rerunFailedHint": "Runs again the nodes that did not succeed and those after them; the others keep their results.",
+  "run.meta.version": "version",
+  "run.meta.trigger": "trigger",
+  "run.meta.key": "key",
+  "run.meta.created": "created",
+  "run.meta.cancelled": "cancelled",
+  "run.meta.took": "took",
+  "run.meta.runningFor": "running for",
+  "node.attemptsSoFarOne": "1 attempt so far",
+  "node.attemptsSoFar": "{n} attempts so far",
+  "node.inputNotRun": "Not run: upstream {upstream}",
+  "node.inputNotYet": "Not available yet: upstream {upstream}",
   "run.live": "live",
   "run.timeline": "Timeline",
   "node.attempts": "Attempts",
@@ -242,7 +262,27 @@ const zh: Record<Key, string> = {
   "run.dueAt": "预定于",
   "run.failedAt": "失败于节点",
   "run.cancelConfirm": "确定取消此运行？正在执行的尝试会被中止，尚未完成的节点不会再运行。",
-  "node.heldBy": "此流程正在运行的运行 →",
+  "held.byFlow": "此流程正在运行的运行 →",
+  "held.byKey": "此业务键正在运行的运行 →",
+  "held.byBackfill": "此流程正在运行的回填运行 →",
+  "held.byAll": "所有流程正在运行的运行（共享的限制）→",
+  "run.failingOne": "1 个节点已失败且不再重试：",
+  "run.failingMany": "{n} 个节点已失败且不再重试，最先失败的是：",
+  "run.failingOutlook": "其余节点结束后，此运行将以失败告终，除非每个失败节点的任务都设置了 onFailure: notify_only。",
+  "run.rerunCancelled": "重跑已取消节点",
+  "run.rerunCancelledFailed": "重跑失败和已取消节点",
+  "run.rerunFailedHint": "重新执行未成功的节点及其下游节点，其余节点沿用原结果。",
+  "run.meta.version": "版本",
+  "run.meta.trigger": "触发",
+  "run.meta.key": "业务键",
+  "run.meta.created": "创建于",
+  "run.meta.cancelled": "取消于",
+  "run.meta.took": "耗时",
+  "run.meta.runningFor": "已运行",
+  "node.attemptsSoFarOne": "已尝试 1 次",
+  "node.attemptsSoFar": "已尝试 {n} 次",
+  "node.inputNotRun": "未运行：上游 {upstream}",
+  "node.inputNotYet": "尚不可用：上游 {upstream}",
   "run.live": "实时",
   "run.timeline": "时间线",
   "node.attempts": "尝试",
@@ -317,6 +357,11 @@ const LANG_KEY = "ax.lang";
 export function label(t: (key: Key) => string, prefix: "triggered" | "outcome", value: string): string {
   const key = `${prefix}.${value}`;
   return key in en ? t(key as Key) : value;
+}
+
+/** A message with its `{name}` places filled: word order differs between the languages. */
+export function fill(text: string, values: Record<string, string | number>): string {
+  return text.replace(/\{(\w+)\}/g, (whole, name: string) => (name in values ? String(values[name]) : whole));
 }
 
 interface I18n {

@@ -1,16 +1,12 @@
 import { duration, summary, waitingDue, waitingFor } from "../format";
-import { type MessageKey, useI18n } from "../i18n";
+import { fill, type MessageKey, useI18n } from "../i18n";
 import { Link } from "../router";
 import type { RunInfo, TaskRunInfo } from "../types";
 import { Attempts } from "./Attempts";
+import { HeldBy } from "./HeldBy";
+import { NodeInput } from "./NodeInput";
 import { NodeLogs } from "./NodeLogs";
 import { StatusBadge } from "./Status";
-
-/**
- * Limits whose slots running attempts hold: which runs hold them is the operator's next question.
- * The slots are anonymous in Redis, so the link lists the flow's running runs, where they usually are.
- */
-const HELD_BY_RUNNING = /^(concurrency|pool|max_concurrency|worker slots)\b/;
 
 /** A run's or node's `waitingFor`, a delayed one's due time written as the console writes times. */
 export function Waiting({ text }: { text: string }) {
@@ -114,6 +110,21 @@ function ReusedNote({ task }: { task: TaskRunInfo & { reusedFrom: string } }) {
   );
 }
 
+/**
+ * When a retrying node tries again, and how many attempts it has had. How many it gets in all
+ * (its `retries`) is not in the API's RunInfo, so what is left is not said.
+ */
+function RetryIn({ at, attempts: n, now }: { at: string; attempts: number; now: number }) {
+  const { t } = useI18n();
+  const left = Date.parse(at) - now;
+  return (
+    <span data-testid="retry-in">
+      {left > 0 ? `${t("node.retryIn")} ${duration(left)}` : t("node.retryDue")} ·{" "}
+      {n === 1 ? t("node.attemptsSoFarOne") : fill(t("node.attemptsSoFar"), { n })}
+    </span>
+  );
+}
+
 export function NodePanel({
   run,
   task,
@@ -132,10 +143,6 @@ export function NodePanel({
   busy: boolean;
 }) {
   const { t } = useI18n();
-  const input =
-    task.upstream.length === 0
-      ? run.payload
-      : Object.fromEntries(task.upstream.map((u) => [u, run.tasks.find((n) => n.key === u)?.result ?? null]));
   const following = task.status === "running" || task.status === "retrying";
   const reused = task.reusedFrom === null ? undefined : { ...task, reusedFrom: task.reusedFrom };
   return (
@@ -161,14 +168,8 @@ export function NodePanel({
           {t("queue")} {task.queue}
         </span>
         {task.waitingFor && <Waiting text={task.waitingFor} />}
-        {task.waitingFor && HELD_BY_RUNNING.test(task.waitingFor) && (
-          <Link to={`/runs?flow=${encodeURIComponent(run.flow)}&status=running`}>{t("node.heldBy")}</Link>
-        )}
-        {task.nextRetryAt && task.status === "retrying" && (
-          <span>
-            {t("node.retryIn")} {duration(Date.parse(task.nextRetryAt) - now)}
-          </span>
-        )}
+        {task.waitingFor && <HeldBy text={task.waitingFor} flow={run.flow} />}
+        {task.nextRetryAt && task.status === "retrying" && <RetryIn at={task.nextRetryAt} attempts={task.attempts.length} now={now} />}
         {task.progress !== null && (
           <span>
             {t("node.progress")} {summary(task.progress, 60)}
@@ -198,7 +199,7 @@ export function NodePanel({
       <div className="grid-2">
         <div>
           <h3>{t("node.input")}</h3>
-          <pre className="code">{summary(input, 2000)}</pre>
+          <NodeInput run={run} task={task} />
         </div>
         <div>
           <h3>{t("node.result")}</h3>

@@ -1,16 +1,16 @@
 import { api } from "../api";
 import { Dag, type DagNode } from "../components/Dag";
 import { FirstFailure } from "../components/FirstFailure";
-import { NodePanel, Waiting } from "../components/NodePanel";
+import { NodePanel } from "../components/NodePanel";
+import { RunMeta } from "../components/RunMeta";
 import { ErrorNote, StatusBadge } from "../components/Status";
-import { Time } from "../components/Time";
 import { between, duration, summary, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
-import { label, useI18n } from "../i18n";
+import { type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, replace, useLocation } from "../router";
 import { FINAL_RUN } from "../run-states";
 import { useLiveRun } from "../run-stream";
-import type { TaskRunInfo } from "../types";
+import type { RunInfo, TaskRunInfo } from "../types";
 
 function nodeDetail(task: TaskRunInfo, now: number, t: ReturnType<typeof useI18n>["t"]): string {
   if (task.reusedFrom) return `${t("status.reused")} · ${task.reusedFrom.slice(0, 8)}`;
@@ -26,6 +26,15 @@ function nodeDetail(task: TaskRunInfo, now: number, t: ReturnType<typeof useI18n
   if ((task.status === "queued" || task.status === "pending") && task.waitingFor) return waitingFor(task.waitingFor, t("run.dueAt"));
   if (task.finishedAt) return `${t(`status.${task.status}`)} · ${between(task.startedAt, task.finishedAt)}`;
   return t(`status.${task.status}`);
+}
+
+/**
+ * What `rerun({ only: "failed" })` reruns, named for the run: its failed, skipped and cancelled
+ * nodes, so for a cancelled run mostly the cancelled ones.
+ */
+function rerunFailedLabel(run: RunInfo): MessageKey {
+  if (run.status !== "cancelled") return "run.rerunFailed";
+  return run.tasks.some((n) => n.status === "failed") ? "run.rerunCancelledFailed" : "run.rerunCancelled";
 }
 
 export function RunPage({ id }: { id: string }) {
@@ -80,21 +89,7 @@ export function RunPage({ id }: { id: string }) {
             <span className="mono">{run.id.slice(0, 8)}</span> <StatusBadge status={run.status} />
             {live && !final && <span className="live">{t("run.live")}</span>}
           </h1>
-          <div className="meta">
-            <span>v{run.flowVersion}</span>
-            <span>{label(t, "triggered", run.trigger)}</span>
-            {run.businessKey && <span>{run.businessKey}</span>}
-            <span>
-              <Time iso={run.createdAt} zone />
-            </span>
-            <span>{between(run.startedAt, run.finishedAt, now)}</span>
-            {run.rerunOf && (
-              <span>
-                {t("run.rerunOf")} <Link to={`/runs/${run.rerunOf}`}>{run.rerunOf.slice(0, 8)}</Link>
-              </span>
-            )}
-            {run.waitingFor && <Waiting text={run.waitingFor} />}
-          </div>
+          <RunMeta run={run} now={now} />
         </div>
         <div className="actions">
           {!final && (
@@ -112,9 +107,10 @@ export function RunPage({ id }: { id: string }) {
               type="button"
               className="primary"
               disabled={action.busy}
+              title={t("run.rerunFailedHint")}
               onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "failed" })}
             >
-              {t("run.rerunFailed")}
+              {t(rerunFailedLabel(run))}
             </button>
           )}
           {final && (
@@ -124,7 +120,7 @@ export function RunPage({ id }: { id: string }) {
           )}
         </div>
       </div>
-      <FirstFailure tasks={run.tasks} onSelect={setSelected} />
+      <FirstFailure tasks={run.tasks} onSelect={setSelected} ongoing={!final} />
       {action.error && (
         <div className="error-note" role="alert">
           {action.error}
