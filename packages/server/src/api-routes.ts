@@ -65,6 +65,17 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     summary: "liveness",
     responses: { 200: { description: "alive", schema: z.object({ ok: z.literal(true) }) } },
   },
+  "GET /readyz": {
+    scope: "public",
+    summary: "readiness: PostgreSQL (select 1) and Redis (PING) answer within 2 s",
+    responses: {
+      200: { description: "ready", schema: z.object({ ok: z.literal(true) }) },
+      503: {
+        description: "not ready: each dependency's problem, or ok",
+        schema: z.object({ ok: z.literal(false), postgres: z.string(), redis: z.string() }),
+      },
+    },
+  },
   "GET /metrics": {
     scope: "metrics",
     summary: "Prometheus metrics",

@@ -77,9 +77,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** The readiness probe's path (the API port and the metrics port serve it). */
-const READYZ = "/readyz";
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The API's version in its OpenAPI document. */
@@ -129,8 +126,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const routes: string[] = [];
   app.addHook("onRoute", (route) => {
-    // /readyz is a probe like /healthz but has no entry in API_ROUTES (the OpenAPI document) yet: public (not under /api), unlisted.
-    if (route.url === READYZ) return;
     for (const method of [route.method].flat()) if (method !== "HEAD") routes.push(`${method} ${route.url}`);
   });
 
@@ -178,7 +173,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Liveness: the process answers. Readiness: PostgreSQL and Redis answer too (503 naming the failure otherwise).
   // Both are public, like the console's static files: a probe carries no token (docs/security.md).
   app.get("/healthz", async () => ({ ok: true }));
-  app.get(READYZ, async (_request, reply) => {
+  app.get("/readyz", async (_request, reply) => {
     const ready = await checkReadiness({ db: options.db, redis: options.queues.connection });
     return reply.status(ready.ok ? 200 : 503).send(ready);
   });
