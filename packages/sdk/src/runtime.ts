@@ -31,12 +31,12 @@ import { openConnections, type Connections } from "./connections.js";
 import { durationMs } from "./duration.js";
 import { formatIssues } from "./options.js";
 import { stopOnSignals } from "./signal-stop.js";
-
-/** A deploy stops processes with SIGTERM, a developer with Ctrl-C. */
-const DEFAULT_STOP_SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
 import { AxConfigError, AxNoTokensError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 
 export type { Role, RuntimeOptions, StopOptions } from "./runtime-options.js";
+
+/** A deploy stops processes with SIGTERM, a developer with Ctrl-C. */
+const DEFAULT_STOP_SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
 
 /** After the stop deadline, how long the connections may take to close before they are dropped. */
 const CLOSE_GRACE_MS = 500;
