@@ -107,6 +107,20 @@ describe("a key's line is first come, first served across worker processes", () 
     expect(await startOrder(runIds)).toEqual([0, 5]);
   }, 60_000);
 
+  it("a waiter whose run ended between its fetch and its parking gives its place up once woken", async () => {
+    // A cancel that lands while the job is on its way into the line: the run ends in PostgreSQL,
+    // its job parks all the same. Woken, it used to keep the key's slot claimed for a lease (5 s).
+    const runIds = await line("o-stale", 3, 1000);
+    await sleep(200);
+    await env.sql("update node_runs set status = 'cancelled', finished_at = now() where run_id = $1", [runIds[1]]);
+    await env.sql("update runs set status = 'cancelled', finished_at = now(), nodes_remaining = 0 where id = $1", [runIds[1]]);
+    const done = await client.waitForRun(runIds[2]!, { timeout: "30s" });
+    const first = await client.getRun(runIds[0]!);
+    const waitedMs = Date.parse(done.tasks[0]!.startedAt!) - Date.parse(first.tasks[0]!.finishedAt!);
+    console.log(`a stale waiter ahead in line: the next started ${waitedMs} ms after the holder ended`);
+    expect(waitedMs).toBeLessThan(1000);
+  }, 60_000);
+
   it("keeps the order when the key's limit is lowered while runs wait, and raised again", async () => {
     const applied = async (yaml: string) => {
       const { version } = await client.config.apply(yaml, FILE, "test");

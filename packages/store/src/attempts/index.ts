@@ -14,4 +14,4 @@ export { failNode } from "./fail.js";
 export { abandonAttempt, handBackAttempts } from "./crash.js";
 export { cancelledRunIds, cancelRunRecords } from "./cancel.js";
 export { firstFailedNode, inspectAttempt, nodeWaiting, recordProgress, runningAttemptsOf, takenOverAttempts } from "./inspect.js";
-export { waitingNodeInputs, type InputRequest, type NodeInputs } from "./inputs.js";
+export { nodeInputsAnyStatus, waitingNodeInputs, type InputRequest, type NodeInputs } from "./inputs.js";

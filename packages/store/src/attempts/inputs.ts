@@ -42,3 +42,20 @@ export async function waitingNodeInputs(db: Db, requests: InputRequest[]): Promi
     return row ? { payload: row.payload ?? null, upstream: row.upstream ?? {} } : undefined;
   });
 }
+
+/**
+ * A node's argument inputs whatever its status: what a worker needs to read the business key of a
+ * stale job (its run ended while the job waited in its key's line), to give up the job's place.
+ * Undefined when the run is gone.
+ */
+export async function nodeInputsAnyStatus(db: Db, runId: string, upstreamKeys: string[]): Promise<NodeInputs | undefined> {
+  const [row] = await hotRows<{ payload: Json; upstream: Record<string, Json> | null }>(
+    db,
+    sql`
+    select r.payload,
+      (select jsonb_object_agg(u.node_key, u.result) from node_runs u
+        where u.run_id = r.id and u.node_key in (select jsonb_array_elements_text(${JSON.stringify(upstreamKeys)}::jsonb))) as upstream
+    from runs r where r.id = ${runId}`,
+  );
+  return row ? { payload: row.payload ?? null, upstream: row.upstream ?? {} } : undefined;
+}

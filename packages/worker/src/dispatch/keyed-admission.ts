@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { GroupCommit, waitingNodeInputs, type Db, type InputRequest, type NodeInputs } from "@ax/store";
+import { GroupCommit, nodeInputsAnyStatus, waitingNodeInputs, type DagNode, type Db, type InputRequest, type NodeInputs } from "@ax/store";
 import {
   describeBlocked,
   setParkedReason,
@@ -73,8 +73,18 @@ export class KeyedAdmission {
     const dag = await withDbRetry(() => d.dags.get(flowVersionId));
     const node = dag.nodes.get(nodeKey);
     const inputs = node ? await withDbRetry(() => this.inputs.submit({ runId, nodeKey, attempt, upstreamKeys: node.upstream })) : undefined;
-    // A stale or duplicate job: the attempt fence drops it, no key needed.
-    if (!node || !inputs) return { ok: true };
+    // A stale or duplicate job: the attempt fence drops it, no key needed. One woken from its key's
+    // line (its run was cancelled between its fetch and its parking) holds a claim on the key's slot:
+    // given up now, or the next in line would wait for the claim to lapse.
+    if (!node || !inputs) {
+      if (node && concurrencyKey && concurrencyKey.strategy !== "cancel_newest") {
+        // Best effort: should it fail, the claim lapses on its own after a lease.
+        await this.giveUpPlace(job, queue, options, node).catch((err: unknown) =>
+          d.log.debug({ err, jobId: job.id }, "could not give up a stale job's place in its key's line"),
+        );
+      }
+      return { ok: true };
+    }
     const key = this.keyOf(options, nodeArgs(node, inputs.payload, inputs.upstream));
     const semKey = `${semaphorePrefix(options.name)}${key}`;
     const spec: LimitSpec = {
@@ -137,6 +147,15 @@ export class KeyedAdmission {
       if (await d.promote(waiter)) continue;
       if (capacity !== null) queue.push(...(await d.waitlist.forget(semKey, capacity, waiter)));
     }
+  }
+
+  private async giveUpPlace(job: Job<NodeJobData>, queue: string, options: ResolvedTaskOptions, node: DagNode): Promise<void> {
+    const d = this.deps;
+    const inputs = await withDbRetry(() => nodeInputsAnyStatus(d.db, job.data.runId, node.upstream));
+    if (!inputs) return;
+    const semKey = `${semaphorePrefix(options.name)}${this.keyOf(options, nodeArgs(node, inputs.payload, inputs.upstream))}`;
+    const capacity = options.concurrencyKey?.max;
+    await this.promoteLine(semKey, capacity, await d.waitlist.forget(semKey, capacity, `${queue}|${job.id}`));
   }
 
   private keyOf(options: ResolvedTaskOptions, args: unknown[]): string {
