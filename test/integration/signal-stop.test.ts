@@ -46,4 +46,14 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
     expect(run.tasks[0]!.attempts).toHaveLength(1);
     expect(run.tasks[0]!.attempts[0]!.outcome).toBe("success");
   });
+
+  it("leaves the exit to a service that handles the signal itself, even with process.once", async () => {
+    const env2 = { AX_STORAGE: env.storage, AX_REDIS: env.redis, AX_PREFIX: env.prefix, AX_SERVICE_HANDLER: "once" };
+    const worker = await spawnWorker("test/fixtures/signal-worker.ts", env2);
+    const exited = once(worker.process, "exit");
+    worker.process.kill("SIGTERM");
+    const [code, signal] = await exited;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(worker.output()).toMatch(/service cleaned up/);
+  });
 });

@@ -24,7 +24,8 @@ export function stopOnSignals(runtime: Stoppable, signals: readonly NodeJS.Signa
       const listener = () => onSignal(signal);
       entry = { runtimes: new Set(), listener };
       targets.set(signal, entry);
-      process.on(signal, listener);
+      // First in line: a service's `once` listener is still registered when this one runs, so it is counted.
+      process.prependListener(signal, listener);
     }
     entry.runtimes.add(runtime);
   }
@@ -43,7 +44,7 @@ export function stopOnSignals(runtime: Stoppable, signals: readonly NodeJS.Signa
 function onSignal(signal: NodeJS.Signals): void {
   const entry = targets.get(signal);
   if (!entry) return;
-  // A service listening too (even with `once`, gone by now) decides how the process ends.
+  // A service listening too (with `on` or `once`) decides how the process ends.
   const serviceListens = process.listenerCount(signal) > 1;
   process.off(signal, entry.listener);
   targets.delete(signal);
