@@ -2,17 +2,17 @@ import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpre
 import type { Logger } from "pino";
 import { AxConfigError, AxConfigUnavailableError, AxConfigVersionNotFoundError } from "@ax/common";
 import { configBody, configVersionParams } from "./api-schemas.js";
-import { redactConfigVersion } from "./config-redaction.js";
 
 /**
  * Stored configuration versions, as the SDK's `LiveConfig` serves them (validating YAML needs the
  * SDK's option schemas, which this package must not import: the SDK depends on it).
  */
 export interface ConfigService {
-  current(): Promise<object | undefined>;
+  /** `redacted`: secrets, header values and webhook URLs masked (every read through the API). */
+  current(options: { redacted: boolean }): Promise<object | undefined>;
   history(limit?: number): Promise<object[]>;
-  version(version: number): Promise<object>;
-  apply(yaml: string, file: string, author: string): Promise<object>;
+  version(version: number, options: { redacted: boolean }): Promise<object>;
+  apply(yaml: string, file: string, author: string): Promise<{ version: number; warnings: string[] }>;
   effective(): Promise<object>;
 }
 
@@ -29,10 +29,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
     return service;
   };
 
-  app.get("/api/config", async () => {
-    const current = await config().current();
-    return { config: current ? redactConfigVersion(current) : null };
-  });
+  app.get("/api/config", async () => ({ config: (await config().current({ redacted: true })) ?? null }));
 
   app.get("/api/config/effective", async () => config().effective());
 
@@ -40,13 +37,15 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
 
   app.get<{ Params: { version: string } }>("/api/config/versions/:version", async (request) => {
     const { version } = configVersionParams.parse(request.params);
-    return redactConfigVersion(await config().version(version));
+    return config().version(version, { redacted: true });
   });
 
   app.post("/api/config", async (request, reply) => {
     const body = configBody.parse(request.body ?? {});
     try {
-      return reply.status(201).send(redactConfigVersion(await config().apply(body.yaml, body.file ?? "api", body.author)));
+      const applied = await config().apply(body.yaml, body.file ?? "api", body.author);
+      const shown = await config().version(applied.version, { redacted: true });
+      return reply.status(201).send({ ...shown, warnings: applied.warnings });
     } catch (error) {
       if (error instanceof AxConfigError) {
         const { name, message, file, line, column, key } = error;

@@ -29,6 +29,7 @@ import {
   type TaskOverrides,
   type TaskPool,
 } from "../options.js";
+import { redactConfigParsed, redactConfigYaml } from "./config-redaction.js";
 import { parseRuntimeConfig, unsizedPools, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
 import { snake } from "./yaml-keys.js";
 
@@ -47,6 +48,10 @@ export interface ConfigVersionInfo {
   parsed: Json;
   /** Unified diff from the version before it (version 1: every line added). */
   diff: string;
+}
+
+export interface ShowOptions {
+  redacted?: boolean | undefined;
 }
 
 /** A version just stored, with what it changes that may surprise (`unsizedPools`). */
@@ -173,21 +178,25 @@ export class LiveConfig {
     return this.apply(old.yaml, old.file, author);
   }
 
-  async current(): Promise<ConfigVersionInfo | undefined> {
+  /** `redacted`: inline secrets, header values and webhook URLs masked, comments dropped (what the HTTP API shows). */
+  async current(options: ShowOptions = {}): Promise<ConfigVersionInfo | undefined> {
     const latest = await latestConfigVersion(this.db);
-    return latest && this.version(latest.version);
+    return latest && this.version(latest.version, options);
   }
 
-  async version(version: number): Promise<ConfigVersionInfo> {
+  async version(version: number, options: ShowOptions = {}): Promise<ConfigVersionInfo> {
+    const shown = (row: ConfigVersion): ConfigVersion => (options.redacted ? { ...row, yaml: redactConfigYaml(row.yaml) } : row);
     const row = await this.stored(version);
+    const previous = await previousConfigVersion(this.db, version);
     return {
       version: row.version,
       author: row.author,
       file: row.file,
       createdAt: iso(row.createdAt),
-      yaml: row.yaml,
-      parsed: row.parsed,
-      diff: diffText(await previousConfigVersion(this.db, version), row),
+      yaml: shown(row).yaml,
+      parsed: options.redacted ? (redactConfigParsed(row.parsed) as Json) : row.parsed,
+      // Both sides masked, so no hunk carries a secret whatever its context lines.
+      diff: diffText(previous && shown(previous), shown(row)),
     };
   }
 

@@ -1,0 +1,79 @@
+import { isSecretKey, REDACTED } from "@ax/common";
+import { isAlias, isMap, isScalar, parseDocument, Scalar, visit, type Document, type Node } from "yaml";
+
+/**
+ * Stored config versions as the API shows them: a webhook sink's inline `secret`, its `headers` and
+ * its `url` (a webhook URL is often a credential itself) are written into the version and would
+ * reach every `read` token and the console. Their values are masked on the parsed YAML document,
+ * whatever its style (block or flow, quoted keys, block scalars, anchors, tags), and comments are
+ * dropped (an old secret may sit in one). `secret_env` names a variable, not a secret, and stays.
+ * PostgreSQL keeps the version as written: a rollback restores the real values.
+ */
+export function redactConfigYaml(text: string): string {
+  const doc = parseDocument(text);
+  // Stored versions parsed when they were applied; one that no longer does is shown as nothing.
+  if (doc.errors.length > 0) return `# ${REDACTED}\n`;
+  doc.commentBefore = null;
+  doc.comment = null;
+  visit(doc, {
+    Node(_, node) {
+      (node as { commentBefore?: string | null; comment?: string | null }).commentBefore = null;
+      (node as { comment?: string | null }).comment = null;
+    },
+    Pair(_, pair) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : undefined;
+      if (key === undefined) return;
+      if (key === "headers") {
+        maskValues(pair.value as Node | null, doc);
+        if (!isMap(pair.value) && !isAlias(pair.value)) pair.value = new Scalar(REDACTED);
+        return visit.SKIP;
+      }
+      if (key === "url" && isScalar(pair.value) && typeof pair.value.value === "string") {
+        pair.value = new Scalar(redactUrl(pair.value.value));
+        return visit.SKIP;
+      }
+      if (isSecretKey(key) && !isEnvName(key)) {
+        pair.value = new Scalar(REDACTED);
+        return visit.SKIP;
+      }
+      return undefined;
+    },
+  });
+  return doc.toString();
+}
+
+/** Every value of a mapping (an anchored one through its alias), whatever its keys: header names are the sender's to choose. */
+function maskValues(node: Node | null, doc: Document): void {
+  const target = isAlias(node) ? node.resolve(doc) : node;
+  if (!isMap(target)) return;
+  for (const item of target.items) item.value = new Scalar(REDACTED);
+}
+
+const isEnvName = (key: string) => /(_env|Env)$/.test(key);
+
+/** Scheme and host only: credentials, path and query of a webhook URL are often the secret (a Slack hook's path). */
+export function redactUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return REDACTED;
+  }
+  const credentials = url.username || url.password ? `${REDACTED}@` : "";
+  const rest = url.pathname !== "/" || url.search || url.hash ? `/${REDACTED}` : "";
+  return `${url.protocol}//${credentials}${url.host}${rest}`;
+}
+
+/** The parsed form of a version, masked as its text is. */
+export function redactConfigParsed(value: unknown, inHeaders = false): unknown {
+  if (Array.isArray(value)) return value.map((item) => redactConfigParsed(item));
+  if (value === null || typeof value !== "object") return inHeaders ? REDACTED : value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, field]) => {
+      if (inHeaders) return [key, REDACTED];
+      if (key === "url" && typeof field === "string") return [key, redactUrl(field)];
+      if (isSecretKey(key) && !isEnvName(key) && typeof field !== "object") return [key, REDACTED];
+      return [key, redactConfigParsed(field, key === "headers")];
+    }),
+  );
+}
