@@ -39,12 +39,17 @@ const zoneless = ax.flow({ name: "zoneless", schedule: "30 2 * * *" }, () => {
 const heldDaily = ax.flow({ name: "held_daily", schedule: "0 0 * * *" }, () => {
   work();
 });
-/** Fails its first three calls: three ticks of a backfill fail, and succeed when retried. */
+/** Fails while `failLoads` lasts: ticks of a backfill fail, and succeed when retried. */
 let extractCalls = 0;
 let loadCalls = 0;
+let failLoads = 0;
 const extract = ax.task({ name: "flaky_extract" }, async () => ++extractCalls);
 const load = ax.task({ name: "flaky_load", retries: 0 }, async (n: number) => {
-  if (++loadCalls <= 3) throw new Error(`load ${n} failed`);
+  loadCalls++;
+  if (failLoads > 0) {
+    failLoads--;
+    throw new Error(`load ${n} failed`);
+  }
   return n;
 });
 const flakyDaily = ax.flow({ name: "flaky_daily", schedule: "0 0 * * *" }, () => {
@@ -158,6 +163,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
   });
 
   it("retries a backfill's failed ticks: only their failed nodes run again, under its cap, and its progress follows them", async () => {
+    failLoads = 3;
     const started = await client.backfill("flaky_daily", {
       from: "2026-04-01T00:00:00Z",
       to: "2026-04-07T00:00:00Z",
@@ -167,7 +173,7 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(await client.getBackfill(started.backfillId)).toMatchObject({ ticks: 6, succeeded: 3, failed: 3 });
     const failed = (await client.listRuns({ flow: "flaky_daily", status: "failed" })).map((r) => r.id).sort();
 
-    expect(await client.retryBackfill(started.backfillId)).toEqual({ backfillId: started.backfillId, retried: 3 });
+    expect(await client.retryBackfill(started.backfillId)).toEqual({ backfillId: started.backfillId, retried: 3, maxConcurrentRuns: 2 });
     await waitUntilDone(started.backfillId);
     expect(await client.getBackfill(started.backfillId)).toMatchObject({ ticks: 6, done: 6, succeeded: 6, failed: 0, status: "finished" });
     // extract's results were carried over; only load ran again, once per failed tick.
@@ -179,6 +185,33 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
       expect(rerun.logicalDate).toBe(old.logicalDate);
     }
     expect((await client.retryBackfill(started.backfillId)).retried).toBe(0);
+  });
+
+  it("reruns each failed date once, whatever the number of retries at once and of backfills listing it", async () => {
+    failLoads = 4;
+    const range = { from: "2026-05-01T00:00:00Z", to: "2026-05-05T00:00:00Z" };
+    const first = await client.backfill("flaky_daily", range);
+    await waitUntilDone(first.backfillId);
+    // The same range again lists the same (failed) runs.
+    const second = await client.backfill("flaky_daily", range);
+    expect(second.created).toBe(0);
+    expect(await client.getBackfill(second.backfillId)).toMatchObject({ ticks: 4, failed: 4 });
+
+    const answers = await Promise.all([
+      client.retryBackfill(first.backfillId),
+      client.retryBackfill(first.backfillId),
+      client.retryBackfill(second.backfillId),
+    ]);
+    expect(answers.reduce((n, a) => n + a.retried, 0)).toBe(4);
+    await waitUntilDone(first.backfillId);
+    for (const id of [first.backfillId, second.backfillId]) {
+      expect(await client.getBackfill(id)).toMatchObject({ ticks: 4, succeeded: 4, failed: 0 });
+    }
+    const reruns = (await client.listRuns({ flow: "flaky_daily", trigger: "rerun", limit: 500 })).filter(
+      (r) => Date.parse(r.logicalDate!) >= Date.parse(range.from) && Date.parse(r.logicalDate!) < Date.parse(range.to),
+    );
+    expect(reruns).toHaveLength(4);
+    expect(new Set(reruns.map((r) => r.logicalDate)).size).toBe(4);
   });
 
   it("cancelling counts the held runs it ends in cancelledRuns, with the started ones", async () => {

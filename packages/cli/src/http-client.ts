@@ -116,7 +116,7 @@ export class HttpRunsApi implements RunsApi {
     return this.request("POST", `/api/backfills/${encodeURIComponent(backfillId)}/cancel`);
   }
 
-  async retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number }> {
+  async retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number; maxConcurrentRuns: number }> {
     return this.request("POST", `/api/backfills/${encodeURIComponent(backfillId)}/retry`);
   }
 

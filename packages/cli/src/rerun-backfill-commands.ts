@@ -121,13 +121,13 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
             "ax backfill retry: missing <id>, the backfill whose failed ticks to rerun; list backfills with `ax backfills`",
           );
         await withClient(async (client) => {
-          const { retried } = await client.retryBackfill(id);
+          const { retried, maxConcurrentRuns } = await client.retryBackfill(id);
           if (retried === 0) {
-            console.log(`backfill ${id}: no tick failed, nothing to retry`);
+            console.log(`backfill ${id}: no tick failed or was cancelled, nothing to retry`);
             return;
           }
           const info = await client.getBackfill(id);
-          console.log(`backfill ${id}: ${retried} failed tick(s) rerun, at most ${info.maxConcurrentRuns} at a time`);
+          console.log(`backfill ${id}: ${retried} failed or cancelled tick(s) rerun, at most ${maxConcurrentRuns} at a time`);
           await followBackfill(client, info);
         });
         return;

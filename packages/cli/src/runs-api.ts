@@ -32,7 +32,7 @@ export interface RunsApi {
   getBackfill(backfillId: string): Promise<BackfillInfo>;
   listBackfills(options?: { limit?: number }): Promise<BackfillInfo[]>;
   cancelBackfill(backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }>;
-  retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number }>;
+  retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number; maxConcurrentRuns: number }>;
   listSchedules(): Promise<ScheduleInfo[]>;
   pauseSchedule(flow: string): Promise<{ flow: string; paused: boolean }>;
   resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }>;

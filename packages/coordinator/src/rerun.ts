@@ -6,7 +6,8 @@ import {
   descendantsOf,
   flowSettings,
   flowVersionById,
-  relinkBackfillRun,
+  lockBackfillTicks,
+  relinkBackfillRuns,
   rerunSource,
   type Db,
   type Json,
@@ -51,7 +52,11 @@ export async function rerunRun(
   deps: RerunDeps,
   runId: string,
   options: RerunOptions = {},
-  /** A backfill's retry: the new run is held under the backfill's cap and takes the old one's place among its ticks. */
+  /**
+   * A backfill's retry: the new run is held under the backfill's cap and takes the old one's place
+   * among the ticks of every backfill listing it. Undefined, with nothing written, when no backfill
+   * lists the old run any more (a concurrent retry replaced it first).
+   */
   backfillId?: string,
 ): Promise<string | undefined> {
   const source = await rerunSource(deps.db, runId);
@@ -75,6 +80,7 @@ export async function rerunRun(
   const results = new Map<string, Json>(source.nodes.filter((n) => !rerun.has(n.key)).map((n) => [n.key, n.result]));
   const held = backfillId !== undefined || admitsRuns(await flowSettings(deps.db, source.flow));
   const created = await deps.db.transaction(async (tx) => {
+    if (backfillId !== undefined && !(await lockBackfillTicks(tx, runId))) return undefined;
     const [written] = await createRuns(tx, [
       {
         id: randomUUID(),
@@ -89,9 +95,10 @@ export async function rerunRun(
       },
     ]);
     if (!written?.created) throw new Error(`rerun of ${runId} was not written`);
-    if (backfillId !== undefined) await relinkBackfillRun(tx, backfillId, runId, written.runId);
+    if (backfillId !== undefined) await relinkBackfillRuns(tx, runId, written.runId);
     return written;
   });
+  if (!created) return undefined;
   // A backfill's retries are released together, once all are written.
   if (held && backfillId === undefined) await admitFlow(deps, source.flow);
   else await enqueueNodes(deps.queues, created.ready);

@@ -299,7 +299,7 @@ export class Client {
    * cap, each new run taking the failed one's place in its progress. AxBackfillCancelledError for
    * a cancelled backfill; `retried` 0 when no tick failed.
    */
-  async retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number }> {
+  async retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number; maxConcurrentRuns: number }> {
     if (!isId(backfillId)) throw new AxBackfillNotFoundError(backfillId);
     return retryBackfill(
       {

@@ -420,10 +420,13 @@ export const API_ROUTES: Record<string, RouteDoc> = {
   "POST /api/backfills/:id/retry": {
     scope: "trigger",
     audit: "backfill.retry",
-    summary: "rerun a backfill's failed ticks (their failed nodes and what follows), held under its cap",
+    summary: "rerun a backfill's failed and cancelled ticks (what did not succeed and what follows), held under its cap",
     params: backfillIdParams,
     responses: {
-      200: { description: "the reruns written", schema: z.object({ backfillId: z.uuid(), retried: z.number().int() }) },
+      200: {
+        description: "the reruns written, and how many of the backfill's runs go at once now",
+        schema: z.object({ backfillId: z.uuid(), retried: z.number().int(), maxConcurrentRuns: z.number().int() }),
+      },
       404: { description: "unknown backfill", schema: apiError },
       409: { description: "AxBackfillCancelledError: the backfill was cancelled", schema: apiError },
     },

@@ -110,13 +110,13 @@ export class AxBackfillNotFoundError extends Error {
   }
 }
 
-/** A cancelled backfill's failed ticks are not retried: its cancel said its remaining work should not run. */
+/** A cancelled backfill's ticks are not retried: its cancel said its remaining work should not run. */
 export class AxBackfillCancelledError extends Error {
   override name = "AxBackfillCancelledError";
   readonly statusCode = 409;
   constructor(readonly backfillId: string) {
     super(
-      `backfill ${backfillId} was cancelled, so its failed ticks are not retried; rerun a tick's run with \`ax rerun <run id>\`, or start a new backfill over the range`,
+      `backfill ${backfillId} was cancelled, so its ticks are not retried; start a new backfill over the same range (it lists the same runs) and retry that one (\`ax backfill retry <new id>\`), or rerun one tick's run with \`ax rerun <run id>\``,
     );
   }
 }

@@ -1,5 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { cancelBackfillRecords, createBackfill, failedBackfillRuns, flowSettings, latestFlowVersion, listFlowNames } from "@ax/store";
+import {
+  backfillInfo,
+  cancelBackfillRecords,
+  createBackfill,
+  flowSettings,
+  latestFlowVersion,
+  listFlowNames,
+  retryableBackfillRuns,
+} from "@ax/store";
 import { admitFlow, type AdmissionDeps } from "../admission.js";
 import { cancelRun } from "../cancel.js";
 import { rerunRun, type RerunDeps } from "../rerun.js";
@@ -95,16 +103,24 @@ export async function cancelBackfill(deps: AdmissionDeps, backfillId: string): P
 }
 
 /**
- * Reruns every failed tick of a backfill (`only: "failed"`: the nodes that failed and what follows
- * them; the rest keep their results), each new run held under the backfill's cap and taking the
- * failed one's place among its ticks, so progress and `ax backfill` follow the retries. A failed
- * run stays in history, as the new run's `rerunOf`. `retried` counts the new runs; 0 when none failed.
+ * Reruns every failed or cancelled tick of a backfill (`only: "failed"`: the nodes that did not
+ * succeed and what follows them; the rest keep their results), each new run held under the
+ * backfill's cap and taking the old one's place among the ticks of every backfill listing it, so
+ * progress and `ax backfill` follow the retries. The old run stays in history, as the new run's
+ * `rerunOf`. Concurrent retries rerun each tick once. `retried` counts the new runs (0 when no tick
+ * failed); `maxConcurrentRuns` is how many go at once now (the flow's own cap when smaller).
  */
-export async function retryBackfill(deps: RerunDeps, backfillId: string): Promise<{ backfillId: string; retried: number }> {
-  const found = await failedBackfillRuns(deps.db, backfillId);
+export async function retryBackfill(
+  deps: RerunDeps,
+  backfillId: string,
+): Promise<{ backfillId: string; retried: number; maxConcurrentRuns: number }> {
+  const found = await retryableBackfillRuns(deps.db, backfillId);
   if (!found) throw new AxBackfillNotFoundError(backfillId);
   if (found.cancelled) throw new AxBackfillCancelledError(backfillId);
-  for (const runId of found.runIds) await rerunRun(deps, runId, { only: "failed" }, backfillId);
-  if (found.runIds.length > 0) await admitFlow(deps, found.flow);
-  return { backfillId, retried: found.runIds.length };
+  let retried = 0;
+  for (const runId of found.runIds) if (await rerunRun(deps, runId, { only: "failed" }, backfillId)) retried++;
+  if (retried > 0) await admitFlow(deps, found.flow);
+  const [info, settings] = await Promise.all([backfillInfo(deps.db, backfillId), flowSettings(deps.db, found.flow)]);
+  const cap = info?.maxConcurrentRuns ?? DEFAULT_BACKFILL_CONCURRENCY;
+  return { backfillId, retried, maxConcurrentRuns: Math.min(cap, settings?.maxConcurrentRuns ?? cap) };
 }

@@ -188,20 +188,32 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<Cancell
 
 /**
  * What `retryBackfill` needs: whether the backfill was cancelled, and the runs of its ticks that
- * failed, oldest tick first; undefined for an unknown backfill.
+ * failed or were cancelled, oldest tick first; undefined for an unknown backfill.
  */
-export async function failedBackfillRuns(db: Db, id: string): Promise<{ flow: string; cancelled: boolean; runIds: string[] } | undefined> {
+export async function retryableBackfillRuns(
+  db: Db,
+  id: string,
+): Promise<{ flow: string; cancelled: boolean; runIds: string[] } | undefined> {
   const [found] = await rows<{ flow: string; status: string }>(db, sql`select flow, status from backfills where id = ${id}`);
   if (!found) return undefined;
   const failed = await rows<{ run_id: string }>(
     db,
     sql`select br.run_id from backfill_runs br join runs r on r.id = br.run_id
-      where br.backfill_id = ${id} and r.status = 'failed' order by br.logical_date`,
+      where br.backfill_id = ${id} and r.status in ('failed', 'cancelled') order by br.logical_date`,
   );
   return { flow: found.flow, cancelled: found.status === "cancelled", runIds: failed.map((r) => r.run_id) };
 }
 
-/** The tick whose run was `from` is now `to`'s (a retry): its progress counts the new run. */
-export async function relinkBackfillRun(db: Db, backfillId: string, from: string, to: string): Promise<void> {
-  await db.execute(sql`update backfill_runs set run_id = ${to} where backfill_id = ${backfillId} and run_id = ${from}`);
+/**
+ * Locks the ticks whose run is `runId`, in every backfill that lists it, for the transaction that
+ * reruns it: false when none lists it any more (a concurrent retry already replaced it), and the
+ * caller then writes nothing.
+ */
+export async function lockBackfillTicks(db: Db, runId: string): Promise<boolean> {
+  return (await rows(db, sql`select 1 from backfill_runs where run_id = ${runId} for update`)).length > 0;
+}
+
+/** The ticks whose run was `from` now have `to` (a retry), in every backfill listing them: their progress counts the new run. */
+export async function relinkBackfillRuns(db: Db, from: string, to: string): Promise<void> {
+  await db.execute(sql`update backfill_runs set run_id = ${to} where run_id = ${from}`);
 }
