@@ -97,6 +97,12 @@ describe("runtime.yaml", () => {
     ]);
   });
 
+  it("refuses an error named in both retry_on and no_retry_on of one task", () => {
+    expect(refusal(["tasks:", "  create_invoice: { retry_on: [TimeoutError], no_retry_on: [TimeoutError] }"].join("\n")).message).toMatch(
+      /^config\/runtime\.yaml:2:\d+: tasks\.create_invoice\.no_retry_on: TimeoutError is in both retry_on and no_retry_on/,
+    );
+  });
+
   it("refuses a camelCase spelling of an option at any level, naming the snake_case key to write", () => {
     expect(refusal(["flows:", "  order_payment_flow:", "    catchUp: all"].join("\n"))).toMatchObject({
       message: "config/runtime.yaml:3:5: flows.order_payment_flow.catchUp: unknown key; did you mean catch_up?",

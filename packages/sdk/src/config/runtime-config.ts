@@ -2,7 +2,15 @@ import { readFileSync } from "node:fs";
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
-import { atLeastOne, flowOverridesSchema, taskOverridesSchema, taskPoolOf, type TaskOverrides, type TaskPool } from "../options.js";
+import {
+  atLeastOne,
+  flowOverridesSchema,
+  matcherName,
+  taskOverridesSchema,
+  taskPoolOf,
+  type TaskOverrides,
+  type TaskPool,
+} from "../options.js";
 import { alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { optionKeys, yamlPath, type YamlPath } from "./yaml-keys.js";
 import { AxConfigError, plainMessage } from "@ax/common";
@@ -153,6 +161,14 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
   if (known) checkNames(parsed.success ? parsed.data : raw, known, fail);
   if (!parsed.success) refuseProblems();
   const config = parsed.data!;
+  for (const [name, task] of Object.entries(config.tasks ?? {})) {
+    const both = (task.noRetryOn ?? []).map(matcherName).find((m) => (task.retryOn ?? []).map(matcherName).includes(m));
+    if (both)
+      fail(
+        ["tasks", name, "no_retry_on"],
+        `${both} is in both retry_on and no_retry_on; no_retry_on would win, so remove it from one of them`,
+      );
+  }
   const pools = config.pools ?? {};
   for (const [name, task] of Object.entries(config.tasks ?? {})) {
     if (task.pool === undefined) continue;
