@@ -229,6 +229,11 @@ describe("bad input is refused with a clear error and writes nothing", () => {
         /flow "nested_ref": argument 1 of "echo" holds a Ref at \$\.order\. A Ref has no value until the run, so it must be an argument of its own/,
       );
       await refused(
+        async () => ax.flow({ name: "iterated_ref" }, (input) => void echo([...(echo(input) as unknown as unknown[])])),
+        AxDefinitionError,
+        /the result of node "echo" \(a Ref\) cannot be spread or iterated while flow "iterated_ref" is traced/,
+      );
+      await refused(
         async () => ax.flow({ name: "field_ref" }, (input) => void echo((input as unknown as { amount: unknown }).amount)),
         AxDefinitionError,
         /flow "field_ref": argument 1 of "echo" is undefined\. If it reads a field of a Ref .* read the field inside the task/,
@@ -308,7 +313,7 @@ describe("bad input is refused with a clear error and writes nothing", () => {
       await refused(
         async () => ax.task({ name: "typo_rate", rateLimit: { max: 2, per: "1s", kye: "user_id" } } as never, () => 1),
         AxDefinitionError,
-        /^task "typo_rate" has invalid options: rateLimit\.kye: unknown option; the options here are max, per, key$/,
+        /^task "typo_rate" has invalid options: rateLimit\.kye: unknown option; did you mean key\?$/,
       );
     });
   });

@@ -35,14 +35,18 @@ const REDIS_URL = /^rediss?(?:\+sentinel)?:\/\//;
 /** Case, `_` and `-` aside: `max_concurrency` and `MaxConcurrency` are spellings of `maxConcurrency`. */
 export const folded = (key: string) => key.toLowerCase().replace(/[_-]/g, "");
 
-/** Edits (insert, delete, replace) from `a` to `b`, to name the option a typo meant. */
+/** Edits (insert, delete, replace, swap two neighbours) from `a` to `b`, to name the option a typo meant. */
 function editDistance(a: string, b: string): number {
+  let before: number[] = [];
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
     for (let j = 1; j <= b.length; j++) {
       row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      // `pre` for `per`, `retires` for `retries`: two letters swapped count as one typo.
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j]!, before[j - 2]! + 1);
     }
+    before = previous;
     previous = row;
   }
   return previous[b.length]!;
@@ -52,7 +56,7 @@ function editDistance(a: string, b: string): number {
 export function meantOption(key: string, known: readonly string[]): string | undefined {
   const spelled = known.find((k) => folded(k) === folded(key));
   if (spelled) return spelled;
-  const near = known.filter((k) => editDistance(folded(k), folded(key)) <= Math.min(2, Math.floor(folded(k).length / 4)));
+  const near = known.filter((k) => editDistance(folded(k), folded(key)) <= Math.max(1, Math.min(2, Math.floor(folded(k).length / 4))));
   return near.length === 1 ? near[0] : undefined;
 }
 

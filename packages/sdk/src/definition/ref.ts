@@ -41,6 +41,13 @@ export class Ref<T = unknown> {
     );
   }
 
+  /** `[...ref]`, `for (const x of ref)`: a task's result is not a list while the flow is traced. */
+  [Symbol.iterator](): never {
+    throw new AxDefinitionError(
+      `${this.where()} cannot be spread or iterated while flow "${this.builder.flow}" is traced: it has no items yet. Pass the Ref itself to a task and loop inside the task.`,
+    );
+  }
+
   /** How messages name this Ref. */
   where(): string {
     return this.source === "input" ? `the input of flow "${this.builder.flow}"` : `the result of node "${this.source.node}" (a Ref)`;
