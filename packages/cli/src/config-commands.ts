@@ -11,7 +11,9 @@ type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 const defaultAuthor = () => process.env.USER ?? userInfo().username;
 
 function row(o: EffectiveOption): string {
-  return `  ${o.option.padEnd(20)} ${yamlValue(o.option, o.value).padEnd(30)} ${o.source}`;
+  // "null" would read as a value to write; runtime.yaml refuses it for most options.
+  const value = o.value === null ? "(not set)" : yamlValue(o.option, o.value);
+  return `  ${o.option.padEnd(20)} ${value.padEnd(30)} ${o.source}`;
 }
 
 function stored(v: ConfigVersionInfo): string {
