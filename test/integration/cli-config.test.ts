@@ -45,9 +45,7 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     writeFileSync(bad, "tasks:\n  hello_greet:\n    retries: 4\n    timeuot: 30s\n");
     const refused = await runAx([...connection(), "config", "apply", bad, "--author", "frank"]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain(
-      `AxConfigError: ${bad}:4:5: tasks.hello_greet.timeuot: unknown key; did you mean timeout?`,
-    );
+    expect(refused.stderr).toContain(`AxConfigError: ${bad}:4:5: tasks.hello_greet.timeuot: unknown key; did you mean timeout?`);
 
     writeFileSync(good, "tasks:\n  hello_greet: { retries: 2, timeout: 30s }\n");
     expect((await runAx([...connection(), "config", "apply", good, "--author", "grace"])).stdout).toContain("config v2 stored");
