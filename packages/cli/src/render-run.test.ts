@@ -85,6 +85,17 @@ describe("renderRun", () => {
     expect(text).not.toContain('{"step":9}');
   });
 
+  it("says for how long, on which worker and since when a running node runs, and for how long the run has", () => {
+    const running = node({
+      status: "running",
+      finishedAt: null,
+      attempts: [{ n: 1, worker: "vm-1-abc", startedAt: at(0), finishedAt: null, outcome: null, error: null }],
+    });
+    const text = plain(renderRun({ ...run([running]), status: "running", finishedAt: null }, new Date(Date.parse(at(0)) + 25_300)));
+    expect(text).toContain("running for 25.3s on vm-1-abc (attempt 1, since 2026-12-01T12:00:00.000Z)");
+    expect(text).toMatch(/trigger manual {2}running for 25\.3s/);
+  });
+
   it("keeps a node run once to its one line", () => {
     const text = plain(
       renderRun(run([node({ attempts: [{ n: 1, worker: "w1", startedAt: at(0), finishedAt: at(5), outcome: "success", error: null }] })])),

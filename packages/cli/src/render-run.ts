@@ -27,7 +27,7 @@ function waitedMs(run: RunInfo): number {
   return run.startedAt ? new Date(run.startedAt).getTime() - new Date(run.createdAt).getTime() : 0;
 }
 
-function taskLine(task: TaskRunInfo, upstream: string[]): string {
+function taskLine(task: TaskRunInfo, upstream: string[], now: Date): string {
   const tries = task.attempts.length;
   const parts = [
     `  ${paint("●")} ${task.key.padEnd(24)} ${paint(task.status).padEnd(18)}`,
@@ -37,6 +37,11 @@ function taskLine(task: TaskRunInfo, upstream: string[]): string {
   if (upstream.length) parts.push(pc.dim(`<- ${upstream.join(", ")}`));
   let line = parts.join(" ");
   if (task.nextRetryAt && task.status === "retrying") line += `\n      next retry at ${task.nextRetryAt}`;
+  // A node that runs long is the first suspect of a run that does not finish: for how long, and where.
+  const current = task.attempts.at(-1);
+  if (task.status === "running" && current && !current.finishedAt) {
+    line += `\n      running for ${duration(current.startedAt, now.toISOString())} on ${current.worker} (attempt ${current.n}, since ${current.startedAt})`;
+  }
   // How far a node got before it failed (a lost heartbeat, a timeout) is the first question about it.
   if (task.progress !== null && task.status === "running") line += `\n      progress ${JSON.stringify(task.progress)}`;
   else if (task.progress !== null && task.status !== "success") line += `\n      last progress ${JSON.stringify(task.progress)}`;
@@ -59,20 +64,22 @@ function taskLine(task: TaskRunInfo, upstream: string[]): string {
 }
 
 /** The run as text: a header, then each node of the DAG (in order) with its state and inputs. */
-export function renderRun(run: RunInfo): string {
+export function renderRun(run: RunInfo, now = new Date()): string {
   const header = [
     `run ${run.id}  ${pc.bold(run.flow)} v${run.flowVersion}  ${paint(run.status)}`,
     `  trigger ${run.trigger}` +
       (run.businessKey ? `  business key ${run.businessKey}` : "") +
       (run.idempotencyKey ? `  idempotency key ${run.idempotencyKey}` : "") +
-      `  took ${duration(run.startedAt, run.finishedAt) || "-"}` +
+      (run.finishedAt || !run.startedAt
+        ? `  took ${duration(run.startedAt, run.finishedAt) || "-"}`
+        : `  running for ${duration(run.startedAt, now.toISOString())}`) +
       // A delayed run, or one held by a limit, waited before its first start: not part of what it took.
       (waitedMs(run) >= 1000 ? ` (started ${duration(run.createdAt, run.startedAt)} after it was triggered)` : ""),
     ...(run.logicalDate ? [`  logical date ${run.logicalDate}`] : []),
     ...(run.rerunOf ? [`  rerun of ${run.rerunOf}`] : []),
     ...(run.waitingFor ? [`  waiting for ${run.waitingFor}`] : []),
   ];
-  return [...header, ...run.tasks.map((t) => taskLine(t, t.upstream))].join("\n");
+  return [...header, ...run.tasks.map((t) => taskLine(t, t.upstream, now))].join("\n");
 }
 
 /** What `ax trigger` and `ax rerun` print: the new run's id, or with `--wait` the finished run (exit code 1 unless it succeeded). */
