@@ -128,6 +128,7 @@ export class HttpRunsApi implements RunsApi {
       resumedAt: s.resumedAt === null ? null : new Date(s.resumedAt),
       updatedAt: new Date(s.updatedAt),
       nextFireTimes: s.nextFireTimes.map((t) => new Date(t)),
+      overdueSince: s.overdueSince === null ? null : new Date(s.overdueSince),
       lastTick: s.lastTick && { ...s.lastTick, logicalDate: new Date(s.lastTick.logicalDate), createdAt: new Date(s.lastTick.createdAt) },
     }));
   }

@@ -28,7 +28,7 @@ export function inZone(date: Date, timeZone: string): string {
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${offset}`;
 }
 
-function describe(s: ScheduleInfo): string {
+export function describeSchedule(s: ScheduleInfo): string {
   const tick = s.lastTick
     ? `${s.lastTick.logicalDate.toISOString()} ${s.lastTick.status}${s.lastTick.runId ? ` run ${s.lastTick.runId} ${s.lastTick.runStatus ?? "(pruned)"}` : ""}${s.lastTick.reason ? ` (${s.lastTick.reason})` : ""}`
     : "never";
@@ -37,6 +37,11 @@ function describe(s: ScheduleInfo): string {
     // A cron such as "0 0 30 2 *" (February 30th) parses but never fires.
     `  next (${s.timezone}): ${s.nextFireTimes.length ? s.nextFireTimes.map((d) => inZone(d, s.timezone)).join(", ") : "never (the cron matches no date)"}`,
     `  last tick: ${tick}`,
+    ...(s.overdueSince
+      ? [
+          `  OVERDUE: it should have fired at ${inZone(s.overdueSince, s.timezone)} and no tick was recorded: is a coordinator running with this flow in its entry (ax coordinator <entry>)?`,
+        ]
+      : []),
   ].join("\n");
 }
 
@@ -53,7 +58,7 @@ export function addScheduleCommands(program: Command, withClient: WithClient): v
         else
           console.log(
             schedules.length
-              ? schedules.map(describe).join("\n")
+              ? schedules.map(describeSchedule).join("\n")
               : "no schedules (a schedule is registered when a coordinator defining it starts)",
           );
       });

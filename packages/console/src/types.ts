@@ -80,6 +80,8 @@ export interface ScheduleInfo {
   timezone: string;
   paused: boolean;
   nextFireTimes: string[];
+  /** The newest fire time a minute or more ago with no tick: no coordinator ticks the flow. */
+  overdueSince: string | null;
   lastTick: { logicalDate: string; status: string; reason: string | null; runId: string | null } | null;
 }
 

@@ -47,7 +47,7 @@ function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleIn
       <div className="muted small">
         {schedule ? (
           <>
-            {schedule.cron} ·{" "}
+            {schedule.cron} · {schedule.overdueSince && <span className="overdue">{t("flows.overdueShort")} · </span>}
             {schedule.paused ? (
               t("flows.paused")
             ) : (
@@ -146,6 +146,11 @@ export function FlowPage({ name }: { name: string }) {
                 <span className="mono">{schedule.cron}</span> <span className="muted">{schedule.timezone}</span>{" "}
                 <span className={`pill ${schedule.paused ? "warn" : "ok"}`}>{schedule.paused ? t("flows.paused") : t("flows.active")}</span>
               </p>
+              {schedule.overdueSince && (
+                <div className="error-note inline" role="alert">
+                  {t("flows.overdue")} <FireTime iso={schedule.overdueSince} schedule={schedule} /> {t("flows.overdueHint")}
+                </div>
+              )}
               {schedule.paused ? (
                 <p className="muted small">{t("flows.pausedNoTicks")}</p>
               ) : (
