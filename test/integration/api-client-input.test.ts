@@ -111,7 +111,8 @@ describe("the HTTP API refuses client input it cannot store", () => {
       status: 400,
       body: {
         error: "BadRequest",
-        message: 'query: unknown parameter "busnessKey"; this route takes flow, status, businessKey, trigger, from, to, cursor, limit',
+        message:
+          'query: unknown parameter "busnessKey"; this route takes flow, status, businessKey, idempotencyKey, trigger, from, to, cursor, limit',
       },
     });
     for (const path of [

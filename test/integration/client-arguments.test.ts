@@ -228,6 +228,16 @@ describe("Client arguments", () => {
     expect(seen).toEqual((await client.listRuns({ businessKey: "paged" })).map((r) => r.id));
   });
 
+  it("listRuns finds the run an idempotency key made, given its flow; without the flow it is refused", async () => {
+    const id = await client.triggerFlow("client_args_flow", {}, { idempotencyKey: "msg-42" });
+    await client.triggerFlow("client_args_flow", {}, { idempotencyKey: "msg-43" });
+    expect((await client.listRuns({ flow: "client_args_flow", idempotencyKey: "msg-42" })).map((r) => r.id)).toEqual([id]);
+    expect(await client.listRuns({ flow: "client_args_flow", idempotencyKey: "msg-0" })).toEqual([]);
+    const refused = await refusal(() => client.listRuns({ idempotencyKey: "msg-42" }));
+    expect(refused).toBeInstanceOf(AxArgumentError);
+    expect(refused.message).toBe("listRuns: idempotencyKey needs flow too: an idempotency key is unique per flow");
+  });
+
   it("takes the flow itself: its payload type is checked and its key functions apply", async () => {
     const id = await client.triggerFlow(typed, { orderId: "o-1" });
     expect((await client.getRun(id)).businessKey).toBe("o-1");

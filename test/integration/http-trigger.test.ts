@@ -189,7 +189,17 @@ describe("GET /api/openapi.json", () => {
       in: string;
       schema: { enum?: string[]; maximum?: number };
     }[];
-    expect(parameters.map((p) => p.name).sort()).toEqual(["businessKey", "cursor", "flow", "from", "limit", "status", "to", "trigger"]);
+    expect(parameters.map((p) => p.name).sort()).toEqual([
+      "businessKey",
+      "cursor",
+      "flow",
+      "from",
+      "idempotencyKey",
+      "limit",
+      "status",
+      "to",
+      "trigger",
+    ]);
     expect(parameters.find((p) => p.name === "status")!.schema.enum).toEqual([...RUN_STATUSES]);
     expect(parameters.find((p) => p.name === "limit")!.schema.maximum).toBe(500);
     expect((await get("/api/runs?limit=501")).status).toBe(400);

@@ -87,17 +87,24 @@ export function addRunCommands(program: Command): void {
     .option("--flow <name>")
     .option("--status <status>")
     .option("--business-key <key>")
+    .option("--idempotency-key <key>", "the run this key made (with --flow: keys are unique per flow)")
     .option("--trigger <kind>", `how the runs were started: ${RUN_TRIGGERS.join(", ")}`)
     .option("--limit <n>", "how many", "20")
     .action(async (raw: Record<string, string | undefined>) => {
       const filter = parseFlags(
-        z.object({
-          flow: z.string().optional(),
-          status: z.enum(RUN_STATUSES).optional(),
-          businessKey: z.string().optional(),
-          trigger: z.enum(RUN_TRIGGERS).optional(),
-          limit: positiveInt,
-        }),
+        z
+          .object({
+            flow: z.string().optional(),
+            status: z.enum(RUN_STATUSES).optional(),
+            businessKey: z.string().optional(),
+            idempotencyKey: z.string().optional(),
+            trigger: z.enum(RUN_TRIGGERS).optional(),
+            limit: positiveInt,
+          })
+          .refine((f) => f.idempotencyKey === undefined || f.flow !== undefined, {
+            path: ["idempotencyKey"],
+            message: "needs --flow too: an idempotency key is unique per flow",
+          }),
         raw,
         "runs",
       );

@@ -55,15 +55,23 @@ export const rerunSchema = strictOptions({
   message: `give only ("failed" or "all") or from (a node), not both`,
 });
 
+/** Keys are unique per flow, and looked up by (flow, key). */
+export const IDEMPOTENCY_KEY_NEEDS_FLOW = "needs flow too: an idempotency key is unique per flow";
+
 export const runFilterSchema = strictOptions({
   flow: text.optional(),
   status: oneOf(RUN_STATUSES).optional(),
   businessKey: text.optional(),
+  idempotencyKey: text.optional(),
   trigger: oneOf(RUN_TRIGGERS).optional(),
   from: validDate.optional(),
   to: validDate.optional(),
   cursor: text.optional(),
   limit: wholeNumber(1).optional(),
+}).superRefine((filter, ctx) => {
+  if (filter.idempotencyKey !== undefined && filter.flow === undefined) {
+    ctx.addIssue({ code: "custom", path: ["idempotencyKey"], message: IDEMPOTENCY_KEY_NEEDS_FLOW });
+  }
 });
 
 /** `{ limit }` of `listBackfills`, `audit`. */

@@ -60,16 +60,24 @@ export const flowOverviewQuery = z.object({
   runs: wholeNumberParam(0, 100).optional().meta({ description: "recent runs per flow, newest first (default 30)" }),
 });
 
-export const listQuery = z.object({
-  flow: storableText.optional(),
-  status: z.enum(RUN_STATUSES).optional(),
-  businessKey: storableText.optional(),
-  trigger: z.enum(RUN_TRIGGERS).optional(),
-  from: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created at or after this time (ISO 8601)" }),
-  to: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created before this time (ISO 8601)" }),
-  cursor: z.string().min(1).optional().meta({ description: "nextCursor of the previous page" }),
-  limit: wholeNumberParam(1, 500).optional(),
-});
+export const listQuery = z
+  .object({
+    flow: storableText.optional(),
+    status: z.enum(RUN_STATUSES).optional(),
+    businessKey: storableText.optional(),
+    idempotencyKey: storableText
+      .optional()
+      .meta({ description: "the run this idempotency key made; needs flow (keys are unique per flow)" }),
+    trigger: z.enum(RUN_TRIGGERS).optional(),
+    from: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created at or after this time (ISO 8601)" }),
+    to: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created before this time (ISO 8601)" }),
+    cursor: z.string().min(1).optional().meta({ description: "nextCursor of the previous page" }),
+    limit: wholeNumberParam(1, 500).optional(),
+  })
+  .refine((q) => q.idempotencyKey === undefined || q.flow !== undefined, {
+    path: ["idempotencyKey"],
+    message: "needs flow too: an idempotency key is unique per flow",
+  });
 
 /** An idempotency or business key: what the body gives, the Client's options, a flow's key function returns. */
 export const triggerKey = z

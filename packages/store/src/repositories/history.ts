@@ -70,6 +70,8 @@ export interface RunFilter {
   flow?: string | undefined;
   status?: RunStatus | undefined;
   businessKey?: string | undefined;
+  /** The run an idempotency key made; give `flow` too, as keys are unique per flow (and it is then an index lookup). */
+  idempotencyKey?: string | undefined;
   trigger?: RunTrigger | undefined;
   /** Runs created at or after this time. */
   from?: Date | undefined;
@@ -273,6 +275,10 @@ export async function listRunPage(db: Db, filter: RunFilter = {}): Promise<RunPa
   if (filter.flow) where.push(eq(runs.flow, filter.flow));
   if (filter.status) where.push(eq(runs.status, filter.status));
   if (filter.businessKey) where.push(eq(runs.businessKey, filter.businessKey));
+  if (filter.idempotencyKey) {
+    const inFlow = filter.flow ? sql` and flow = ${filter.flow}` : sql``;
+    where.push(sql`${runs.id} in (select run_id from idempotency_keys where key = ${filter.idempotencyKey}${inFlow})`);
+  }
   if (filter.trigger) where.push(eq(runs.trigger, filter.trigger));
   if (filter.from) where.push(gte(runs.createdAt, filter.from));
   if (filter.to) where.push(lt(runs.createdAt, filter.to));
