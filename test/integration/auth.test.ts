@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +6,7 @@ import { ax, axLogger, AxNoTokensError, Client, type Runtime, type TokenScope } 
 import { API_ROUTES, type RouteDoc } from "@ax/server";
 import { summarise } from "@ax/worker";
 import { isolate } from "../helpers/isolated.js";
+import { captured } from "../helpers/log-capture.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const echo = ax.task({ name: "auth_echo" }, (input: unknown) => ({ input, password: "hunter2", apiKey: "k-123", ok: true }));
@@ -16,18 +16,6 @@ const authFlow = ax.flow({ name: "auth_flow", schedule: "0 0 1 1 *" }, (input) =
 
 const SCOPES: TokenScope[] = ["read", "trigger", "admin"];
 const RANK = { public: -1, metrics: 0, read: 0, trigger: 1, admin: 2 } as const;
-
-/** pino lines written to memory, parsed. */
-function captured(): { stream: Writable; lines: string[] } {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  });
-  return { stream, lines };
-}
 
 describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, () => {
   const env = isolate("auth");

@@ -1,5 +1,4 @@
 import { createServer, connect, type AddressInfo, type Socket } from "node:net";
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { Registry } from "prom-client";
@@ -9,6 +8,7 @@ import { closeRedis, connectRedis, QueueRegistry } from "@ax/coordinator";
 import { startServer } from "@ax/server";
 import { startMetricsServer } from "@ax/server/metrics";
 import { isolate } from "../helpers/isolated.js";
+import { captured } from "../helpers/log-capture.js";
 import { testRuntime } from "../helpers/runtime.js";
 import { freePort, startAx, type Child } from "../helpers/processes.js";
 
@@ -51,18 +51,6 @@ async function tcpProxy(target: string): Promise<{ via(url: string): string; clo
 async function get(url: string, token?: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
-
-/** pino lines written to memory. */
-function captured(): { stream: Writable; lines: string[] } {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  });
-  return { stream, lines };
 }
 
 const silent = pino({ level: "silent" });
