@@ -99,9 +99,9 @@ export async function rerunRun(
     return written;
   });
   if (!created) return undefined;
-  // A backfill's retries are released together, once all are written.
-  if (held && backfillId === undefined) await admitFlow(deps, source.flow);
-  else await enqueueNodes(deps.queues, created.ready);
+  if (!held) await enqueueNodes(deps.queues, created.ready);
+  // A backfill's retries are released together, once all are written (retryBackfill).
+  else if (backfillId === undefined) await admitFlow(deps, source.flow);
   return created.runId;
 }
 
