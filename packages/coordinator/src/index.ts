@@ -26,4 +26,5 @@ export * from "./events/hub.js";
 export * from "./alerts/types.js";
 export * from "./alerts/sinks.js";
 export * from "./alerts/evaluator.js";
+export * from "./alerts/fingerprint.js";
 export * from "./retention.js";

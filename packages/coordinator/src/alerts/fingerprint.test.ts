@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { errorFingerprint } from "./evaluator.js";
+import { errorFingerprint } from "./fingerprint.js";
 
 const key = (message: string) => errorFingerprint({ name: "LedgerError", message });
 
