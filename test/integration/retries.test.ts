@@ -222,8 +222,10 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
     console.log(`fixed ${FIXED_BACKOFF_MS} ms backoff, 28 gaps: ${observed.join(", ")} ms; missed wakes: ${missedWakes}`);
     // Until 0.8.0 about one retry in four waited out the 1 s poll: a fetch that found the queue empty
     // just before the retry fell due put the next look a second away, and the retry's marker was taken.
+    // Until 0.9.7 one in three runs of this test missed one: of retries falling due a millisecond
+    // apart, the first one's fetch used up the queue's due time and an empty fetch forgot the next.
     expect(observed.every((gap) => gap >= FIXED_BACKOFF_MS - 20)).toBe(true);
-    expect(missedWakes).toBeLessThanOrEqual(2);
+    expect(missedWakes).toBeLessThanOrEqual(1);
   });
 
   it("fails create_invoice on the first attempt with a ConfigError, which is not in retryOn", async () => {

@@ -23,6 +23,7 @@ import {
   announced,
   FETCHERS,
   idle,
+  nextDelayedDue,
   IDLE_POLL_MS,
   isReady,
   openQueue,
@@ -230,7 +231,7 @@ export class Dispatcher {
     }
     if (!job) {
       if (permit) await this.o.gate.release(permit, { unused: true });
-      if (state.wakes === wakes) idle(state, startedAt);
+      if (state.wakes === wakes) idle(state, startedAt, nextDelayedDue(state.worker));
       state.reason.clear();
       return false;
     }

@@ -141,6 +141,17 @@ export function idle(state: QueueState, startedAt: number, nextDue = 0): void {
   if (!state.limited) state.fetchWidth = 1;
 }
 
+/**
+ * When the next delayed job of `worker`'s queue falls due (epoch ms; 0 for none), as its last
+ * fetch that found nothing answered. BullMQ keeps that answer in a field it does not expose;
+ * without it, of retries falling due a millisecond apart, the first one's fetch used up the
+ * queue's due time and the rest waited out the poll.
+ */
+export function nextDelayedDue(worker: Worker<NodeJobData>): number {
+  const due = (worker as unknown as { blockUntil?: unknown }).blockUntil;
+  return typeof due === "number" ? due : 0;
+}
+
 /** A due time already passed is replaced: its job was fetched, or is fetched now whatever comes next. */
 function dueBy(state: QueueState, at: number): void {
   state.dueAt = state.dueAt === 0 || state.dueAt <= Date.now() ? at : Math.min(state.dueAt, at);
