@@ -6,8 +6,9 @@ import { Writable } from "node:stream";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { Registry } from "prom-client";
-import { afterAll, describe, expect, it } from "vitest";
-import { checkEvictionPolicy, redisConnectionOptions } from "@ax/coordinator";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { AxRedisVersionError } from "@ax/common";
+import { checkEvictionPolicy, checkRedisVersion, redisConnectionOptions } from "@ax/coordinator";
 import { startMetricsServer } from "@ax/server";
 import { ax } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
@@ -46,18 +47,23 @@ async function privateRedis(args: string[]): Promise<{ url: string; port: number
 }
 
 describe("Redis's maxmemory-policy is checked at start", () => {
-  it("an evicting Redis is logged at error and ax_redis_eviction_policy_ok is 0 in a started Runtime", async () => {
+  it("an evicting Redis is logged at error, once, as JSON, and ax_redis_eviction_policy_ok is 0 in a started Runtime", async () => {
     const redis = await privateRedis(["--maxmemory-policy", "allkeys-lru"]);
     const env = isolate("evict");
     const { log, lines } = capturingLogger();
+    const plainText = vi.spyOn(console, "warn");
     const runtime = testRuntime({ ...env, redis: redis.url }, { flows: [deployFlow], roles: ["worker"], logger: log });
     try {
       await runtime.start();
-      const warning = lines.find((l) => l.policy === "allkeys-lru");
-      expect(warning?.level).toBe(50);
-      expect(String(warning?.msg)).toMatch(/silently delete queued jobs.*noeviction/);
+      const warnings = lines.filter((l) => l.policy === "allkeys-lru");
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]?.level).toBe(50);
+      expect(String(warnings[0]?.msg)).toMatch(/silently delete queued jobs.*noeviction/);
       expect(await runtime.registry.getSingleMetricAsString("ax_redis_eviction_policy_ok")).toMatch(/^ax_redis_eviction_policy_ok 0$/m);
+      // BullMQ's own check printed "IMPORTANT! Eviction policy is ..." once per queue, outside the JSON log.
+      expect(plainText.mock.calls.filter((call) => /Eviction policy/.test(String(call[0])))).toEqual([]);
     } finally {
+      plainText.mockRestore();
       await runtime.stop({ timeout: "2s" });
       await env.cleanup();
     }
@@ -95,6 +101,32 @@ describe("Redis's maxmemory-policy is checked at start", () => {
       connection.disconnect();
       admin.disconnect();
     }
+  });
+});
+
+describe("Redis's version is checked once at start", () => {
+  it("answers the server's version and logs nothing for a current Redis", async () => {
+    const redis = await privateRedis([]);
+    const connection = new Redis(redis.url);
+    const { log, lines } = capturingLogger();
+    try {
+      expect(await checkRedisVersion(connection, log)).toMatch(/^\d+\.\d+\.\d+$/);
+      expect(lines).toEqual([]);
+    } finally {
+      connection.disconnect();
+    }
+  });
+
+  it("refuses a server older than 5.0 and warns below 6.2 (a stand-in answers INFO: no such server is installed here)", async () => {
+    const { log, lines } = capturingLogger();
+    const server = (version: string) =>
+      ({ info: async () => `# Server\r\nredis_version:${version}\r\nredis_mode:standalone\r\n` }) as unknown as Redis;
+    await expect(checkRedisVersion(server("4.0.14"), log)).rejects.toBeInstanceOf(AxRedisVersionError);
+    await expect(checkRedisVersion(server("4.0.14"), log)).rejects.toThrow("Redis 4.0.14 is too old: ax needs Redis 5.0.0 or newer");
+    expect(await checkRedisVersion(server("6.0.16"), log)).toBe("6.0.16");
+    expect(lines.map((l) => l.msg)).toEqual(["Redis 6.0.16 is older than 6.2.0; it works, but upgrade when you can"]);
+    expect(await checkRedisVersion(server("10.0.0"), log)).toBe("10.0.0");
+    expect(lines).toHaveLength(1);
   });
 });
 

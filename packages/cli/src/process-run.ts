@@ -4,7 +4,7 @@ import { userInfo } from "node:os";
 import { Registry } from "prom-client";
 import { axLogger, LiveConfig, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
 import { advertiseApi, migrate, openStore } from "@ax/store";
-import { checkEvictionPolicy, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
+import { checkEvictionPolicy, checkRedisVersion, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { DEFAULT_DATA_DIR } from "@ax/common";
 import { startMetricsServer } from "@ax/server/metrics";
 import { loadFlows } from "./load-entry.js";
@@ -155,6 +155,7 @@ export async function runServer(c: ConnectionFlags, entry: string | undefined, f
   const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
   const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
   const registry = new Registry();
+  await checkRedisVersion(redis, log);
   await checkEvictionPolicy(redis, log, registry);
   try {
     const { startServer } = await import("@ax/server");

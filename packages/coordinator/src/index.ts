@@ -1,5 +1,6 @@
 export * from "./redis.js";
 export * from "./eviction-policy.js";
+export * from "./redis-version.js";
 export * from "./queues.js";
 export * from "./enqueue.js";
 export * from "./trigger.js";

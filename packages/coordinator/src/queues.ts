@@ -51,7 +51,8 @@ export class QueueRegistry {
   get(name: string): Queue<NodeJobData> {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue<NodeJobData>(name, { connection: this.connection, prefix: this.prefix });
+      // The server was checked once at start (`checkRedisVersion`); BullMQ would check it again per queue, warning in plain text.
+      queue = new Queue<NodeJobData>(name, { connection: this.connection, prefix: this.prefix, skipVersionCheck: true });
       // The shared connection's errors are logged once where it was opened (connectRedis).
       queue.on("error", (err) => this.log.debug({ err, queue: name }, "BullMQ queue error"));
       this.queues.set(name, queue);

@@ -1,7 +1,7 @@
 import { hostname, userInfo } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import { attachEventSource, checkEvictionPolicy } from "@ax/coordinator";
+import { attachEventSource, checkEvictionPolicy, checkRedisVersion } from "@ax/coordinator";
 import {
   countApiTokens,
   insertFirstConfigVersion,
@@ -127,6 +127,7 @@ export class Runtime {
       // Before any role starts: an API open to anyone by accident is worse than a process that does not start.
       throw new AxNoTokensError();
     }
+    await checkRedisVersion(connections.redis, this.log);
     await checkEvictionPolicy(connections.redis, this.log, this.registry);
     const live = new LiveConfig(store.db, connections.redis, queues.prefix);
     this.live = live;

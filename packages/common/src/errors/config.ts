@@ -39,3 +39,16 @@ export class AxPortInUseError extends Error {
 export function portError(error: unknown, port: number, host: string, what: string): unknown {
   return (error as { code?: unknown } | null)?.code === "EADDRINUSE" ? new AxPortInUseError(port, host, what) : error;
 }
+
+/** The Redis server is older than the BullMQ commands ax runs need. */
+export class AxRedisVersionError extends Error {
+  override name = "AxRedisVersionError";
+  constructor(
+    readonly version: string,
+    readonly minimum: string,
+  ) {
+    super(
+      `Redis ${version} is too old: ax needs Redis ${minimum} or newer (7 is what it is tested with). Upgrade the server; nothing was started.`,
+    );
+  }
+}

@@ -70,6 +70,8 @@ export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
     stalledInterval: o.stalledIntervalMs,
     // A stalled job is an attempt whose worker died; the fence decides what happens to it.
     maxStalledCount: 1000,
+    // Checked once at start (`checkRedisVersion`), not per queue with plain-text warnings.
+    skipVersionCheck: true,
   });
   worker.on("error", (err) => o.errors.warn(err, { queue: queue.name }, "BullMQ worker error"));
   return {

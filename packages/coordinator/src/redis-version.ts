@@ -1,0 +1,36 @@
+import { AxRedisVersionError } from "@ax/common";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+
+/** BullMQ's own floor: its scripts use commands older servers lack. */
+const MINIMUM = "5.0.0";
+/** Below this BullMQ's blocking waits and some of its scripts fall back to slower forms. */
+const RECOMMENDED = "6.2.0";
+
+const parts = (version: string) => version.split(".").map((part) => Number.parseInt(part, 10) || 0);
+
+function below(version: string, floor: string): boolean {
+  const [a, b] = [parts(version), parts(floor)];
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const [x, y] = [a[i] ?? 0, b[i] ?? 0];
+    if (x !== y) return x < y;
+  }
+  return false;
+}
+
+/**
+ * Checks the server's version once per process, in place of BullMQ's check on every queue it
+ * opens: ax opens its queues with `skipVersionCheck`, because BullMQ reports what it finds with
+ * `console.warn` in plain text, once per queue, into logs that are JSON. A server that does not
+ * say its version (a proxy) is let through.
+ */
+export async function checkRedisVersion(redis: Redis, log: Logger): Promise<string | null> {
+  const info = await redis.info("server");
+  const version = /^redis_version:(\S+)/m.exec(info)?.[1] ?? null;
+  if (version === null) return null;
+  if (below(version, MINIMUM)) throw new AxRedisVersionError(version, MINIMUM);
+  if (below(version, RECOMMENDED)) {
+    log.warn({ redisVersion: version }, `Redis ${version} is older than ${RECOMMENDED}; it works, but upgrade when you can`);
+  }
+  return version;
+}
