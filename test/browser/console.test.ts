@@ -291,6 +291,17 @@ describe("the web console in a real browser", () => {
     await page.getByTestId("language").click();
     await expect(note.textContent()).resolves.toContain("1 个节点已失败且不再重试：");
     await expect(input.textContent()).resolves.toBe("未运行：上游 create_invoice 失败");
+    // The API's reasons in Chinese, the English it wrote in the tooltip.
+    await node("create_invoice").click();
+    const notRetried = page.locator('[data-panel="create_invoice"] .not-retried');
+    await expect(notRetried.textContent()).resolves.toBe("未重试： 重试次数已用完（retries: 3）");
+    await expect(notRetried.getAttribute("title")).resolves.toBe("no retries left (retries: 3)");
+    await expect(node("sync_stock").locator(".dag-detail").textContent()).resolves.toBe("资源池 core_db（25/25）");
+    await node("sync_stock").click();
+    const waiting = page.locator('[data-panel="sync_stock"] [data-waiting]');
+    await expect(waiting.textContent()).resolves.toBe("等待: 资源池 core_db（25/25）");
+    await expect(waiting.getAttribute("title")).resolves.toBe("pool core_db (25/25)");
+    await expect(held.textContent()).resolves.toBe("所有流程正在运行的运行（共享的限制）→");
     await shot("18b-running-with-failure-zh");
     await page.getByTestId("language").click();
   });
@@ -308,6 +319,11 @@ describe("the web console in a real browser", () => {
     await expect(held.getAttribute("href")).resolves.toBe("/runs?flow=order_payment_flow&status=running");
     await expect(page.locator(".page-head [data-meta=runningFor]").count()).resolves.toBe(0);
     await shot("19-held-run");
+    await page.getByTestId("language").click();
+    await expect(page.locator(".page-head [data-waiting]").textContent()).resolves.toBe("等待: 流程并发运行数 3/3（maxConcurrentRuns）");
+    await expect(held.textContent()).resolves.toBe("此流程正在运行的运行 →");
+    await shot("19b-held-run-zh");
+    await page.getByTestId("language").click();
     await held.click();
     await page.waitForURL((url) => url.pathname === "/runs" && url.searchParams.get("status") === "running");
     await expect(page.locator("select[name=status]").inputValue()).resolves.toBe("running");

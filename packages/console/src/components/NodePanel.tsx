@@ -1,6 +1,7 @@
 import { duration, summary, waitingDue, waitingFor } from "../format";
 import { fill, type MessageKey, useI18n } from "../i18n";
 import { Link } from "../router";
+import { serverOriginal, serverText } from "../server-reasons";
 import type { RunInfo, TaskRunInfo } from "../types";
 import { Attempts } from "./Attempts";
 import { HeldBy } from "./HeldBy";
@@ -8,13 +9,16 @@ import { NodeInput } from "./NodeInput";
 import { NodeLogs } from "./NodeLogs";
 import { StatusBadge } from "./Status";
 
-/** A run's or node's `waitingFor`, a delayed one's due time written as the console writes times. */
+/**
+ * A run's or node's `waitingFor`, a delayed one's due time written as the console writes times, a
+ * reason in the console's language (the API's English in the tooltip).
+ */
 export function Waiting({ text }: { text: string }) {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const due = waitingDue(text);
   return (
-    <span title={due}>
-      {t("run.waiting")}: {waitingFor(text, t("run.dueAt"))}
+    <span title={due ?? serverOriginal(text, lang)} data-waiting>
+      {t("run.waiting")}: {waitingFor(serverText(text, lang), t("run.dueAt"))}
     </span>
   );
 }
@@ -142,7 +146,7 @@ export function NodePanel({
   onRerunFrom: (() => void) | undefined;
   busy: boolean;
 }) {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const following = task.status === "running" || task.status === "retrying";
   const reused = task.reusedFrom === null ? undefined : { ...task, reusedFrom: task.reusedFrom };
   return (
@@ -182,8 +186,8 @@ export function NodePanel({
         <div className="error-box" data-error={task.error.name}>
           <strong>{task.error.name}</strong>: {task.error.message}
           {task.error.notRetried && (
-            <p className="not-retried">
-              {t("node.notRetried")} {task.error.notRetried}
+            <p className="not-retried" title={serverOriginal(task.error.notRetried, lang)}>
+              {t("node.notRetried")} {serverText(task.error.notRetried, lang)}
             </p>
           )}
           {task.error.stack && <pre>{task.error.stack}</pre>}

@@ -10,9 +10,10 @@ import { type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, replace, useLocation } from "../router";
 import { FINAL_RUN } from "../run-states";
 import { useLiveRun } from "../run-stream";
+import { serverText } from "../server-reasons";
 import type { RunInfo, TaskRunInfo } from "../types";
 
-function nodeDetail(task: TaskRunInfo, now: number, t: ReturnType<typeof useI18n>["t"]): string {
+function nodeDetail(task: TaskRunInfo, now: number, { t, lang }: ReturnType<typeof useI18n>): string {
   if (task.reusedFrom) return `${t("status.reused")} · ${task.reusedFrom.slice(0, 8)}`;
   if (task.status === "retrying" && task.nextRetryAt) {
     const left = Date.parse(task.nextRetryAt) - now;
@@ -23,7 +24,8 @@ function nodeDetail(task: TaskRunInfo, now: number, t: ReturnType<typeof useI18n
       task.progress === null ? "" : ` · ${typeof task.progress === "number" ? `${task.progress}%` : summary(task.progress, 24)}`;
     return `${between(task.startedAt, null, now)}${progress}`;
   }
-  if ((task.status === "queued" || task.status === "pending") && task.waitingFor) return waitingFor(task.waitingFor, t("run.dueAt"));
+  if ((task.status === "queued" || task.status === "pending") && task.waitingFor)
+    return waitingFor(serverText(task.waitingFor, lang), t("run.dueAt"));
   if (task.finishedAt) return `${t(`status.${task.status}`)} · ${between(task.startedAt, task.finishedAt)}`;
   return t(`status.${task.status}`);
 }
@@ -38,7 +40,8 @@ function rerunFailedLabel(run: RunInfo): MessageKey {
 }
 
 export function RunPage({ id }: { id: string }) {
-  const { t } = useI18n();
+  const i18n = useI18n();
+  const { t } = i18n;
   const { run, error, live } = useLiveRun(id);
   // The open node lives in the address (`?node=<key>`), so it can be shared, and a link to a node
   // of a run (a reused node's source) opens its panel.
@@ -69,7 +72,7 @@ export function RunPage({ id }: { id: string }) {
     task: task.task,
     upstream: task.upstream,
     status: task.reusedFrom ? "reused" : task.status,
-    detail: nodeDetail(task, now, t),
+    detail: nodeDetail(task, now, i18n),
   }));
   const act = (path: string, body?: object) =>
     action.run(async () => {

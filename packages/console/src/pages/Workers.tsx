@@ -2,10 +2,11 @@ import { Empty, ErrorNote } from "../components/Status";
 import { Time, Zone } from "../components/Time";
 import { useApi } from "../hooks";
 import { useI18n } from "../i18n";
+import { serverOriginal, serverText } from "../server-reasons";
 import type { QueueInfo, WorkerInfo } from "../types";
 
 export function WorkersPage() {
-  const { t } = useI18n();
+  const { t, lang } = useI18n();
   const workers = useApi<{ workers: WorkerInfo[] }>("/api/workers", 2000);
   const queues = useApi<{ queues: QueueInfo[] }>("/api/queues", 2000);
   const live = (workers.data?.workers ?? []).filter((w) => w.live);
@@ -82,7 +83,9 @@ export function WorkersPage() {
                   <td>{q.waiting}</td>
                   <td>{q.active}</td>
                   <td>{q.delayed}</td>
-                  <td>{q.limited ?? <span className="muted">—</span>}</td>
+                  <td title={q.limited ? serverOriginal(q.limited, lang) : undefined}>
+                    {q.limited ? serverText(q.limited, lang) : <span className="muted">—</span>}
+                  </td>
                   <td>{q.workers}</td>
                 </tr>
               ))}
