@@ -304,7 +304,8 @@ export const API_ROUTES: Record<string, RouteDoc> = {
     body: configBody,
     responses: {
       201: {
-        description: "the stored version, with `warnings`: pools the code gives tasks that it leaves unsized (those tasks will not start)",
+        description:
+          "the stored version, with `warnings`: pools the code gives tasks that it leaves unsized (those tasks will not start), YAML error lists the code contradicts, and YAML queues no live worker serves",
         schema: configVersion.extend({ warnings: z.array(z.string()) }),
       },
       400: {

@@ -13,12 +13,13 @@ import {
   listFlowNames,
   listWorkerConfigVersions,
   previousConfigVersion,
+  servedQueues,
   type ConfigVersion,
   type Db,
   type Json,
   type WorkerConfigState,
 } from "@ax/store";
-import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, AxUnknownFlowError } from "@ax/common";
+import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, AxUnknownFlowError, DEFAULT_LEASE_MS } from "@ax/common";
 import { shown } from "../option-checks.js";
 import {
   FLOW_DEFAULTS,
@@ -30,7 +31,8 @@ import {
   type TaskPool,
 } from "../options.js";
 import { redactConfigParsed, redactConfigYaml } from "./config-redaction.js";
-import { parseRuntimeConfig, unsizedPools, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
+import { codeRetryPolicy, configWarnings } from "./config-warnings.js";
+import { parseRuntimeConfig, type CodeRetryPolicy, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
 import { snake } from "./yaml-keys.js";
 
 /** Where a new version's number is published; every Runtime of the prefix subscribes. */
@@ -54,7 +56,10 @@ export interface ShowOptions {
   redacted?: boolean | undefined;
 }
 
-/** A version just stored, with what it changes that may surprise (`unsizedPools`). */
+/**
+ * A version just stored, with what may surprise in it: pools it leaves unsized, error lists the
+ * code contradicts, queues no live worker serves.
+ */
 export interface ConfigApplied extends ConfigVersionInfo {
   warnings: string[];
 }
@@ -148,12 +153,16 @@ export class LiveConfig {
     const tasks = new Set<string>();
     for (const flow of flows) for (const node of (await latestFlowVersion(this.db, flow))?.dag.nodes ?? []) tasks.add(node.task);
     const taskPools: Record<string, TaskPool> = {};
+    const taskRetries: Record<string, CodeRetryPolicy> = {};
     for (const row of await listCodeOptions(this.db)) {
+      if (row.kind !== "task") continue;
       // Stored by whichever version of the code registered last: one this version cannot read is not checked.
-      const pool = row.kind === "task" ? taskOverridesSchema.shape.pool.safeParse(row.options.pool) : undefined;
-      if (pool?.success && pool.data !== undefined) taskPools[row.name] = taskPoolOf(pool.data);
+      const pool = taskOverridesSchema.shape.pool.safeParse(row.options.pool);
+      if (pool.success && pool.data !== undefined) taskPools[row.name] = taskPoolOf(pool.data);
+      const retry = codeRetryPolicy(row.options);
+      if (retry) taskRetries[row.name] = retry;
     }
-    return { flows, tasks, taskPools };
+    return { flows, tasks, taskPools, taskRetries };
   }
 
   /** Validates `text` against what the cluster knows; throws AxConfigError naming file, line, column and key. */
@@ -169,7 +178,9 @@ export class LiveConfig {
     const parsed = parseRuntimeConfig(text, file, known);
     const stored = await insertConfigVersion(this.db, { yaml: text, parsed: parsed as unknown as Json, author, file });
     await this.announce(stored.version);
-    return { ...(await this.version(stored.version)), warnings: unsizedPools(parsed, known) };
+    // The queues live workers serve now: a worker keeps those it started with whatever the new version says.
+    const served = (await servedQueues(this.db, DEFAULT_LEASE_MS)).keys();
+    return { ...(await this.version(stored.version)), warnings: configWarnings(parsed, known, served) };
   }
 
   /** A new version whose text is `version`'s (re-validated: the cluster's flows may have changed since). */

@@ -54,6 +54,15 @@ export interface KnownNames {
    * `pools:` unless the YAML gives the task a pool of its own.
    */
   taskPools?: Record<string, TaskPool> | undefined;
+  /** Each task's retry options as its code sets them, by task name: a YAML list replacing one of them may contradict the other. */
+  taskRetries?: Record<string, CodeRetryPolicy> | undefined;
+}
+
+/** A task's retry options as its code set them when a Runtime registered it (error classes by name). */
+export interface CodeRetryPolicy {
+  retries?: number | undefined;
+  retryOn?: string[] | undefined;
+  noRetryOn?: string[] | undefined;
 }
 
 /**
