@@ -271,6 +271,8 @@ export class Runtime {
    * the stored flow settings and schedules are rewritten so the coordinators act on them.
    */
   private async applyNewVersion(version: ConfigVersion): Promise<void> {
+    // Stopping: the connections are gone, and a start reads the newest version anyway.
+    if (!this.connections) return;
     this.applyVersion(version);
     // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.
     await this.registerFlows();
