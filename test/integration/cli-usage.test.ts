@@ -210,5 +210,12 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     for (const flag of ["--port", "--queues", "--concurrency", "--durability"]) expect(coordinator.stdout).not.toContain(flag);
     expect(worker.stdout).not.toContain("--port");
     for (const flag of ["--port", "--queues", "--concurrency", "--durability", "--metrics-port"]) expect(dev.stdout).toContain(flag);
+    // Only `ax dev` reads config/runtime.yaml unasked: the others must not promise that default.
+    const unwrapped = (help: string) => help.replace(/\s+/g, " ");
+    expect(unwrapped(dev.stdout)).toContain("(default config/runtime.yaml if it exists)");
+    for (const help of [worker.stdout, coordinator.stdout]) {
+      expect(unwrapped(help)).toContain("after that the stored version wins");
+      expect(help).not.toContain("config/runtime.yaml");
+    }
   });
 });

@@ -19,7 +19,10 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
     .description(description)
     .option(
       "--config <file>",
-      "runtime.yaml: stored as version 1 when none is stored; `ax dev` applies it on every save (default config/runtime.yaml if it exists)",
+      // Only `ax dev` falls back to DEV_CONFIG: a worker or coordinator reads no file it was not given.
+      name === "dev"
+        ? `runtime.yaml: stored as version 1 when none is stored, then applied on every save (default ${DEV_CONFIG} if it exists)`
+        : "runtime.yaml: stored as version 1 when none is stored; after that the stored version wins (change it with `ax config apply`)",
     );
   if (roles.includes("worker")) {
     command
