@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RunInfo, TaskRunInfo } from "ax-scheduler";
-import { renderRun } from "./render-run.js";
+import { elapsed, renderRun } from "./render-run.js";
 
 const plain = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, "");
 const at = (ms: number) => new Date(Date.UTC(2026, 11, 1, 12, 0, 0, ms)).toISOString();
@@ -125,5 +125,27 @@ describe("renderRun", () => {
     const delayed = { ...run([node({})]), createdAt: at(0), startedAt: at(19_900), finishedAt: at(19_915) };
     expect(plain(renderRun(delayed))).toContain("took 15ms (started 19.9s after it was triggered)");
     expect(plain(renderRun(run([node({})])))).toMatch(/took 900ms$/m);
+  });
+
+  it("prints a minute or more in whole units, not in raw seconds", () => {
+    expect(elapsed(639)).toBe("639ms");
+    expect(elapsed(12_000)).toBe("12.0s");
+    expect(elapsed(59_940)).toBe("59.9s");
+    expect(elapsed(59_960)).toBe("1m 0s");
+    expect(elapsed(754_400)).toBe("12m 34s");
+    expect(elapsed(7_222_200)).toBe("2h 0m 22s");
+    expect(elapsed(172_824_500)).toBe("2d 0h 0m");
+    expect(elapsed(93_784_000)).toBe("1d 2h 3m");
+  });
+
+  it("says how long a node has run for in hours once it passes them", () => {
+    const running = node({
+      status: "running",
+      finishedAt: null,
+      attempts: [{ n: 1, worker: "vm-1-abc", startedAt: at(0), finishedAt: null, outcome: null, error: null }],
+    });
+    const text = plain(renderRun({ ...run([running]), status: "running", finishedAt: null }, new Date(Date.parse(at(0)) + 7_222_200)));
+    expect(text).toContain("running for 2h 0m 22s on vm-1-abc");
+    expect(text).toMatch(/trigger manual {2}running for 2h 0m 22s/);
   });
 });
