@@ -8,7 +8,7 @@ import {
   createRuns,
   GroupCommit,
   isConnectionError,
-  latestFlowVersion,
+  currentFlowVersion,
   migrate,
   openStore,
   registerFlowVersion,
@@ -89,7 +89,7 @@ describe("group commit: one bad item fails only itself", () => {
   }
 
   it("bisects a refused batch so that only the guilty items fail, each with PostgreSQL's words and nobody else's data", async () => {
-    const flow = (await latestFlowVersion(store.db, "gc_echo_flow"))!;
+    const flow = (await currentFlowVersion(store.db, "gc_echo_flow"))!;
     await bisects(store, flow, (text) => env.sql(text));
   });
 
@@ -98,7 +98,7 @@ describe("group commit: one bad item fails only itself", () => {
     const embedded = openStore({ dataDir });
     try {
       await migrate(embedded);
-      const dag = (await latestFlowVersion(store.db, "gc_echo_flow"))!.dag;
+      const dag = (await currentFlowVersion(store.db, "gc_echo_flow"))!.dag;
       const flow = await registerFlowVersion(embedded.db, dag, "groupcommit-test");
       await bisects(embedded, flow, async (text) => ((await embedded.db.execute(text)) as unknown as { rows: unknown[] }).rows);
     } finally {

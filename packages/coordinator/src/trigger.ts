@@ -5,7 +5,7 @@ import {
   createRuns,
   GroupCommit,
   jsonBytes,
-  latestFlowVersion,
+  currentFlowVersion,
   listFlowNames,
   toStorableText,
   type CreatedRun,
@@ -102,7 +102,7 @@ export async function prepareRun(deps: TriggerDeps, request: TriggerRequest, wha
   const { db } = deps.writer;
   // A name PostgreSQL cannot hold names no registered flow; asking would only make it refuse the query.
   const nameStorable = toStorableText(request.flow) === request.flow;
-  const flow = nameStorable ? await (deps.resolveFlow ?? ((name) => latestFlowVersion(db, name)))(request.flow) : undefined;
+  const flow = nameStorable ? await (deps.resolveFlow ?? ((name) => currentFlowVersion(db, name)))(request.flow) : undefined;
   if (!flow) throw new AxUnknownFlowError(request.flow, await listFlowNames(db));
   return {
     id: randomUUID(),

@@ -1,4 +1,4 @@
-import { latestFlowVersion, type Db, type FlowVersion } from "@ax/store";
+import { currentFlowVersion, type Db, type FlowVersion } from "@ax/store";
 
 const FLOW_CACHE_MS = 5000;
 
@@ -14,7 +14,7 @@ export class FlowVersions {
   async get(name: string): Promise<FlowVersion | undefined> {
     const cached = this.versions.get(name);
     if (cached && Date.now() - cached.at < FLOW_CACHE_MS) return cached.version;
-    const version = latestFlowVersion(this.db, name);
+    const version = currentFlowVersion(this.db, name);
     this.versions.set(name, { at: Date.now(), version });
     const found = await version.catch((error: unknown) => {
       this.versions.delete(name);

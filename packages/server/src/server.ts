@@ -7,7 +7,7 @@ import {
   countApiTokens,
   getRunInfo,
   getSchedules,
-  latestFlowVersion,
+  currentFlowVersion,
   listFlowNames,
   listRunPage,
   toStorableText,
@@ -195,7 +195,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.get<{ Params: { name: string } }>("/api/flows/:name", async (request) => {
     const { name } = request.params;
-    const version = toStorableText(name) === name ? await latestFlowVersion(options.db, name) : undefined;
+    const version = toStorableText(name) === name ? await currentFlowVersion(options.db, name) : undefined;
     if (!version) throw new AxUnknownFlowError(name, await listFlowNames(options.db));
     const served = flows.get(name);
     // The stored schedule is the one coordinators tick by: it follows config versions, unlike the options this server started with.

@@ -4,7 +4,7 @@ import {
   cancelBackfillRecords,
   createBackfill,
   flowSettings,
-  latestFlowVersion,
+  currentFlowVersion,
   listFlowNames,
   retryableBackfillRuns,
 } from "@ax/store";
@@ -63,7 +63,7 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
   // Ticks still to come are the schedule's: run now, they would run early and the schedule skip them.
   const until = new Date(Math.min(request.to.getTime(), Date.now() + 1));
   if (!(request.from < until)) throw new AxBackfillRangeError(request.from, request.to, true);
-  const version = await latestFlowVersion(deps.db, request.flow);
+  const version = await currentFlowVersion(deps.db, request.flow);
   if (!version) throw new AxUnknownFlowError(request.flow, await listFlowNames(deps.db));
   const settings = await flowSettings(deps.db, request.flow);
   const schedule = (settings?.schedule as Schedule | null | undefined) ?? request.schedule;

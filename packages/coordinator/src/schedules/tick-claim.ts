@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import {
   admitHeldRuns,
   createRuns,
-  latestFlowVersion,
+  currentFlowVersion,
   scheduleTx,
   type Db,
   type Overlap,
@@ -36,7 +36,7 @@ interface ScheduledRun {
 }
 
 async function createScheduledRun(tx: Db, flow: string, logicalDate: Date): Promise<ScheduledRun> {
-  const version = await latestFlowVersion(tx, flow);
+  const version = await currentFlowVersion(tx, flow);
   if (!version) throw new AxScheduledRunError(flow, logicalDate, "the flow has no stored version; start a coordinator that defines it");
   const held = await flowAdmitsRuns(tx, flow);
   const run = { id: randomUUID(), flow: version, trigger: "schedule" as const, payload: null, logicalDate };

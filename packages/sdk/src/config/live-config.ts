@@ -7,7 +7,7 @@ import {
   insertConfigVersion,
   latestConfigVersion,
   latestConfigVersionNumber,
-  latestFlowVersion,
+  currentFlowVersion,
   listCodeOptions,
   listConfigVersions,
   listFlowNames,
@@ -151,7 +151,7 @@ export class LiveConfig {
   async knownNames(): Promise<KnownNames> {
     const flows = await listFlowNames(this.db);
     const tasks = new Set<string>();
-    for (const flow of flows) for (const node of (await latestFlowVersion(this.db, flow))?.dag.nodes ?? []) tasks.add(node.task);
+    for (const flow of flows) for (const node of (await currentFlowVersion(this.db, flow))?.dag.nodes ?? []) tasks.add(node.task);
     const taskPools: Record<string, TaskPool> = {};
     const taskRetries: Record<string, CodeRetryPolicy> = {};
     for (const row of await listCodeOptions(this.db)) {

@@ -11,7 +11,11 @@ export interface FlowVersion {
   dag: FlowDag;
 }
 
-/** Stores `dag` as the next version of its flow unless an identical one (same hash) exists. */
+/**
+ * Stores `dag` as the next version of its flow unless an identical one (same hash) exists, and
+ * makes it the flow's current version. An identical older one becomes current again: the process
+ * registering it runs that code (a rollback), so new runs must get the graph its workers run.
+ */
 export async function registerFlowVersion(db: Db, dag: FlowDag, hash: string): Promise<FlowVersion> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(`ax.flow:${dag.flow}`)})`);
@@ -19,7 +23,15 @@ export async function registerFlowVersion(db: Db, dag: FlowDag, hash: string): P
       .select()
       .from(flowDefinitions)
       .where(and(eq(flowDefinitions.name, dag.flow), eq(flowDefinitions.hash, hash)));
-    if (existing) return existing;
+    if (existing) {
+      if ((await currentFlowVersion(tx, dag.flow))?.id === existing.id) return existing;
+      const [again] = await tx
+        .update(flowDefinitions)
+        .set({ registeredAt: sql`now()` })
+        .where(eq(flowDefinitions.id, existing.id))
+        .returning();
+      return again!;
+    }
     const [last] = await tx
       .select({ version: flowDefinitions.version })
       .from(flowDefinitions)
@@ -34,12 +46,13 @@ export async function registerFlowVersion(db: Db, dag: FlowDag, hash: string): P
   });
 }
 
-export async function latestFlowVersion(db: Db, name: string): Promise<FlowVersion | undefined> {
+/** The version new runs of `name` get: the one registered last (see `registerFlowVersion`). */
+export async function currentFlowVersion(db: Db, name: string): Promise<FlowVersion | undefined> {
   const [row] = await db
     .select()
     .from(flowDefinitions)
     .where(eq(flowDefinitions.name, name))
-    .orderBy(desc(flowDefinitions.version))
+    .orderBy(desc(flowDefinitions.registeredAt), desc(flowDefinitions.version))
     .limit(1);
   return row;
 }

@@ -220,7 +220,7 @@ export interface FlowOverview {
 }
 
 /**
- * Every flow's newest version and size with its `runsPerFlow` newest runs, by name: the console's
+ * Every flow's current version and size with its `runsPerFlow` newest runs, by name: the console's
  * Flows page. Three statements whatever the number of flows; each flow's runs come off the
  * (flow, created_at) index.
  */
@@ -232,7 +232,7 @@ export async function flowOverview(db: Db, runsPerFlow: number): Promise<FlowOve
       nodes: sql<number>`jsonb_array_length(${flowDefinitions.dag}->'nodes')`,
     })
     .from(flowDefinitions)
-    .orderBy(flowDefinitions.name, desc(flowDefinitions.version));
+    .orderBy(flowDefinitions.name, desc(flowDefinitions.registeredAt), desc(flowDefinitions.version));
   const recent =
     runsPerFlow === 0
       ? []

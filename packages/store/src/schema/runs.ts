@@ -13,6 +13,12 @@ export const flowDefinitions = pgTable(
     hash: text("hash").notNull(),
     dag: jsonb("dag").$type<FlowDag>().notNull(),
     createdAt: at("created_at").defaultNow().notNull(),
+    /**
+     * When a process last brought this graph into use: at its first registration, and again when a
+     * process registers it while another version is current (a code rollback). The flow's current
+     * version, the one new runs get, is the one registered last.
+     */
+    registeredAt: at("registered_at").defaultNow().notNull(),
   },
   (t) => [uniqueIndex("flow_definitions_name_version").on(t.name, t.version), uniqueIndex("flow_definitions_name_hash").on(t.name, t.hash)],
 );
