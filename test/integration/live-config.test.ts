@@ -108,7 +108,10 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
       ],
       ["tasks:\n  fails_on_a:\n    retries: -1\n", { line: 3, column: 5, key: "tasks.fails_on_a.retries", says: /must be at least 0/ }],
       ['flows:\n  flaky_a:\n    schedule: "61 * * * *"\n', { line: 3, column: 5, key: "flows.flaky_a.schedule", says: /minute|61/ }],
-      ["tasks:\n  fails_on_b: { retrys: 2 }\n", { line: 2, column: 17, key: "tasks.fails_on_b.retrys", says: /expected one of: retries,/ }],
+      [
+        "tasks:\n  fails_on_b: { retrys: 2 }\n",
+        { line: 2, column: 17, key: "tasks.fails_on_b.retrys", says: /unknown key; did you mean retries\?$/ },
+      ],
       [
         "tasks:\n  fails_on_b: { retries: three }\n",
         { line: 2, column: 17, key: "tasks.fails_on_b.retries", says: /expected a number, got a string/ },

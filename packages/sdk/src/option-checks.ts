@@ -56,8 +56,16 @@ function editDistance(a: string, b: string): number {
 export function meantOption(key: string, known: readonly string[]): string | undefined {
   const spelled = known.find((k) => folded(k) === folded(key));
   if (spelled) return spelled;
-  const near = known.filter((k) => editDistance(folded(k), folded(key)) <= Math.max(1, Math.min(2, Math.floor(folded(k).length / 4))));
-  return near.length === 1 ? near[0] : undefined;
+  // `retrys` is two edits from `retry_on` as from `retries`: read as the plural it tries to spell, it is none from the one.
+  const plural = folded(key).replace(/([^aeiou])ys$/, "$1ies");
+  const distances = known.map((k) => [k, Math.min(editDistance(folded(k), folded(key)), editDistance(folded(k), plural))] as const);
+  const near = distances.filter(([k, d]) => d <= Math.max(1, Math.min(2, Math.floor(folded(k).length / 4))));
+  if (near.length) return near.length === 1 ? near[0]![0] : undefined;
+  // Two edits off a short option (`timaut` for `timeout`) are past the share above, yet a word of six
+  // or more letters keeps most of itself: the option is named when no other is as close. In a shorter
+  // word two edits are most of it (`tries`), so they name nothing.
+  const two = folded(key).length >= 6 ? distances.filter(([, d]) => d === 2) : [];
+  return two.length === 1 ? two[0]![0] : undefined;
 }
 
 /** zod's message for a value that is not there: "missing (a pool name)" rather than "must be a pool name". */

@@ -59,6 +59,21 @@ describe("runtime.yaml", () => {
     expect(refusal("max_concurency: 4").message).toBe(
       "config/runtime.yaml:1:1: max_concurency: unknown key; did you mean max_concurrency?",
     );
+    // Two edits off a 7-letter option are named in a word of six letters or more when no other option is
+    // as close; `retrys` is as close to retry_on, but it is the plural of retry misspelt. Named, not
+    // checked as that option: its value is not refused as the option's too (one line).
+    for (const [key, meant] of [
+      ["retrys", "retries"],
+      ["timaut", "timeout"],
+    ]) {
+      expect(refusal(`tasks: { create_invoice: { ${key}: many } }`).message).toMatch(
+        new RegExp(`^config/runtime\\.yaml:1:\\d+: tasks\\.create_invoice\\.${key}: unknown key; did you mean ${meant}\\?$`),
+      );
+    }
+    // In a shorter word two edits are most of it: no guess, the keys expected.
+    expect(refusal("tasks: { create_invoice: { tries: 3 } }").message).toMatch(
+      /tasks\.create_invoice\.tries: unknown key "tries" \(expected one of: /,
+    );
   });
 
   it("reports every problem of a file at once, one per line (keys first), the first one's place on the error", () => {
