@@ -89,6 +89,8 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
       ["success", second.workerId],
     ]);
     expect(node?.attempts[0]?.error?.name).toBe("AxWorkerStoppedError");
+    // Most workers are stopped by SIGTERM, not stop(): the message names the CLI's flag too.
+    expect(node?.attempts[0]?.error?.message).toContain("Give stop() a longer timeout (`ax worker --stop-timeout`)");
 
     // The stopping worker tells it as history does: handed back, not a failure of the task.
     const finished = lines.map((l) => JSON.parse(l) as { msg: string; outcome?: string }).filter((l) => l.outcome);

@@ -122,7 +122,7 @@ export class AxWorkerStoppedError extends Error {
   override name = "AxWorkerStoppedError";
   constructor(worker: string, timeoutMs: number) {
     super(
-      `worker ${worker} was stopped and its attempt did not finish within the stop timeout (${timeoutMs} ms); the node was handed back for another attempt. Give stop() a longer timeout, or make the task honour ax.context().signal.`,
+      `worker ${worker} was stopped and its attempt did not finish within the stop timeout (${timeoutMs} ms); the node was handed back for another attempt. Give stop() a longer timeout (\`ax worker --stop-timeout\`), or make the task honour ax.context().signal.`,
     );
   }
 }
