@@ -76,6 +76,13 @@ describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {
     expect(await env.sql("select (select count(*)::int from runs) as live, (select count(*)::int from runs_archive) as archived")).toEqual([
       { live: 1, archived: 2_500 },
     ]);
+    // A pruned run is not found, and the message says why that may be and where it went.
+    const [archived] = await env.sql<{ id: string }>("select id from runs_archive limit 1");
+    const gone = await runAx(["run", archived!.id, ...connection()]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain(`AxRunNotFoundError: no run with id ${archived!.id};`);
+    expect(gone.stderr).toContain("finished runs older than the retention, 90 days unless runtime.yaml sets `retention`, are pruned;");
+    expect(gone.stderr).toContain("`ax prune --archive` keeps them in runs_archive");
     const bad = await runAx(["prune", "--older-than", "5m", ...connection()]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/^AxUsageError: ax prune: --older-than: must be at least 1h/);

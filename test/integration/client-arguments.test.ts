@@ -66,7 +66,10 @@ describe("Client arguments", () => {
     for (const call of calls) {
       const error = await refusal(call);
       expect(error).toBeInstanceOf(AxRunNotFoundError);
-      expect(error.message).toBe("no run with id not-a-uuid; list runs with `ax runs` or client.listRuns()");
+      expect(error.message).toBe(
+        "no run with id not-a-uuid; list runs with `ax runs` or client.listRuns() (finished runs older than the retention, " +
+          "90 days unless runtime.yaml sets `retention`, are pruned; `ax prune --archive` keeps them in runs_archive)",
+      );
     }
     expect(await refusal(() => client.getBackfill("not-a-uuid"))).toBeInstanceOf(AxBackfillNotFoundError);
     expect(await refusal(() => client.cancelBackfill("not-a-uuid"))).toBeInstanceOf(AxBackfillNotFoundError);

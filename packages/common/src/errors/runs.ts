@@ -1,10 +1,15 @@
 /** Errors of triggering, reading and waiting for runs. */
 
-/** No run has that id. */
+import { DEFAULT_RETENTION_MS } from "../defaults.js";
+
+/** No run has that id: a mistyped id, or a run retention removed, which the message says is not a fault. */
 export class AxRunNotFoundError extends Error {
   override name = "AxRunNotFoundError";
   constructor(readonly runId: string) {
-    super(`no run with id ${runId}; list runs with \`ax runs\` or client.listRuns()`);
+    super(
+      `no run with id ${runId}; list runs with \`ax runs\` or client.listRuns() (finished runs older than the retention, ` +
+        `${DEFAULT_RETENTION_MS / 86_400_000} days unless runtime.yaml sets \`retention\`, are pruned; \`ax prune --archive\` keeps them in runs_archive)`,
+    );
   }
 }
 
