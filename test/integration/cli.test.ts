@@ -109,12 +109,13 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
     const listed = await runAx(["runs", "--flow", "cli_flow", ...connection()]);
     expect(listed.code).toBe(0);
     const [header, ...lines] = listed.stdout.trim().split("\n");
-    expect(header).toMatch(/^ID\s+FLOW\s+STATUS\s+TRIGGER\s+CREATED\s+BUSINESS KEY$/);
+    expect(header).toMatch(/^ID\s+FLOW\s+VERSION\s+STATUS\s+TRIGGER\s+CREATED\s+BUSINESS KEY$/);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^${runId}\\s+cli_flow\\s+success\\s+manual\\s+\\S+\\s+cli-order-7$`));
+    expect(lines[0]).toMatch(new RegExp(`^${runId}\\s+cli_flow\\s+v1\\s+success\\s+manual\\s+\\S+\\s+cli-order-7$`));
     // Columns line up under the header whatever the flow name's length.
     for (const [column, cell] of [
       ["FLOW", "cli_flow"],
+      ["VERSION", "v1"],
       ["STATUS", "success"],
       ["TRIGGER", "manual"],
       ["BUSINESS KEY", "cli-order-7"],

@@ -79,7 +79,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
       ax(["run", "00000000-0000-4000-8000-000000000000", ...connection]),
     ]);
     expect(listed.stderr).toBe("");
-    expect(listed.stdout).toMatch(new RegExp(`^ID\\s+FLOW\\s+STATUS.*\\n${runId}\\s+hello_flow\\s+success`));
+    expect(listed.stdout).toMatch(new RegExp(`^ID\\s+FLOW\\s+VERSION\\s+STATUS.*\\n${runId}\\s+hello_flow\\s+v1\\s+success`));
 
     expect(shown.code).toBe(0);
     const info = JSON.parse(shown.stdout) as { status: string; trigger: string; tasks: { key: string; result: unknown }[] };

@@ -113,8 +113,9 @@ export function addRunCommands(program: Command): void {
         if (runs.length === 0) return;
         console.log(
           table(
-            ["ID", "FLOW", "STATUS", "TRIGGER", "CREATED", "BUSINESS KEY"],
-            runs.map((run) => [run.id, run.flow, run.status, run.trigger, run.createdAt, run.businessKey ?? ""]),
+            // The version tells old runs from new during a deploy or a rollback.
+            ["ID", "FLOW", "VERSION", "STATUS", "TRIGGER", "CREATED", "BUSINESS KEY"],
+            runs.map((run) => [run.id, run.flow, `v${run.flowVersion}`, run.status, run.trigger, run.createdAt, run.businessKey ?? ""]),
           ),
         );
       });
