@@ -33,7 +33,7 @@ describe("a worker told to serve a queue no task uses", () => {
     expect(warned).toEqual([
       expect.objectContaining({
         queues: ["haevy"],
-        msg: "no task of this process's flows is in queue haevy (they use heavy); this worker runs nothing there until a config version moves a task into it",
+        msg: "no task of this process's flows is in queue haevy (they use heavy); this worker runs nothing there: it serves the queues its tasks are in when it starts, so a config version moving a task there takes effect when it restarts",
       }),
     ]);
   });

@@ -44,7 +44,7 @@ export function createWorker(
     log.warn(
       { queues: unused, used },
       `no task of this process's flows is in queue ${unused.join(", ")} (they use ${used.join(", ")}); ` +
-        "this worker runs nothing there until a config version moves a task into it",
+        "this worker runs nothing there: it serves the queues its tasks are in when it starts, so a config version moving a task there takes effect when it restarts",
     );
   }
   return new NodeWorker({
