@@ -216,6 +216,7 @@ describe("the web console in a real browser", () => {
     finishedAt: outcome ? ago(58 - n * 5) : null,
     outcome,
     error: outcome === "failed" ? { name: "InvoiceApiError", message: "invoice service unavailable", stack: null } : null,
+    workerSilentMs: null as number | null,
   });
   const mockRun = (status: string, tasks: object[], extra: object = {}) => ({
     id: crypto.randomUUID(),
@@ -350,6 +351,23 @@ describe("the web console in a real browser", () => {
       "Not run: upstream create_invoice cancelled",
     );
     await shot("20-cancelled-run");
+  });
+
+  it("a running attempt whose worker went silent past its lease says it is presumed crashed", async () => {
+    const silent = { ...mockAttempt(1, null), workerSilentMs: 6000 };
+    const quiet = { ...mockAttempt(1, null), workerSilentMs: 2000 };
+    const run = mockRun("running", [
+      mockTask("parse_payment", [], "running", { attempts: [silent], startedAt: ago(55) }),
+      mockTask("create_invoice", [], "running", { attempts: [quiet], startedAt: ago(55) }),
+    ]);
+    await showRun(run);
+    await node("parse_payment").click();
+    await expect(page.locator('[data-panel="parse_payment"] .worker-silence').textContent()).resolves.toBe(
+      "Worker silent for 6.0 s: presumed crashed. The reconciler ends this attempt as crashed and retries the node if it has retries left.",
+    );
+    await shot("20b-silent-worker");
+    await node("create_invoice").click();
+    await expect(page.locator('[data-panel="create_invoice"] .worker-silence').textContent()).resolves.toBe("Worker silent for 2.0 s");
   });
 
   it("shows a flow's schedule-less page, versions and recent runs, and the config in force with its history", async () => {

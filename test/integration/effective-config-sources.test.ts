@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { yamlValue } from "@ax/common";
 import { ax, type EffectiveOption, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
@@ -58,5 +59,16 @@ describe("effective config: each option's source", () => {
   it("alert_group shows the group failures go to: default when unset, the task's own otherwise", async () => {
     expect((await options("sources_plain"))("alert_group")).toEqual({ option: "alert_group", value: "default", source: "default" });
     expect((await options("sources_grouped"))("alert_group")).toEqual({ option: "alert_group", value: "ops", source: "code" });
+  });
+
+  it("retention is a cluster option: the 90-day default until a version sets it, then that version's", async () => {
+    const retention = async () => (await runtime.client().config.effective()).cluster.find((o) => o.option === "retention");
+    const before = await retention();
+    expect(before).toEqual({ option: "retention", value: 90 * 86_400_000, source: "default" });
+    expect(yamlValue(before!.option, before!.value)).toBe("90d");
+    const { version } = await runtime.client().config.apply("retention: 30d\n", "sources.yaml", "test");
+    const after = await retention();
+    expect(after).toEqual({ option: "retention", value: 30 * 86_400_000, source: `yaml v${version}` });
+    expect(yamlValue(after!.option, after!.value)).toBe("30d");
   });
 });

@@ -108,12 +108,22 @@ describe("cluster-wide limits across two worker processes (CLI, 10 attempts each
     expect(victim).toBeDefined();
     const waiting = await client.triggerFlow("pooled", null);
     await waitUntil(async () => (await client.getRun(waiting)).tasks.some((t) => t.waitingFor?.startsWith("pool core_db")), 10_000);
+    const hogAttempt = async () => (await client.getRun(hogRun)).tasks[0]!.attempts[0]!;
+    expect((await hogAttempt()).workerSilentMs ?? 0).toBeLessThan(5000);
     const killedAt = Date.now();
     victim.process.kill("SIGKILL");
+    // Until the reconciler's pass the attempt reads running; its worker's silence says it may never finish.
+    await waitUntil(async () => {
+      const attempt = await hogAttempt();
+      return attempt.finishedAt === null && attempt.workerSilentMs !== null && attempt.workerSilentMs >= 2000;
+    }, 10_000);
     const run = await client.waitForRun(waiting, { timeout: "30s" });
     expect(run.status).toBe("success");
     const firstStart = Math.min(...run.tasks.map((t) => Date.parse(t.attempts[0]!.startedAt)));
     console.log(`pool slots of the killed worker came back ${firstStart - killedAt} ms after kill -9`);
     expect(firstStart - killedAt).toBeLessThanOrEqual(10_000);
+    // Past the lease the reconciler closes the attempt; a closed one has no silence to show.
+    await waitUntil(async () => (await hogAttempt()).outcome === "crashed", 15_000);
+    expect((await hogAttempt()).workerSilentMs ?? 0).toBeLessThan(5000);
   });
 });

@@ -168,6 +168,7 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
     expect(shown.cluster).toEqual([
       { option: "max_concurrency", value: 4, source: `yaml v${v.version}` },
       { option: "pools", value: { core_db: 3 }, source: `yaml v${v.version}` },
+      { option: "retention", value: 90 * 86_400_000, source: "default" },
     ]);
 
     const flows = await client.config.effective({ flow: "flaky_b" });

@@ -61,8 +61,9 @@ describe("renderRun", () => {
                 finishedAt: at(35),
                 outcome: "failed",
                 error: { name: "InvoiceApiError", message: "invoice service unavailable\nsecond line", stack: null },
+                workerSilentMs: null,
               },
-              { n: 2, worker: "w1", startedAt: at(800), finishedAt: at(900), outcome: "success", error: null },
+              { n: 2, worker: "w1", startedAt: at(800), finishedAt: at(900), outcome: "success", error: null, workerSilentMs: null },
             ],
           }),
         ]),
@@ -89,7 +90,7 @@ describe("renderRun", () => {
     const running = node({
       status: "running",
       finishedAt: null,
-      attempts: [{ n: 1, worker: "vm-1-abc", startedAt: at(0), finishedAt: null, outcome: null, error: null }],
+      attempts: [{ n: 1, worker: "vm-1-abc", startedAt: at(0), finishedAt: null, outcome: null, error: null, workerSilentMs: null }],
     });
     const text = plain(renderRun({ ...run([running]), status: "running", finishedAt: null }, new Date(Date.parse(at(0)) + 25_300)));
     expect(text).toContain("running for 25.3s on vm-1-abc (attempt 1, since 2026-12-01T12:00:00.000Z)");
@@ -98,7 +99,13 @@ describe("renderRun", () => {
 
   it("keeps a node run once to its one line", () => {
     const text = plain(
-      renderRun(run([node({ attempts: [{ n: 1, worker: "w1", startedAt: at(0), finishedAt: at(5), outcome: "success", error: null }] })])),
+      renderRun(
+        run([
+          node({
+            attempts: [{ n: 1, worker: "w1", startedAt: at(0), finishedAt: at(5), outcome: "success", error: null, workerSilentMs: null }],
+          }),
+        ]),
+      ),
     );
     expect(text).toContain("1 attempt ");
     expect(text).not.toContain("attempt 1");
@@ -115,6 +122,7 @@ describe("renderRun", () => {
           finishedAt: at(1000),
           outcome: "timed_out",
           error: { name: "AxTimeoutError", message: "timed out", stack: null },
+          workerSilentMs: null,
         },
       ],
     });
@@ -142,10 +150,26 @@ describe("renderRun", () => {
     const running = node({
       status: "running",
       finishedAt: null,
-      attempts: [{ n: 1, worker: "vm-1-abc", startedAt: at(0), finishedAt: null, outcome: null, error: null }],
+      attempts: [{ n: 1, worker: "vm-1-abc", startedAt: at(0), finishedAt: null, outcome: null, error: null, workerSilentMs: null }],
     });
     const text = plain(renderRun({ ...run([running]), status: "running", finishedAt: null }, new Date(Date.parse(at(0)) + 7_222_200)));
     expect(text).toContain("running for 2h 0m 22s on vm-1-abc");
     expect(text).toMatch(/trigger manual {2}running for 2h 0m 22s/);
+  });
+
+  it("says when a running attempt's worker has gone silent: past its lease it is presumed crashed", () => {
+    const attempt = (silentMs: number | null) =>
+      node({
+        status: "running",
+        finishedAt: null,
+        attempts: [{ n: 1, worker: "vm-1-abc", startedAt: at(0), finishedAt: null, outcome: null, error: null, workerSilentMs: silentMs }],
+      });
+    const show = (silentMs: number | null) =>
+      plain(renderRun({ ...run([attempt(silentMs)]), status: "running", finishedAt: null }, new Date(Date.parse(at(0)) + 9000)));
+    expect(show(null)).not.toContain("silent");
+    expect(show(6000)).toContain(
+      "running for 9.0s on vm-1-abc (attempt 1, since 2026-12-01T12:00:00.000Z)\n      worker vm-1-abc silent for 6.0s: presumed crashed; the reconciler ends the attempt as crashed, and retries the node if it has retries left",
+    );
+    expect(show(2000)).toContain("worker vm-1-abc silent for 2.0s (it renews its lease every second)");
   });
 });

@@ -1,4 +1,5 @@
 import pc from "picocolors";
+import { DEFAULT_LEASE_MS } from "@ax/common";
 import type { Duration, RunInfo, TaskRunInfo } from "ax-scheduler";
 
 const COLOURS: Record<string, (s: string) => string> = {
@@ -40,6 +41,14 @@ function waitedMs(run: RunInfo): number {
   return run.startedAt ? new Date(run.startedAt).getTime() - new Date(run.createdAt).getTime() : 0;
 }
 
+/** A killed worker's attempt reads `running` until the reconciler's pass: a silent worker says why it may never finish. */
+function silence(worker: string, silentMs: number | null): string {
+  if (silentMs === null) return "";
+  if (silentMs >= DEFAULT_LEASE_MS)
+    return `\n      ${pc.red(`worker ${worker} silent for ${elapsed(silentMs)}: presumed crashed; the reconciler ends the attempt as crashed, and retries the node if it has retries left`)}`;
+  return `\n      ${pc.yellow(`worker ${worker} silent for ${elapsed(silentMs)} (it renews its lease every second)`)}`;
+}
+
 function taskLine(task: TaskRunInfo, upstream: string[], now: Date): string {
   const tries = task.attempts.length;
   const parts = [
@@ -54,6 +63,7 @@ function taskLine(task: TaskRunInfo, upstream: string[], now: Date): string {
   const current = task.attempts.at(-1);
   if (task.status === "running" && current && !current.finishedAt) {
     line += `\n      running for ${duration(current.startedAt, now.toISOString())} on ${current.worker} (attempt ${current.n}, since ${current.startedAt})`;
+    line += silence(current.worker, current.workerSilentMs);
   }
   // How far a node got before it failed (a lost heartbeat, a timeout) is the first question about it.
   if (task.progress !== null && task.status === "running") line += `\n      progress ${JSON.stringify(task.progress)}`;

@@ -122,6 +122,9 @@ const en = {
   "node.reusedElsewhere": "Its attempts and log lines are on that run.",
   "node.notRetried": "Not retried:",
   "node.worker": "Worker",
+  "node.workerSilent": "Worker silent for {d}",
+  "node.workerLost":
+    "Worker silent for {d}: presumed crashed. The reconciler ends this attempt as crashed and retries the node if it has retries left.",
   "node.start": "Start",
   "node.duration": "Duration",
   "node.outcome": "Outcome",
@@ -301,6 +304,8 @@ const zh: Record<Key, string> = {
   "node.reusedElsewhere": "它的尝试和日志都在那次运行里。",
   "node.notRetried": "未重试：",
   "node.worker": "工作进程",
+  "node.workerSilent": "工作进程已 {d} 无心跳",
+  "node.workerLost": "工作进程已 {d} 无心跳，视为已崩溃。对账器会把这次尝试记为崩溃，节点还有重试次数时会重试。",
   "node.start": "开始",
   "node.duration": "耗时",
   "node.outcome": "结果",

@@ -17,6 +17,8 @@ export interface AttemptInfo {
   finishedAt: string | null;
   outcome: string | null;
   error: ErrorInfo | null;
+  /** On a running attempt whose worker missed two heartbeats: for how long, whole seconds as ms; null otherwise. */
+  workerSilentMs: number | null;
 }
 
 export interface TaskRunInfo {

@@ -1,10 +1,25 @@
 import { Bar, BarChart, Cell, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { between, duration, durationTick } from "../format";
-import { label, useI18n } from "../i18n";
+import { fill, label, useI18n } from "../i18n";
 import { FINAL_NODE } from "../run-states";
 import type { TaskRunInfo } from "../types";
 import { StatusBadge } from "./Status";
 import { Time, Zone } from "./Time";
+
+// Past the lease (5 s by default) a silent worker is presumed crashed; until the reconciler's pass
+// its attempt still reads running. The server sends a silence only from two missed heartbeats on.
+const LEASE_MS = 5000;
+
+function WorkerSilence({ silentMs }: { silentMs: number | null }) {
+  const { t } = useI18n();
+  if (silentMs === null) return null;
+  const lost = silentMs >= LEASE_MS;
+  return (
+    <span className={`pill ${lost ? "o-crashed" : "warn"} worker-silence`}>
+      {fill(t(lost ? "node.workerLost" : "node.workerSilent"), { d: duration(silentMs) })}
+    </span>
+  );
+}
 
 export function Attempts({ task, now, createdAt }: { task: TaskRunInfo; now: number; createdAt: string }) {
   const { t } = useI18n();
@@ -65,6 +80,7 @@ export function Attempts({ task, now, createdAt }: { task: TaskRunInfo; now: num
                   )}
                 </td>
                 <td className="a-error">
+                  <WorkerSilence silentMs={a.workerSilentMs} />
                   {a.error && (
                     <details>
                       <summary>

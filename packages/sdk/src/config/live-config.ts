@@ -19,7 +19,14 @@ import {
   type Json,
   type WorkerConfigState,
 } from "@ax/store";
-import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, AxUnknownFlowError, DEFAULT_LEASE_MS } from "@ax/common";
+import {
+  AxArgumentError,
+  AxConfigError,
+  AxConfigVersionNotFoundError,
+  AxUnknownFlowError,
+  DEFAULT_LEASE_MS,
+  DEFAULT_RETENTION_MS,
+} from "@ax/common";
 import { shown } from "../option-checks.js";
 import {
   FLOW_DEFAULTS,
@@ -245,7 +252,7 @@ export class LiveConfig {
     const version = latest?.version ?? null;
     const yaml = latest
       ? parseRuntimeConfig(latest.yaml, latest.file)
-      : { pools: {}, tasks: {}, flows: {}, alerts: {}, maxConcurrency: undefined };
+      : { pools: {}, tasks: {}, flows: {}, alerts: {}, maxConcurrency: undefined, retentionMs: undefined };
     const code = await listCodeOptions(this.db);
     const codeOf = (kind: "task" | "flow") => new Map(code.filter((c) => c.kind === kind).map((c) => [c.name, c.options]));
     const taskCode = codeOf("task");
@@ -293,6 +300,11 @@ export class LiveConfig {
     const cluster: EffectiveOption[] = [
       { option: "max_concurrency", value: yaml.maxConcurrency ?? null, source: fromYaml(yaml.maxConcurrency !== undefined) },
       { option: "pools", value: yaml.pools, source: fromYaml(Object.keys(yaml.pools).length > 0) },
+      {
+        option: "retention",
+        value: yaml.retentionMs ?? DEFAULT_RETENTION_MS,
+        source: fromYaml(yaml.retentionMs !== undefined),
+      },
     ];
     return { version, cluster, tasks, flows };
   }

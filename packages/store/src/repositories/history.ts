@@ -1,9 +1,9 @@
 import { and, asc, desc, eq, gte, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { attempts, flowDefinitions, nodeRuns, runs } from "../schema/index.js";
+import { attempts, flowDefinitions, nodeRuns, runs, workers } from "../schema/index.js";
 import { flowVersionById } from "./flow-definitions.js";
 import { waitingFor } from "./admission.js";
-import { AxBadCursorError } from "@ax/common";
+import { AxBadCursorError, DEFAULT_HEARTBEAT_MS } from "@ax/common";
 import type { AttemptOutcome, Json, RunStatus, RunTrigger, TaskFailure, TaskStatus } from "../types.js";
 
 export interface AttemptInfo {
@@ -13,6 +13,14 @@ export interface AttemptInfo {
   finishedAt: string | null;
   outcome: AttemptOutcome | null;
   error: { name: string; message: string; stack: string | null } | null;
+  /**
+   * On an attempt still running whose worker process has missed two heartbeats (it renews its
+   * lease every second): how long it has been silent, in whole seconds as ms, by PostgreSQL's
+   * clock. Past the lease (5 s by default) the reconciler presumes it crashed, closes the attempt
+   * and retries the node. Null otherwise: a finished attempt, a worker heard from lately, or one
+   * whose row is gone. Whole seconds, so a live run's stream changes once a second, not per poll.
+   */
+  workerSilentMs: number | null;
 }
 
 export interface TaskRunInfo {
@@ -147,12 +155,13 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
       const nodes = await tx.select().from(nodeRuns).where(eq(nodeRuns.runId, id));
       const tries = await tx.select().from(attempts).where(eq(attempts.runId, id)).orderBy(asc(attempts.n));
       const waiting = run.status === "pending" ? await waitingFor(tx, id) : null;
-      return { run, version, nodes, tries, waiting };
+      const silent = await workersSilence(tx, [...new Set(tries.filter((a) => !a.finishedAt).map((a) => a.worker))]);
+      return { run, version, nodes, tries, waiting, silent };
     },
     { isolationLevel: "repeatable read", accessMode: "read only" },
   );
   if (!read) return undefined;
-  const { run, version, nodes, tries } = read;
+  const { run, version, nodes, tries, silent } = read;
   // A run triggered with `delay` / `runAt` waits for its time whether or not admission holds it.
   const notDue = run.status === "pending" && run.runAt && run.runAt.getTime() > Date.now() ? `due at ${run.runAt.toISOString()}` : null;
   const waiting = read.waiting ?? notDue;
@@ -179,6 +188,7 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
           finishedAt: iso(a.finishedAt),
           outcome: a.outcome,
           error: publicError(a.error),
+          workerSilentMs: a.finishedAt ? null : (silent.get(a.worker) ?? null),
         })),
       result: n.result ?? null,
       error: n.error ? { ...publicError(n.error), notRetried: n.error.notRetried ?? null } : null,
@@ -190,6 +200,19 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
       waitingFor: waiting !== null && (n.status === "pending" || n.status === "queued") && n.depsRemaining === 0 ? waiting : null,
     })),
   };
+}
+
+/**
+ * The workers of attempts still running that have missed two heartbeats, and for how long (whole
+ * seconds): a killed worker's attempt looks running until the reconciler's pass.
+ */
+async function workersSilence(tx: Db, ids: string[]): Promise<Map<string, number>> {
+  if (ids.length === 0) return new Map();
+  const rows = await tx
+    .select({ id: workers.id, silentS: sql<number>`floor(extract(epoch from now() - ${workers.heartbeatAt}))::int` })
+    .from(workers)
+    .where(inArray(workers.id, ids));
+  return new Map(rows.filter((r) => r.silentS * 1000 >= 2 * DEFAULT_HEARTBEAT_MS).map((r) => [r.id, r.silentS * 1000]));
 }
 
 function summarise(run: typeof runs.$inferSelect, flowVersion: number): RunSummary {
