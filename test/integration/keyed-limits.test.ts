@@ -105,8 +105,8 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
     for (const [key, list] of byKey(spans)) {
       const starts = list.map((s) => s.start).sort((a, b) => a - b);
       // As for the task-wide rate limit: admitted by Redis time, recorded later by PostgreSQL (up to
-      // ~200 ms later with three test files loading two cores), so windows are read 250 ms short.
-      const busiest = Math.max(...starts.map((t) => starts.filter((u) => u >= t && u < t + 750).length));
+      // ~300 ms later with three test files loading two cores), so windows are read 400 ms short.
+      const busiest = Math.max(...starts.map((t) => starts.filter((u) => u >= t && u < t + 600).length));
       expect(busiest, `${key}: starts at ${starts.map((t) => t - starts[0]!).join(", ")} ms`).toBeLessThanOrEqual(2);
       expect(starts[0]! - triggeredAt, `${key} starts at once`).toBeLessThan(1000);
       expect(starts.at(-1)! - starts[0]!, key).toBeGreaterThanOrEqual(1900);

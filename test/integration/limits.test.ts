@@ -88,10 +88,10 @@ describe("cluster-wide limits across two worker processes (CLI, 10 attempts each
     const starts = (await attemptSpans(env, "rated")).map((s) => s.start).sort((a, b) => a - b);
     expect(starts).toHaveLength(22);
     // The gate admits by Redis time; PostgreSQL records the start when the fence commits, a few
-    // ms later, more for a process's first attempt of a flow or on a loaded machine (~200 ms seen
-    // with three test files at once), so windows are read 250 ms short.
-    const busiest = Math.max(...starts.map((t) => starts.filter((u) => u >= t && u < t + 750).length));
-    console.log(`rated: 22 starts over ${Math.round(starts.at(-1)! - starts[0]!)} ms, at most ${busiest} in any 750 ms window`);
+    // ms later, more for a process's first attempt of a flow or on a loaded machine (~300 ms seen
+    // with three test files at once), so windows are read 400 ms short.
+    const busiest = Math.max(...starts.map((t) => starts.filter((u) => u >= t && u < t + 600).length));
+    console.log(`rated: 22 starts over ${Math.round(starts.at(-1)! - starts[0]!)} ms, at most ${busiest} in any 600 ms window`);
     expect(busiest).toBeLessThanOrEqual(5);
     expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(3900);
   });
