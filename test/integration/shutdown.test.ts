@@ -129,7 +129,9 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
   it("with nothing in flight and Redis gone, does not wait out a long stop timeout", async () => {
     const stopMs = await stopWithRedisKilled(30);
     console.log(`stop({ timeout: 30 }) with Redis down and nothing in flight returned in ${Math.round(stopMs)} ms`);
-    expect(stopMs).toBeLessThan(6000);
+    // About 3.3 s alone or with two other files; 8.2 s was seen with four files on two cores. The
+    // point is that it does not wait out the 30 s.
+    expect(stopMs).toBeLessThan(12_000);
   });
 
   it("the CLI exits within the stop timeout + 5 s of SIGTERM while its Redis is gone, and logs Redis errors instead of ioredis's stderr dump", async () => {
