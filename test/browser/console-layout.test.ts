@@ -151,6 +151,14 @@ describe("the web console's layout: large graphs and phones", () => {
     await expect(page.locator("table thead").textContent()).resolves.not.toContain("Run");
     await page.goto(`${runtime.url}/nowhere`);
     await page.getByRole("heading", { name: "页面不存在" }).waitFor();
+    // A run id nobody has (mistyped, or pruned by retention) says so, and why a run may be gone.
+    const missing = "00000000-0000-4000-8000-000000000000";
+    await page.goto(`${runtime.url}/runs/${missing}`);
+    await page.getByRole("heading", { name: "找不到这次运行" }).waitFor();
+    await expect(page.locator(".empty").textContent()).resolves.toContain(`没有 id 为 ${missing} 的运行。早于保留期`);
+    await page.screenshot({ path: `${ARTIFACTS}layout-run-not-found-zh.png` });
+    await page.getByRole("link", { name: "← 前往运行列表" }).click();
+    await page.waitForURL((url) => url.pathname === "/runs");
     await page.close();
   });
 

@@ -77,6 +77,10 @@ const en = {
   "notFound.title": "Page not found",
   "notFound.body": "Nothing lives at this address.",
   "notFound.back": "Go to flows",
+  "run.notFound.title": "Run not found",
+  "run.notFound.body":
+    "No run has the id {id}. Finished runs older than the retention (90 days unless runtime.yaml sets retention) are pruned; `ax prune --archive` keeps them in the runs_archive table.",
+  "run.notFound.back": "Go to runs",
   "flow.missing": "Back to flows",
   "run.cancel": "Cancel run",
   "run.rerunFailed": "Rerun failed",
@@ -259,6 +263,10 @@ const zh: Record<Key, string> = {
   "notFound.title": "页面不存在",
   "notFound.body": "这个地址没有内容。",
   "notFound.back": "前往流程",
+  "run.notFound.title": "找不到这次运行",
+  "run.notFound.body":
+    "没有 id 为 {id} 的运行。早于保留期（默认 90 天，可在 runtime.yaml 的 retention 中设置）的已结束运行会被清理；`ax prune --archive` 会把它们保存在 runs_archive 表中。",
+  "run.notFound.back": "前往运行列表",
   "flow.missing": "返回流程",
   "run.cancel": "取消运行",
   "run.rerunFailed": "重跑失败节点",

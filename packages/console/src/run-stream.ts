@@ -2,6 +2,9 @@ import { useEffect, useState } from "react";
 import { ApiError, api, stream } from "./api";
 import type { RunInfo } from "./types";
 
+/** The run is not in the history: a mistyped id, or a finished run pruned by retention. */
+export class RunNotFound extends Error {}
+
 /** The run, kept current by its SSE feed (one PostgreSQL poll on the server whatever the number of viewers). */
 export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error | undefined; live: boolean } {
   const [run, setRun] = useState<RunInfo>();
@@ -19,7 +22,10 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
           `/api/runs/${id}/stream`,
           (data, event) => {
             if (event === "message") setRun(JSON.parse(data) as RunInfo);
-            if (event === "error") setError(new Error((JSON.parse(data) as { message: string }).message));
+            if (event === "error") {
+              const body = JSON.parse(data) as { error?: string; message: string };
+              setError(body.error === "AxRunNotFoundError" ? new RunNotFound(body.message) : new Error(body.message));
+            }
             if (event === "end" || event === "error") ended = true;
           },
           abort.signal,
@@ -29,7 +35,7 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
       } catch (e) {
         if (abort.signal.aborted) return;
         if (e instanceof ApiError && e.status === 404) {
-          setError(new Error(`no run with id ${id}`));
+          setError(new RunNotFound(e.message));
           return;
         }
         // Refused: the login screen is showing, and retrying would only present the bad token again.

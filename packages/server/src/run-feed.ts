@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { AxRunNotFoundError } from "@ax/common";
 import { TERMINAL_RUN_STATUSES, type RunInfo } from "@ax/store";
 
 /** How the feed reads a run: `GET /api/runs/:id`'s answer, or undefined for an unknown id. */
@@ -85,7 +86,8 @@ export class RunFeed {
     }
     if (this.watches.get(id) !== watch) return;
     if (!run) {
-      this.finish(id, watch, `event: error\ndata: ${JSON.stringify({ error: "AxRunNotFoundError", message: `no run with id ${id}` })}\n\n`);
+      const error = new AxRunNotFoundError(id);
+      this.finish(id, watch, `event: error\ndata: ${JSON.stringify({ error: error.name, message: error.message })}\n\n`);
       return;
     }
     const text = JSON.stringify(run);

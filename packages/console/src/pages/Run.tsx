@@ -3,13 +3,13 @@ import { Dag, type DagNode } from "../components/Dag";
 import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel } from "../components/NodePanel";
 import { RunMeta } from "../components/RunMeta";
-import { ErrorNote, StatusBadge } from "../components/Status";
+import { Empty, ErrorNote, StatusBadge } from "../components/Status";
 import { between, duration, summary, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
-import { type MessageKey, useI18n } from "../i18n";
+import { fill, type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, replace, useLocation } from "../router";
 import { FINAL_RUN } from "../run-states";
-import { useLiveRun } from "../run-stream";
+import { RunNotFound, useLiveRun } from "../run-stream";
 import { serverText } from "../server-reasons";
 import type { RunInfo, TaskRunInfo } from "../types";
 
@@ -56,6 +56,16 @@ export function RunPage({ id }: { id: string }) {
   };
   const action = useAction();
   const now = useNow(500);
+  if (error instanceof RunNotFound)
+    return (
+      <>
+        <h1>{t("run.notFound.title")}</h1>
+        <Empty>{fill(t("run.notFound.body"), { id })}</Empty>
+        <Link to="/runs" className="back-link">
+          ← {t("run.notFound.back")}
+        </Link>
+      </>
+    );
   if (error)
     return (
       <>
