@@ -28,6 +28,14 @@ const keyedFlow = ax.flow({ name: "hot_keyed" }, (order) => {
   keyedSlow(order);
 });
 
+const long = ax.task({ name: "hot_long" }, async (ms: number) => {
+  await sleep(ms);
+  return ms;
+});
+const longFlow = ax.flow({ name: "hot_long" }, (ms) => {
+  long(ms);
+});
+
 const FILE = "config/runtime.yaml";
 const yaml = (concurrency: number, pool: number) =>
   ["pools:", `  hot_db: ${pool}`, "tasks:", `  hot_slow: { concurrency: ${concurrency} }`, ""].join("\n");
@@ -39,8 +47,8 @@ describe("limits follow the live configuration on 2 worker processes, without a 
   let client: Client;
 
   beforeAll(async () => {
-    a = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow], maxConcurrency: 10 });
-    b = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow], maxConcurrency: 10, roles: ["worker"] });
+    a = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow], maxConcurrency: 10 });
+    b = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow], maxConcurrency: 10, roles: ["worker"] });
     await a.start();
     await b.start();
     client = a.client();
@@ -122,5 +130,51 @@ describe("limits follow the live configuration on 2 worker processes, without a 
       // Strictly one at a time the rest of the line needs 7 x 300 ms and more; the sweep runs every 2 s.
       expect(tookMs).toBeLessThan(6000);
     }
+  }, 90_000);
+
+  it("a concurrency added while attempts run counts them: new starts wait until the running ones are under it", async () => {
+    const running = await client.triggerFlows("hot_long", [2500, 2500, 2500, 2500, 2500, 2500]);
+    const deadline = Date.now() + 10_000;
+    while ((await Promise.all(running.map((id) => client.getRun(id)))).some((r) => r.tasks[0]?.status !== "running")) {
+      if (Date.now() > deadline) throw new Error("the 6 long runs never ran at once");
+      await sleep(50);
+    }
+    const v = await client.config.apply("tasks:\n  hot_long: { concurrency: 2 }\n", FILE, "dave");
+    await appliedEverywhere(v.version);
+    // Each worker counts its running attempts against the new limit at its next lease renewal (1 s).
+    await sleep(1200);
+    const later = await client.triggerFlows("hot_long", [100, 100, 100, 100]);
+    for (const id of [...running, ...later]) expect((await client.waitForRun(id, { timeout: "30s" })).status).toBe("success");
+    const spans = await attemptSpans(env, "hot_long");
+    const ends = spans
+      .filter((s) => s.end - s.start >= 2000)
+      .map((s) => s.end)
+      .sort((x, y) => x - y);
+    const starts = spans.filter((s) => s.end - s.start < 2000).map((s) => s.start);
+    expect(ends).toHaveLength(6);
+    expect(starts).toHaveLength(4);
+    // With 6 counted against 2, a start needs 5 of them to have ended.
+    for (const start of starts) expect(start).toBeGreaterThanOrEqual(ends[4]!);
+    expect(maxOverlap(spans.filter((s) => s.start >= ends[4]!))).toBeLessThanOrEqual(2);
+    await client.config.apply("{}\n", FILE, "dave");
+  }, 60_000);
+
+  it("a concurrency added during a backlog holds: slots taking the next job with each completion go through the gate again", async () => {
+    // 20 worker slots; unlimited, the backlog would drain in about 1.5 s.
+    const ids = await client.triggerFlows(
+      "hot_long",
+      Array.from({ length: 600 }, () => 50),
+    );
+    await sleep(300);
+    const v = await client.config.apply("tasks:\n  hot_long: { concurrency: 8 }\n", FILE, "erin");
+    await appliedEverywhere(v.version);
+    // Attempts started before the limit end within 50 ms; later starts all pass the gate.
+    const limitedFrom = Date.now() + 200;
+    for (const id of ids) expect((await client.waitForRun(id, { timeout: "60s" })).status).toBe("success");
+    const spans = (await attemptSpans(env, "hot_long")).filter((s) => s.start >= limitedFrom);
+    console.log(`${spans.length} attempts started once the limit was in force everywhere; at most ${maxOverlap(spans)} at once`);
+    expect(spans.length).toBeGreaterThan(100);
+    expect(maxOverlap(spans)).toBeLessThanOrEqual(8);
+    await client.config.apply("{}\n", FILE, "erin");
   }, 90_000);
 });

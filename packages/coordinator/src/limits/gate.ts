@@ -196,6 +196,17 @@ export class LimitGate {
   }
 
   /**
+   * Counts work already running against `semaphores` it took no slot of: a limit added to a task
+   * while attempts of it run. The permit is taken whatever the capacity (the work is running) at
+   * the next `renew`, which puts back a held permit missing from Redis, and is released as usual.
+   */
+  adopt(semaphores: SemaphoreLimit[]): Permit {
+    const permit = { id: randomUUID(), spec: { semaphores, rates: [] } };
+    this.held.set(permit.id, permit);
+    return permit;
+  }
+
+  /**
    * Frees the permit's semaphore slots and tells every `onFreed` listener of those that refused a
    * request since they last freed a slot (nobody waits on the others). `unused` also gives back
    * its rate slots: the start it paid for never happened (the queue was empty).

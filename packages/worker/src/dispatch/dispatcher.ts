@@ -16,7 +16,7 @@ import type { LimitSpec } from "@ax/coordinator";
 import { admitFetched, type Fetched } from "./admit-fetched.js";
 import { completeFetchingNext, mayFetchNext } from "./complete-fetching-next.js";
 import type { Admission } from "./keyed-admission.js";
-import { isLimited, type Unsatisfiable } from "./limit-spec.js";
+import { isLimited, isLimitedNow, type Unsatisfiable } from "./limit-spec.js";
 import { LockExtender } from "./lock-extender.js";
 import { MarkerWatch } from "./marker-watch.js";
 import {
@@ -34,6 +34,7 @@ import {
 } from "./queue-state.js";
 import { Wakeup } from "./wakeup.js";
 import { RepeatedErrors } from "./repeated-errors.js";
+import { RunningSlots } from "./running-slots.js";
 
 export type { ServedQueue };
 
@@ -80,6 +81,7 @@ export class Dispatcher {
   private readonly locks: LockExtender;
   private readonly markers: MarkerWatch<QueueState>;
   private readonly running = new Set<Promise<void>>();
+  private readonly slots = new RunningSlots();
   private free: number;
   private cursor = 0;
   /** Freed-limit messages seen, so an acquire refused just before a release does not sleep through it. */
@@ -121,6 +123,7 @@ export class Dispatcher {
     this.markers.start();
     this.locks.start();
     this.renewTimer = setInterval(() => {
+      this.slots.adoptAddedLimits(this.o.limitsOf, this.o.gate);
       this.o.gate.renew().catch((err) => this.o.log.warn({ err }, "could not renew limit leases; retrying"));
     }, 1000);
     this.renewTimer.unref();
@@ -200,7 +203,7 @@ export class Dispatcher {
 
   private async fetchFrom(state: QueueState): Promise<boolean> {
     const spec = this.o.limitsOf(state.task);
-    state.limited = "reason" in spec || isLimited(spec);
+    state.limited = isLimitedNow(spec);
     let permit: Permit | undefined;
     if ("reason" in spec) {
       this.block(state, spec.reason, Date.now() + LIMIT_RECHECK_MS, []);
@@ -260,6 +263,7 @@ export class Dispatcher {
 
   private async runOne(state: QueueState, { job, permit, releaseKeyed }: Fetched, token: string): Promise<Fetched | undefined> {
     this.locks.add(token, job);
+    const slot = this.slots.begin(state.task, permit);
     let finish: () => Promise<unknown> = () => job.moveToCompleted(null, token, false);
     let completed = false;
     try {
@@ -274,9 +278,12 @@ export class Dispatcher {
     } finally {
       this.locks.delete(token);
     }
-    const released = Promise.all([permit ? this.o.gate.release(permit) : undefined, releaseKeyed?.()]).catch((err) =>
+    const permits = [...(permit ? [permit] : []), ...this.slots.end(slot)];
+    const released = Promise.all([...permits.map((p) => this.o.gate.release(p)), releaseKeyed?.()]).catch((err) =>
       this.o.log.warn({ err }, "could not release limits; they come back when their lease lapses"),
     );
+    // A limit added since this queue's last fetch through the gate stops fetching with the completion.
+    state.limited = isLimitedNow(this.o.limitsOf(state.task));
     if (completed && !permit && mayFetchNext(state, this.states, this.stopping)) {
       const next = await completeFetchingNext(state, job, token, this.o.log);
       await released;

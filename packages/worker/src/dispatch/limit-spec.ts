@@ -51,3 +51,8 @@ export function limitSpecOf(task: ResolvedTaskOptions, cluster: ClusterLimits): 
 export function isLimited(spec: LimitSpec): boolean {
   return spec.semaphores.length > 0 || spec.rates.length > 0;
 }
+
+/** A task whose starts go through the gate, or cannot start at all. */
+export function isLimitedNow(spec: LimitSpec | Unsatisfiable): boolean {
+  return "reason" in spec || isLimited(spec);
+}
