@@ -26,9 +26,8 @@ export {
   type ConfigHistoryEntry,
   type ConfigVersionInfo,
   type ConfigApplied,
-  type EffectiveConfig,
-  type EffectiveOption,
 } from "./config/live-config.js";
+export type { EffectiveConfig, EffectiveOption } from "./config/effective-config.js";
 export type { CancelResult } from "@ax/coordinator";
 export type { ScheduleInfo, QueueInfo, BusyKey } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
