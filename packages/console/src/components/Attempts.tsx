@@ -1,3 +1,4 @@
+import { DEFAULT_LEASE_MS } from "@ax/common/defaults";
 import { Bar, BarChart, Cell, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { between, duration, durationTick } from "../format";
 import { fill, label, useI18n } from "../i18n";
@@ -6,14 +7,13 @@ import type { TaskRunInfo } from "../types";
 import { StatusBadge } from "./Status";
 import { Time, Zone } from "./Time";
 
-// Past the lease (5 s by default) a silent worker is presumed crashed; until the reconciler's pass
-// its attempt still reads running. The server sends a silence only from two missed heartbeats on.
-const LEASE_MS = 5000;
+// Past the lease a silent worker is presumed crashed; until the reconciler's pass its attempt still
+// reads running. The server sends a silence only from two missed heartbeats on.
 
 function WorkerSilence({ silentMs }: { silentMs: number | null }) {
   const { t } = useI18n();
   if (silentMs === null) return null;
-  const lost = silentMs >= LEASE_MS;
+  const lost = silentMs >= DEFAULT_LEASE_MS;
   return (
     <span className={`pill ${lost ? "o-crashed" : "warn"} worker-silence`}>
       {fill(t(lost ? "node.workerLost" : "node.workerSilent"), { d: duration(silentMs) })}
