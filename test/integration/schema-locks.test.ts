@@ -28,6 +28,35 @@ describe("the locks of two installations in one database", () => {
     await there.cleanup();
   });
 
+  it("let one migrate while the other's migration holds its lock, and serialise two on one schema", async () => {
+    const third = isolate("locks_c");
+    const fresh = openStore({ url: third.storage });
+    try {
+      // What a migration of the other installation holds while it runs.
+      await theirs.withSession(async (db) => {
+        await db.execute(sql`select pg_advisory_lock(7314001, hashtext(${there.schema}))`);
+        try {
+          await migrate(fresh);
+          expect(await third.sql("select count(*)::int as n from runs")).toEqual([{ n: 0 }]);
+          // The same schema's migration waits for the lock.
+          let done = false;
+          const again = migrate(theirs).then(() => {
+            done = true;
+          });
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          expect(done).toBe(false);
+          await db.execute(sql`select pg_advisory_unlock(7314001, hashtext(${there.schema}))`);
+          await again;
+        } finally {
+          await db.execute(sql`select pg_advisory_unlock_all()`);
+        }
+      });
+    } finally {
+      await fresh.close();
+      await third.cleanup();
+    }
+  });
+
   it("let one reconcile while the other holds its own reconciler's lock", async () => {
     const window = { staleMs: 0, leaseMs: 5000, limit: 10 };
     let release!: () => void;

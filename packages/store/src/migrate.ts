@@ -9,7 +9,11 @@ import { connectionFailure } from "./store-error.js";
 
 const migrationsFolder = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** Arbitrary constant: serialises concurrent `migrate()` calls from many processes. */
+/**
+ * Arbitrary constant, the first half of the advisory lock that serialises concurrent `migrate()`
+ * calls on one schema from many processes; the schema's hash is the second half, so that schemas
+ * sharing a database (tenants, tests) do not wait on each other's migrations.
+ */
 const MIGRATION_LOCK = 7_314_001;
 
 /** Applies the checked-in drizzle-kit migrations; safe to call from many processes at once. */
@@ -21,12 +25,12 @@ export async function migrate(store: Store): Promise<void> {
   }
   try {
     await store.withSession(async (db) => {
-      await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK})`);
+      await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK}, hashtext(${store.schema}))`);
       try {
         await db.execute(sql.raw(`create schema if not exists "${store.schema}"`));
         await migratePg(db as unknown as NodePgDatabase, config);
       } finally {
-        await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK})`);
+        await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK}, hashtext(${store.schema}))`);
       }
     });
   } catch (error) {
