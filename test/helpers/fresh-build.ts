@@ -26,11 +26,11 @@ function staleBuilds(): string[] {
 }
 
 /**
- * The processes tests start (`ax` commands, worker fixtures) run the packages' build, as an
- * installed ax does: loading the TypeScript sources through tsx costs each of them seconds of CPU,
- * and a run starts hundreds. The test processes themselves still run the sources. So that no test
- * ever runs a stale build, a package whose source changed since its build is built again first
- * (`pnpm test` has just built them all, and this finds nothing to do).
+ * The test processes and the processes tests start (`ax` commands, worker fixtures) run the
+ * packages' build, as an installed ax does: loading the TypeScript sources through tsx costs each
+ * of them seconds of CPU, and a run starts hundreds (vitest.config.ts says how the test processes
+ * do). So that no test ever runs a stale build, a package whose source changed since its build is
+ * built again first (`pnpm test` has just built them all, and this finds nothing to do).
  */
 export function setup(): void {
   const stale = staleBuilds();
