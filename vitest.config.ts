@@ -7,8 +7,7 @@ const withoutDevelopment = (conditions: readonly string[] = []) =>
 // The test processes import the workspace packages from their build, as an installed ax does and
 // as every process a test starts (`ax` commands, worker fixtures, executors' children) already did:
 // Node loads it natively, where vite-node evaluated some 400 TypeScript modules again in each test
-// file's fresh process (its share of the collect time went from 334 s to 273 s, summed over the
-// files, and the machine's CPU for the whole run from 1,620 to 1,569 s). Vite's default conditions
+// file's fresh process (measured in docs/packaging.md). Vite's default conditions
 // include `development` in test mode, and vitest hands the resolved ones to its processes as
 // `--conditions`, so the plugin takes it out after vitest added it. Unit tests under
 // packages/*/src still import their own package's sources by relative path. fresh-build.ts

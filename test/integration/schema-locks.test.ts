@@ -32,7 +32,7 @@ describe("the locks of two installations in one database", () => {
     const third = isolate("locks_c");
     const fresh = openStore({ url: third.storage });
     try {
-      // What a migration of the other installation holds while it runs.
+      // What a migration of the other installation holds while it runs (the key migrate.ts takes).
       await theirs.withSession(async (db) => {
         await db.execute(sql`select pg_advisory_lock(7314001, hashtext(${there.schema}))`);
         try {
