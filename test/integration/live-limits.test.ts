@@ -36,6 +36,14 @@ const longFlow = ax.flow({ name: "hot_long" }, (ms) => {
   long(ms);
 });
 
+const longKeyed = ax.task({ name: "hot_long_keyed" }, async (order: { k: string; ms: number }) => {
+  await sleep(order.ms);
+  return order.ms;
+});
+const longKeyedFlow = ax.flow({ name: "hot_long_keyed" }, (order) => {
+  longKeyed(order);
+});
+
 const FILE = "config/runtime.yaml";
 const yaml = (concurrency: number, pool: number) =>
   ["pools:", `  hot_db: ${pool}`, "tasks:", `  hot_slow: { concurrency: ${concurrency} }`, ""].join("\n");
@@ -47,8 +55,8 @@ describe("limits follow the live configuration on 2 worker processes, without a 
   let client: Client;
 
   beforeAll(async () => {
-    a = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow], maxConcurrency: 10 });
-    b = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow], maxConcurrency: 10, roles: ["worker"] });
+    a = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow], maxConcurrency: 10 });
+    b = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow], maxConcurrency: 10, roles: ["worker"] });
     await a.start();
     await b.start();
     client = a.client();
@@ -157,6 +165,42 @@ describe("limits follow the live configuration on 2 worker processes, without a 
     for (const start of starts) expect(start).toBeGreaterThanOrEqual(ends[4]!);
     expect(maxOverlap(spans.filter((s) => s.start >= ends[4]!))).toBeLessThanOrEqual(2);
     await client.config.apply("{}\n", FILE, "dave");
+  }, 60_000);
+
+  it("a limit per key added while attempts of that key run counts them; other keys start at once", async () => {
+    const running = await client.triggerFlows(
+      "hot_long_keyed",
+      [1, 2, 3].map(() => ({ k: "a", ms: 4000 })),
+    );
+    const deadline = Date.now() + 10_000;
+    while ((await Promise.all(running.map((id) => client.getRun(id)))).some((r) => r.tasks[0]?.status !== "running")) {
+      if (Date.now() > deadline) throw new Error("the 3 long runs of key a never ran at once");
+      await sleep(50);
+    }
+    const v = await client.config.apply("tasks:\n  hot_long_keyed: { concurrency: { max: 1, key: k } }\n", FILE, "frank");
+    await appliedEverywhere(v.version);
+    // Each worker reads the keys of its running attempts at its next lease renewal (1 s), then
+    // counts them at once.
+    await sleep(1500);
+    const later = await client.triggerFlows("hot_long_keyed", [
+      { k: "a", ms: 100 },
+      { k: "a", ms: 100 },
+    ]);
+    const [other] = await client.triggerFlows("hot_long_keyed", [{ k: "b", ms: 100 }]);
+    const attempt = async (id: string) => {
+      const run = await client.waitForRun(id, { timeout: "30s" });
+      expect(run.status).toBe("success");
+      const only = run.tasks[0]!.attempts[0]!;
+      return { start: Date.parse(only.startedAt), end: Date.parse(only.finishedAt!) };
+    };
+    const long = await Promise.all(running.map(attempt));
+    const lastLongEnd = Math.max(...long.map((s) => s.end));
+    const queued = await Promise.all(later.map(attempt));
+    // 3 running counted against 1: key a's next start waits for all three to end, then one at a time.
+    for (const s of queued) expect(s.start).toBeGreaterThanOrEqual(lastLongEnd);
+    expect(maxOverlap(queued.map((s) => ({ task: "hot_long_keyed", worker: "", ...s })))).toBe(1);
+    expect((await attempt(other!)).start).toBeLessThan(lastLongEnd);
+    await client.config.apply("{}\n", FILE, "frank");
   }, 60_000);
 
   it("a concurrency added during a backlog holds: slots taking the next job with each completion go through the gate again", async () => {

@@ -193,6 +193,8 @@ export class NodeWorker {
       limitsOf: (task) => limitSpecOf(o.tasks.get(task)!.options, clusterLimits()),
       process: (job: Job<NodeJobData>) => this.runWithContinuations(deps, { ...job.data, priority: job.opts.priority }),
       admit: (job, token, queue) => keyed.admit(job, token, queue, o.tasks.get(job.name)!.options),
+      hasKeyLimit: (task) => Boolean(o.tasks.get(task)?.options.concurrencyKey),
+      adoptKey: (job) => keyed.adopt(job, o.tasks.get(job.name)!.options),
       log,
     });
     await this.dispatcher.start();

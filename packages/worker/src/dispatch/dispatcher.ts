@@ -34,7 +34,7 @@ import {
 } from "./queue-state.js";
 import { Wakeup } from "./wakeup.js";
 import { RepeatedErrors } from "./repeated-errors.js";
-import { RunningSlots } from "./running-slots.js";
+import { RunningSlots, type AdoptKey } from "./running-slots.js";
 
 export type { ServedQueue };
 
@@ -54,6 +54,10 @@ export interface DispatcherOptions {
   process: (job: Job<NodeJobData>) => Promise<void>;
   /** Checked after the fetch, before the job runs: limits per business key (the key needs the job's input). */
   admit?: ((job: Job<NodeJobData>, token: string, queue: string) => Promise<Admission>) | undefined;
+  /** Whether the task's live options limit it per business key. */
+  hasKeyLimit?: ((task: string) => boolean) | undefined;
+  /** Counts a job already running against its key's limit, added since it was admitted. */
+  adoptKey?: AdoptKey | undefined;
   log: Logger;
 }
 
@@ -124,6 +128,11 @@ export class Dispatcher {
     this.locks.start();
     this.renewTimer = setInterval(() => {
       this.slots.adoptAddedLimits(this.o.limitsOf, this.o.gate);
+      if (this.o.hasKeyLimit && this.o.adoptKey) {
+        this.slots.adoptAddedKeys(this.o.hasKeyLimit, this.o.adoptKey, (err) =>
+          this.o.log.warn({ err }, "could not count a running attempt against its key's new limit; retrying"),
+        );
+      }
       this.o.gate.renew().catch((err) => this.o.log.warn({ err }, "could not renew limit leases; retrying"));
     }, 1000);
     this.renewTimer.unref();
@@ -263,7 +272,7 @@ export class Dispatcher {
 
   private async runOne(state: QueueState, { job, permit, releaseKeyed }: Fetched, token: string): Promise<Fetched | undefined> {
     this.locks.add(token, job);
-    const slot = this.slots.begin(state.task, permit);
+    const slot = this.slots.begin(state.task, job, permit, releaseKeyed !== undefined);
     let finish: () => Promise<unknown> = () => job.moveToCompleted(null, token, false);
     let completed = false;
     try {
@@ -278,8 +287,9 @@ export class Dispatcher {
     } finally {
       this.locks.delete(token);
     }
-    const permits = [...(permit ? [permit] : []), ...this.slots.end(slot)];
-    const released = Promise.all([...permits.map((p) => this.o.gate.release(p)), releaseKeyed?.()]).catch((err) =>
+    const ended = this.slots.end(slot);
+    const permits = [...(permit ? [permit] : []), ...ended.permits];
+    const released = Promise.all([...permits.map((p) => this.o.gate.release(p)), releaseKeyed?.(), ended.releaseKey?.()]).catch((err) =>
       this.o.log.warn({ err }, "could not release limits; they come back when their lease lapses"),
     );
     // A limit added since this queue's last fetch through the gate stops fetching with the completion.

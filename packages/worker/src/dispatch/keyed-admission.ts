@@ -122,6 +122,30 @@ export class KeyedAdmission {
   }
 
   /**
+   * Counts a job that is already running against its key's `concurrency` limit, when that limit
+   * was added (live configuration) after the job was admitted without one: otherwise the key could
+   * run over its new limit for as long as the earlier attempts last. The slot is taken whatever the
+   * capacity (the work is running); the returned release frees it and wakes the key's line like
+   * any other.
+   */
+  async adopt(job: Job<NodeJobData>, options: ResolvedTaskOptions): Promise<(() => Promise<void>) | undefined> {
+    const { concurrencyKey } = options;
+    if (!concurrencyKey) return undefined;
+    const d = this.deps;
+    const { runId, nodeKey, flowVersionId } = job.data;
+    const node = (await withDbRetry(() => d.dags.get(flowVersionId))).nodes.get(nodeKey);
+    const inputs = node ? await withDbRetry(() => nodeInputsAnyStatus(d.db, runId, node.upstream)) : undefined;
+    if (!node || !inputs) return undefined;
+    const key = this.keyOf(options, nodeArgs(node, inputs.payload, inputs.upstream));
+    const semKey = `${semaphorePrefix(options.name)}${key}`;
+    const permit = d.gate.adopt([{ key: semKey, capacity: concurrencyKey.max, weight: 1, label: `concurrency key ${key}` }]);
+    // Into Redis now rather than at the next renewal, a second later: starts of the key check it meanwhile.
+    await d.gate.renew();
+    await d.waitlist.admitted(job.id!, { key: semKey, permitId: permit.id, runId });
+    return () => this.release(permit, semKey, options.name, true);
+  }
+
+  /**
    * Wakes the parked jobs of keys that have room with no release to say so: a holder died (its
    * slot came free when its lease lapsed), or the key's limit of one of `tasks` was raised or
    * removed (live configuration) since they parked.

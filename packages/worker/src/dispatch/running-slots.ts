@@ -1,12 +1,22 @@
-import type { LimitGate, LimitSpec, Permit } from "@ax/coordinator";
+import type { Job } from "bullmq";
+import type { LimitGate, LimitSpec, NodeJobData, Permit } from "@ax/coordinator";
 import type { Unsatisfiable } from "./limit-spec.js";
 
 interface Slot {
   task: string;
+  job: Job<NodeJobData>;
   /** Semaphore keys the job counts against: its permit's, and those adopted since. */
   holds: Set<string>;
   adopted: Permit[];
+  /** Counted against its business key's limit: admitted under one, or adopted into it since. */
+  keyed: boolean;
+  /** Frees the key's slot adopted since the job started (and wakes the key's line). */
+  releaseKey?: (() => Promise<void>) | undefined;
+  ended: boolean;
 }
+
+/** Adopts a running job into its key's limit; undefined when the task has none (any more). */
+export type AdoptKey = (job: Job<NodeJobData>) => Promise<(() => Promise<void>) | undefined>;
 
 /**
  * The limits each running job counts against. A `concurrency`, `pool` or `max_concurrency` added
@@ -16,16 +26,17 @@ interface Slot {
 export class RunningSlots {
   private readonly slots = new Set<Slot>();
 
-  begin(task: string, permit: Permit | undefined): Slot {
-    const slot: Slot = { task, holds: new Set(permit?.spec.semaphores.map((s) => s.key)), adopted: [] };
+  begin(task: string, job: Job<NodeJobData>, permit: Permit | undefined, keyed: boolean): Slot {
+    const slot: Slot = { task, job, holds: new Set(permit?.spec.semaphores.map((s) => s.key)), adopted: [], keyed, ended: false };
     this.slots.add(slot);
     return slot;
   }
 
-  /** The permits adopted for the slot, to release with its own. */
-  end(slot: Slot): Permit[] {
+  /** The permits adopted for the slot, to release with its own, and the release of a key adopted since. */
+  end(slot: Slot): { permits: Permit[]; releaseKey: (() => Promise<void>) | undefined } {
     this.slots.delete(slot);
-    return slot.adopted;
+    slot.ended = true;
+    return { permits: slot.adopted, releaseKey: slot.releaseKey };
   }
 
   /** Adopts every running job into the semaphores its task's limits have gained; the gate's next renew takes them. */
@@ -37,6 +48,28 @@ export class RunningSlots {
       if (added.length === 0) continue;
       slot.adopted.push(gate.adopt(added));
       for (const s of added) slot.holds.add(s.key);
+    }
+  }
+
+  /**
+   * Adopts every running job of a task that has gained a limit per business key into its key's
+   * slot. The key is read off the job's inputs, so this goes to PostgreSQL once per such job.
+   */
+  adoptAddedKeys(hasKeyLimit: (task: string) => boolean, adopt: AdoptKey, onError: (err: unknown) => void): void {
+    for (const slot of this.slots) {
+      if (slot.keyed || !hasKeyLimit(slot.task)) continue;
+      slot.keyed = true;
+      adopt(slot.job).then(
+        (release) => {
+          // The job ended while its key was read: nothing runs under it any more.
+          if (slot.ended) void release?.().catch(onError);
+          else slot.releaseKey = release;
+        },
+        (err: unknown) => {
+          slot.keyed = false;
+          onError(err);
+        },
+      );
     }
   }
 }
