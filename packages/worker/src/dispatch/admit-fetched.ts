@@ -9,6 +9,8 @@ export interface Fetched {
   job: Job<NodeJobData>;
   permit: Permit | undefined;
   releaseKeyed: (() => Promise<void>) | undefined;
+  /** Admitted holding a slot of its business key's `concurrency`. */
+  holdsKey: boolean;
 }
 
 /** What admission uses of `DispatcherOptions`. */
@@ -27,7 +29,7 @@ export async function admitFetched(
   permit: Permit | undefined,
 ): Promise<Fetched | undefined> {
   const admission = await admit(o, state, job, token);
-  if (admission.ok) return { job, permit, releaseKeyed: admission.release };
+  if (admission.ok) return { job, permit, releaseKeyed: admission.release, holdsKey: admission.holdsKey ?? false };
   if (permit) await o.gate.release(permit, { unused: true }).catch(() => undefined);
   if (admission.finish === "complete") {
     await job.moveToCompleted(null, token, false).catch((err) => o.log.debug({ err, jobId: job.id }, "could not close a cancelled job"));

@@ -270,9 +270,9 @@ export class Dispatcher {
     }
   }
 
-  private async runOne(state: QueueState, { job, permit, releaseKeyed }: Fetched, token: string): Promise<Fetched | undefined> {
+  private async runOne(state: QueueState, { job, permit, releaseKeyed, holdsKey }: Fetched, token: string): Promise<Fetched | undefined> {
     this.locks.add(token, job);
-    const slot = this.slots.begin(state.task, job, permit, releaseKeyed !== undefined);
+    const slot = this.slots.begin(state.task, job, permit, holdsKey);
     let finish: () => Promise<unknown> = () => job.moveToCompleted(null, token, false);
     let completed = false;
     try {

@@ -20,7 +20,7 @@ import type { ResolvedTaskOptions } from "../task-definition.js";
 
 /** What the dispatcher does with a fetched job whose task has limits per business key. */
 export type Admission =
-  | { ok: true; release?: () => Promise<void> }
+  | { ok: true; release?: () => Promise<void>; holdsKey?: boolean }
   /** The job moved itself out of the way (parked or delayed), or its run was cancelled: finish nothing, or complete it. */
   | { ok: false; finish: "none" | "complete" };
 
@@ -99,7 +99,11 @@ export class KeyedAdmission {
     const answer = await d.gate.acquire(spec, parking ? d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome) : undefined);
     if (answer.ok) {
       await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
-      return { ok: true, release: () => this.release(answer.permit, semKey, options.name, concurrencyKey !== null) };
+      return {
+        ok: true,
+        release: () => this.release(answer.permit, semKey, options.name, concurrencyKey !== null),
+        holdsKey: concurrencyKey !== null,
+      };
     }
     const reason = describeBlocked(answer.blocked);
     if (answer.blocked.kind === "rate") {
