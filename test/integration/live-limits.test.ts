@@ -76,6 +76,15 @@ describe("limits follow the live configuration on 2 worker processes, without a 
     return Date.now() - started;
   }
 
+  /** Waits until the single node of every run in `ids` is running at once. */
+  async function allRunning(ids: string[], what: string): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while ((await Promise.all(ids.map((id) => client.getRun(id)))).some((r) => r.tasks[0]?.status !== "running")) {
+      if (Date.now() > deadline) throw new Error(`${what} never ran at once`);
+      await sleep(50);
+    }
+  }
+
   /** Runs `n` runs of `flow` and answers the spans of exactly those runs' attempts. */
   async function burst(flow: string, task: string, n: number): Promise<Span[]> {
     const since = Date.now();
@@ -142,11 +151,7 @@ describe("limits follow the live configuration on 2 worker processes, without a 
 
   it("a concurrency added while attempts run counts them: new starts wait until the running ones are under it", async () => {
     const running = await client.triggerFlows("hot_long", [2500, 2500, 2500, 2500, 2500, 2500]);
-    const deadline = Date.now() + 10_000;
-    while ((await Promise.all(running.map((id) => client.getRun(id)))).some((r) => r.tasks[0]?.status !== "running")) {
-      if (Date.now() > deadline) throw new Error("the 6 long runs never ran at once");
-      await sleep(50);
-    }
+    await allRunning(running, "the 6 long runs");
     const v = await client.config.apply("tasks:\n  hot_long: { concurrency: 2 }\n", FILE, "dave");
     await appliedEverywhere(v.version);
     // Each worker counts its running attempts against the new limit at its next lease renewal (1 s).
@@ -172,11 +177,7 @@ describe("limits follow the live configuration on 2 worker processes, without a 
       "hot_long_keyed",
       [1, 2, 3].map(() => ({ k: "a", ms: 4000 })),
     );
-    const deadline = Date.now() + 10_000;
-    while ((await Promise.all(running.map((id) => client.getRun(id)))).some((r) => r.tasks[0]?.status !== "running")) {
-      if (Date.now() > deadline) throw new Error("the 3 long runs of key a never ran at once");
-      await sleep(50);
-    }
+    await allRunning(running, "the 3 long runs of key a");
     const v = await client.config.apply("tasks:\n  hot_long_keyed: { concurrency: { max: 1, key: k } }\n", FILE, "frank");
     await appliedEverywhere(v.version);
     // Each worker reads the keys of its running attempts at its next lease renewal (1 s), then
