@@ -129,14 +129,20 @@ export class Dispatcher {
     this.renewTimer = setInterval(() => {
       this.slots.adoptAddedLimits(this.o.limitsOf, this.o.gate);
       if (this.o.hasKeyLimit && this.o.adoptKey) {
-        this.slots.adoptAddedKeys(this.o.hasKeyLimit, this.o.adoptKey, (err) =>
+        const adopted = this.slots.adoptAddedKeys(this.o.hasKeyLimit, this.o.adoptKey, (err) =>
           this.o.log.warn({ err }, "could not count a running attempt against its key's new limit; retrying"),
         );
+        // Into Redis once they are all read rather than at the next renewal, a second later: starts of those keys check them meanwhile.
+        void adopted.then((n) => (n > 0 ? this.renewLimits() : undefined));
       }
-      this.o.gate.renew().catch((err) => this.o.log.warn({ err }, "could not renew limit leases; retrying"));
+      void this.renewLimits();
     }, 1000);
     this.renewTimer.unref();
     this.loops = Array.from({ length: Math.min(FETCHERS, this.o.concurrency) }, () => this.fetchLoop());
+  }
+
+  private async renewLimits(): Promise<void> {
+    await this.o.gate.renew().catch((err) => this.o.log.warn({ err }, "could not renew limit leases; retrying"));
   }
 
   /** Fetches no more jobs; those running go on. */

@@ -129,8 +129,8 @@ export class KeyedAdmission {
    * Counts a job that is already running against its key's `concurrency` limit, when that limit
    * was added (live configuration) after the job was admitted without one: otherwise the key could
    * run over its new limit for as long as the earlier attempts last. The slot is taken whatever the
-   * capacity (the work is running); the returned release frees it and wakes the key's line like
-   * any other.
+   * capacity (the work is running) at the gate's next renew; the returned release frees it and
+   * wakes the key's line like any other.
    */
   async adopt(job: Job<NodeJobData>, options: ResolvedTaskOptions): Promise<(() => Promise<void>) | undefined> {
     const { concurrencyKey } = options;
@@ -138,13 +138,10 @@ export class KeyedAdmission {
     const d = this.deps;
     const { runId, nodeKey, flowVersionId } = job.data;
     const node = (await withDbRetry(() => d.dags.get(flowVersionId))).nodes.get(nodeKey);
-    const inputs = node ? await withDbRetry(() => nodeInputsAnyStatus(d.db, runId, node.upstream)) : undefined;
-    if (!node || !inputs) return undefined;
-    const key = this.keyOf(options, nodeArgs(node, inputs.payload, inputs.upstream));
-    const semKey = `${semaphorePrefix(options.name)}${key}`;
+    const found = node && (await this.runningKeyOf(runId, node, options));
+    if (!found) return undefined;
+    const { key, semKey } = found;
     const permit = d.gate.adopt([{ key: semKey, capacity: concurrencyKey.max, weight: 1, label: `concurrency key ${key}` }]);
-    // Into Redis now rather than at the next renewal, a second later: starts of the key check it meanwhile.
-    await d.gate.renew();
     await d.waitlist.admitted(job.id!, { key: semKey, permitId: permit.id, runId });
     return () => this.release(permit, semKey, options.name, true);
   }
@@ -178,12 +175,22 @@ export class KeyedAdmission {
   }
 
   private async giveUpPlace(job: Job<NodeJobData>, queue: string, options: ResolvedTaskOptions, node: DagNode): Promise<void> {
-    const d = this.deps;
-    const inputs = await withDbRetry(() => nodeInputsAnyStatus(d.db, job.data.runId, node.upstream));
-    if (!inputs) return;
-    const semKey = `${semaphorePrefix(options.name)}${this.keyOf(options, nodeArgs(node, inputs.payload, inputs.upstream))}`;
+    const found = await this.runningKeyOf(job.data.runId, node, options);
+    if (!found) return;
     const capacity = options.concurrencyKey?.max;
-    await this.promoteLine(semKey, capacity, await d.waitlist.forget(semKey, capacity, `${queue}|${job.id}`));
+    await this.promoteLine(found.semKey, capacity, await this.deps.waitlist.forget(found.semKey, capacity, `${queue}|${job.id}`));
+  }
+
+  /** The node's key, read off its inputs whatever its status (admission reads only waiting nodes'). */
+  private async runningKeyOf(
+    runId: string,
+    node: DagNode,
+    options: ResolvedTaskOptions,
+  ): Promise<{ key: string; semKey: string } | undefined> {
+    const inputs = await withDbRetry(() => nodeInputsAnyStatus(this.deps.db, runId, node.upstream));
+    if (!inputs) return undefined;
+    const key = this.keyOf(options, nodeArgs(node, inputs.payload, inputs.upstream));
+    return { key, semKey: `${semaphorePrefix(options.name)}${key}` };
   }
 
   private keyOf(options: ResolvedTaskOptions, args: unknown[]): string {

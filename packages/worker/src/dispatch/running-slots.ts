@@ -54,22 +54,25 @@ export class RunningSlots {
   /**
    * Adopts every running job of a task that has gained a limit per business key into its key's
    * slot. The key is read off the job's inputs, so this goes to PostgreSQL once per such job.
+   * Resolves with how many were adopted, once every read has ended.
    */
-  adoptAddedKeys(hasKeyLimit: (task: string) => boolean, adopt: AdoptKey, onError: (err: unknown) => void): void {
-    for (const slot of this.slots) {
-      if (slot.keyed || !hasKeyLimit(slot.task)) continue;
-      slot.keyed = true;
-      adopt(slot.job).then(
-        (release) => {
+  async adoptAddedKeys(hasKeyLimit: (task: string) => boolean, adopt: AdoptKey, onError: (err: unknown) => void): Promise<number> {
+    const adopting = [...this.slots]
+      .filter((slot) => !slot.keyed && hasKeyLimit(slot.task))
+      .map(async (slot) => {
+        slot.keyed = true;
+        try {
+          const release = await adopt(slot.job);
           // The job ended while its key was read: nothing runs under it any more.
           if (slot.ended) void release?.().catch(onError);
           else slot.releaseKey = release;
-        },
-        (err: unknown) => {
+          return release !== undefined;
+        } catch (err) {
           slot.keyed = false;
           onError(err);
-        },
-      );
-    }
+          return false;
+        }
+      });
+    return (await Promise.all(adopting)).filter(Boolean).length;
   }
 }
