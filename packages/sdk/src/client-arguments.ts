@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { AxArgumentError } from "@ax/common";
 import type { Flow } from "./definition/flow.js";
-import type { FlowOptions } from "./options.js";
+import type { FlowOptions } from "./flow-options.js";
 import { checkOptions, shown } from "./option-checks.js";
 import { flowNameSchema } from "./client-options.js";
 

@@ -124,3 +124,25 @@ export function checkOptions<S extends z.ZodType>(schema: S, value: unknown, ref
     parsed.error.issues.map((i) => (named(i) ? `${i.path.join(".")} ${plainMessage(i.message)}` : plainMessage(i.message))).join("; "),
   );
 }
+
+/**
+ * Every problem, by the path of the option it is in. With `known` (the options the top level
+ * takes), a key it does not take names the option probably meant (`retry_backoff` -> `retryBackoff`).
+ */
+export function formatIssues(error: z.ZodError, known?: readonly string[]): string {
+  // An unknown key first: it is usually the misspelling of the option reported missing after it.
+  const unknownFirst = [...error.issues].sort((a, b) => Number(b.code === "unrecognized_keys") - Number(a.code === "unrecognized_keys"));
+  return unknownFirst
+    .flatMap((i) => {
+      if (i.code === "unrecognized_keys" && i.path.length === 0 && known) {
+        return i.keys.map((key) => {
+          const meant = meantOption(key, known);
+          return meant ? `${key}: unknown option; did you mean ${meant}?` : `${key}: unknown option; the options are ${known.join(", ")}`;
+        });
+      }
+      // strictOptions names the key and where it is itself; zod's own words say neither.
+      if (i.code === "unrecognized_keys" && !/^Unrecognized keys?:/.test(i.message)) return [i.message];
+      return [`${i.path.length ? i.path.join(".") : "(root)"}: ${plainMessage(i.message)}`];
+    })
+    .join("; ");
+}

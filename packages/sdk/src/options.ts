@@ -1,10 +1,9 @@
 import { z } from "zod";
-import { DEFAULT_TIMEZONE, scheduleProblem } from "@ax/coordinator";
-import { CATCH_UP_POLICIES, OVERLAP_POLICIES, type ScheduleDefinition } from "@ax/store";
-import { KEY_STRATEGIES, plainMessage } from "@ax/common";
-import type { ErrorMatcher, KeyedLimit, ResolvedTaskOptions } from "@ax/worker";
+import { KEY_STRATEGIES } from "@ax/common";
+import type { ErrorMatcher, ResolvedTaskOptions } from "@ax/worker";
+import { compileKey, type KeyOption } from "./business-key.js";
 import { durationMs, timerMs, type Duration } from "./duration.js";
-import { meantOption, strictOptions, wanted } from "./option-checks.js";
+import { strictOptions, wanted } from "./option-checks.js";
 
 export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
 
@@ -58,10 +57,10 @@ export const atLeastOne = (what = "a whole number of at least 1") =>
     .int({ error: wanted(what) })
     .min(1, { error: wanted(what) });
 
-const strategyOption = z.enum(KEY_STRATEGIES, { error: `must be one of: ${KEY_STRATEGIES.join(", ")}` });
+export const strategyOption = z.enum(KEY_STRATEGIES, { error: `must be one of: ${KEY_STRATEGIES.join(", ")}` });
 
 /** A business key: a function of the task's arguments (code), or a dotted path into its first argument (code or YAML). */
-const KEY_PATH = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
+export const KEY_PATH = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
 const keyOption = byType(
   {
     string: z.string().regex(KEY_PATH, "must be a dotted path into the task's input, e.g. user_id or order.customer.id"),
@@ -184,72 +183,6 @@ export interface TaskOptions {
 
 export type TaskOverrides = z.output<typeof taskOverridesSchema>;
 
-/** How a keyed limit names its key: a dotted path into the task's first argument, or a function of its arguments. */
-export type KeyOption = string | ((...args: any[]) => unknown);
-
-/**
- * PostgreSQL's text for a JSON number (`numeric`): JavaScript writes 1e21 and 1e-7 with an
- * exponent, PostgreSQL writes every digit.
- */
-function numericText(n: number): string {
-  const text = JSON.stringify(n);
-  const exponent = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
-  if (!exponent) return text;
-  const [, sign, first, rest = "", power] = exponent;
-  const digits = first! + rest;
-  const point = 1 + Number(power);
-  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
-  if (point >= digits.length) return `${sign}${digits}${"0".repeat(point - digits.length)}`;
-  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
-}
-
-/** PostgreSQL's text for a jsonb value: ", " and ": " between items, object keys shortest first, then by their bytes. */
-function jsonbText(value: unknown): string {
-  if (typeof value === "number") return numericText(value);
-  if (Array.isArray(value)) return `[${value.map(jsonbText).join(", ")}]`;
-  if (value !== null && typeof value === "object") {
-    const keys = Object.keys(value).map((key) => [key, Buffer.from(key)] as const);
-    keys.sort(([, a], [, b]) => a.length - b.length || Buffer.compare(a, b));
-    return `{${keys.map(([key]) => `${JSON.stringify(key)}: ${jsonbText((value as Record<string, unknown>)[key])}`).join(", ")}}`;
-  }
-  return JSON.stringify(value);
-}
-
-/**
- * A business key value as text, exactly as a flow's key reads it in SQL (`payload #>> path`,
- * "null" when missing), so one order gives one key at both levels: a string as it is; a
- * number, boolean, object or array as its jsonb text; no value (undefined, or nothing JSON can
- * hold) as "null". The value is taken as JSON would store it (a Date as its ISO string).
- */
-function keyText(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (typeof value === "bigint") return value.toString();
-  const json = JSON.stringify(value);
-  if (json === undefined) return "null";
-  const stored: unknown = JSON.parse(json);
-  return typeof stored === "string" ? stored : jsonbText(stored);
-}
-
-/** One step of a dotted path, as `#>>` takes it: own keys only, an array by its index (negative: from the end). */
-function step(value: unknown, part: string): unknown {
-  if (Array.isArray(value)) {
-    if (!/^-?\d+$/.test(part)) return undefined;
-    const index = Number(part);
-    return value[index < 0 ? value.length + index : index];
-  }
-  return value !== null && typeof value === "object" && Object.hasOwn(value, part) ? (value as Record<string, unknown>)[part] : undefined;
-}
-
-/** Reads the business key off a node's arguments. */
-function compileKey(key: KeyOption): KeyedLimit {
-  if (typeof key === "function") return { key: (args) => keyText(key(...args)), keySource: "function" };
-  const path = key.split(".");
-  return {
-    key: (args) => keyText(path.reduce<unknown>(step, args[0])),
-    keySource: key,
-  };
-}
-
 /** A task's `pool` option with its default of one slot made explicit. */
 export interface TaskPool {
   name: string;
@@ -289,117 +222,4 @@ export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: Task
     maxResultBytes: o.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
     alertGroup: o.alertGroup ?? null,
   };
-}
-
-/** Cron (5 or 6 fields) and IANA zone are checked here, at definition, not at the first tick. */
-export const scheduleSchema = z
-  .union([z.string().min(1), strictOptions({ cron: z.string().min(1), timezone: z.string().min(1).optional() }, "schedule.")])
-  .superRefine((value, ctx) => {
-    const problem = typeof value === "string" ? scheduleProblem(value) : scheduleProblem(value.cron, value.timezone);
-    if (problem) ctx.addIssue({ code: "custom", message: problem.message, path: typeof value === "string" ? [] : [problem.field] });
-  });
-
-export const DEFAULT_MAX_CATCH_UP = 100;
-
-/** What a flow option is when neither code nor YAML sets it (null: none). */
-export const FLOW_DEFAULTS = {
-  schedule: null,
-  overlap: "skip",
-  catchUp: "none",
-  maxCatchUp: DEFAULT_MAX_CATCH_UP,
-  maxConcurrentRuns: null,
-  concurrency: null,
-} as const;
-
-export const flowOverridesSchema = z
-  .object({
-    schedule: scheduleSchema,
-    overlap: z.enum(OVERLAP_POLICIES),
-    catchUp: z.enum(CATCH_UP_POLICIES),
-    maxCatchUp: z.number().int().positive(),
-    maxConcurrentRuns: z.number().int().positive(),
-    concurrency: strictOptions(
-      {
-        max: z.number().int().positive(),
-        key: z.string().regex(KEY_PATH, "a dotted path into the run's payload, e.g. order_id or order.customer.id"),
-        strategy: strategyOption.optional(),
-      },
-      "concurrency.",
-      "{ max, key, strategy? }",
-    ),
-  })
-  .partial()
-  .strict();
-
-export const flowOptionsSchema = flowOverridesSchema.extend({
-  name: taskName,
-  idempotencyKey: z.custom<(input: never) => string>((v) => typeof v === "function", "a function").optional(),
-  businessKey: z.custom<(input: never) => string>((v) => typeof v === "function", "a function").optional(),
-});
-
-export interface FlowOptions<Input> {
-  name: string;
-  /**
-   * Cron string (5 fields, or 6 with seconds first) or `{ cron, timezone }` (IANA zone,
-   * default UTC); each tick is a run with `trigger: "schedule"` and a `logicalDate`.
-   */
-  schedule?: string | { cron: string; timezone?: string };
-  /** When a tick finds an earlier run of the flow unfinished. @defaultValue "skip" */
-  overlap?: "skip" | "queue" | "allow" | "cancel_previous";
-  /** Ticks missed while no coordinator ran: run none, the newest, or all of them. @defaultValue "none" */
-  catchUp?: "none" | "latest" | "all";
-  /** Most missed ticks `catchUp: "all"` runs (the newest ones). @defaultValue 100 */
-  maxCatchUp?: number;
-  maxConcurrentRuns?: number;
-  /**
-   * At most `max` runs at once per business key: `key` is a dotted path into the run's payload
-   * (coordinators read it in SQL, so any producer can trigger). `strategy` when the key is busy:
-   * hold the run (`queue`), cancel the runs holding the key (`cancel_in_progress`), or cancel the
-   * new run (`cancel_newest`). @defaultValue none
-   */
-  concurrency?: { max: number; key: string; strategy?: "queue" | "cancel_in_progress" | "cancel_newest" };
-  /** A trigger whose key exists returns the existing run. */
-  idempotencyKey?: (input: Input) => string;
-  /** Shown and searchable everywhere (order id, batch id). */
-  businessKey?: (input: Input) => string;
-}
-
-export type FlowOverrides = z.output<typeof flowOverridesSchema>;
-
-/** The flow's schedule as stored: code options, then YAML overrides (YAML wins); undefined without a schedule. */
-export function resolveSchedule(flow: string, code: FlowOverrides, yaml: FlowOverrides = {}): ScheduleDefinition | undefined {
-  const o = { ...code, ...yaml };
-  if (o.schedule === undefined) return undefined;
-  const { cron, timezone } = typeof o.schedule === "string" ? { cron: o.schedule, timezone: undefined } : o.schedule;
-  return {
-    flow,
-    cron,
-    timezone: timezone ?? DEFAULT_TIMEZONE,
-    overlap: o.overlap ?? FLOW_DEFAULTS.overlap,
-    catchUp: o.catchUp ?? FLOW_DEFAULTS.catchUp,
-    maxCatchUp: o.maxCatchUp ?? FLOW_DEFAULTS.maxCatchUp,
-  };
-}
-
-/** zod's issues as one readable line each. */
-/**
- * Every problem, by the path of the option it is in. With `known` (the options the top level
- * takes), a key it does not take names the option probably meant (`retry_backoff` -> `retryBackoff`).
- */
-export function formatIssues(error: z.ZodError, known?: readonly string[]): string {
-  // An unknown key first: it is usually the misspelling of the option reported missing after it.
-  const unknownFirst = [...error.issues].sort((a, b) => Number(b.code === "unrecognized_keys") - Number(a.code === "unrecognized_keys"));
-  return unknownFirst
-    .flatMap((i) => {
-      if (i.code === "unrecognized_keys" && i.path.length === 0 && known) {
-        return i.keys.map((key) => {
-          const meant = meantOption(key, known);
-          return meant ? `${key}: unknown option; did you mean ${meant}?` : `${key}: unknown option; the options are ${known.join(", ")}`;
-        });
-      }
-      // strictOptions names the key and where it is itself; zod's own words say neither.
-      if (i.code === "unrecognized_keys" && !/^Unrecognized keys?:/.test(i.message)) return [i.message];
-      return [`${i.path.length ? i.path.join(".") : "(root)"}: ${plainMessage(i.message)}`];
-    })
-    .join("; ");
 }

@@ -7,7 +7,8 @@ import { resolveAlertGroups } from "./config/alerts-config.js";
 import type { RuntimeConfig } from "./config/runtime-config.js";
 import { dagHash, type Flow } from "./definition/flow.js";
 import type { AnyTask } from "./definition/task.js";
-import { resolveSchedule, resolveTaskOptions, type FlowOverrides } from "./options.js";
+import { resolveSchedule, type FlowOverrides } from "./flow-options.js";
+import { resolveTaskOptions } from "./options.js";
 import { servedFlows } from "./served-flows.js";
 
 /**

@@ -29,7 +29,7 @@ import { ConfigFollower, LiveConfig } from "./config/live-config.js";
 import { parseRuntimeConfig, readConfigFile } from "./config/runtime-config.js";
 import { openConnections, type Connections } from "./connections.js";
 import { durationMs } from "./duration.js";
-import { formatIssues } from "./options.js";
+import { formatIssues } from "./option-checks.js";
 import { stopOnSignals } from "./signal-stop.js";
 import { AxConfigError, AxNoTokensError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
 

@@ -3,7 +3,7 @@ import { parseRuntimeConfig } from "./config/runtime-config.js";
 import { defineFlow } from "./definition/flow.js";
 import { defineTask } from "./definition/task.js";
 import { AxConfigError, AxDefinitionError } from "@ax/common";
-import { resolveSchedule, type FlowOptions } from "./options.js";
+import { resolveSchedule, type FlowOptions } from "./flow-options.js";
 
 const step = defineTask({ name: "nightly_step" }, () => 1);
 const define = (options: Partial<FlowOptions<unknown>>) =>

@@ -14,7 +14,7 @@ import {
 } from "@ax/store";
 import { AxConfigError } from "@ax/common";
 import { durationMs, type Duration } from "./duration.js";
-import { formatIssues } from "./options.js";
+import { formatIssues } from "./option-checks.js";
 
 export type { ApiTokenInfo, AuditEntry, CreatedApiToken, TokenScope };
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { CallerTransactionHandle } from "@ax/store";
 import { durationMs, type Duration } from "./duration.js";
 import { AxTriggerOptionError } from "@ax/common";
-import { formatIssues } from "./options.js";
+import { formatIssues } from "./option-checks.js";
 import { validDate } from "./option-checks.js";
 import { MAX_KEY_LENGTH, returnedKey } from "@ax/common";
 

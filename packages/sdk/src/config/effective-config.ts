@@ -1,7 +1,8 @@
 import { DEFAULT_ALERT_GROUP } from "@ax/coordinator";
 import { latestConfigVersion, listCodeOptions, type Db, type Json } from "@ax/store";
 import { AxConfigError, AxUnknownFlowError, DEFAULT_RETENTION_MS } from "@ax/common";
-import { FLOW_DEFAULTS, resolveTaskOptions, type FlowOverrides, type TaskOverrides } from "../options.js";
+import { FLOW_DEFAULTS, type FlowOverrides } from "../flow-options.js";
+import { resolveTaskOptions, type TaskOverrides } from "../options.js";
 import { parseRuntimeConfig } from "./runtime-config.js";
 import { snake } from "./yaml-keys.js";
 

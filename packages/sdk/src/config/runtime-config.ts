@@ -2,15 +2,8 @@ import { readFileSync } from "node:fs";
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
-import {
-  atLeastOne,
-  flowOverridesSchema,
-  matcherName,
-  taskOverridesSchema,
-  taskPoolOf,
-  type TaskOverrides,
-  type TaskPool,
-} from "../options.js";
+import { flowOverridesSchema } from "../flow-options.js";
+import { atLeastOne, matcherName, taskOverridesSchema, taskPoolOf, type TaskOverrides, type TaskPool } from "../options.js";
 import { alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { optionKeys, yamlPath, type YamlPath } from "./yaml-keys.js";
 import { AxConfigError, plainMessage } from "@ax/common";

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { FlowDag } from "@ax/store";
-import { flowOptionsSchema, formatIssues, type FlowOptions } from "../options.js";
+import { flowOptionsSchema, type FlowOptions } from "../flow-options.js";
+import { formatIssues } from "../option-checks.js";
 import { FlowBuilder, trace } from "./flow-builder.js";
 import { Ref } from "./ref.js";
 import type { AnyTask } from "./task.js";

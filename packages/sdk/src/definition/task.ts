@@ -1,6 +1,7 @@
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { recordTaskDefinition, type ResolvedTaskOptions } from "@ax/worker";
-import { formatIssues, matcherName, resolveTaskOptions, taskOptionsSchema, type TaskOptions, type TaskOverrides } from "../options.js";
+import { formatIssues } from "../option-checks.js";
+import { matcherName, resolveTaskOptions, taskOptionsSchema, type TaskOptions, type TaskOverrides } from "../options.js";
 import { currentBuilder } from "./flow-builder.js";
 import type { Ref, RefArgs } from "./ref.js";
 import { AxDefinitionError } from "@ax/common";

@@ -1,0 +1,120 @@
+import { z } from "zod";
+import {
+  alertsQuery,
+  loggedAlert,
+  configBody,
+  configVersionParams,
+  auditQuery,
+  tokenBody,
+  tokenNameParams,
+  tokenInfo,
+  auditEntry,
+  apiError,
+  jsonValue,
+  configVersion,
+  effectiveOption,
+} from "./api-schemas.js";
+import { badRequest, configUnavailable, type RouteDoc } from "./route-doc.js";
+
+/** Administration: configuration versions, the audit log, sent alerts, API tokens. */
+export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
+  "GET /api/config": {
+    scope: "read",
+    summary: "the config version in force (the newest stored), or null",
+    responses: { 200: { description: "the version", schema: z.object({ config: configVersion.nullable() }) }, 501: configUnavailable },
+  },
+  "GET /api/config/versions": {
+    scope: "read",
+    summary: "stored config versions, newest first, with lines added and removed",
+    responses: {
+      200: { description: "versions", schema: z.object({ versions: z.array(z.record(z.string(), jsonValue)) }) },
+      501: configUnavailable,
+    },
+  },
+  "GET /api/config/versions/:version": {
+    scope: "read",
+    summary: "one stored config version with its diff to the one before",
+    params: configVersionParams,
+    responses: {
+      200: { description: "the version", schema: configVersion },
+      400: badRequest,
+      404: { description: "unknown version", schema: apiError },
+      501: configUnavailable,
+    },
+  },
+  "POST /api/config": {
+    scope: "admin",
+    audit: "config.apply",
+    summary: "validate runtime.yaml against the cluster's flows, store it as a new version; every process applies it within seconds",
+    body: configBody,
+    responses: {
+      201: {
+        description:
+          "the stored version, with `warnings`: pools the code gives tasks that it leaves unsized (those tasks will not start), YAML error lists the code contradicts, and YAML queues no live worker serves",
+        schema: configVersion.extend({ warnings: z.array(z.string()) }),
+      },
+      400: {
+        description: "invalid YAML or request: the error names file, line, column and key; nothing is stored",
+        schema: apiError.extend({
+          file: z.string().optional(),
+          line: z.number().int().optional(),
+          column: z.number().int().optional(),
+          key: z.string().optional(),
+        }),
+      },
+      501: configUnavailable,
+    },
+  },
+  "GET /api/config/effective": {
+    scope: "read",
+    summary: "every option's effective value and its source (yaml vN, code or default); durations in ms",
+    responses: {
+      200: {
+        description: "effective config",
+        schema: z.object({
+          version: z.number().int().nullable(),
+          cluster: z.array(effectiveOption),
+          tasks: z.record(z.string(), z.array(effectiveOption)),
+          flows: z.record(z.string(), z.array(effectiveOption)),
+        }),
+      },
+      501: configUnavailable,
+    },
+  },
+  "GET /api/audit": {
+    summary: "the audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens",
+    scope: "admin",
+    query: auditQuery,
+    responses: { 200: { description: "entries", schema: z.object({ entries: z.array(auditEntry) }) }, 400: badRequest },
+  },
+  "GET /api/alerts": {
+    summary: "alerts the coordinators sent, newest first, with what each sink answered",
+    scope: "read",
+    query: alertsQuery,
+    responses: { 200: { description: "sent alerts", schema: z.object({ alerts: z.array(loggedAlert) }) }, 400: badRequest },
+  },
+  "GET /api/tokens": {
+    summary: "API tokens: names, scopes, last use, expiry (never the tokens themselves)",
+    scope: "admin",
+    responses: { 200: { description: "tokens", schema: z.object({ tokens: z.array(tokenInfo) }) } },
+  },
+  "POST /api/tokens": {
+    summary: "create a token; the answer is the only time the token is shown",
+    scope: "admin",
+    body: tokenBody,
+    responses: {
+      201: { description: "the new token", schema: tokenInfo.extend({ token: z.string() }) },
+      400: badRequest,
+      409: { description: "a token has this name", schema: apiError },
+    },
+  },
+  "DELETE /api/tokens/:name": {
+    summary: "revoke a token: it stops working at once on every server",
+    scope: "admin",
+    params: tokenNameParams,
+    responses: {
+      200: { description: "revoked", schema: z.object({ revoked: z.string() }) },
+      404: { description: "no token has this name", schema: apiError },
+    },
+  },
+};
