@@ -31,6 +31,7 @@ describe("ax token, ax audit, ax server without tokens", { timeout: 180_000 }, (
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain("AxNoTokensError");
     expect(refused.stderr).toContain("ax token create");
+    expect((await ax("audit")).stdout).toContain("no audit entries");
 
     const created = await ax("token", "create", "--name", "ops", "--scope", "read", "--expires", "30d");
     expect(created.code).toBe(0);

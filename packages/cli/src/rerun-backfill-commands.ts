@@ -165,7 +165,9 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(z.object({ limit: positiveInt }), raw, "backfills");
       await withClient(async (client) => {
-        for (const b of await client.listBackfills({ limit: flags.limit })) {
+        const backfills = await client.listBackfills({ limit: flags.limit });
+        if (backfills.length === 0) console.log("no backfills; start one with `ax backfill <flow> --from <date> --to <date>`");
+        for (const b of backfills) {
           console.log(
             [
               b.id,

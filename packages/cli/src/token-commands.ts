@@ -97,6 +97,11 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
           console.log(JSON.stringify(entries, null, 2));
           return;
         }
+        if (entries.length === 0) {
+          console.log(
+            "no audit entries: the HTTP API's triggers, cancels, reruns, backfills, config applies and schedule pauses, and `ax token`, are recorded here",
+          );
+        }
         for (const e of entries) {
           console.log(
             [
