@@ -46,6 +46,12 @@ describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z audit#1 INFO {2}auditing ord-9$/);
     expect(lines[1]).toMatch(/^\S+ audit#1 WARN {2}order is late \{"reason":"late"\}$/);
+    const none = await runAx(["logs", runId, "--attempt", "2", ...connection()]);
+    expect(none).toEqual({
+      code: 0,
+      stdout: "",
+      stderr: `run ${runId} has no task log lines for attempt 2 (a task writes them with ax.context().log)\n`,
+    });
     const unknown = await runAx(["logs", "00000000-0000-4000-8000-000000000000", ...connection()]);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/no run with id 00000000-0000-4000-8000-000000000000/);

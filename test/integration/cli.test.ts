@@ -125,6 +125,7 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
       (await runAx(["runs", "--flow", "cli_flow", "--trigger", trigger, ...connection()])).stdout;
     expect(await byTrigger("manual")).toContain(runId!);
     expect(await byTrigger("event")).toBe("");
+    expect((await runAx(["runs", "--flow", "cli_flow", "--trigger", "event", ...connection()])).stderr).toBe("no runs match\n");
   });
 
   it("ax trigger refuses a --payload that is not JSON, says so, exits non-zero and writes nothing", async ({ expect }) => {

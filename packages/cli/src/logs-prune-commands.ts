@@ -45,8 +45,15 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
             console.log(renderLogLine(line));
           }
         };
+        // On stderr, so that a script reading the lines gets none.
+        const sayIfNone = () => {
+          if (seen.size > 0) return;
+          const which = [flags.node && `node ${flags.node}`, flags.attempt && `attempt ${flags.attempt}`].filter(Boolean).join(", ");
+          console.error(`run ${runId} has no task log lines${which ? ` for ${which}` : ""} (a task writes them with ax.context().log)`);
+        };
         if (!flags.follow) {
           await print();
+          sayIfNone();
           return;
         }
         let stopped = false;
@@ -69,6 +76,7 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
         } finally {
           process.off("SIGINT", stop);
         }
+        sayIfNone();
       });
     });
 

@@ -110,7 +110,11 @@ export function addRunCommands(program: Command): void {
       );
       await withClient(program, async (client) => {
         const runs = await client.listRuns(filter);
-        if (runs.length === 0) return;
+        if (runs.length === 0) {
+          // On stderr, so that a script reading the table gets nothing.
+          console.error(Object.keys(raw).some((k) => k !== "limit" && raw[k] !== undefined) ? "no runs match" : "no runs yet");
+          return;
+        }
         console.log(
           table(
             // The version tells old runs from new during a deploy or a rollback.
