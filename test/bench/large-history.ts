@@ -39,10 +39,14 @@ export function historySizes(): { historyRuns: number; probes: number } {
   return { historyRuns: scaledSize("AX_BENCH_HISTORY_RUNS", 1_000_000), probes: fixedSize("AX_BENCH_HISTORY_PROBES", 200) };
 }
 
-/** One schema under test: its Runtime's client, and what its probes have measured so far. */
-interface Probed {
+/** One schema under test and its Runtime's client. */
+interface Target {
   env: Isolated;
   client: Client;
+}
+
+/** A target and what its probes have measured so far. */
+interface Probed extends Target {
   ids: string[];
   callMs: number[];
 }
@@ -74,8 +78,8 @@ async function summarise(target: Probed): Promise<ProbeResult> {
  * turn first and second), so that both see the same minutes of the machine: a shared machine's
  * drift between a "before" and an "after" is larger than what a history could change.
  */
-async function probeAlternately(a: Probed, b: Probed, phase: string, runs: number, gapMs: number): Promise<[ProbeResult, ProbeResult]> {
-  const targets = [a, b].map((t) => ({ ...t, ids: [], callMs: [] }));
+async function probeAlternately(a: Target, b: Target, phase: string, runs: number, gapMs: number): Promise<[ProbeResult, ProbeResult]> {
+  const targets = [a, b].map((t): Probed => ({ ...t, ids: [], callMs: [] }));
   for (let i = 0; i < runs; i++) {
     for (const target of i % 2 === 0 ? targets : [...targets].reverse()) {
       await probeOnce(target, phase, i);
@@ -144,7 +148,7 @@ export async function largeHistory(
   const runtimes = envs.map((env) => probeRuntime(env, sizes.concurrency));
   try {
     await Promise.all(runtimes.map((r) => r.start()));
-    const [empty, large] = envs.map((env, i): Probed => ({ env, client: runtimes[i]!.client(), ids: [], callMs: [] }));
+    const [empty, large] = envs.map((env, i): Target => ({ env, client: runtimes[i]!.client() }));
     const t0 = performance.now();
     await seed(large!.env, sizes.historyRuns, log);
     const t1 = performance.now();
