@@ -112,7 +112,8 @@ export function addRunCommands(program: Command): void {
         const runs = await client.listRuns(filter);
         if (runs.length === 0) {
           // On stderr, so that a script reading the table gets nothing.
-          console.error(Object.keys(raw).some((k) => k !== "limit" && raw[k] !== undefined) ? "no runs match" : "no runs yet");
+          const { limit: _limit, ...narrowing } = filter;
+          console.error(Object.values(narrowing).some((v) => v !== undefined) ? "no runs match" : "no runs yet");
           return;
         }
         console.log(
