@@ -35,7 +35,7 @@ const SCENARIO_KEYS = [
 
 describe("pnpm bench, tiny", { timeout: 240_000 }, () => {
   it("runs every scenario to the end and prints the goals' keys in its final JSON line", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--conditions=development", "test/bench/run.ts"], {
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "test/bench/run.ts"], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...TINY },
       timeout: 230_000,
