@@ -167,26 +167,27 @@ export async function drainThroughput(
   const cpuBefore = process.cpuUsage();
   const servers = meterServerCpu();
   const start = Date.now();
-  let last: number;
   await worker.start();
   try {
-    last = await waitForRuns(env, ids, 10 * 60_000);
+    const last = await waitForRuns(env, ids, 10 * 60_000);
+    // Read before the worker stops: its PostgreSQL backends exit with its pool, and their CPU with them.
+    const serverCpu = servers(runs);
+    const counts = since(before);
+    const cpu = process.cpuUsage(cpuBefore);
+    const ms = last - start;
+    return {
+      runs,
+      tasks: runs,
+      ms,
+      tasksPerS: (runs / ms) * 1000,
+      triggerMs: 0,
+      counts,
+      cpuMsPerTask: (cpu.user + cpu.system) / 1000 / runs,
+      serverCpu,
+    };
   } finally {
     await worker.stop();
   }
-  const counts = since(before);
-  const cpu = process.cpuUsage(cpuBefore);
-  const ms = last - start;
-  return {
-    runs,
-    tasks: runs,
-    ms,
-    tasksPerS: (runs / ms) * 1000,
-    triggerMs: 0,
-    counts,
-    cpuMsPerTask: (cpu.user + cpu.system) / 1000 / runs,
-    serverCpu: servers(runs),
-  };
 }
 
 export function diamondThroughput(client: Client, env: Isolated, runs: number, batch: number): Promise<Throughput> {
