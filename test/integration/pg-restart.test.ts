@@ -120,6 +120,15 @@ describe.each(["fast", "immediate"] as const)("PostgreSQL stopped (%s) and resta
     expect((await pool.query(`select count(*)::int as n from attempts where finished_at is null`)).rows[0].n).toBe(0);
     // No attempt failed for the outage itself: ax.once's claim waits for PostgreSQL as the runtime's writes do.
     expect((await pool.query(`select count(*)::int as n from attempts where error->>'name' = 'AxStoreError'`)).rows[0].n).toBe(0);
+    // fetch_order and price_order run 20-100 ms without touching PostgreSQL: an attempt whose outcome
+    // waited out the outage was still 20-100 ms of run time, not the outage's length.
+    const { longest } = (
+      await pool.query(
+        `select coalesce(max(extract(epoch from finished_at - started_at) * 1000), 0)::float8 as longest
+         from attempts where outcome = 'success' and node_key in ('fetch_order', 'price_order')`,
+      )
+    ).rows[0];
+    expect(longest).toBeLessThan(OUTAGE_MS / 2);
     const sample = await client.getRun((await pool.query(`select id from runs where payload = '"order-0"'::jsonb`)).rows[0].id);
     expect(sample.tasks.map((t) => t.result)).toEqual(["order-0>fetched", "order-0>fetched>priced", "order-0>fetched>priced>confirmed"]);
 

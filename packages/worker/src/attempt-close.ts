@@ -43,6 +43,8 @@ export interface FailedAttempt {
   run: RunMeta;
   /** When the attempt started; unknown for a failure of ax's own before its function ran. */
   startedAt?: Date;
+  /** When its function ended, by PostgreSQL's clock (see `AttemptEnd`); unknown for a failure of ax's own. */
+  endedAt?: Date;
 }
 
 /**
@@ -101,7 +103,7 @@ export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagN
   const failure = toTaskFailure(failed.error, failureKind(outcome, failed.error));
   const decision = decideRetry(failed.policy, failed.error, attempt);
   if (decision.retry) {
-    const retry = { ...ref, outcome, error: failure, delayMs: decision.delayMs };
+    const retry = { ...ref, outcome, error: failure, delayMs: decision.delayMs, endedAt: failed.endedAt };
     const nextRetryAt = await unlessStartLost(
       deps,
       ref,
@@ -113,6 +115,7 @@ export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagN
   }
   const failing = {
     ...ref,
+    endedAt: failed.endedAt,
     outcome,
     error: { ...failure, notRetried: decision.reason },
     descendants: descendantsOf(dag.dag, [node.key]),

@@ -114,6 +114,7 @@ async function executeStarted(
   run: RunMeta,
   cancel?: AttemptCancel,
 ): Promise<Next | undefined> {
+  const begun = performance.now();
   const { runId } = run;
   const nodeKey = node.key;
   const ref = { runId, nodeKey, attempt };
@@ -153,7 +154,11 @@ async function executeStarted(
     store: deps.onceStore,
   });
   taskLog.close();
-  const durationMs = Math.round(performance.now() - t0);
+  const returned = performance.now();
+  const durationMs = Math.round(returned - t0);
+  // By PostgreSQL's clock, free of skew between machines: the start it recorded plus the time
+  // measured here since, rounded up so that it never precedes the start.
+  const endedAt = new Date(started.startedAt.getTime() + Math.ceil(returned - begun));
   await progress.flushed();
   if (!executed.ok && (cancel?.reason instanceof AxWorkerStoppedError || cancel?.reason instanceof AxAttemptTakenOverError)) {
     // The attempt was written `crashed` and its node queued again before it was aborted (this
@@ -177,11 +182,17 @@ async function executeStarted(
     const result = checked.value as Json;
     if (logInfo)
       log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
-    const failed = { attempt, outcome: "failed" as const, policy: task.options, run, startedAt: started.startedAt };
+    const failed = { attempt, outcome: "failed" as const, policy: task.options, run, startedAt: started.startedAt, endedAt };
     const recorded = await recordOutcome<Recorded>(
       {
         full: async () => {
-          const request = { ...ref, result, downstream: node.downstream, continueWith: continuation(deps, dag, node, runId) };
+          const request = {
+            ...ref,
+            result,
+            downstream: node.downstream,
+            continueWith: continuation(deps, dag, node, runId),
+            endedAt,
+          };
           return {
             kind: "succeeded",
             advanced: await unlessStartLost(
@@ -214,7 +225,7 @@ async function executeStarted(
     deps,
     dag,
     node,
-    { attempt, error: checked.error, outcome, policy: task.options, run, startedAt: started.startedAt },
+    { attempt, error: checked.error, outcome, policy: task.options, run, startedAt: started.startedAt, endedAt },
     ended,
   );
 }

@@ -44,6 +44,7 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
     downstream: r.downstream,
     continue_key: r.continueWith?.nodeKey ?? null,
     continue_upstream: r.continueWith?.upstreamKeys ?? [],
+    ended_at: r.endedAt,
   }));
   const keyLists = input.flatMap((i) => [i.downstream, i.continue_upstream]);
   const leaves = requests.every((r) => r.downstream.length === 0);
@@ -58,15 +59,15 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
     with locked as materialized (
       ${lockRunsSql(requests.map((r) => r.runId))}
     ), input as (
-      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb, continue_key text, continue_upstream jsonb")} as x
+      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb, continue_key text, continue_upstream jsonb, ended_at timestamptz")} as x
     ), done as (
-      update node_runs n set status = 'success', result = i.result, error = null, finished_at = now()
+      update node_runs n set status = 'success', result = i.result, error = null, finished_at = least(now(), i.ended_at)
       from input i
       where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and ${statusIs(sql`n.status`, "running")}
         and (select count(*) from locked) > 0
-      returning n.run_id, n.node_key, n.attempt
+      returning n.run_id, n.node_key, n.attempt, n.finished_at
     ), closed as (
-      update attempts a set finished_at = now(), outcome = 'success'
+      update attempts a set finished_at = d.finished_at, outcome = 'success'
       from done d
       where a.run_id = d.run_id and a.node_key = d.node_key and a.n = d.attempt
     )${leaves ? sql`` : dependantsSql(worker, keyLists)}, per_run as (

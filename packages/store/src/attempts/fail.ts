@@ -4,7 +4,7 @@ import { jsonParam, rows, textList } from "../repositories/raw.js";
 import type { AttemptOutcome, RunStatus, TaskFailure } from "../types.js";
 import { finishRunsSql } from "./finish-run.js";
 import { lockRuns } from "./lock-order.js";
-import type { Advanced, AttemptRef } from "./types.js";
+import type { Advanced, AttemptEnd, AttemptRef } from "./types.js";
 
 /**
  * Fails the node for good: its pending descendants become `skipped`, and the run counts them all
@@ -12,7 +12,7 @@ import type { Advanced, AttemptRef } from "./types.js";
  */
 export async function failNode(
   db: Db,
-  ref: AttemptRef & { outcome: AttemptOutcome; error: TaskFailure; descendants: string[]; blocking: boolean },
+  ref: AttemptRef & AttemptEnd & { outcome: AttemptOutcome; error: TaskFailure; descendants: string[]; blocking: boolean },
 ): Promise<Advanced> {
   const row = await db.transaction(async (tx) => {
     await lockRuns(tx, [ref.runId]);
@@ -24,11 +24,12 @@ export async function failNode(
       tx,
       sql`
       with failed as (
-        update node_runs set status = 'failed', error = ${jsonParam(ref.error)}::jsonb, finished_at = now()
+        update node_runs set status = 'failed', error = ${jsonParam(ref.error)}::jsonb,
+          finished_at = least(now(), ${ref.endedAt?.toISOString() ?? null}::timestamptz)
         where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
-        returning run_id
+        returning run_id, finished_at
       ), closed as (
-        update attempts set finished_at = now(), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
+        update attempts set finished_at = (select finished_at from failed), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
         where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from failed)
       ), skipped as (
         update node_runs set status = 'skipped', finished_at = now()

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { jsonParam, rows } from "../repositories/raw.js";
 import type { AttemptOutcome, TaskFailure } from "../types.js";
-import type { AttemptRef } from "./types.js";
+import type { AttemptEnd, AttemptRef } from "./types.js";
 
 /**
  * Closes a failed attempt and schedules the next one `delayMs` from now by PostgreSQL's clock,
@@ -12,7 +12,7 @@ import type { AttemptRef } from "./types.js";
  */
 export async function retryAttempt(
   db: Db,
-  ref: AttemptRef & { outcome: AttemptOutcome; error: TaskFailure; delayMs: number },
+  ref: AttemptRef & AttemptEnd & { outcome: AttemptOutcome; error: TaskFailure; delayMs: number },
 ): Promise<Date | undefined> {
   const [row] = await rows<{ next_retry_at: Date | string }>(
     db,
@@ -24,7 +24,7 @@ export async function retryAttempt(
       where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
       returning run_id, next_retry_at
     ), closed as (
-      update attempts set finished_at = now(), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
+      update attempts set finished_at = least(now(), ${ref.endedAt?.toISOString() ?? null}::timestamptz), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
       where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from waiting)
     )
     select next_retry_at from waiting`,

@@ -7,6 +7,16 @@ export interface AttemptRef {
   attempt: number;
 }
 
+/**
+ * When an attempt's function ended, by PostgreSQL's clock: its `startedAt` plus the time its
+ * worker measured. A closing write records the earlier of this and its own time, so an outcome
+ * held back (PostgreSQL down, the write retried) does not count the wait as the attempt's run
+ * time. Without it the write's own time is recorded.
+ */
+export interface AttemptEnd {
+  endedAt?: Date | undefined;
+}
+
 export interface StartRequest extends AttemptRef {
   upstreamKeys: string[];
   /**
@@ -33,7 +43,7 @@ export interface StartedAttempt {
   upstream: Record<string, Json>;
 }
 
-export interface CompleteRequest extends AttemptRef {
+export interface CompleteRequest extends AttemptRef, AttemptEnd {
   result: Json;
   downstream: string[];
   /**
