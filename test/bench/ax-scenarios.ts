@@ -200,9 +200,7 @@ export interface ChainResult {
   /** Median as seen by the caller: before triggerFlow until a poll sees `success`. */
   observedMedianMs: number;
   samplesMs: number[];
-  /** Median per hop, from node_runs timestamps (each is its statement's start, PostgreSQL clock). */
-  hop: { queuedToStartMs: number; startToFinishMs: number };
-  /** Upstream finished -> downstream started, over every hop of every sample. */
+  /** One node's start to the next one's, over every hop of every sample. */
   handoff: { p50: number; p99: number; max: number };
 }
 
@@ -255,23 +253,15 @@ export async function chainWallTime(client: Client, env: Isolated, repeats: numb
     stored.push(Number(row!.ms));
   }
   ended.close();
-  // queued_at is set by the previous node's completing statement, started_at by the fence, and
-  // finished_at by the completing statement: so the hop splits into "previous commit + Redis +
-  // pickup" and "fence commit + execute + reaching the completing statement".
-  const [hop] = await env.sql<{ queued_to_start: number; start_to_finish: number }>(
-    `select percentile_cont(0.5) within group (order by extract(epoch from (n.started_at - n.queued_at)) * 1000) as queued_to_start,
-            percentile_cont(0.5) within group (order by extract(epoch from (n.finished_at - n.started_at)) * 1000) as start_to_finish
-     from node_runs n join runs r on r.id = n.run_id where r.flow = $1`,
-    [flow],
-  );
-  // A chain's next node starts in the statement that completes the one before it, so PostgreSQL's
-  // clock shows no gap there; the step from one completion to the next holds everything a hop
-  // costs (the statement, handing the node to its task, the next completion), plus a no-op.
+  // A chain's next node starts in the statement that completes the one before it: its started_at is
+  // that statement's time. So one start to the next holds everything a hop costs (the function,
+  // its completion's statement, handing the next node to its task). finished_at would not do: it is
+  // the worker's measure of the function rounded up to the millisecond.
   const handoffs = await env.sql<{ ms: number }>(
-    `select extract(epoch from (next_finished - finished_at)) * 1000 as ms
-     from (select n.finished_at, lead(n.finished_at) over (partition by n.run_id order by n.finished_at) as next_finished
+    `select extract(epoch from (next_started - started_at)) * 1000 as ms
+     from (select n.started_at, lead(n.started_at) over (partition by n.run_id order by n.started_at) as next_started
            from node_runs n join runs r on r.id = n.run_id where r.flow = $1) h
-     where next_finished is not null`,
+     where next_started is not null`,
     [flow],
   );
   const gaps = handoffs.map((h) => Number(h.ms));
@@ -279,7 +269,6 @@ export async function chainWallTime(client: Client, env: Isolated, repeats: numb
     medianMs: median(stored),
     observedMedianMs: median(observed),
     samplesMs: stored,
-    hop: { queuedToStartMs: Number(hop!.queued_to_start), startToFinishMs: Number(hop!.start_to_finish) },
     handoff: { p50: percentile(gaps, 50), p99: percentile(gaps, 99), max: Math.max(...gaps) },
   };
 }
