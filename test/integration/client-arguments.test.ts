@@ -252,6 +252,43 @@ describe("Client arguments", () => {
     expect(refused).toBeTypeOf("function");
   });
 
+  it("refuses an unknown flow even with no payloads, and names a key function that threw", async () => {
+    const unknown = await refusal(() => client.triggerFlows("client_args_nope", []));
+    expect(unknown.name).toBe("AxUnknownFlowError");
+    expect(unknown.message).toContain('no flow named "client_args_nope"');
+    expect(await client.triggerFlows("client_args_flow", [])).toEqual([]);
+    const before = await env.sql<{ n: number }>("select count(*)::int as n from runs");
+    const threw = await refusal(() => client.triggerFlow(typed, null as never));
+    expect(threw).toBeInstanceOf(AxTriggerOptionError);
+    expect(threw.message).toMatch(
+      /^trigger options: the businessKey function threw on this payload \(.+\); make it handle such a payload, or pass businessKey in the trigger options$/,
+    );
+    const inBatch = await refusal(() => client.triggerFlows(typed, [{ orderId: "o-9" }, null as never]));
+    expect(inBatch.message).toContain("the businessKey function (payload 1) threw on this payload");
+    expect(await env.sql<{ n: number }>("select count(*)::int as n from runs")).toEqual(before);
+  });
+
+  it("refuses a second start() of a Runtime, running or stopped, and the running one goes on", async () => {
+    const again = await refusal(() => runtime.start());
+    expect(again).toBeInstanceOf(AxConfigError);
+    expect(again.message).toBe(
+      "this Runtime was already started (a Runtime starts once, and cannot start again after stop()); create a new Runtime to start again",
+    );
+    const id = await client.triggerFlow("client_args_flow", null);
+    expect((await client.getRun(id)).status).toBe("pending");
+    const once = new Runtime({
+      storage: env.storage,
+      redis: env.redis,
+      prefix: env.prefix,
+      flows: [flow],
+      roles: ["coordinator"],
+      logLevel: "error",
+    });
+    await once.start();
+    await once.stop();
+    expect((await refusal(() => once.start())).message).toContain("create a new Runtime to start again");
+  });
+
   it("refuses bad constructor options with AxConfigError before connecting", () => {
     expect(() => new Client({ maxPayloadBytes: 0 })).toThrow(
       new AxConfigError("Client options: maxPayloadBytes must be a whole number at least 1, got 0"),

@@ -39,6 +39,10 @@ const chain = ax.flow({ name: "chain" }, (input) => {
   load(extract(fetchRows(input)));
 });
 
+const keyed = ax.flow({ name: "keyed_rerun", businessKey: (input: { day: string }) => `day-${input.day}` }, (input) => {
+  fetchRows(input);
+});
+
 /** Holds its run `running` until the test opens the gate. */
 let openGate: () => void = () => {};
 const gate = new Promise<void>((resolve) => (openGate = resolve));
@@ -60,7 +64,7 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
   const runCount = async () => Number((await env.sql<{ n: number }>("select count(*)::int as n from runs"))[0]!.n);
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [chain, stuck], roles: ["coordinator", "worker", "api"], port: 0 });
+    runtime = testRuntime(env, { flows: [chain, stuck, keyed], roles: ["coordinator", "worker", "api"], port: 0 });
     await runtime.start();
     client = runtime.client();
     failedRun = await client.triggerFlow("chain", { day: "2026-01-01" });
@@ -133,6 +137,31 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     expect(byKey(same).fetch_rows!.reusedFrom).toBe(first.id);
     expect(byKey(same).extract!.reusedFrom).toBe(first.id);
     expect(byKey(same).load!.reusedFrom).toBeNull();
+  });
+
+  it("a new payload gets the business key the flow's function gives it, from the client and over HTTP; without the code the old key stays", async () => {
+    const first = await client.waitForRun(await client.triggerFlow(keyed, { day: "2026-05-01" }));
+    expect(first.businessKey).toBe("day-2026-05-01");
+    const same = await client.waitForRun(await client.rerun(first.id, { only: "all" }));
+    expect(same.businessKey).toBe("day-2026-05-01");
+    const moved = await client.waitForRun(await client.rerun(first.id, { only: "all", payload: { day: "2026-05-02" } }));
+    expect(moved.businessKey).toBe("day-2026-05-02");
+    expect((await client.listRuns({ businessKey: "day-2026-05-02" })).map((r) => r.id)).toEqual([moved.id]);
+    const overHttp = await fetch(`${runtime.url}/api/runs/${first.id}/rerun`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ only: "all", payload: { day: "2026-05-03" } }),
+    });
+    expect(overHttp.status).toBe(201);
+    const { runId } = (await overHttp.json()) as { runId: string };
+    expect((await client.waitForRun(runId)).businessKey).toBe("day-2026-05-03");
+    const codeless = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+    try {
+      const kept = await client.waitForRun(await codeless.rerun(first.id, { only: "all", payload: { day: "2026-05-04" } }));
+      expect(kept.businessKey).toBe("day-2026-05-01");
+    } finally {
+      await codeless.close();
+    }
   });
 
   it("bad reruns are refused with a typed error and nothing is created", async () => {

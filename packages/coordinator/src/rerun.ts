@@ -37,6 +37,11 @@ export interface RerunDeps {
    * check (a node whose task no worker defines then fails with AxUnknownTaskError after its grace).
    */
   knownTasks?: ReadonlySet<string> | undefined;
+  /**
+   * The business key the flow's own key function gives a new payload; undefined when this caller
+   * does not have the flow's code, and then the old run's key is kept.
+   */
+  businessKeyOf?: ((flow: string, payload: Json) => string | undefined) | undefined;
 }
 
 const RERUN_STATUSES = new Set(["failed", "skipped", "cancelled"]);
@@ -68,15 +73,15 @@ export async function rerunRun(
   if (options.from !== undefined && !keys.includes(options.from)) throw new AxUnknownNodeError(runId, options.from, keys);
   const payload = options.payload === undefined ? source.payload : checkPayload(options.payload, deps.maxPayloadBytes);
   // A result computed from the old input cannot be carried into a run with a new one.
-  const inputReaders = isDeepStrictEqual(asStored(payload), source.payload)
-    ? []
-    : version.dag.nodes.filter((n) => n.args.some((a) => a.kind === "input")).map((n) => n.key);
+  const newInput = !isDeepStrictEqual(asStored(payload), source.payload);
+  const inputReaders = newInput ? version.dag.nodes.filter((n) => n.args.some((a) => a.kind === "input")).map((n) => n.key) : [];
   const rerun = nodesToRerun(source, keys, options, inputReaders, (seeds) => descendantsOf(version.dag, seeds));
   if (rerun.size === 0) throw new AxNothingToRerunError(runId);
   if (deps.knownTasks) {
     const missing = version.dag.nodes.find((n) => rerun.has(n.key) && !deps.knownTasks!.has(n.task));
     if (missing) throw new AxTaskUnavailableError(runId, missing.task, version.version);
   }
+  const businessKey = (newInput ? deps.businessKeyOf?.(source.flow, payload) : undefined) ?? source.businessKey;
   const results = new Map<string, Json>(source.nodes.filter((n) => !rerun.has(n.key)).map((n) => [n.key, n.result]));
   const held = backfillId !== undefined || admitsRuns(await flowSettings(deps.db, source.flow));
   const created = await deps.db.transaction(async (tx) => {
@@ -87,7 +92,7 @@ export async function rerunRun(
         flow: version,
         trigger: "rerun",
         payload,
-        businessKey: source.businessKey,
+        businessKey,
         logicalDate: source.logicalDate,
         rerunOf: runId,
         held: held ? { backfillId } : undefined,

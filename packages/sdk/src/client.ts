@@ -24,7 +24,7 @@ import {
   type BusyKey,
   type QueueInfo,
 } from "@ax/coordinator";
-import { AxBackfillNotFoundError, AxTriggerOptionError } from "@ax/common";
+import { AxBackfillNotFoundError, AxTriggerOptionError, AxUnknownFlowError } from "@ax/common";
 import {
   backfillInfo,
   callerTransactionDb,
@@ -48,6 +48,9 @@ import {
   type PruneResult,
   type TaskLogQuery,
   type TaskLogs,
+  type Json,
+  listFlowNames,
+  toStorableText,
 } from "@ax/store";
 import type { Flow, FlowInput } from "./definition/flow.js";
 import { Tokens } from "./tokens.js";
@@ -155,7 +158,11 @@ export class Client {
     checkArgs(payloadsSchema, payloads, "triggerFlows(flow, payloads)");
     checkOptions(triggerManySchema, options, (problems) => new AxTriggerOptionError(`trigger options: ${problems}`));
     const [flow, defined] = flowOf(flowOrName, "triggerFlows", this.flows);
-    if (payloads.length === 0) return [];
+    if (payloads.length === 0) {
+      // Nothing to write, but a misspelt flow name must not pass unseen.
+      await this.assertRegistered(flow);
+      return [];
+    }
     const { runAt, priority } = resolveTiming(options);
     const requests = payloads.map(
       (payload, i): TriggerRequest => ({
@@ -258,6 +265,7 @@ export class Client {
       queues: this.connections.queues,
       maxPayloadBytes: this.options.maxPayloadBytes,
       knownTasks: this.knownTasks(),
+      businessKeyOf: (flow: string, payload: Json) => computedKey(this.flows.get(flow)?.options.businessKey, payload, "businessKey"),
     };
     const runIdFound = isId(runId) ? await rerunRun(deps, runId, options) : undefined;
     if (!runIdFound) throw new AxRunNotFoundError(runId);
@@ -379,6 +387,12 @@ export class Client {
 
   async close(): Promise<void> {
     if (this.ownsConnections) await this.connections.close();
+  }
+
+  private async assertRegistered(flow: string): Promise<void> {
+    // A name PostgreSQL cannot store names no registered flow (the trigger path answers the same).
+    const known = toStorableText(flow) === flow && (await this.versions.get(flow)) !== undefined;
+    if (!known) throw new AxUnknownFlowError(flow, await listFlowNames(this.connections.store.db));
   }
 
   private async triggerMany(requests: TriggerRequest[], options: RunTimingOptions): Promise<string[]> {

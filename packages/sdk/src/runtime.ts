@@ -59,6 +59,7 @@ export class Runtime {
   private detachEvents: (() => Promise<void>) | undefined;
   private unsignal: (() => void) | undefined;
   private stopping: Promise<void> | undefined;
+  private started = false;
 
   constructor(private readonly options: RuntimeOptions) {
     checkOptions(runtimeOptionsSchema, options, (problems) => new AxConfigError(`Runtime options: ${problems}`));
@@ -100,6 +101,13 @@ export class Runtime {
         'a Runtime was started inside a thread/process executor: it imports the module that defined the task it runs. Define tasks with executor "thread" or "process" in a module that does not start the Runtime.',
       );
     }
+    // Its metrics registry, connections and roles belong to one start; a second would replace them under the first.
+    if (this.started) {
+      throw new AxConfigError(
+        "this Runtime was already started (a Runtime starts once, and cannot start again after stop()); create a new Runtime to start again",
+      );
+    }
+    this.started = true;
     const file = this.options.config;
     const fileText = file === undefined ? undefined : readConfigFile(file);
     // A malformed file fails the start before any connection opens; its names are checked against the cluster below.

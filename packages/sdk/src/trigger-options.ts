@@ -81,8 +81,17 @@ export function computedKey(
   payloadIndex?: number,
 ): string | undefined {
   if (!fn) return undefined;
-  const { key, refused } = returnedKey(fn(payload));
-  if (refused === undefined) return key;
   const where = payloadIndex === undefined ? "" : ` (payload ${payloadIndex})`;
+  let returned: unknown;
+  try {
+    returned = fn(payload);
+  } catch (error) {
+    throw new AxTriggerOptionError(
+      `trigger options: the ${which} function${where} threw on this payload (${error instanceof Error ? error.message : String(error)}); make it handle such a payload, or pass ${which} in the trigger options`,
+      { cause: error },
+    );
+  }
+  const { key, refused } = returnedKey(returned);
+  if (refused === undefined) return key;
   throw new AxTriggerOptionError(`trigger options: the ${which} function${where} ${refused}`);
 }

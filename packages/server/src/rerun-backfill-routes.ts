@@ -2,7 +2,7 @@ import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpre
 import type { Logger } from "pino";
 import { z } from "zod";
 import { backfillInfo, listBackfills, type Db } from "@ax/store";
-import { cancelBackfill, rerunRun, retryBackfill, startBackfill, type QueueRegistry } from "@ax/coordinator";
+import { cancelBackfill, rerunRun, retryBackfill, startBackfill, type QueueRegistry, type RerunDeps } from "@ax/coordinator";
 import { AxBackfillNotFoundError, AxRunNotFoundError } from "@ax/common";
 import { backfillBody, backfillsQuery, flowParams, parseQuery, rerunBody } from "./api-schemas.js";
 
@@ -13,7 +13,10 @@ import { backfillBody, backfillsQuery, flowParams, parseQuery, rerunBody } from 
  */
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
-export function registerRerunBackfillRoutes(app: App, deps: { db: Db; queues: QueueRegistry }): void {
+export function registerRerunBackfillRoutes(
+  app: App,
+  deps: { db: Db; queues: QueueRegistry; businessKeyOf: RerunDeps["businessKeyOf"] },
+): void {
   app.post<{ Params: { id: string } }>("/api/runs/:id/rerun", async (request, reply) => {
     const body = rerunBody.parse(request.body ?? {});
     const id = z.uuid().safeParse(request.params.id);

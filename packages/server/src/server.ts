@@ -252,7 +252,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   await app.register(scheduleRoutes(options.db));
-  registerRerunBackfillRoutes(app, { db: options.db, queues: options.queues });
+  registerRerunBackfillRoutes(app, {
+    db: options.db,
+    queues: options.queues,
+    businessKeyOf: (flow, payload) => triggerKeys(flows.get(flow), payload, {}).businessKey,
+  });
   registerConfigRoutes(app, options.config);
   registerTokenRoutes(app, options.db);
   registerEventRoutes(app, { queues: options.queues, log: options.log.child({ component: "events-api" }) });
