@@ -6,6 +6,12 @@ if (main.endsWith(".ts")) {
   const { register } = await import("tsx/esm/api");
   register();
 }
+// A reader that closes early (`ax backfill … | head -1`) ends the command, as it ends any Unix
+// tool, instead of crashing it with an unhandled EPIPE from the progress bar's next write.
+process.stdout.on("error", (error) => {
+  if (error.code !== "EPIPE") throw error;
+  process.exit(process.exitCode ?? 0);
+});
 const { main: run } = await import(main);
 await run(process.argv);
 // A failed command (a process command whose start failed included) must end even if a handle lingers.

@@ -8,7 +8,8 @@ import { yamlValue } from "@ax/common";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
-const defaultAuthor = () => process.env.USER ?? userInfo().username;
+// An empty USER counts as unset, as an empty variable does for the global flags.
+const defaultAuthor = () => process.env.USER || userInfo().username;
 
 function row(o: EffectiveOption): string {
   // "null" would read as a value to write; runtime.yaml refuses it for most options.

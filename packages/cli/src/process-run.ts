@@ -113,7 +113,7 @@ export async function runRole(
   // `ax dev` applies the file on every save (and at start: the file being edited wins over the stored version).
   const watchConfig =
     name === "dev" && config !== undefined
-      ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER ?? userInfo().username} (ax dev)`, runtime.log)
+      ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER || userInfo().username} (ax dev)`, runtime.log)
       : undefined;
   await serve(runtime, name, flags.stopTimeout, watchConfig, historyOf(c));
 }

@@ -6,7 +6,9 @@ import { KEY_PATH, strategyOption, taskName } from "./options.js";
 
 /** Cron (5 or 6 fields) and IANA zone are checked here, at definition, not at the first tick. */
 export const scheduleSchema = z
-  .union([z.string().min(1), strictOptions({ cron: z.string().min(1), timezone: z.string().min(1).optional() }, "schedule.")])
+  .union([z.string().min(1), strictOptions({ cron: z.string().min(1), timezone: z.string().min(1).optional() }, "schedule.")], {
+    error: 'must be a cron string ("0 2 * * *"), or { cron, timezone }',
+  })
   .superRefine((value, ctx) => {
     const problem = typeof value === "string" ? scheduleProblem(value) : scheduleProblem(value.cron, value.timezone);
     if (problem) ctx.addIssue({ code: "custom", message: problem.message, path: typeof value === "string" ? [] : [problem.field] });

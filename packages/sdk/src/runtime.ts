@@ -263,7 +263,7 @@ export class Runtime {
       tasks: [...cluster.tasks, ...this.code.taskNames],
       flows: [...cluster.flows, ...this.code.flowNames],
     });
-    const author = `${process.env.USER ?? userInfo().username}@${hostname()}`;
+    const author = `${process.env.USER || userInfo().username}@${hostname()}`;
     const first = await insertFirstConfigVersion(db, { yaml: fileText, parsed: parsed as unknown as Json, author, file });
     this.applyVersion(first);
     this.appliedVersion = first.version;

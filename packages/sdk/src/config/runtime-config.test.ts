@@ -152,6 +152,14 @@ describe("runtime.yaml", () => {
     }
   });
 
+  it("says what a schedule must be when it is neither a cron string nor { cron, timezone }", () => {
+    for (const value of ["null", "5", "[a]", "{ cron: 5 }"]) {
+      expect(refusal(`flows: { order_payment_flow: { schedule: ${value} } }`).message).toMatch(
+        /flows\.order_payment_flow\.schedule: must be a cron string \("0 2 \* \* \*"\), or \{ cron, timezone \}$/,
+      );
+    }
+  });
+
   it("lists the keys expected wherever an unknown key is, nested mappings and sequences included", () => {
     for (const [text, key, expected] of [
       [
