@@ -155,6 +155,18 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     expect(overHttp.status).toBe(201);
     const { runId } = (await overHttp.json()) as { runId: string };
     expect((await client.waitForRun(runId)).businessKey).toBe("day-2026-05-03");
+    const runs = await runCount();
+    await expect(client.rerun(first.id, { only: "all", payload: null })).rejects.toThrow(
+      /the businessKey function threw on this payload \(.+\); make it handle such a payload, or rerun with a payload it handles$/,
+    );
+    const refusedOverHttp = await fetch(`${runtime.url}/api/runs/${first.id}/rerun`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ only: "all", payload: null }),
+    });
+    expect(refusedOverHttp.status).toBe(400);
+    expect(((await refusedOverHttp.json()) as { message: string }).message).toMatch(/; rerun with a payload it handles$/);
+    expect(await runCount()).toBe(runs);
     const codeless = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
     try {
       const kept = await client.waitForRun(await codeless.rerun(first.id, { only: "all", payload: { day: "2026-05-04" } }));

@@ -265,7 +265,8 @@ export class Client {
       queues: this.connections.queues,
       maxPayloadBytes: this.options.maxPayloadBytes,
       knownTasks: this.knownTasks(),
-      businessKeyOf: (flow: string, payload: Json) => computedKey(this.flows.get(flow)?.options.businessKey, payload, "businessKey"),
+      businessKeyOf: (flow: string, payload: Json) =>
+        computedKey(this.flows.get(flow)?.options.businessKey, payload, "businessKey", undefined, "rerun with a payload it handles"),
     };
     const runIdFound = isId(runId) ? await rerunRun(deps, runId, options) : undefined;
     if (!runIdFound) throw new AxRunNotFoundError(runId);

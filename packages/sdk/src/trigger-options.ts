@@ -79,6 +79,7 @@ export function computedKey(
   payload: unknown,
   which: "idempotencyKey" | "businessKey",
   payloadIndex?: number,
+  remedy = `pass ${which} in the trigger options`,
 ): string | undefined {
   if (!fn) return undefined;
   const where = payloadIndex === undefined ? "" : ` (payload ${payloadIndex})`;
@@ -87,7 +88,7 @@ export function computedKey(
     returned = fn(payload);
   } catch (error) {
     throw new AxTriggerOptionError(
-      `trigger options: the ${which} function${where} threw on this payload (${error instanceof Error ? error.message : String(error)}); make it handle such a payload, or pass ${which} in the trigger options`,
+      `trigger options: the ${which} function${where} threw on this payload (${error instanceof Error ? error.message : String(error)}); make it handle such a payload, or ${remedy}`,
       { cause: error },
     );
   }

@@ -16,6 +16,8 @@ export function triggerKeys(
   flow: ServedFlow | undefined,
   payload: unknown,
   given: { idempotencyKey?: string | undefined; businessKey?: string | undefined },
+  /** What to tell the caller whose payload a key function refused. */
+  remedy?: string,
 ): { idempotencyKey: string | undefined; businessKey: string | undefined } {
   const apply = (which: "idempotencyKey" | "businessKey"): string | undefined => {
     if (given[which] !== undefined) return given[which];
@@ -25,10 +27,10 @@ export function triggerKeys(
     try {
       returned = fn(payload);
     } catch (error) {
-      throw new AxKeyFunctionError(flow.name, which, error);
+      throw new AxKeyFunctionError(flow.name, which, error, remedy);
     }
     const { key, refused } = returnedKey(returned);
-    if (refused !== undefined) throw new AxKeyFunctionError(flow.name, which, new Error(`it ${refused}`));
+    if (refused !== undefined) throw new AxKeyFunctionError(flow.name, which, new Error(`it ${refused}`), remedy);
     return key;
   };
   return { idempotencyKey: apply("idempotencyKey"), businessKey: apply("businessKey") };

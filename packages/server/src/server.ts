@@ -255,7 +255,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerRerunBackfillRoutes(app, {
     db: options.db,
     queues: options.queues,
-    businessKeyOf: (flow, payload) => triggerKeys(flows.get(flow), payload, {}).businessKey,
+    businessKeyOf: (flow, payload) => triggerKeys(flows.get(flow), payload, {}, "rerun with a payload it handles").businessKey,
   });
   registerConfigRoutes(app, options.config);
   registerTokenRoutes(app, options.db);

@@ -100,9 +100,9 @@ export class AxTriggerOptionError extends Error {
 export class AxKeyFunctionError extends Error {
   override name = "AxKeyFunctionError";
   readonly statusCode = 400;
-  constructor(flow: string, which: string, cause: unknown) {
+  constructor(flow: string, which: string, cause: unknown, remedy = `send the payload it expects, or pass "${which}" in the body`) {
     super(
-      `flow "${flow}"'s ${which} function failed on this payload (${cause instanceof Error ? cause.message : String(cause)}); send the payload it expects, or pass "${which}" in the body`,
+      `flow "${flow}"'s ${which} function failed on this payload (${cause instanceof Error ? cause.message : String(cause)}); ${remedy}`,
       { cause },
     );
   }
