@@ -237,4 +237,35 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("with configFileWins a differing file is stored as a new version every Runtime applies; the same file stores nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ax-live-"));
+    const file = join(dir, "runtime.yaml");
+    writeFileSync(file, "max_concurrency: 77\n");
+    const before = await latestConfigVersionNumber(openStoreDb());
+    const starts = (): Runtime =>
+      testRuntime(env, { flows: [flakyA, flakyB], roles: ["api"], port: 0, config: file, configFileWins: true });
+    const first = starts();
+    try {
+      await first.start();
+      expect(first.configVersion).toBe(before + 1);
+      expect(first.clusterLimits().maxConcurrency).toBe(77);
+      expect((await client.config.current())?.author).toMatch(/@/);
+      // The others hear of it at once, not at their next poll.
+      const deadline = Date.now() + APPLY_WITHIN_MS;
+      while (a.clusterLimits().maxConcurrency !== 77 && Date.now() < deadline) await sleep(50);
+      expect(a.clusterLimits().maxConcurrency).toBe(77);
+    } finally {
+      await first.stop({ timeout: 1 });
+    }
+    const again = starts();
+    try {
+      await again.start();
+      expect(again.configVersion).toBe(before + 1);
+      expect(await latestConfigVersionNumber(openStoreDb())).toBe(before + 1);
+    } finally {
+      await again.stop({ timeout: 1 });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -98,6 +98,8 @@ export async function runRole(
     stopOnSignals: false,
     flows: await loadFlows(entry),
     config,
+    // The file being edited is the one in force, from the start on.
+    configFileWins: name === "dev",
     maxConcurrency: flags.concurrency,
     queues: flags.queues
       ?.split(",")
@@ -110,7 +112,7 @@ export async function runRole(
     // `ax dev` is a developer's own machine: its API and console need no token (docs/security.md).
     insecureNoAuth: name === "dev",
   });
-  // `ax dev` applies the file on every save (and at start: the file being edited wins over the stored version).
+  // `ax dev` applies the file on every save.
   const watchConfig =
     name === "dev" && config !== undefined
       ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER || userInfo().username} (ax dev)`, runtime.log)

@@ -18,6 +18,12 @@ export interface RuntimeOptions extends ConnectionOptions {
    */
   config?: string | undefined;
   /**
+   * At start, store a `config` file that differs from the newest stored version as a new
+   * version, so the file wins (`ax dev`: the file being edited is the one in force).
+   * @defaultValue false
+   */
+  configFileWins?: boolean | undefined;
+  /**
    * Attempts at once in this process. YAML's `max_concurrency` is the cluster-wide limit, not
    * this one. @defaultValue 10
    */
@@ -109,6 +115,7 @@ export const runtimeOptionsSchema = strictOptions({
   ...connectionOptions,
   flows: flowList.min(1, { error: "needs at least one flow made by ax.flow(…)" }),
   config: z.string({ error: "must be the path of a runtime.yaml" }).min(1, { error: "must be the path of a runtime.yaml" }).optional(),
+  configFileWins: flag.optional(),
   maxConcurrency: wholeNumber(1).optional(),
   configPollMs: milliseconds.optional(),
   roles: z

@@ -4,6 +4,7 @@ import { Registry } from "prom-client";
 import { attachEventSource, checkEvictionPolicy, checkRedisVersion } from "@ax/coordinator";
 import {
   countApiTokens,
+  insertConfigVersion,
   insertFirstConfigVersion,
   latestConfigVersion,
   migrate,
@@ -238,13 +239,14 @@ export class Runtime {
   }
 
   /**
-   * At start: the newest stored version wins over the `config` file; with none stored, the file
-   * (validated against the cluster's flows and this process's) becomes version 1.
+   * At start: the newest stored version wins over the `config` file (unless `configFileWins`:
+   * then a file that differs is stored as a new version); with none stored, the file (validated
+   * against the cluster's flows and this process's) becomes version 1.
    */
   private async adoptStartConfig(file: string | undefined, fileText: string | undefined): Promise<void> {
     const db = this.connections!.store.db;
     const stored = await latestConfigVersion(db);
-    if (stored) {
+    if (stored && (file === undefined || fileText === stored.yaml || !this.options.configFileWins)) {
       this.applyVersion(stored);
       this.appliedVersion = stored.version;
       if (file !== undefined && fileText !== stored.yaml) {
@@ -263,10 +265,19 @@ export class Runtime {
       tasks: [...cluster.tasks, ...this.code.taskNames],
       flows: [...cluster.flows, ...this.code.flowNames],
     });
-    const author = `${process.env.USER || userInfo().username}@${hostname()}`;
-    const first = await insertFirstConfigVersion(db, { yaml: fileText, parsed: parsed as unknown as Json, author, file });
-    this.applyVersion(first);
-    this.appliedVersion = first.version;
+    const version = {
+      yaml: fileText,
+      parsed: parsed as unknown as Json,
+      author: `${process.env.USER || userInfo().username}@${hostname()}`,
+      file,
+    };
+    const adopted = stored ? await insertConfigVersion(db, version) : await insertFirstConfigVersion(db, version);
+    this.applyVersion(adopted);
+    this.appliedVersion = adopted.version;
+    if (stored) {
+      this.log.info({ file, version: adopted.version }, `config file stored as version ${adopted.version} (configFileWins)`);
+      await this.live!.announce(adopted.version);
+    }
   }
 
   /** Parses a stored version (throwing AxConfigError, with nothing changed, if this process cannot) and applies it in memory. */

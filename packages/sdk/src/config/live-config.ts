@@ -191,7 +191,7 @@ export class LiveConfig {
   }
 
   /** Tells every Runtime of the prefix to apply `version` now, rather than at its next poll. */
-  private async announce(version: number): Promise<void> {
+  async announce(version: number): Promise<void> {
     await this.redis.publish(configChannel(this.prefix), String(version));
   }
 
