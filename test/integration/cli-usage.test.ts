@@ -150,6 +150,26 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(redis.stderr).toMatch(/^AxUsageError: ax: --redis: a redis:\/\/, rediss:\/\/ or redis\+sentinel:\/\/ URL/);
   });
 
+  it("a flag value the runtime could not use is an AxUsageError naming the flag, before anything starts", async ({ expect }) => {
+    const entry = "test/fixtures/hello-flow.ts";
+    const [empty, bad, schema, noName, spaced, serverConfig] = await Promise.all([
+      runAx([...connection(), "worker", entry, "--queues", " , "]),
+      runAx([...connection(), "worker", entry, "--queues", "billing,bad queue!"]),
+      runAx(["--storage", "postgres://127.0.0.1/test?schema=Bad-Name", "runs"]),
+      runAx([...connection(), "token", "create", "--name", "", "--scope", "read"]),
+      runAx([...connection(), "token", "create", "--name", "a b", "--scope", "read"]),
+      runAx([...connection(), "server", "--config", "config/runtime.yaml", "--insecure-no-auth", "--port", "0"]),
+    ]);
+    expect(empty.stderr).toMatch(/^AxUsageError: ax worker: --queues: name at least one queue/);
+    expect(bad.stderr).toMatch(/^AxUsageError: ax worker: --queues: "bad queue!": use letters, digits, _ and -/);
+    expect(schema.stderr).toMatch(/^AxUsageError: ax: --storage: schema "Bad-Name": use lower-case letters/);
+    expect(noName.stderr).toMatch(/^AxUsageError: ax token create: --name: 1-64 letters/);
+    expect(spaced.stderr).toMatch(/^AxUsageError: ax token create: --name: 1-64 letters/);
+    expect(serverConfig.stderr).toMatch(/^AxUsageError: ax server: --config needs <entry>/);
+    for (const result of [empty, bad, schema, noName, spaced, serverConfig]) expect(result.code).toBe(1);
+    expect(await client.tokens.list()).toEqual([]);
+  });
+
   it("ax backfill cancel without an id says the <id> is missing", async ({ expect }) => {
     const result = await runAx([...connection(), "backfill", "cancel"]);
     expect(result.code).toBe(1);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseDuration, plainMessage, type Duration } from "@ax/common";
+import { parseDuration, plainMessage, QUEUE_NAME, QUEUE_NAME_RULE, SCHEMA_NAME, SCHEMA_NAME_RULE, type Duration } from "@ax/common";
 import { AxUsageError } from "./errors.js";
 
 /** Connection flags every command shares; environment variables are the defaults. */
@@ -10,6 +10,9 @@ export const connectionFlags = z.object({
       (url) => /^postgres(ql)?:\/\//.test(url) && URL.canParse(url),
       "a postgres:// or postgresql:// URL (leave it out for the embedded history)",
     )
+    .refine((url) => !URL.canParse(url) || SCHEMA_NAME.test(new URL(url).searchParams.get("schema") ?? "public"), {
+      error: (issue) => `schema "${new URL(issue.input as string).searchParams.get("schema")}": ${SCHEMA_NAME_RULE}`,
+    })
     .optional(),
   redis: z
     .string()
@@ -48,6 +51,19 @@ export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command
 export const wholeNumber = z.coerce.number({ error: "expected a whole number" }).int({ error: "expected a whole number" });
 
 export const positiveInt = wholeNumber.positive({ error: "expected a whole number greater than 0" });
+
+/** `--queues a,b`: the names, each one checked (spaces around a comma are fine, an empty list is not). */
+export const queueListFlag = z.string().transform((text, ctx) => {
+  const queues = text
+    .split(",")
+    .map((q) => q.trim())
+    .filter(Boolean);
+  if (queues.length === 0) ctx.addIssue({ code: "custom", message: "name at least one queue (leave the flag out to serve every queue)" });
+  for (const queue of queues) {
+    if (!QUEUE_NAME.test(queue)) ctx.addIssue({ code: "custom", message: `${JSON.stringify(queue)}: ${QUEUE_NAME_RULE}` });
+  }
+  return queues;
+});
 
 /** A flag holding JSON text, parsed. */
 export const jsonFlag = z.string().transform((text, ctx) => {

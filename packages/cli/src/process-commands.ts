@@ -3,7 +3,8 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { Role } from "ax-scheduler";
 import { DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
-import { durationFlag, parseFlags, positiveInt, wholeNumber } from "./options.js";
+import { durationFlag, parseFlags, positiveInt, queueListFlag, wholeNumber } from "./options.js";
+import { AxUsageError } from "./errors.js";
 import { connection } from "./shared.js";
 import { stopWithSupervisor, superviseDev, SUPERVISED_ENV } from "./dev-watch.js";
 
@@ -51,7 +52,7 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
         z.object({
           config: z.string().optional(),
           concurrency: positiveInt.optional(),
-          queues: z.string().optional(),
+          queues: queueListFlag.optional(),
           durability: z.enum(["run", "step"]).optional(),
           port: port.optional(),
           metricsPort: port.optional(),
@@ -113,6 +114,11 @@ export function addProcessCommands(program: Command): void {
         raw,
         "server",
       );
+      if (flags.config !== undefined && entry === undefined) {
+        throw new AxUsageError(
+          "ax server: --config needs <entry>, the flows the file overrides; without one the server follows the stored config versions (`ax config apply <file>` stores a file)",
+        );
+      }
       const { runServer } = await import("./process-run.js");
       await runServer(connection(program), entry, flags);
     });

@@ -74,7 +74,7 @@ function historyOf(c: ConnectionFlags): string {
 /** The flags of `ax dev|worker|coordinator`, read. */
 export interface RoleFlags {
   concurrency?: number | undefined;
-  queues?: string | undefined;
+  queues?: string[] | undefined;
   durability?: "run" | "step" | undefined;
   port?: number | undefined;
   metricsPort?: number | undefined;
@@ -101,10 +101,7 @@ export async function runRole(
     // The file being edited is the one in force, from the start on.
     configFileWins: name === "dev",
     maxConcurrency: flags.concurrency,
-    queues: flags.queues
-      ?.split(",")
-      .map((q) => q.trim())
-      .filter(Boolean),
+    queues: flags.queues,
     roles,
     port: flags.port,
     metricsPort: flags.metricsPort,

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { TOKEN_SCOPES } from "@ax/common";
+import { TOKEN_NAME, TOKEN_NAME_RULE, TOKEN_SCOPES } from "@ax/common";
 import type { Client } from "ax-scheduler";
 import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 
@@ -24,7 +24,7 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(
         z.object({
-          name: z.string(),
+          name: z.string().regex(TOKEN_NAME, TOKEN_NAME_RULE),
           scope: z.enum(TOKEN_SCOPES),
           expires: durationFlagAtLeast(1000, '1s (write a duration such as "30d")').optional(),
           json: z.boolean().optional(),

@@ -18,3 +18,4 @@ export * from "./returned-key.js";
 export * from "./duration.js";
 export * from "./run-states.js";
 export * from "./yaml-value.js";
+export * from "./names.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { KEY_STRATEGIES } from "@ax/common";
+import { KEY_STRATEGIES, QUEUE_NAME, QUEUE_NAME_RULE } from "@ax/common";
 import type { ErrorMatcher, ResolvedTaskOptions } from "@ax/worker";
 import { compileKey, type KeyOption } from "./business-key.js";
 import { durationMs, timerMs, type Duration } from "./duration.js";
@@ -124,7 +124,7 @@ export const taskOverridesSchema = z
       },
       "must be a pool name, or { name, slots }",
     ),
-    queue: z.string().regex(/^[A-Za-z0-9_-]+$/, "use letters, digits, _ and -"),
+    queue: z.string().regex(QUEUE_NAME, QUEUE_NAME_RULE),
     executor: z.enum(["inline", "thread", "process"]),
     resources: strictOptions({ memoryMb: z.number().positive().optional(), cpuSeconds: z.number().positive().optional() }, "resources."),
     maxResultBytes: z.number().int().positive(),

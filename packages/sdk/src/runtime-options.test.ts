@@ -40,6 +40,8 @@ describe("Runtime options", () => {
     expect(refusal({ redis: "http://user:secret@r" })).toMatch(/redis must be a redis:\/\/, rediss:\/\/ or redis\+sentinel:\/\/ URL$/);
     expect(refusal({ redis: "http://user:secret@r" })).not.toContain("secret");
     expect(refusal({ queues: "heavy" })).toContain('queues must be an array of queue names, got "heavy"');
+    expect(refusal({ queues: ["heavy", "bad queue!"] })).toContain('queues.1 use letters, digits, _ and -, got "bad queue!"');
+    expect(refusal({ configFileWins: "yes" })).toContain('configFileWins must be true or false, got "yes"');
     expect(refusal({ insecureNoAuth: "yes" })).toContain('insecureNoAuth must be true or false, got "yes"');
     expect(refusal({ logLevel: "loud" })).toContain(
       'logLevel must be a pino level (fatal, error, warn, info, debug, trace, silent), got "loud"',

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { z } from "zod";
+import { QUEUE_NAME, QUEUE_NAME_RULE } from "@ax/common";
 import type { AdmissionOptions, ReconcilerOptions, RetentionOptions } from "@ax/coordinator";
 import type { ConnectionOptions } from "./connections.js";
 import type { Flow } from "./definition/flow.js";
@@ -124,7 +125,15 @@ export const runtimeOptionsSchema = strictOptions({
     })
     .min(1, { error: `needs at least one of ${ROLES.join(", ")}` })
     .optional(),
-  queues: names("queue name").min(1, { error: "needs at least one queue name (leave it unset to serve every queue)" }).optional(),
+  queues: z
+    .array(
+      z.string({ error: "must be a queue name" }).regex(QUEUE_NAME, { error: (issue) => `${QUEUE_NAME_RULE}, got ${shown(issue.input)}` }),
+      {
+        error: (issue) => `must be an array of queue names, got ${shown(issue.input)}`,
+      },
+    )
+    .min(1, { error: "needs at least one queue name (leave it unset to serve every queue)" })
+    .optional(),
   port: port.optional(),
   host: z.string({ error: "must be a host name or address" }).min(1, { error: "must be a host name or address" }).optional(),
   metricsPort: port.optional(),

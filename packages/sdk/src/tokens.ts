@@ -12,14 +12,14 @@ import {
   type Db,
   type TokenScope,
 } from "@ax/store";
-import { AxConfigError } from "@ax/common";
+import { AxConfigError, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
 import { durationMs, type Duration } from "./duration.js";
 import { formatIssues } from "./option-checks.js";
 
 export type { ApiTokenInfo, AuditEntry, CreatedApiToken, TokenScope };
 
 const createOptions = z.object({
-  name: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "1-64 letters, digits, _ . : -"),
+  name: z.string().regex(TOKEN_NAME, TOKEN_NAME_RULE),
   scope: z.enum(TOKEN_SCOPES),
   expires: durationMs.optional(),
 });

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { AxConfigError, DEFAULT_DATA_DIR } from "@ax/common";
+import { AxConfigError, DEFAULT_DATA_DIR, SCHEMA_NAME, SCHEMA_NAME_RULE } from "@ax/common";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import pg from "pg";
@@ -53,15 +53,11 @@ export interface Store {
   close(timeoutMs?: number): Promise<void>;
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-
 export function splitSchema(url: string): { url: string; schema: string } {
   const parsed = new URL(url);
   const schemaName = parsed.searchParams.get("schema") ?? "public";
   if (!SCHEMA_NAME.test(schemaName)) {
-    throw new AxConfigError(
-      `storage URL has schema "${schemaName}": use lower-case letters, digits and _ only (a name of 1-63 characters, not starting with a digit)`,
-    );
+    throw new AxConfigError(`storage URL has schema "${schemaName}": ${SCHEMA_NAME_RULE}`);
   }
   parsed.searchParams.delete("schema");
   return { url: parsed.toString(), schema: schemaName };
