@@ -253,4 +253,12 @@ describe("runtime.yaml", () => {
     expect(refusal(["tasks:", "  create_invoice: { timeout: soon }"].join("\n")).message).toMatch(/"soon" is not a duration/);
     expect(refusal(["tasks:", "  create_invoice: { retries: 1", "flows: {}"].join("\n")).message).toMatch(/YAML syntax/);
   });
+
+  it("points at an alias used before (or without) its anchor", () => {
+    const error = refusal(["tasks:", "  create_invoice:", "    retries: *three", "  notify: { retries: &three 3 }"].join("\n"));
+    expect(error).toMatchObject({ line: 3, column: 14 });
+    expect(error.message).toMatch(
+      /^config\/runtime\.yaml:3:14: YAML: Unresolved alias .*Write the value out instead of using that alias\.$/,
+    );
+  });
 });

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
+import { isMap, isNode, isScalar, LineCounter, parseDocument, visit, type Alias } from "yaml";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
 import { flowOverridesSchema } from "../flow-options.js";
@@ -155,7 +155,22 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     raw = doc.toJS() ?? {};
   } catch (error) {
     // Aliases are resolved only here: one used before its anchor, or expanding past yaml's cap.
-    throw new AxConfigError(`${file}: YAML: ${(error as Error).message}. Write the value out instead of using that alias.`, file);
+    let unresolved: Alias | undefined;
+    visit(doc, {
+      Alias(_key, alias) {
+        if (alias.resolve(doc) !== undefined) return undefined;
+        unresolved = alias;
+        return visit.BREAK;
+      },
+    });
+    const at = unresolved?.range ? lines.linePos(unresolved.range[0]) : undefined;
+    throw new AxConfigError(
+      `${file}${at ? `:${at.line}:${at.col}` : ""}: YAML: ${(error as Error).message}. Write the value out instead of using that alias.`,
+      file,
+      at?.line,
+      undefined,
+      at?.col,
+    );
   }
   const parsed = configSchema.safeParse(optionKeys(raw, configSchema, fail));
   for (const issue of parsed.error?.issues ?? []) fail(yamlPath(raw, issue.path), plainMessage(issue.message));
