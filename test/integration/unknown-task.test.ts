@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { ax, type Runtime } from "ax-scheduler";
+import { ax, type AxEvent, type Runtime } from "ax-scheduler";
 import { isolate, type Isolated } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 
@@ -84,8 +84,11 @@ describe("a job whose task this worker does not define (rolling deploy)", () => 
     const graceMs = 3000;
     const client = (await started(coordinator(env, graceMs))).client();
     await started(oldWorker(env));
+    const events: AxEvent[] = [];
+    const unsubscribe = ax.onEvent((event) => events.push(event));
     const triggeredAt = Date.now();
-    const run = await client.waitForRun(await client.triggerFlow("release_2", null), { timeout: "30s" });
+    const runId = await client.triggerFlow("release_2", null);
+    const run = await client.waitForRun(runId, { timeout: "30s" });
     const tookMs = Date.now() - triggeredAt;
     console.log(`node failed ${tookMs} ms after its trigger (grace ${graceMs} ms)`);
     expect(run.status).toBe("failed");
@@ -94,5 +97,13 @@ describe("a job whose task this worker does not define (rolling deploy)", () => 
     expect(node.attempts.map((a) => [a.n, a.outcome])).toEqual([[1, "failed"]]);
     expect(node.error!.message).toContain('task "new_task" in queue "default"');
     expect(tookMs).toBeGreaterThanOrEqual(graceMs);
+    // Alerts hear of it as of any other final failure: the task's, then the run's naming the node.
+    await until(async () => events.some((e) => e.runId === runId && e.name === "run_failed"), 10_000, "run_failed");
+    unsubscribe();
+    const failures = events.filter((e) => e.runId === runId && (e.name === "task_failed" || e.name === "run_failed"));
+    expect(failures).toMatchObject([
+      { name: "task_failed", flow: "release_2", task: "new_task", nodeKey: node.key, attempt: 1, error: { name: "AxUnknownTaskError" } },
+      { name: "run_failed", flow: "release_2", nodeKey: node.key, error: { name: "AxUnknownTaskError" } },
+    ]);
   });
 });

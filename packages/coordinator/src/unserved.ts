@@ -1,4 +1,14 @@
-import { descendantsOf, failNode, flowVersionById, startAttempts, unservedNodes, type Db } from "@ax/store";
+import {
+  descendantsOf,
+  failNode,
+  firstFailedNode,
+  flowVersionById,
+  listCodeOptions,
+  startAttempts,
+  unservedNodes,
+  type Db,
+  type UnservedNode,
+} from "@ax/store";
 import { AxUnknownTaskError } from "@ax/common";
 import type { Logger } from "pino";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
@@ -8,8 +18,9 @@ const RECONCILER = "reconciler";
 
 /**
  * Fails, once each, the nodes no live worker has served within `graceMs`: the attempt is started
- * and failed under the fence like any other, its pending descendants are skipped, and its job
- * leaves Redis. Returns how many nodes were failed.
+ * and failed under the fence like any other, its pending descendants are skipped, its job leaves
+ * Redis, and `task_failed` (and `run_failed` when it ends the run) are raised as a worker would,
+ * so alerts hear of it. Returns how many nodes were failed.
  */
 export async function failUnservedNodes(
   db: Db,
@@ -18,13 +29,15 @@ export async function failUnservedNodes(
   log: Logger,
 ): Promise<number> {
   let failed = 0;
-  for (const node of await unservedNodes(db, { ...window, limit: 100 })) {
+  const nodes = await unservedNodes(db, { ...window, limit: 100 });
+  const groups = nodes.length > 0 ? await alertGroups(db) : new Map<string, string>();
+  for (const node of nodes) {
     const ref = { runId: node.runId, nodeKey: node.nodeKey, attempt: node.attempt };
     const [started] = await startAttempts(db, RECONCILER, [{ ...ref, upstreamKeys: [] }]);
     if (!started) continue;
     const version = await flowVersionById(db, node.flowVersionId);
     const error = new AxUnknownTaskError(node.task, node.queue, node.waitedMs);
-    await failNode(db, {
+    const advanced = await failNode(db, {
       ...ref,
       outcome: "failed",
       error: { name: error.name, message: error.message, stack: null, kind: "error", notRetried: "no worker serves its task" },
@@ -36,7 +49,42 @@ export async function failUnservedNodes(
       .remove(nodeJobId(node.runId, node.nodeKey, node.attempt))
       .catch(() => 0);
     log.error({ runId: node.runId, node: node.nodeKey, task: node.task, queue: node.queue }, error.message);
+    if (advanced.applied)
+      await publishFailure(db, queues, node, groups.get(node.task), { name: error.name, message: error.message }, advanced);
     failed += 1;
   }
   return failed;
+}
+
+/** The `alertGroup` each task's code gives it, as the Runtimes registered it: no worker with the code is left to say. */
+async function alertGroups(db: Db): Promise<Map<string, string>> {
+  const groups = new Map<string, string>();
+  for (const row of await listCodeOptions(db)) {
+    const group = row.options.alertGroup;
+    if (row.kind === "task" && typeof group === "string") groups.set(row.name, group);
+  }
+  return groups;
+}
+
+async function publishFailure(
+  db: Db,
+  queues: QueueRegistry,
+  node: UnservedNode,
+  alertGroup: string | undefined,
+  error: { name: string; message: string },
+  advanced: { runFinished: string | null },
+): Promise<void> {
+  const run = { runId: node.runId, flow: node.flow, businessKey: node.businessKey };
+  queues.events.publish({
+    name: "task_failed",
+    ...run,
+    nodeKey: node.nodeKey,
+    task: node.task,
+    attempt: node.attempt,
+    ...(alertGroup ? { alertGroup } : {}),
+    error,
+  });
+  if (advanced.runFinished !== "failed") return;
+  const first = await firstFailedNode(db, node.runId).catch(() => undefined);
+  queues.events.publish({ name: "run_failed", ...run, ...(first ?? {}) });
 }

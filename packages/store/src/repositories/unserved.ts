@@ -6,6 +6,9 @@ import type { ReadyNode } from "./ready-node.js";
 export interface UnservedNode extends ReadyNode {
   /** How long it has been due to start, by PostgreSQL's clock. */
   waitedMs: number;
+  /** Its run's flow and business key, for the events its failure raises. */
+  flow: string;
+  businessKey: string | null;
 }
 
 /**
@@ -22,10 +25,12 @@ export async function unservedNodes(db: Db, window: { graceMs: number; leaseMs: 
     attempt: number;
     flow_version_id: number;
     waited_ms: number;
+    flow: string;
+    business_key: string | null;
   }>(
     db,
     sql`
-    select n.run_id, n.node_key, n.task, n.queue, n.attempt, r.flow_version_id,
+    select n.run_id, n.node_key, n.task, n.queue, n.attempt, r.flow_version_id, r.flow, r.business_key,
       extract(epoch from now() - greatest(n.queued_at, n.next_retry_at)) * 1000 as waited_ms
     from node_runs n join runs r on r.id = n.run_id
     where n.status in ('queued', 'retrying')
@@ -45,6 +50,8 @@ export async function unservedNodes(db: Db, window: { graceMs: number; leaseMs: 
     attempt: Number(r.attempt),
     flowVersionId: Number(r.flow_version_id),
     waitedMs: Number(r.waited_ms),
+    flow: r.flow,
+    businessKey: r.business_key,
   }));
 }
 
