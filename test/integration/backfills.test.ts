@@ -227,6 +227,27 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(cancelledRuns).toBeGreaterThanOrEqual(3);
   });
 
+  it("cancelling a backfill leaves what another active one lists (its held runs handed over); cancelling a finished one changes nothing", async () => {
+    const range = { from: "2026-02-01T00:00:00Z", to: "2026-02-06T00:00:00Z", maxConcurrentRuns: 1 };
+    const first = await client.backfill("held_daily", range);
+    const second = await client.backfill("held_daily", range);
+    expect([first.created, second.created]).toEqual([5, 0]);
+    // The second only lists the first's runs: cancelling it ends none of them.
+    expect(await client.cancelBackfill(second.backfillId)).toEqual({ backfillId: second.backfillId, cancelledRuns: 0 });
+    const third = await client.backfill("held_daily", { ...range, from: "2026-03-01T00:00:00Z", to: "2026-03-06T00:00:00Z" });
+    const fourth = await client.backfill("held_daily", { ...range, from: "2026-03-01T00:00:00Z", to: "2026-03-06T00:00:00Z" });
+    // The fourth lists the third's runs, one running and four held: they go on under the fourth.
+    expect(await client.cancelBackfill(third.backfillId)).toEqual({ backfillId: third.backfillId, cancelledRuns: 0 });
+    await waitUntilDone(fourth.backfillId);
+    expect(await client.getBackfill(fourth.backfillId)).toMatchObject({ status: "finished", succeeded: 5, cancelled: 0 });
+    await waitUntilDone(first.backfillId);
+    expect(await client.getBackfill(first.backfillId)).toMatchObject({ status: "finished", succeeded: 5, cancelled: 0 });
+    // Nothing left to cancel: it stays finished, and a retry is still allowed.
+    expect(await client.cancelBackfill(first.backfillId)).toEqual({ backfillId: first.backfillId, cancelledRuns: 0 });
+    expect(await client.getBackfill(first.backfillId)).toMatchObject({ status: "finished" });
+    expect(await client.retryBackfill(first.backfillId)).toMatchObject({ retried: 0 });
+  });
+
   it("an overlapping range creates runs only for ticks without one", async () => {
     const first = await client.backfill("hourly", { from: "2026-01-01T00:00:00Z", to: "2026-01-01T04:00:00Z" });
     const overlapping = await client.backfill("hourly", { from: "2026-01-01T02:00:00Z", to: "2026-01-01T06:00:00Z" });

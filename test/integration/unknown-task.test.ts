@@ -85,7 +85,9 @@ describe("a job whose task this worker does not define (rolling deploy)", () => 
     const client = (await started(coordinator(env, graceMs))).client();
     await started(oldWorker(env));
     const events: AxEvent[] = [];
-    const unsubscribe = ax.onEvent((event) => events.push(event));
+    const unsubscribe = ax.onEvent((event) => {
+      events.push(event);
+    });
     const triggeredAt = Date.now();
     const runId = await client.triggerFlow("release_2", null);
     const run = await client.waitForRun(runId, { timeout: "30s" });

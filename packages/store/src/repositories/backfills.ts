@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { createRuns } from "./create-run.js";
 import type { FlowVersion } from "./flow-definitions.js";
@@ -149,15 +149,27 @@ export interface CancelledBackfillRecords {
 
 /**
  * Marks the backfill cancelled and ends its held runs (`cancelled`, never dispatched) in one
- * transaction; undefined for an unknown backfill.
+ * transaction; undefined for an unknown backfill. A run another active backfill also lists is that
+ * one's to run (a held one is handed to it), and a backfill with no unfinished run is left as it
+ * is: there is nothing to cancel, and its failed ticks may still be retried.
  */
 export async function cancelBackfillRecords(db: Db, id: string): Promise<CancelledBackfillRecords | undefined> {
   return db.transaction(async (tx) => {
-    const [found] = await rows<{ id: string }>(
+    const [found] = await rows<{ unfinished: boolean }>(
       tx,
-      sql`update backfills set status = 'cancelled', cancelled_at = coalesce(cancelled_at, now()) where id = ${id} returning id`,
+      sql`select exists (select 1 from backfill_runs br join runs r on r.id = br.run_id
+          where br.backfill_id = b.id and r.status in ('pending', 'running')) as unfinished
+        from backfills b where b.id = ${id} for update`,
     );
     if (!found) return undefined;
+    if (!found.unfinished) return { active: [], heldCancelled: 0 };
+    await tx.execute(sql`update backfills set status = 'cancelled', cancelled_at = coalesce(cancelled_at, now()) where id = ${id}`);
+    const sharedWith = (run: SQL) => sql`(select min(other.backfill_id::text)::uuid from backfill_runs other
+      join backfills ob on ob.id = other.backfill_id
+      where other.run_id = ${run} and other.backfill_id <> ${id} and ob.status = 'active')`;
+    await tx.execute(sql`
+      update held_runs h set backfill_id = ${sharedWith(sql`h.run_id`)}
+      where h.backfill_id = ${id} and ${sharedWith(sql`h.run_id`)} is not null`);
     const [held] = await rows<{ cancelled: number }>(
       tx,
       sql`
@@ -180,7 +192,8 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<Cancell
       // A schedule's run the backfill only linked is the schedule's: cancelling the backfill leaves it
       // (a retry of one, made by the backfill, is the backfill's).
       sql`select br.run_id from backfill_runs br join runs r on r.id = br.run_id
-        where br.backfill_id = ${id} and r.status in ('pending', 'running') and r.trigger <> 'schedule'`,
+        where br.backfill_id = ${id} and r.status in ('pending', 'running') and r.trigger <> 'schedule'
+          and ${sharedWith(sql`br.run_id`)} is null`,
     );
     return { active: active.map((r) => r.run_id), heldCancelled: held!.cancelled };
   });
