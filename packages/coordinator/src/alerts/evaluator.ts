@@ -138,11 +138,15 @@ export class AlertEvaluator {
           group,
           { kind: "stuck_running", flow, task: "", fingerprint: "" },
           {
-            summary: `${runs.length} run(s) of ${flow} still running after more than ${threshold / 1000}s (oldest ${oldest.runId}, since ${oldest.startedAt.toISOString()})`,
+            summary: `${oldest.stuckInFlow} run(s) of ${flow} still running after more than ${threshold / 1000}s (oldest ${oldest.runId}, since ${oldest.startedAt.toISOString()})`,
             flow,
             runId: oldest.runId,
             businessKey: oldest.businessKey,
-            details: { thresholdMs: threshold, runs: runs.map((r) => ({ runId: r.runId, startedAt: r.startedAt.toISOString() })) },
+            details: {
+              thresholdMs: threshold,
+              stuck: oldest.stuckInFlow,
+              runs: runs.map((r) => ({ runId: r.runId, startedAt: r.startedAt.toISOString() })),
+            },
           },
           { repeat },
         );

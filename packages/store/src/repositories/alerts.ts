@@ -99,18 +99,35 @@ export interface StuckRun {
   flow: string;
   businessKey: string | null;
   startedAt: Date;
+  /** How many runs of its flow are stuck, listed or not. */
+  stuckInFlow: number;
 }
 
-/** Runs `running` for longer than `olderThanMs`, oldest first. */
-export async function stuckRuns(db: Db, olderThanMs: number, limit = 100): Promise<StuckRun[]> {
-  const found = await rows<{ id: string; flow: string; business_key: string | null; started_at: Date | string }>(
+/**
+ * Runs `running` for longer than `olderThanMs`, oldest first, at most `perFlow` of each flow: a
+ * flow with many stuck runs must not hide another's.
+ */
+export async function stuckRuns(db: Db, olderThanMs: number, perFlow = 100): Promise<StuckRun[]> {
+  const found = await rows<{ id: string; flow: string; business_key: string | null; started_at: Date | string; stuck: number }>(
     db,
     sql`
-    select id, flow, business_key, started_at from runs
-    where status = 'running' and started_at < now() - make_interval(secs => ${olderThanMs / 1000})
-    order by started_at limit ${limit}`,
+    select id, flow, business_key, started_at, stuck from (
+      select id, flow, business_key, started_at,
+        row_number() over (partition by flow order by started_at, id) as n,
+        count(*) over (partition by flow)::int as stuck
+      from runs
+      where status = 'running' and started_at < now() - make_interval(secs => ${olderThanMs / 1000})
+    ) s
+    where n <= ${perFlow}
+    order by started_at, id`,
   );
-  return found.map((r) => ({ runId: r.id, flow: r.flow, businessKey: r.business_key, startedAt: new Date(r.started_at) }));
+  return found.map((r) => ({
+    runId: r.id,
+    flow: r.flow,
+    businessKey: r.business_key,
+    startedAt: new Date(r.started_at),
+    stuckInFlow: Number(r.stuck),
+  }));
 }
 
 /** An alert as sinks receive it, as far as the history reads it. */
