@@ -170,7 +170,7 @@ describe("Client arguments", () => {
     expect(await client.triggerFlow(keyed, { idem: 42 })).toBe(numbered);
   });
 
-  it("refuses a backfill bound without a UTC offset: the asking machine's zone would pick the ticks", async () => {
+  it("refuses a backfill bound without a UTC offset (the asking machine's zone would pick the ticks) or on a day the calendar lacks", async () => {
     const local = await refusal(() => client.backfill("client_args_flow", { from: "2026-04-01T00:00:00", to: "2026-04-01T02:00:00Z" }));
     expect(local).toBeInstanceOf(AxArgumentError);
     expect(local.message).toBe(
@@ -178,6 +178,12 @@ describe("Client arguments", () => {
     );
     const spaced = await refusal(() => client.backfill("client_args_flow", { from: "2026-04-01", to: "2026-04-01 02:00" }));
     expect(spaced.message).toContain('to "2026-04-01 02:00" has no UTC offset; write 2026-04-01T02:00Z for UTC');
+    // Date would roll 30 February over to 2 March and backfill days nobody asked for.
+    const missingDay = await refusal(() => client.backfill("client_args_flow", { from: "2026-02-30", to: "2026-04-31T00:00:00Z" }));
+    expect(missingDay).toBeInstanceOf(AxArgumentError);
+    expect(missingDay.message).toBe(
+      'backfill: from "2026-02-30" names a day the calendar does not have; check the month and day; to "2026-04-31T00:00:00Z" names a day the calendar does not have; check the month and day',
+    );
   });
 
   it("refuses a rerun given both only and from", async () => {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
+import { isCalendarDay } from "@ax/common";
 import type { BackfillInfo } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 import { durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
@@ -19,17 +20,6 @@ const STALLED_MS = 15_000;
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const WITH_OFFSET = /(Z|[+-]\d{2}(:?\d{2})?)$/i;
-const CALENDAR_DATE = /^(\d{4})-(\d{2})-(\d{2})/;
-
-/** The text's YYYY-MM-DD is a day of the calendar: Date would roll 2026-02-30 over to 2 March instead of refusing it. */
-function calendarDay(text: string): boolean {
-  const match = CALENDAR_DATE.exec(text);
-  if (!match) return false;
-  const [year, month, day] = match.slice(1).map(Number) as [number, number, number];
-  const at = new Date(Date.UTC(year, month - 1, day));
-  return at.getUTCFullYear() === year && at.getUTCMonth() === month - 1 && at.getUTCDate() === day;
-}
-
 /**
  * A date alone (midnight UTC) or a date-time with its UTC offset, as an ISO string. A date-time
  * without an offset is refused, as the HTTP API refuses it, rather than read in this machine's zone.
@@ -40,7 +30,7 @@ const instant = z.string({ error: "missing; give 2026-01-01 (midnight UTC) or 20
     ctx.addIssue({ code: "custom", message: `"${text}" is not a date; write 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00` });
     return z.NEVER;
   }
-  if (!calendarDay(text)) {
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text) || !isCalendarDay(text)) {
     ctx.addIssue({ code: "custom", message: `"${text}" names a day the calendar does not have; check the month and day` });
     return z.NEVER;
   }

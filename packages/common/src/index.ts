@@ -19,3 +19,4 @@ export * from "./duration.js";
 export * from "./run-states.js";
 export * from "./yaml-value.js";
 export * from "./names.js";
+export * from "./calendar.js";

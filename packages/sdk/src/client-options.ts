@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isCalendarDay } from "@ax/common";
 import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/store";
 import { durationMs } from "./duration.js";
 import { connectionOptions, flowList, shown, strictOptions, validDate, wholeNumber } from "./option-checks.js";
@@ -98,7 +99,9 @@ const LOCAL_DATE_TIME = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?$/;
  * backfill's own AxBackfillRangeError.
  */
 const moment = z.unknown().superRefine((value, ctx) => {
-  if (typeof value === "string" && LOCAL_DATE_TIME.test(value)) {
+  if (typeof value === "string" && !isCalendarDay(value)) {
+    ctx.addIssue({ code: "custom", message: `"${value}" names a day the calendar does not have; check the month and day` });
+  } else if (typeof value === "string" && LOCAL_DATE_TIME.test(value)) {
     ctx.addIssue({
       code: "custom",
       message: `"${value}" has no UTC offset; write ${value.replace(" ", "T")}Z for UTC or ${value.replace(" ", "T")}+01:00 with the zone's offset (a date alone is midnight UTC)`,
