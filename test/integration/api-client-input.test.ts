@@ -6,6 +6,11 @@ const echo = ax.task({ name: "input_echo" }, (value: unknown) => value);
 const flow = ax.flow({ name: "input_flow", businessKey: (payload: { key?: string }) => payload.key ?? "default" }, (input) => {
   echo(input);
 });
+/** Past Fastify's default of 100 characters a path segment: names have no limit of their own. */
+const LONG_NAME = `nightly_${"warehouse_".repeat(15)}sync`;
+const longNamed = ax.flow({ name: LONG_NAME }, (input) => {
+  echo(input);
+});
 
 /** The caller's mistakes answer 400 with `{ error, message }`, never a 500 from PostgreSQL. */
 describe("the HTTP API refuses client input it cannot store", () => {
@@ -25,7 +30,7 @@ describe("the HTTP API refuses client input it cannot store", () => {
       storage: env.storage,
       redis: env.redis,
       prefix: env.prefix,
-      flows: [flow],
+      flows: [flow, longNamed],
       roles: ["api"],
       port: 0,
       insecureNoAuth: true,
@@ -125,6 +130,26 @@ describe("the HTTP API refuses client input it cannot store", () => {
       expect(answer.status, path).toBe(400);
       expect(answer.body.message, path).toMatch(/^query: unknown parameter "/);
     }
+  });
+
+  it("refuses query parameters on a route that takes none, rather than ignoring a misspelt filter", async () => {
+    for (const path of [
+      "/api/flows?x=1",
+      "/api/runs/0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11?flow=a",
+      "/api/config/effective?task=input_echo",
+    ]) {
+      const answer = await call(path);
+      expect(answer.status, path).toBe(400);
+      expect(answer.body.message, path).toMatch(/^query: unknown parameter "(x|flow|task)"; this route takes no query parameters$/);
+    }
+    expect((await call("/api/flows")).status).toBe(200);
+  });
+
+  it("serves a flow whose name is longer than a path segment's usual limit", async () => {
+    expect(LONG_NAME.length).toBeGreaterThan(100);
+    expect((await call(`/api/flows/${LONG_NAME}`)).body).toMatchObject({ name: LONG_NAME });
+    const triggered = await call(`/api/flows/${LONG_NAME}/runs`, { method: "POST", body: { payload: 1 } });
+    expect(triggered.status).toBe(201);
   });
 
   it("answers a URL it cannot decode, and a route it does not have, as { error, message }", async () => {

@@ -99,7 +99,7 @@ describe("the HTTP API's 4xx answers for what schemas alone let through", () => 
     for (const answer of answers) expect(((await answer.json()) as { error: string }).error).toBe("BadRequest");
   });
 
-  it("a __proto__ key, a body that is not JSON, no content-type and an oversized body each say what to do", async () => {
+  it("a __proto__ key, a body that is not JSON or nested too deeply, no content-type and an oversized body each say what to do", async () => {
     const proto = await post("/api/flows/api_echo_flow/runs", '{"payload":{"__proto__":{"x":1}}}');
     expect(proto.status).toBe(400);
     expect(await proto.json()).toMatchObject({
@@ -111,6 +111,10 @@ describe("the HTTP API's 4xx answers for what schemas alone let through", () => 
     const untyped = await post("/api/flows/api_echo_flow/runs", "{}", {});
     expect(untyped.status).toBe(415);
     expect(await untyped.json()).toMatchObject({ message: expect.stringContaining("content-type: application/json") });
+    // Deep enough to overflow a recursive parser: the payload's own depth limit is what the answer names.
+    const deep = await post("/api/flows/api_echo_flow/runs", `{"payload":${"[".repeat(20_000)}${"]".repeat(20_000)}}`);
+    expect(deep.status).toBe(400);
+    expect(await deep.json()).toMatchObject({ error: "AxPayloadError", message: expect.stringContaining("at most 256 levels") });
     const huge = await post("/api/flows/api_echo_flow/runs", JSON.stringify({ payload: "x".repeat(5 * 1024 * 1024) }));
     expect(huge.status).toBe(413);
     expect(await huge.json()).toMatchObject({

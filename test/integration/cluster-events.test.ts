@@ -118,5 +118,12 @@ describe("cluster-wide events: ax.onEvent and GET /api/events see what other pro
 
     const bad = await fetch(`${runtime.url}/api/events?after=yesterday`);
     expect(bad.status).toBe(400);
+    // The same id as a header is checked the same way, not taken as "after everything".
+    const badHeader = await fetch(`${runtime.url}/api/events`, { headers: { "last-event-id": "99999999999999999999999-0" } });
+    expect(badHeader.status).toBe(400);
+    expect(await badHeader.json()).toEqual({
+      error: "BadRequest",
+      message: "Last-Event-ID: is past the largest event id (each part fits in 64 bits)",
+    });
   });
 });

@@ -48,7 +48,7 @@ export function actorOf(request: FastifyRequest): Actor {
   return actors.get(request) ?? { name: "anonymous", ip: request.ip };
 }
 
-function routeOf(request: FastifyRequest): { key: string; doc: RouteDoc | undefined } {
+export function routeOf(request: FastifyRequest): { key: string; doc: RouteDoc | undefined } {
   const method = request.method === "HEAD" ? "GET" : request.method;
   const key = `${method} ${request.routeOptions.url ?? request.url.split("?")[0]}`;
   return { key, doc: API_ROUTES[key] };

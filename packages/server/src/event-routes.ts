@@ -44,7 +44,16 @@ export function registerEventRoutes(app: App, deps: { queues: QueueRegistry; log
   app.get("/api/events", async (request, reply) => {
     const query = parseQuery(eventsQuery, request.query);
     const lastEventId = request.headers["last-event-id"];
-    const given = query.after ?? (typeof lastEventId === "string" && /^\d+(-\d+)?$/.test(lastEventId) ? lastEventId : undefined);
+    const header = typeof lastEventId === "string" && query.after === undefined ? lastEventId : undefined;
+    // A browser resends the id it was last sent; anything else is a caller's mistake, which would
+    // otherwise filter out every event after it without a word.
+    const checked = header === undefined ? undefined : eventsQuery.shape.after.safeParse(header);
+    if (checked && !checked.success) {
+      return reply
+        .status(400)
+        .send({ error: "BadRequest", message: `Last-Event-ID: ${checked.error.issues.map((i) => i.message).join("; ")}` });
+    }
+    const given = query.after ?? header;
     const after = given === undefined || given.includes("-") ? given : `${given}-0`;
     ensureReader();
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
+import { MAX_JSON_DEPTH } from "@ax/common";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
@@ -35,6 +36,13 @@ export function registerJsonBodies(app: App): void {
       done(null, JSON.parse(text, refusePrototypeKeys));
     } catch (error) {
       if ((error as { statusCode?: number }).statusCode === 400) return done(error as Error, undefined);
+      // Thousands of levels overflow the parser's stack before the payload's own depth check could say so.
+      if (error instanceof RangeError) {
+        const tooDeep = badBody(
+          `the body is nested too deeply to read (a payload may nest at most ${MAX_JSON_DEPTH} levels); flatten the data, or store it elsewhere and pass its key`,
+        );
+        return done(Object.assign(tooDeep, { name: "AxPayloadError" }), undefined);
+      }
       done(
         badBody(`the body is not valid JSON (${(error as Error).message}); send a JSON object with content-type: application/json`),
         undefined,

@@ -45,7 +45,7 @@ import { registerAlertRoutes } from "./alert-routes.js";
 import { registerConsoleRoutes } from "./console-routes.js";
 import { configErrorStatus, registerConfigRoutes, type ConfigService } from "./config-routes.js";
 import { registerEventRoutes } from "./event-routes.js";
-import { registerAuth, type AuthOptions } from "./auth.js";
+import { registerAuth, routeOf, type AuthOptions } from "./auth.js";
 import { registerTokenRoutes } from "./token-routes.js";
 import { checkReadiness } from "./readiness.js";
 
@@ -79,6 +79,9 @@ export interface RunningServer {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** Longest path segment a route takes (a flow's name, percent-encoded); Node's own limit on a request line is 16 KiB. */
+const MAX_PARAM_LENGTH = 4096;
+
 /** The API's version in its OpenAPI document. */
 const API_VERSION = "0.1.0";
 
@@ -96,6 +99,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     genReqId: () => randomUUID(),
     // Room above the payload cap (escapes, the envelope) so an oversized payload gets the trigger's own 413, which says what to do.
     bodyLimit: 4 * DEFAULT_MAX_PAYLOAD_BYTES,
+    // Flow and task names have no length limit of their own: Fastify's default of 100 would make a long one unreachable.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // A URL Fastify cannot decode never reaches a route or the error handler: answer it in the API's own shape.
     frameworkErrors: (error: FastifyError, _request: unknown, reply: FastifyReply) => {
       reply.status(400).send({ error: "BadRequest", message: `${error.message}; percent-encode the URL's special characters` });
@@ -118,6 +123,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.addHook("onRequest", async (request) => {
     const params = request.params as { id?: unknown };
     if (typeof params.id === "string" && UUID.test(params.id)) params.id = params.id.toLowerCase();
+  });
+
+  // Routes with query parameters check them against their schema; the others take none, so a
+  // misspelt filter (`?flow=x` on a route that lists no flows) is not silently ignored.
+  app.addHook("preValidation", async (request, reply) => {
+    const { doc } = routeOf(request);
+    if (!doc || doc.query) return;
+    const unknown = Object.keys(request.query as object).filter((key) => !(key === "access_token" && doc.tokenInQuery));
+    if (unknown.length === 0) return;
+    return reply.status(400).send({
+      error: "BadRequest",
+      message: `query: unknown parameter ${unknown.map((k) => `"${k}"`).join(", ")}; this route takes no query parameters`,
+    });
   });
 
   app.setNotFoundHandler((request, reply) =>
