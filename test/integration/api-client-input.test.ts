@@ -108,7 +108,9 @@ describe("the HTTP API refuses client input it cannot store", () => {
       body: { error: "BadRequest", message: "limit: must be a whole number from 1 to 500" },
     });
     expect((await call("/api/runs?limit=0")).body.message).toBe("limit: must be a whole number from 1 to 500");
-    expect((await call("/api/config/versions/abc")).body.message).toBe("version: must be a whole number, at least 1");
+    expect((await call("/api/config/versions/abc")).body.message).toBe("version: must be a whole number from 1 to 2147483647");
+    expect((await call("/api/runs?limit=99999999999999999999999")).body.message).toBe("limit: must be a whole number from 1 to 500");
+    expect((await call("/api/config/versions/3000000000")).body.message).toBe("version: must be a whole number from 1 to 2147483647");
   });
 
   it("refuses query parameters a list route does not take, naming them and what it takes", async () => {
@@ -130,6 +132,18 @@ describe("the HTTP API refuses client input it cannot store", () => {
       expect(answer.status, path).toBe(400);
       expect(answer.body.message, path).toMatch(/^query: unknown parameter "/);
     }
+  });
+
+  it("says once what a date or a number in a body must be, with the form or the range", async () => {
+    const instant = "must be an ISO 8601 date-time with its UTC offset, such as 2026-01-01T02:00:00Z or 2026-01-01T03:00:00+01:00";
+    expect((await call("/api/runs?from=yesterday")).body.message).toBe(`from: ${instant}`);
+    const token = await call("/api/tokens", { method: "POST", body: { name: "dates", scope: "read", expiresAt: "garbage" } });
+    expect(token).toEqual({ status: 400, body: { error: "BadRequest", message: `expiresAt: ${instant}` } });
+    const backfill = await call("/api/flows/input_flow/backfills", {
+      method: "POST",
+      body: { from: "2026-01-01T00:00:00Z", to: "2026-01-02", maxConcurrentRuns: 1e300 },
+    });
+    expect(backfill.body.message).toBe(`to: ${instant}; maxConcurrentRuns: must be a whole number from 1 to 2147483647`);
   });
 
   it("refuses query parameters on a route that takes none, rather than ignoring a misspelt filter", async () => {

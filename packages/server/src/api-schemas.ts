@@ -1,4 +1,4 @@
-import { MAX_KEY_LENGTH } from "@ax/common";
+import { MAX_KEY_LENGTH, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/store";
 
@@ -10,12 +10,28 @@ export const PG_INT_MAX = 2_147_483_647;
 
 /**
  * A whole number in a path or query, in [min, max]; every refusal says so in those words, not
- * zod's "expected number, received NaN". `max` defaults to PostgreSQL's integer.
+ * zod's "expected number, received NaN". `max` defaults to PostgreSQL's integer, and is named
+ * too: "at least 1" alone would leave 3000000000 unexplained.
  */
 export function wholeNumberParam(min: number, max = PG_INT_MAX) {
-  const error = max === PG_INT_MAX ? `must be a whole number, at least ${min}` : `must be a whole number from ${min} to ${max}`;
-  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+  const error = `must be a whole number from ${min} to ${max}`;
+  // One refusal per value: 1e23 fails both the integer and the range check, with the same words.
+  return z.coerce.number({ error }).int({ error, abort: true }).min(min, { error, abort: true }).max(max, { error });
 }
+
+/** An instant with its UTC offset, refused in words that show the form (zod says only "Invalid ISO datetime"). */
+const isoInstant = () =>
+  z.iso.datetime({
+    offset: true,
+    error: "must be an ISO 8601 date-time with its UTC offset, such as 2026-01-01T02:00:00Z or 2026-01-01T03:00:00+01:00",
+    abort: true,
+  });
+
+/** A whole number in a JSON body, in [min, max], refused once in one set of words. */
+const wholeNumberField = (min: number, max = PG_INT_MAX) => {
+  const error = `must be a whole number from ${min} to ${max}`;
+  return z.number({ error }).int({ error, abort: true }).min(min, { error, abort: true }).max(max, { error });
+};
 
 /** A Redis stream id part is an unsigned 64-bit number; a longer one is no event id. */
 const U64_MAX = 18_446_744_073_709_551_615n;
@@ -69,8 +85,8 @@ export const listQuery = z
       .optional()
       .meta({ description: "the run this idempotency key made; needs flow (keys are unique per flow)" }),
     trigger: z.enum(RUN_TRIGGERS).optional(),
-    from: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created at or after this time (ISO 8601)" }),
-    to: z.iso.datetime({ offset: true }).optional().meta({ description: "runs created before this time (ISO 8601)" }),
+    from: isoInstant().optional().meta({ description: "runs created at or after this time (ISO 8601)" }),
+    to: isoInstant().optional().meta({ description: "runs created before this time (ISO 8601)" }),
     cursor: z.string().min(1).optional().meta({ description: "nextCursor of the previous page" }),
     limit: wholeNumberParam(1, 500).optional(),
   })
@@ -90,7 +106,7 @@ export const triggerBody = z
     payload: z.unknown().optional().meta({ description: "the run's input (JSON)" }),
     idempotencyKey: triggerKey.optional().meta({ description: "wins over the flow's own idempotencyKey function; at most 512 characters" }),
     businessKey: triggerKey.optional().meta({ description: "wins over the flow's own businessKey function; at most 512 characters" }),
-    runAt: z.iso.datetime({ offset: true }).optional().meta({ description: "start the run's first nodes at this time (ISO 8601)" }),
+    runAt: isoInstant().optional().meta({ description: "start the run's first nodes at this time (ISO 8601)" }),
     priority: z
       .number()
       .int()
@@ -119,10 +135,10 @@ export const rerunBody = z
 
 export const backfillBody = z
   .object({
-    from: z.iso.datetime({ offset: true }),
-    to: z.iso.datetime({ offset: true }),
-    maxConcurrentRuns: z.number().int().positive().max(PG_INT_MAX).optional(),
-    maxTicks: z.number().int().positive().max(PG_INT_MAX).optional(),
+    from: isoInstant(),
+    to: isoInstant(),
+    maxConcurrentRuns: wholeNumberField(1).optional(),
+    maxTicks: wholeNumberField(1).optional(),
   })
   .strict();
 
@@ -178,13 +194,9 @@ export const loggedAlert = z.object({
 
 export const tokenBody = z
   .object({
-    name: z
-      .string()
-      .regex(/^[A-Za-z0-9_.:-]{1,64}$/, "1-64 letters, digits, _ . : -")
-      .meta({ description: "unique name (the audit log's actor)" }),
+    name: z.string().regex(TOKEN_NAME, TOKEN_NAME_RULE).meta({ description: "unique name (the audit log's actor)" }),
     scope: z.enum(TOKEN_SCOPES),
-    expiresAt: z.iso
-      .datetime({ offset: true })
+    expiresAt: isoInstant()
       .refine(
         (at) => Date.parse(at) > Date.now(),
         "is in the past, so the token would never work; give a future time, or none to never expire",
