@@ -100,7 +100,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
     await env.cleanup();
   });
 
-  it("a task failing 3 times then finally: exactly one webhook, signed, and a recovery notice after its next success", async () => {
+  it("a task failing 3 times then finally: exactly one webhook, signed, and a recovery notice counting what was held back after its next success", async () => {
     const run = await client.waitForRun(await client.triggerFlow("alert_charge_flow", { fail: true, n: 4242 }), { timeout: "20s" });
     expect(run.status).toBe("failed");
     expect(run.tasks[0]!.attempts).toHaveLength(3);
@@ -121,13 +121,18 @@ describe("alerts: terminal failures only, one per silence window across coordina
       fingerprint: "ChargeDeclinedError: card <n> declined at attempt <n>",
     });
 
+    // The same failure again within the window is held back; the recovery notice counts it.
+    const held = await client.waitForRun(await client.triggerFlow("alert_charge_flow", { fail: true, n: 4343 }), { timeout: "20s" });
+    expect(held.status).toBe("failed");
     const ok = await client.waitForRun(await client.triggerFlow("alert_charge_flow", { fail: false, n: 1 }), { timeout: "20s" });
     expect(ok.status).toBe("success");
     await expect.poll(() => at("/default", "recovered").length, { timeout: 10_000 }).toBe(1);
+    expect(at("/default", "task_failed")).toHaveLength(1);
     expect(at("/default", "recovered")[0]!.json).toMatchObject({
       flow: "alert_charge_flow",
       task: "alert_charge",
-      details: { failures: 1 },
+      details: { failures: 2 },
+      suppressed: 1,
     });
 
     // The recovery closed the incident: a new failure within the hour's silence alerts again.

@@ -294,19 +294,24 @@ export class AlertEvaluator {
     // The delete hands the ended streak to exactly one coordinator: no claim needed for the notice.
     const ended = await endFailureStreak(this.o.db, event.flow, event.task);
     if (!ended?.alerted || !group.triggers.recovery) return;
-    await endTaskSilences(this.o.db, event.flow, event.task);
-    this.send(name, group, {
-      kind: "recovered",
-      flow: event.flow,
-      task: event.task,
-      runId: event.runId,
-      nodeKey: event.nodeKey ?? null,
-      attempt: event.attempt ?? null,
-      businessKey: event.businessKey,
-      eventId: event.id,
-      summary: `${event.flow}/${event.task} recovered: succeeded after ${ended.failures} failure(s) in a row`,
-      details: { failures: ended.failures },
-    });
+    const heldBack = await endTaskSilences(this.o.db, event.flow, event.task);
+    this.send(
+      name,
+      group,
+      {
+        kind: "recovered",
+        flow: event.flow,
+        task: event.task,
+        runId: event.runId,
+        nodeKey: event.nodeKey ?? null,
+        attempt: event.attempt ?? null,
+        businessKey: event.businessKey,
+        eventId: event.id,
+        summary: `${event.flow}/${event.task} recovered: succeeded after ${ended.failures} failure(s) in a row`,
+        details: { failures: ended.failures },
+      },
+      heldBack,
+    );
   }
 
   private async onRunFinished(event: AxEvent, groups: Record<string, AlertGroup>): Promise<void> {

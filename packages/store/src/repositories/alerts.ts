@@ -78,11 +78,18 @@ export async function endFailureStreak(db: Db, flow: string, task: string): Prom
 /**
  * A recovery closes the task's incident: its failure alerts' silence windows end, so the next
  * failure alerts again instead of leaving "recovered" the last word for the rest of the window.
+ * Answers how many of its failure alerts were held back since the last one sent: the recovery
+ * notice says so, as the next alert of a window does.
  */
-export async function endTaskSilences(db: Db, flow: string, task: string): Promise<void> {
-  await db.execute(
-    sql`delete from alert_dedupe where flow = ${flow} and task = ${task} and kind in ('task_failed', 'consecutive_failures')`,
+export async function endTaskSilences(db: Db, flow: string, task: string): Promise<number> {
+  const [row] = await rows<{ suppressed: number | null }>(
+    db,
+    sql`with ended as (
+      delete from alert_dedupe where flow = ${flow} and task = ${task} and kind in ('task_failed', 'consecutive_failures')
+      returning suppressed
+    ) select sum(suppressed)::int as suppressed from ended`,
   );
+  return Number(row?.suppressed ?? 0);
 }
 
 /** How long a finished run took, from its start (or creation) to its end; undefined for an unknown or unfinished run. */
