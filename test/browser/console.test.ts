@@ -82,7 +82,8 @@ describe("the web console in a real browser", () => {
     await page.locator(".flow-card", { hasText: "order_payment_flow" }).waitFor();
     await shot("01-flows");
 
-    const runId = await trigger({ payment_id: `pay_${Date.now()}`, user_id: "user_001", amount: 99 });
+    const payment = { payment_id: `pay_${Date.now()}`, user_id: "user_001", amount: 99 };
+    const runId = await trigger(payment);
     for (const key of ["parse_payment", "create_invoice", "send_notification"]) {
       await node(key).and(page.locator('[data-status="success"]')).waitFor({ timeout: 30_000 });
     }
@@ -93,6 +94,30 @@ describe("the web console in a real browser", () => {
     await shot("02-run-success");
     // A person pressed Start run: the run is labelled manual, as a Client's trigger is, not event.
     expect(await runtime.client().getRun(runId)).toMatchObject({ status: "success", trigger: "manual" });
+
+    // On the flow's card, a run's cell opens that run (not the flow, as a link inside the card's link
+    // did); anywhere else on the card opens the flow.
+    await page.goto(`${runtime.url}/`);
+    const card = page.locator(".flow-card", { hasText: "order_payment_flow" });
+    await card.locator(`a[href="/runs/${runId}"]`).click();
+    await runBadge().waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/runs/${runId}`);
+    await page.goto(`${runtime.url}/`);
+    await card.click({ position: { x: 6, y: 6 } });
+    await page.getByRole("heading", { name: "order_payment_flow" }).waitFor();
+    expect(new URL(page.url()).pathname).toBe("/flows/order_payment_flow");
+
+    // The same payment again: its idempotency key has a run, so none starts, and the dialog says so
+    // instead of opening the old run as if it were new.
+    await page.getByRole("button", { name: "Trigger run" }).click();
+    await page.locator("textarea[name=payload]").fill(JSON.stringify({ ...payment, amount: 999 }));
+    await page.getByRole("button", { name: "Start run" }).click();
+    const existing = page.getByRole("dialog").getByRole("status");
+    await expect.poll(() => existing.textContent()).toContain("No new run: a run with this payload's idempotency key exists already");
+    await shot("02b-trigger-existing");
+    await existing.getByRole("link", { name: "Open that run" }).click();
+    await runBadge().waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/runs/${runId}`);
 
     await page.goto(`${runtime.url}/runs?flow=order_payment_flow`);
     await page.locator("table tbody tr", { hasText: runId.slice(0, 8) }).waitFor();

@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { api } from "../api";
 import { useI18n } from "../i18n";
-import { navigate } from "../router";
+import { Link, navigate } from "../router";
 import { JsonEditor, parseJson } from "./JsonEditor";
 import { Modal } from "./Status";
 
@@ -9,16 +9,29 @@ export function TriggerDialog({ flow, onClose }: { flow: string; onClose: () => 
   const { t } = useI18n();
   const [payload, setPayload] = useState("{\n  \n}");
   const [businessKey, setBusinessKey] = useState("");
+  const [idempotencyKey, setIdempotencyKey] = useState("");
   const [error, setError] = useState<string>();
+  // A payload whose idempotency key has a run already starts none: say so, rather than open that run as if it were new.
+  const [existing, setExisting] = useState<string>();
   const [busy, setBusy] = useState(false);
   const parsed = parseJson(payload);
   const submit = async () => {
     setBusy(true);
     setError(undefined);
+    setExisting(undefined);
     try {
       // A person asked for this run: labelled as the Client labels it, not as an event from a service.
-      const body = { payload: parsed.value, trigger: "manual", ...(businessKey ? { businessKey } : {}) };
-      const { runId } = await api.post<{ runId: string }>(`/api/flows/${encodeURIComponent(flow)}/runs`, body);
+      const body = {
+        payload: parsed.value,
+        trigger: "manual",
+        ...(businessKey ? { businessKey } : {}),
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      };
+      const { runId, created } = await api.post<{ runId: string; created: boolean }>(`/api/flows/${encodeURIComponent(flow)}/runs`, body);
+      if (!created) {
+        setExisting(runId);
+        return;
+      }
       onClose();
       navigate(`/runs/${runId}`);
     } catch (e) {
@@ -35,6 +48,15 @@ export function TriggerDialog({ flow, onClose }: { flow: string; onClose: () => 
           <span>{t("trigger.businessKey")}</span>
           <input name="businessKey" value={businessKey} onChange={(e) => setBusinessKey(e.target.value)} />
         </label>
+        <label className="field">
+          <span>{t("trigger.idempotencyKey")}</span>
+          <input name="idempotencyKey" value={idempotencyKey} onChange={(e) => setIdempotencyKey(e.target.value)} />
+        </label>
+        {existing && (
+          <div className="note" role="status">
+            {t("trigger.existing")} <Link to={`/runs/${existing}`}>{t("trigger.openExisting")}</Link>
+          </div>
+        )}
         {error && (
           <div className="error-note" role="alert">
             {error}

@@ -39,6 +39,10 @@ export const en = {
   "trigger.title": "Trigger",
   "trigger.payload": "Payload (JSON)",
   "trigger.businessKey": "Business key (optional)",
+  "trigger.idempotencyKey": "Idempotency key (optional; the flow's own when empty)",
+  "trigger.existing":
+    "No new run: a run with this payload's idempotency key exists already. Change the key (or the payload) to start another.",
+  "trigger.openExisting": "Open that run",
   "trigger.invalid": "Not valid JSON",
   "trigger.submit": "Start run",
   cancel: "Cancel",

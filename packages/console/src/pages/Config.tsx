@@ -74,8 +74,9 @@ function diffClass(line: string): string {
 
 export function ConfigPage() {
   const { t } = useI18n();
-  const effective = useApi<Effective>("/api/config/effective");
-  const history = useApi<{ versions: ConfigHistoryEntry[] }>("/api/config/versions");
+  // A version applied elsewhere (`ax config apply`, another operator) shows up without a reload.
+  const effective = useApi<Effective>("/api/config/effective", 10_000);
+  const history = useApi<{ versions: ConfigHistoryEntry[] }>("/api/config/versions", 10_000);
   const [picked, setPicked] = useState<number>();
   // Defaults are most of the options: without them the page shows what someone chose.
   const [all, setAll] = useState(false);

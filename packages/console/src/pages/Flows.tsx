@@ -15,7 +15,8 @@ export function FlowsPage() {
   const { t } = useI18n();
   // One request for every card: a flow's size and recent runs, polled together.
   const overview = useApi<{ flows: FlowOverview[] }>("/api/flow-overview?runs=30", 5000);
-  const schedules = useApi<{ schedules: ScheduleInfo[] }>("/api/schedules");
+  // Fire times move on and another operator may pause a schedule: kept fresh like the runs.
+  const schedules = useApi<{ schedules: ScheduleInfo[] }>("/api/schedules", 5000);
   const flows = overview.data?.flows ?? [];
   return (
     <>
@@ -34,10 +35,14 @@ export function FlowsPage() {
 function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleInfo | undefined }) {
   const { t } = useI18n();
   return (
-    <Link to={`/flows/${encodeURIComponent(flow.name)}`} className="card flow-card">
+    // The whole card opens the flow through its heading's link, stretched over it; the run cells
+    // are links of their own above it (a link inside a link is not HTML: the outer one would win).
+    <div className="card flow-card">
       <div className="card-head">
         <h2 className="ellipsis" title={flow.name}>
-          {flow.name}
+          <Link to={`/flows/${encodeURIComponent(flow.name)}`} className="card-link">
+            {flow.name}
+          </Link>
         </h2>
         <span className="muted nowrap">
           v{flow.version} · {`${flow.nodes} ${t(flow.nodes === 1 ? "flows.node" : "flows.nodes")}`}
@@ -60,7 +65,7 @@ function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleIn
           t("flows.noSchedule")
         )}
       </div>
-    </Link>
+    </div>
   );
 }
 
@@ -76,7 +81,8 @@ export function FlowPage({ name }: { name: string }) {
   const versions = useApi<{ versions: { version: number; createdAt: string; nodes: number }[] }>(
     `/api/flows/${encodeURIComponent(name)}/versions`,
   );
-  const schedules = useApi<{ schedules: ScheduleInfo[] }>("/api/schedules");
+  // Fire times move on and another operator may pause a schedule: kept fresh like the runs.
+  const schedules = useApi<{ schedules: ScheduleInfo[] }>("/api/schedules", 5000);
   const runs = useApi<{ runs: RunSummary[] }>(`/api/runs?flow=${encodeURIComponent(name)}&limit=50`, 3000);
   const schedule = schedules.data?.schedules.find((s) => s.flow === name);
   const scheduleAction = useAction();
