@@ -675,6 +675,12 @@ describe("the web console against an API that checks tokens", () => {
     await page.getByRole("button", { name: "Cancel run" }).click();
     await page.locator('h1 .badge[data-status="cancelled"]').waitFor({ timeout: 15_000 });
     expect((await client.getRun(runId))?.status).toBe("cancelled");
+    // The attempt the cancel stopped is recorded failed with AxCancelledError: shown as cancelled, in grey, not as a failure.
+    expect((await client.getRun(runId)).tasks[0]!.attempts[0]).toMatchObject({ outcome: "failed", error: { name: "AxCancelledError" } });
+    await page.locator('.dag-node[data-node="console_tail"]').click();
+    const outcome = page.locator('[data-panel="console_tail"] [data-attempt="1"] .a-outcome .pill');
+    await expect.poll(() => outcome.textContent()).toBe("cancelled");
+    await expect(outcome.getAttribute("class")).resolves.toBe("pill o-cancelled");
   });
 
   it("a 2 ms attempt's timeline has distinct tick labels", async () => {

@@ -3,7 +3,7 @@ import { Bar, BarChart, Cell, ResponsiveContainer, Tooltip, XAxis, YAxis } from 
 import { between, duration, durationTick } from "../format";
 import { fill, label, useI18n } from "../i18n";
 import { FINAL_NODE } from "../run-states";
-import type { TaskRunInfo } from "../types";
+import type { AttemptInfo, TaskRunInfo } from "../types";
 import { StatusBadge } from "./Status";
 import { Time, Zone } from "./Time";
 
@@ -21,6 +21,14 @@ function WorkerSilence({ silentMs }: { silentMs: number | null }) {
   );
 }
 
+/**
+ * What an attempt's colour and label say: the API records an attempt the run's cancel stopped as
+ * `failed` with `AxCancelledError` (docs/states.md), which a person reads as cancelled, not as a failure.
+ */
+function shownOutcome(a: AttemptInfo): string | null {
+  return a.outcome === "failed" && a.error?.name === "AxCancelledError" ? "cancelled" : a.outcome;
+}
+
 export function Attempts({ task, now, createdAt }: { task: TaskRunInfo; now: number; createdAt: string }) {
   const { t } = useI18n();
   if (task.attempts.length === 0)
@@ -30,7 +38,11 @@ export function Attempts({ task, now, createdAt }: { task: TaskRunInfo; now: num
   const bars = task.attempts.map((a) => {
     const start = Date.parse(a.startedAt) - runStart;
     const end = (a.finishedAt ? Date.parse(a.finishedAt) : now) - runStart;
-    return { name: `#${a.n}`, span: [start, Math.max(end, start + spanMs / 150)] as [number, number], outcome: a.outcome ?? "running" };
+    return {
+      name: `#${a.n}`,
+      span: [start, Math.max(end, start + spanMs / 150)] as [number, number],
+      outcome: shownOutcome(a) ?? "running",
+    };
   });
   return (
     <>
@@ -74,7 +86,7 @@ export function Attempts({ task, now, createdAt }: { task: TaskRunInfo; now: num
                 <td className="a-duration">{between(a.startedAt, a.finishedAt, now)}</td>
                 <td className="a-outcome">
                   {a.outcome ? (
-                    <span className={`pill o-${a.outcome}`}>{label(t, "outcome", a.outcome)}</span>
+                    <span className={`pill o-${shownOutcome(a)}`}>{label(t, "outcome", shownOutcome(a)!)}</span>
                   ) : (
                     <StatusBadge status="running" />
                   )}
