@@ -37,6 +37,14 @@ const small = ax.flow({ name: "layout_small" }, (input) => {
   gather(a, b);
 });
 
+/** Names alike for their first 20 characters: cut at a fixed width they read the same. */
+const inventory = ax.task({ name: "enrich_with_inventory_snapshot" }, (x: unknown) => x);
+const customer = ax.task({ name: "enrich_with_customer_profile" }, (x: unknown) => x);
+const pair = ax.task({ name: "layout_pair" }, (a: unknown, b: unknown) => [a, b]);
+const longNames = ax.flow({ name: "layout_long_names" }, (input) => {
+  pair(inventory(input), customer(input));
+});
+
 /** Thirty runs and more: its card's status strip is at its fullest. */
 const busy = ax.flow({ name: "layout_busy" }, (input) => {
   step(input);
@@ -54,7 +62,7 @@ describe("the web console's layout: large graphs and phones", () => {
     if (!existsSync(CHROMIUM))
       throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
     mkdirSync(ARTIFACTS, { recursive: true });
-    runtime = testRuntime(env, { flows: [wide, chain, busy, small], roles: ["coordinator", "worker", "api"], port: 0 });
+    runtime = testRuntime(env, { flows: [wide, chain, busy, small, longNames], roles: ["coordinator", "worker", "api"], port: 0 });
     await runtime.start();
     const client = runtime.client();
     await client.triggerFlows(
@@ -128,6 +136,18 @@ describe("the web console's layout: large graphs and phones", () => {
     await page.goto(`${runtime.url}/flows`);
     await page.locator(".flow-card h2").first().waitFor();
     await expect(page.evaluate<number>("document.documentElement.scrollWidth")).resolves.toBeLessThanOrEqual(1440);
+    await page.close();
+  });
+
+  it("widens a graph's nodes to its longest task name, so names alike are shown whole", async () => {
+    const page = await open(`/flows/${longNames.name}`, { width: 1440, height: 900 });
+    for (const key of ["enrich_with_inventory_snapshot", "enrich_with_customer_profile", "layout_pair"]) {
+      const name = page.locator(`.dag-node[data-node="${key}"] .dag-name`);
+      await name.waitFor();
+      const [shown, needed] = await name.evaluate((el) => [el.clientWidth, el.scrollWidth]);
+      expect(needed, key).toBeLessThanOrEqual(shown!);
+    }
+    await page.screenshot({ path: `${ARTIFACTS}layout-long-names.png` });
     await page.close();
   });
 

@@ -28,16 +28,32 @@ export interface DagNode {
   detail?: string;
 }
 
-const WIDTH = 200;
+/** A node is as wide as its graph's longest key needs, within these: similar names stay apart, a long one does not stretch every node past reason. */
+const MIN_WIDTH = 200;
+const MAX_WIDTH = 320;
+/** The key's 14 px semibold text per character (a little over its average, so most fit), and the dot and padding around it. */
+const CHAR_PX = 8.6;
+const KEY_CHROME_PX = 50;
 const HEIGHT = 64;
 
-type Data = { node: DagNode; selected: boolean; vertical: boolean };
+/** One width for every node of a graph: columns stay aligned. */
+function nodeWidth(nodes: DagNode[]): number {
+  const longest = Math.max(0, ...nodes.map((n) => n.key.length));
+  return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, Math.ceil(longest * CHAR_PX + KEY_CHROME_PX)));
+}
+
+type Data = { node: DagNode; selected: boolean; vertical: boolean; width: number };
 
 function TaskNode({ data }: NodeProps<Node<Data>>) {
-  const { node, selected, vertical } = data;
+  const { node, selected, vertical, width } = data;
   const detail = node.detail ?? (node.task !== node.key ? node.task : (node.status ?? ""));
   return (
-    <div className={`dag-node s-${node.status ?? "none"}${selected ? " selected" : ""}`} data-node={node.key} data-status={node.status}>
+    <div
+      className={`dag-node s-${node.status ?? "none"}${selected ? " selected" : ""}`}
+      data-node={node.key}
+      data-status={node.status}
+      style={{ width }}
+    >
       <Handle type="target" position={vertical ? Position.Top : Position.Left} />
       <div className="dag-key" title={node.key}>
         <span className="dot" />
@@ -92,6 +108,8 @@ const edgeTypes = { routed: RoutedEdge };
 
 interface Layout {
   positions: Map<string, Point>;
+  /** Every node's width. */
+  nodeWidth: number;
   /** The laid-out graph's extent, nodes' top-left corners starting at 0,0. */
   width: number;
   height: number;
@@ -104,10 +122,11 @@ interface Layout {
  * phone), where a chain of a few nodes then fits whole at a readable size.
  */
 function layout(nodes: DagNode[], vertical: boolean): Layout {
+  const cell = nodeWidth(nodes);
   const g = new dagre.graphlib.Graph();
   g.setGraph({ rankdir: vertical ? "TB" : "LR", nodesep: 28, ranksep: vertical ? 40 : 64 });
   g.setDefaultEdgeLabel(() => ({}));
-  for (const n of nodes) g.setNode(n.key, { width: WIDTH, height: HEIGHT });
+  for (const n of nodes) g.setNode(n.key, { width: cell, height: HEIGHT });
   for (const n of nodes) for (const up of n.upstream) g.setEdge(up, n.key);
   dagre.layout(g);
   const centre = (key: string): Point => g.node(key);
@@ -123,17 +142,17 @@ function layout(nodes: DagNode[], vertical: boolean): Layout {
       routes.set(`${up}->${n.key}`, g.edge(up, n.key).points.slice(1, -1));
     }
   }
-  const positions = new Map(nodes.map((n) => [n.key, { x: centre(n.key).x - WIDTH / 2, y: centre(n.key).y - HEIGHT / 2 }]));
+  const positions = new Map(nodes.map((n) => [n.key, { x: centre(n.key).x - cell / 2, y: centre(n.key).y - HEIGHT / 2 }]));
   // The box holds the edges too: a skip edge routed above the top node was drawn on the frame's border.
   const via = [...routes.values()].flat();
-  const boxes = [...[...positions.values()].map((p) => [p.x, p.y, p.x + WIDTH, p.y + HEIGHT]), ...via.map((p) => [p.x, p.y, p.x, p.y])];
+  const boxes = [...[...positions.values()].map((p) => [p.x, p.y, p.x + cell, p.y + HEIGHT]), ...via.map((p) => [p.x, p.y, p.x, p.y])];
   const [left, top] = [Math.min(0, ...boxes.map((b) => b[0]!)), Math.min(0, ...boxes.map((b) => b[1]!))];
   const [right, bottom] = [Math.max(0, ...boxes.map((b) => b[2]!)), Math.max(0, ...boxes.map((b) => b[3]!))];
   for (const p of [...positions.values(), ...via]) {
     p.x -= left;
     p.y -= top;
   }
-  return { positions, routes, width: right - left, height: bottom - top };
+  return { positions, nodeWidth: cell, routes, width: right - left, height: bottom - top };
 }
 
 /** Below this zoom a node's key drops under 11 px (it is 14 px): the graph is panned rather than shrunk further. */
@@ -214,24 +233,24 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
   const vertical = boxWidth > 0 && boxWidth < NARROW;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the layout changes with the DAG's shape only, not with states
   const graph = useMemo(() => layout(nodes, vertical), [shape, vertical]);
-  const { positions, routes } = graph;
+  const { positions, routes, nodeWidth: cell } = graph;
   const [moved, setMoved] = useState(false);
   // Zoomed in past the frame (with +): the graph no longer fits, and dragging pans it.
   const [zoomed, setZoomed] = useState(false);
   // Otherwise the graph's first root: the left end of a chain, the stem of a fan-out.
   const watched = nodes.find((n) => WATCHED.includes(n.status ?? "")) ?? nodes.find((n) => n.upstream.length === 0);
   const at = watched && positions.get(watched.key);
-  const shown = frame(graph, boxWidth, windowHeight, at && { x: at.x + WIDTH / 2, y: at.y + HEIGHT / 2 });
+  const shown = frame(graph, boxWidth, windowHeight, at && { x: at.x + cell / 2, y: at.y + HEIGHT / 2 });
   const flowNodes: Node<Data>[] = nodes.map((n) => ({
     id: n.key,
     type: "task",
     position: positions.get(n.key) ?? { x: 0, y: 0 },
     // Fixed size, known up front: React Flow rebuilds a node whose object changed (every state
     // update here) and hides it until measured again unless its dimensions are given.
-    width: WIDTH,
+    width: cell,
     height: HEIGHT,
-    measured: { width: WIDTH, height: HEIGHT },
-    data: { node: n, selected: n.key === selected, vertical },
+    measured: { width: cell, height: HEIGHT },
+    data: { node: n, selected: n.key === selected, vertical, width: cell },
     draggable: false,
     // What a screen reader says on reaching the node by Tab: which node, and how it stands.
     ariaLabel: n.status ? `${n.key}: ${t(`status.${n.status}` as MessageKey)}` : `${n.key}: ${n.detail ?? n.task}`,
