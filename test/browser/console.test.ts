@@ -180,6 +180,11 @@ describe("the web console in a real browser", () => {
     await expect.poll(nodeInUrl).toBeNull();
     await firstFailure.getByRole("button", { name: "create_invoice" }).click();
     await expect.poll(nodeInUrl).toBe("create_invoice");
+    // Escape closes it too, as it closes a dialog.
+    await page.keyboard.press("Escape");
+    await expect.poll(nodeInUrl).toBeNull();
+    await firstFailure.getByRole("button", { name: "create_invoice" }).click();
+    await expect.poll(nodeInUrl).toBe("create_invoice");
     await panel.locator("tr[data-attempt]").first().waitFor();
     await expect(panel.getByText("No log lines.").or(panel.locator(".logs")).first().isVisible()).resolves.toBe(true);
     await shot("05-failed-node");

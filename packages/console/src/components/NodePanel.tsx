@@ -1,3 +1,4 @@
+import { useEffect } from "react";
 import { duration, summary, waitingDue, waitingFor } from "../format";
 import { fill, type MessageKey, useI18n } from "../i18n";
 import { Link } from "../router";
@@ -147,6 +148,14 @@ export function NodePanel({
   busy: boolean;
 }) {
   const { t, lang } = useI18n();
+  // Escape closes the panel as it closes a dialog; an open dialog (a confirm, the trigger form) takes its own Escape first.
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === "Escape" && !event.defaultPrevented && !document.querySelector("dialog[open]")) onClose();
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, [onClose]);
   const following = task.status === "running" || task.status === "retrying";
   const reused = task.reusedFrom === null ? undefined : { ...task, reusedFrom: task.reusedFrom };
   return (
