@@ -190,7 +190,22 @@ describe("the web console's layout: large graphs and phones", () => {
       route.fulfill({
         contentType: "application/json",
         body: JSON.stringify({
-          schedules: [{ flow: chain.name, cron: "*/20 * * * * *", timezone: "UTC", paused: false, nextFireTimes: times, lastTick: null }],
+          schedules: [
+            {
+              flow: chain.name,
+              cron: "*/20 * * * * *",
+              timezone: "UTC",
+              paused: false,
+              nextFireTimes: times,
+              lastTick: {
+                logicalDate: "2030-01-02T06:56:00Z",
+                status: "skipped",
+                reason: "run 0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11 of this flow is still unfinished (overlap: skip)",
+                runId: null,
+                runStatus: null,
+              },
+            },
+          ],
         }),
       }),
     );
@@ -199,6 +214,10 @@ describe("the web console's layout: large graphs and phones", () => {
     await schedule.locator("li time").first().waitFor();
     const shown = await schedule.locator("li time").allTextContents();
     expect(shown.map((t) => t.match(/\d\d:\d\d(:\d\d)?/)?.[0])).toEqual(["06:56:20", "06:56:40", "06:57:00"]);
+    // The newest tick made no run: the panel says so and why.
+    await expect(schedule.locator(".last-tick").textContent()).resolves.toMatch(
+      /^Last tick .*06:56:00 UTC · skipped: run 0b5c1f5e-\S+ of this flow is still unfinished \(overlap: skip\)$/,
+    );
     await page.close();
   });
 
@@ -301,6 +320,19 @@ describe("the web console's layout: large graphs and phones", () => {
           fullPage: true,
         });
       }
+      // A queue's numbers are on the screen, each under its column's name, not cut off at its edge.
+      await page.goto(`${runtime.url}/workers`);
+      const waiting = page.locator(".table.stack tbody tr").last().locator("td").nth(1);
+      await waiting.waitFor();
+      const box = (await waiting.boundingBox())!;
+      expect(box.x + box.width).toBeLessThanOrEqual(390);
+      await expect(waiting.textContent()).resolves.toMatch(/^\d+$/);
+      // A string, as the test project has no DOM types.
+      await expect(
+        page.evaluate<string>(
+          `getComputedStyle([...document.querySelectorAll(".table.stack tbody tr:last-child td:nth-child(2)")].at(-1), "::before").content`,
+        ),
+      ).resolves.toBe(lang === "zh" ? '"等待"' : '"Waiting"');
       await page.close();
     });
   }

@@ -467,6 +467,19 @@ describe("the web console in a real browser", () => {
     } finally {
       await page.setViewportSize({ width: 1440, height: 900 });
     }
+    // A webhook's error that runs to a paragraph opens on a click: the row stays a row.
+    const long = `failed 3 time(s), last: ${"upstream connect error or disconnect/reset before headers; ".repeat(6)}`;
+    await env.sql(`insert into alert_log (alert, deliveries) values ($1, $2)`, [
+      alert("create_invoice failed a third time", 0),
+      JSON.stringify([{ sink: "webhook", target: "https://pager.example/hook", ok: false, error: long }]),
+    ]);
+    await page.reload();
+    await expect.poll(() => rows.count()).toBe(3);
+    const cut = rows.nth(0).locator("details.delivery-error");
+    await expect(cut.locator("summary").textContent()).resolves.toMatch(/^failed 3 time\(s\), last: upstream connect error.{20,}…$/);
+    expect((await rows.nth(0).boundingBox())!.height).toBeLessThan(120);
+    await cut.locator("summary").click();
+    await expect(cut.textContent()).resolves.toContain(long.trimEnd());
   });
 
   it("switches to Chinese and shows the login screen on a 401", async () => {
@@ -638,6 +651,36 @@ describe("the web console against an API that checks tokens", () => {
     await expect(alert.count()).resolves.toBe(0);
     await schedule.getByRole("button", { name: "Resume" }).click();
     await schedule.locator(".pill", { hasText: "active" }).waitFor();
+  });
+
+  it("backfills a scheduled flow from its page: one run per past tick, with progress, and retries nothing when nothing failed", async () => {
+    await signedInAs(token.admin);
+    await page.goto(`${runtime.url}/flows/console_nightly_flow`);
+    const backfills = page.getByTestId("backfills");
+    await backfills.getByRole("heading", { name: "Backfill" }).waitFor();
+    await expect(backfills.getByRole("button", { name: "Start backfill" }).isDisabled()).resolves.toBe(true);
+    await backfills.locator("input[name=backfillFrom]").fill("2026-11-20");
+    await backfills.locator("input[name=backfillTo]").fill("2026-11-23");
+    await backfills.locator("input[name=backfillAtOnce]").fill("1");
+    await backfills.getByRole("button", { name: "Start backfill" }).click();
+    await expect.poll(() => backfills.getByRole("status").textContent()).toBe("Backfill started: 3 ticks, 3 new runs, 1 at once.");
+    const row = backfills.locator("li[data-backfill]").first();
+    await row.locator(".pill", { hasText: "finished" }).waitFor({ timeout: 30_000 });
+    await expect(row.locator(".backfill-counts").textContent()).resolves.toMatch(/^3\/3 done · 3 succeeded · 0 failed/);
+    // Nothing failed: no retry offered, and a finished backfill has nothing to cancel.
+    await expect(row.getByRole("button").count()).resolves.toBe(0);
+    const runs = await client.listRuns({ flow: "console_nightly_flow", trigger: "backfill" });
+    expect(runs.map((r) => r.logicalDate).sort()).toEqual([
+      "2026-11-20T03:00:00.000Z",
+      "2026-11-21T03:00:00.000Z",
+      "2026-11-22T03:00:00.000Z",
+    ]);
+    await shot("21-backfill");
+    // A range the API refuses says why in the section.
+    await backfills.locator("input[name=backfillFrom]").fill("2026-11-23");
+    await backfills.locator("input[name=backfillTo]").fill("2026-11-20");
+    await backfills.getByRole("button", { name: "Start backfill" }).click();
+    await expect.poll(() => backfills.getByRole("alert").textContent()).toContain("is empty: from must be before to");
   });
 
   it("a running node's panel shows its new log lines as they are written", async () => {

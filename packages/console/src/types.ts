@@ -84,7 +84,14 @@ export interface ScheduleInfo {
   nextFireTimes: string[];
   /** The newest fire time a minute or more ago with no tick: no coordinator ticks the flow. */
   overdueSince: string | null;
-  lastTick: { logicalDate: string; status: string; reason: string | null; runId: string | null } | null;
+  lastTick: {
+    logicalDate: string;
+    /** created, queued (waits for the earlier run: `overlap: queue`) or skipped (`reason` says why). */
+    status: string;
+    reason: string | null;
+    runId: string | null;
+    runStatus: RunStatus | null;
+  } | null;
 }
 
 export interface LogLine {
@@ -156,4 +163,22 @@ export interface SentAlert {
   runId: string | null;
   alert: { summary: string; task: string | null; suppressed: number };
   deliveries: { sink: string; target: string; ok: boolean; error?: string }[];
+}
+
+/** `GET /api/backfills`: one backfill's range and progress. */
+export interface BackfillInfo {
+  id: string;
+  flow: string;
+  from: string;
+  to: string;
+  maxConcurrentRuns: number;
+  status: "active" | "finished" | "cancelled";
+  createdAt: string;
+  ticks: number;
+  done: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  running: number;
+  waiting: number;
 }

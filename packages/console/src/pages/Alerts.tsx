@@ -15,8 +15,23 @@ function Delivery({ delivery: d }: { delivery: SentAlert["deliveries"][number] }
       <span className={`pill ${d.ok ? "o-success" : "o-failed"}`} title={d.error ? `${d.target}: ${d.error}` : d.target}>
         {d.sink} {d.ok ? "✓" : "✗"}
       </span>
-      {d.error && <div className="delivery-error small">{d.error}</div>}
+      {d.error && <DeliveryError error={d.error} />}
     </div>
+  );
+}
+
+/** A webhook's error can run to a paragraph: past a line or two it opens on a click, so each row stays a row. */
+const SHORT_ERROR = 90;
+
+function DeliveryError({ error }: { error: string }) {
+  if (error.length <= SHORT_ERROR) return <div className="delivery-error small">{error}</div>;
+  return (
+    <details className="delivery-error small">
+      <summary>
+        <span className="short">{`${error.slice(0, SHORT_ERROR).trimEnd()}…`}</span>
+      </summary>
+      {error}
+    </details>
   );
 }
 

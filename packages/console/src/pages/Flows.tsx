@@ -1,5 +1,6 @@
 import { useState } from "react";
 import { api } from "../api";
+import { FlowBackfills } from "../components/Backfills";
 import { Dag } from "../components/Dag";
 import { RunStrip } from "../components/RunStrip";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
@@ -7,6 +8,7 @@ import { Time } from "../components/Time";
 import { TriggerDialog } from "../components/TriggerDialog";
 import { fireSeconds } from "../format";
 import { useAction, useApi } from "../hooks";
+import { serverOriginal, serverText } from "../server-reasons";
 import { useI18n } from "../i18n";
 import { Link } from "../router";
 import type { FlowDescription, FlowOverview, RunSummary, ScheduleInfo } from "../types";
@@ -66,6 +68,28 @@ function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleIn
         )}
       </div>
     </div>
+  );
+}
+
+/** What the schedule's newest tick did: the run it made, or why it made none (an overlap skip). */
+function LastTick({ schedule }: { schedule: ScheduleInfo }) {
+  const { t, lang } = useI18n();
+  const tick = schedule.lastTick;
+  if (!tick) return <p className="muted small">{t("flows.noTicks")}</p>;
+  return (
+    <p className="small last-tick" data-tick={tick.status}>
+      <span className="muted">{t("flows.lastTick")}</span> <FireTime iso={tick.logicalDate} schedule={schedule} /> ·{" "}
+      {tick.runId ? (
+        <Link to={`/runs/${tick.runId}`}>
+          <StatusBadge status={tick.runStatus ?? "pending"} />
+        </Link>
+      ) : (
+        <span title={tick.reason ? serverOriginal(tick.reason, lang) : undefined}>
+          {t(tick.status === "queued" ? "flows.tickQueued" : "flows.tickSkipped")}
+          {tick.reason && `: ${serverText(tick.reason, lang)}`}
+        </span>
+      )}
+    </p>
   );
 }
 
@@ -171,6 +195,7 @@ export function FlowPage({ name }: { name: string }) {
                   </ul>
                 </>
               )}
+              <LastTick schedule={schedule} />
               <button type="button" onClick={toggle} disabled={scheduleAction.busy}>
                 {schedule.paused ? t("resume") : t("pause")}
               </button>
@@ -198,6 +223,7 @@ export function FlowPage({ name }: { name: string }) {
           </ul>
         </section>
       </div>
+      {schedule && <FlowBackfills flow={name} schedule={schedule} />}
       {triggering && <TriggerDialog flow={name} onClose={() => setTriggering(false)} />}
     </>
   );

@@ -19,7 +19,7 @@ export function WorkersPage() {
         <Empty>{t("workers.none")}</Empty>
       ) : (
         <div className="table-wrap">
-          <table className="table">
+          <table className="table stack">
             <thead>
               <tr>
                 <th>id</th>
@@ -35,23 +35,28 @@ export function WorkersPage() {
             <tbody>
               {live.map((w) => (
                 <tr key={w.id}>
-                  <td className="mono small">{w.id}</td>
-                  <td>
+                  <td className="mono small stack-wide" data-label="id">
+                    {w.id}
+                  </td>
+                  <td className="stack-wide" data-label={t("workers.host")}>
                     {w.hostname} <span className="muted">pid {w.pid}</span>
                   </td>
-                  <td>
+                  <td className="stack-wide" data-label={t("workers.queues")}>
                     {w.queues.map((q) => (
                       <span key={q} className="pill">
                         {q}
                       </span>
                     ))}
                   </td>
-                  <td className={w.concurrency !== null && w.running >= w.concurrency ? "full" : undefined}>
+                  <td
+                    className={w.concurrency !== null && w.running >= w.concurrency ? "full" : undefined}
+                    data-label={t("workers.running")}
+                  >
                     {w.running}
                     {w.concurrency !== null && <span className="muted"> / {w.concurrency}</span>}
                   </td>
-                  <td>{w.configVersion === null ? "—" : `v${w.configVersion}`}</td>
-                  <td className="muted">
+                  <td data-label={t("workers.version")}>{w.configVersion === null ? "—" : `v${w.configVersion}`}</td>
+                  <td className="muted" data-label={t("workers.heartbeat")}>
                     <Time iso={w.heartbeatAt} />
                   </td>
                 </tr>
@@ -65,7 +70,7 @@ export function WorkersPage() {
         <Empty>{t("queues.none")}</Empty>
       ) : (
         <div className="table-wrap">
-          <table className="table">
+          <table className="table stack">
             <thead>
               <tr>
                 <th>{t("queues.name")}</th>
@@ -79,14 +84,14 @@ export function WorkersPage() {
             <tbody>
               {(queues.data?.queues ?? []).map((q) => (
                 <tr key={q.name}>
-                  <td className="mono">{q.name}</td>
-                  <td>{q.waiting}</td>
-                  <td>{q.active}</td>
-                  <td>{q.delayed}</td>
-                  <td title={q.limited ? serverOriginal(q.limited, lang) : undefined}>
+                  <td className="mono stack-title">{q.name}</td>
+                  <td data-label={t("queues.waiting")}>{q.waiting}</td>
+                  <td data-label={t("queues.active")}>{q.active}</td>
+                  <td data-label={t("queues.delayed")}>{q.delayed}</td>
+                  <td title={q.limited ? serverOriginal(q.limited, lang) : undefined} data-label={t("queues.limited")}>
                     {q.limited ? serverText(q.limited, lang) : <span className="muted">—</span>}
                   </td>
-                  <td>{q.workers}</td>
+                  <td data-label={t("workers.processes")}>{q.workers}</td>
                 </tr>
               ))}
             </tbody>
