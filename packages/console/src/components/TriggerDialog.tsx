@@ -54,7 +54,10 @@ export function TriggerDialog({ flow, onClose }: { flow: string; onClose: () => 
         </label>
         {existing && (
           <div className="note" role="status">
-            {t("trigger.existing")} <Link to={`/runs/${existing}`}>{t("trigger.openExisting")}</Link>
+            {t("trigger.existing")}{" "}
+            <Link to={`/runs/${existing}`} className="note-link">
+              {t("trigger.openExisting")}
+            </Link>
           </div>
         )}
         {error && (
