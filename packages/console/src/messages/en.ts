@@ -72,6 +72,7 @@ export const en = {
   "runs.flow": "Flow",
   "runs.status": "Status",
   "runs.trigger": "Trigger",
+  "runs.businessKeyHint": "the whole key, e.g. order-123",
   "runs.businessKey": "Business key",
   "runs.from": "From",
   "runs.to": "To",

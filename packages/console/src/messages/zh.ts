@@ -73,6 +73,7 @@ export const zh: Record<MessageKey, string> = {
   "runs.flow": "流程",
   "runs.status": "状态",
   "runs.trigger": "触发方式",
+  "runs.businessKeyHint": "完整的键，如 order-123",
   "runs.businessKey": "业务键",
   "runs.from": "开始",
   "runs.to": "结束",

@@ -27,11 +27,14 @@ function TypedFilter({
   name,
   value,
   onApply,
+  placeholder,
 }: {
   caption: string;
   name: string;
   value: string;
   onApply: (value: string) => void;
+  /** What the field matches, shown while it is empty. */
+  placeholder?: string;
 }) {
   const [text, setText] = useState(value);
   const apply = useRef(onApply);
@@ -48,6 +51,7 @@ function TypedFilter({
       <input
         name={name}
         value={text}
+        placeholder={placeholder}
         onChange={(e) => setText(e.target.value)}
         onKeyDown={(e) => e.key === "Enter" && text !== value && apply.current(text)}
       />
@@ -130,6 +134,7 @@ export function RunsPage() {
           name="businessKey"
           value={params.get("businessKey") ?? ""}
           onApply={(v) => set("businessKey", v)}
+          placeholder={t("runs.businessKeyHint")}
         />
         <label>
           {t("runs.from")}
