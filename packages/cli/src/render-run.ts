@@ -41,11 +41,11 @@ function waitedMs(run: RunInfo): number {
   return run.startedAt ? new Date(run.startedAt).getTime() - new Date(run.createdAt).getTime() : 0;
 }
 
-/** A killed worker's attempt reads `running` until the reconciler's pass: a silent worker says why it may never finish. */
+/** A killed worker's attempt reads `running` until a worker of its queue takes the job back: a silent worker says why it may never finish. */
 function silence(worker: string, silentMs: number | null): string {
   if (silentMs === null) return "";
   if (silentMs >= DEFAULT_LEASE_MS)
-    return `\n      ${pc.red(`worker ${worker} silent for ${elapsed(silentMs)}: presumed crashed; the reconciler ends the attempt as crashed, and retries the node if it has retries left`)}`;
+    return `\n      ${pc.red(`worker ${worker} silent for ${elapsed(silentMs)}: presumed crashed; the next worker serving its queue takes the job back, ends the attempt as crashed and retries the node if it has retries left (if none serves that queue now, start one)`)}`;
   return `\n      ${pc.yellow(`worker ${worker} silent for ${elapsed(silentMs)} (it renews its lease every second)`)}`;
 }
 

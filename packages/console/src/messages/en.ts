@@ -152,7 +152,7 @@ export const en = {
   "node.worker": "Worker",
   "node.workerSilent": "Worker silent for {d}",
   "node.workerLost":
-    "Worker silent for {d}: presumed crashed. The reconciler ends this attempt as crashed and retries the node if it has retries left.",
+    "Worker silent for {d}: presumed crashed. The next worker serving its queue takes the job back, ends this attempt as crashed and retries the node if it has retries left; if no worker serves that queue now, start one.",
   "node.start": "Start",
   "node.duration": "Duration",
   "node.outcome": "Outcome",
