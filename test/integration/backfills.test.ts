@@ -332,6 +332,14 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(stdout).toMatch(/finished: 8 succeeded, 0 failed/);
     const listed = await promisify(execFile)(process.execPath, [AX_BIN, "backfills", ...connection], { cwd: REPO_ROOT, timeout: 90_000 });
     expect(listed.stdout).toMatch(/hourly\s+finished\s+8\/8 done {2}0 failed {2}0 cancelled {2}0 running/);
+    // Nothing left to cancel: said so, and it stays finished.
+    const finished = (await client.listBackfills()).find((b) => b.flow === "hourly" && b.from === "2026-02-01T00:00:00.000Z")!;
+    const noop = await promisify(execFile)(process.execPath, [AX_BIN, "backfill", "cancel", finished.id, ...connection], {
+      cwd: REPO_ROOT,
+      timeout: 90_000,
+    });
+    expect(noop.stdout).toBe(`backfill ${finished.id} is finished: nothing to cancel (its failed ticks can still be retried)\n`);
+    expect((await client.getBackfill(finished.id)).status).toBe("finished");
 
     const big = await client.backfill("hourly", { from: "2026-03-01T00:00:00Z", to: "2026-03-03T00:00:00Z", maxConcurrentRuns: 1 });
     const cancelled = await promisify(execFile)(process.execPath, [AX_BIN, "backfill", "cancel", big.backfillId, ...connection], {

@@ -166,6 +166,8 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(noName.stderr).toMatch(/^AxUsageError: ax token create: --name: 1-64 letters/);
     expect(spaced.stderr).toMatch(/^AxUsageError: ax token create: --name: 1-64 letters/);
     expect(serverConfig.stderr).toMatch(/^AxUsageError: ax server: --config needs <entry>/);
+    const priority = await runAx([...connection(), "trigger", "usage_flow", "--priority", "99999999"]);
+    expect(priority.stderr).toMatch(/^AxUsageError: ax trigger: --priority: expected a whole number from 1 to 2097151/);
     for (const result of [empty, bad, schema, noName, spaced, serverConfig]) expect(result.code).toBe(1);
     expect(await client.tokens.list()).toEqual([]);
   });

@@ -101,7 +101,10 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
           throw new AxUsageError("ax backfill cancel: missing <id>, the backfill to cancel; list backfills with `ax backfills`");
         await withClient(async (client) => {
           const result = await client.cancelBackfill(id);
-          console.log(`backfill ${id} cancelled: ${result.cancelledRuns} run(s) cancelled; runs not started yet will not run`);
+          // A backfill with no unfinished run is left as it was: say what it is, not that it was cancelled now.
+          const { status } = await client.getBackfill(id);
+          if (status === "finished") console.log(`backfill ${id} is finished: nothing to cancel (its failed ticks can still be retried)`);
+          else console.log(`backfill ${id} cancelled: ${result.cancelledRuns} run(s) cancelled; runs not started yet will not run`);
         });
         return;
       }

@@ -33,7 +33,8 @@ export function addRunCommands(program: Command): void {
           businessKey: z.string().min(1).optional(),
           entry: z.string().min(1).optional(),
           delay: durationFlag.optional(),
-          priority: positiveInt.optional(),
+          // BullMQ's range: refused here naming the flag, as any other bad flag value.
+          priority: positiveInt.max(2 ** 21 - 1, { error: "expected a whole number from 1 to 2097151 (BullMQ's range)" }).optional(),
           wait: z.boolean().optional(),
           timeout: durationFlagAtLeast(1, "1ms"),
         }),
