@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { text as readStream } from "node:stream/consumers";
 import type { Command } from "commander";
 import { z } from "zod";
-import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/common";
+import { MAX_PRIORITY, RUN_STATUSES, RUN_TRIGGERS } from "@ax/common";
 import { AxUsageError } from "./errors.js";
 import { loadFlows } from "./load-entry.js";
 import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
@@ -34,7 +34,9 @@ export function addRunCommands(program: Command): void {
           entry: z.string().min(1).optional(),
           delay: durationFlag.optional(),
           // BullMQ's range: refused here naming the flag, as any other bad flag value.
-          priority: positiveInt.max(2 ** 21 - 1, { error: "expected a whole number from 1 to 2097151 (BullMQ's range)" }).optional(),
+          priority: positiveInt
+            .max(MAX_PRIORITY, { error: `expected a whole number from 1 to ${MAX_PRIORITY} (BullMQ's range)` })
+            .optional(),
           wait: z.boolean().optional(),
           timeout: durationFlagAtLeast(1, "1ms"),
         }),

@@ -4,3 +4,6 @@
  * functions all refuse longer keys before anything is written.
  */
 export const MAX_KEY_LENGTH = 512;
+
+/** BullMQ's priority range: 1 is served first, this one last. */
+export const MAX_PRIORITY = 2 ** 21 - 1;

@@ -4,10 +4,7 @@ import { durationMs, type Duration } from "./duration.js";
 import { AxTriggerOptionError } from "@ax/common";
 import { formatIssues } from "./option-checks.js";
 import { validDate } from "./option-checks.js";
-import { MAX_KEY_LENGTH, returnedKey } from "@ax/common";
-
-/** BullMQ's priority range: 1 is served first. */
-export const MAX_PRIORITY = 2 ** 21 - 1;
+import { MAX_KEY_LENGTH, MAX_PRIORITY, returnedKey } from "@ax/common";
 
 /** Options every run of a trigger shares. */
 export interface RunTimingOptions {

@@ -1,4 +1,4 @@
-import { MAX_KEY_LENGTH, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
+import { MAX_KEY_LENGTH, MAX_PRIORITY, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/store";
 
@@ -14,9 +14,15 @@ export const PG_INT_MAX = 2_147_483_647;
  * too: "at least 1" alone would leave 3000000000 unexplained.
  */
 export function wholeNumberParam(min: number, max = PG_INT_MAX) {
-  const error = `must be a whole number from ${min} to ${max}`;
-  // One refusal per value: 1e23 fails both the integer and the range check, with the same words.
-  return z.coerce.number({ error }).int({ error, abort: true }).min(min, { error, abort: true }).max(max, { error });
+  return wholeNumberIn(z.coerce.number({ error: rangeWords(min, max) }), min, max);
+}
+
+const rangeWords = (min: number, max: number) => `must be a whole number from ${min} to ${max}`;
+
+/** One refusal per value: 1e23 fails both the integer and the range check, in the same words. */
+function wholeNumberIn<N extends z.ZodNumber | z.ZodCoercedNumber>(base: N, min: number, max: number) {
+  const error = rangeWords(min, max);
+  return base.int({ error, abort: true }).min(min, { error, abort: true }).max(max, { error });
 }
 
 /** An instant with its UTC offset, refused in words that show the form (zod says only "Invalid ISO datetime"). */
@@ -27,11 +33,8 @@ const isoInstant = () =>
     abort: true,
   });
 
-/** A whole number in a JSON body, in [min, max], refused once in one set of words. */
-const wholeNumberField = (min: number, max = PG_INT_MAX) => {
-  const error = `must be a whole number from ${min} to ${max}`;
-  return z.number({ error }).int({ error, abort: true }).min(min, { error, abort: true }).max(max, { error });
-};
+/** A whole number in a JSON body, in [min, max]. */
+const wholeNumberField = (min: number, max = PG_INT_MAX) => wholeNumberIn(z.number({ error: rangeWords(min, max) }), min, max);
 
 /** A Redis stream id part is an unsigned 64-bit number; a longer one is no event id. */
 const U64_MAX = 18_446_744_073_709_551_615n;
@@ -111,7 +114,7 @@ export const triggerBody = z
       .number()
       .int()
       .min(1)
-      .max(2 ** 21 - 1)
+      .max(MAX_PRIORITY)
       .optional()
       .meta({ description: "BullMQ priority of every job of the run, 1 served first" }),
     trigger: z

@@ -54,6 +54,19 @@ export interface AlertEvaluatorOptions {
   stuckScanMs?: number | undefined;
 }
 
+/** What a task's alert carries of the event that raised it. */
+function taskAlertFields(event: AxEvent, task: string) {
+  return {
+    flow: event.flow,
+    task,
+    runId: event.runId,
+    nodeKey: event.nodeKey ?? null,
+    attempt: event.attempt ?? null,
+    businessKey: event.businessKey,
+    eventId: event.id,
+  };
+}
+
 /**
  * Turns the cluster's events into alerts, in the coordinator role. Every coordinator reads the
  * event stream through one consumer group, so each event is evaluated by one of them; the
@@ -245,17 +258,7 @@ export class AlertEvaluator {
     const streak = tracksStreak ? await recordTerminalFailure(this.o.db, event.flow, event.task) : undefined;
     const error = event.error ?? { name: "Error", message: "" };
     const fingerprint = errorFingerprint(error);
-    const base = {
-      flow: event.flow,
-      task: event.task,
-      runId: event.runId,
-      nodeKey: event.nodeKey ?? null,
-      attempt: event.attempt ?? null,
-      businessKey: event.businessKey,
-      error,
-      fingerprint,
-      eventId: event.id,
-    };
+    const base = { ...taskAlertFields(event, event.task), error, fingerprint };
     let sent = false;
     if (triggers.terminalFailure) {
       sent = await this.raise(
@@ -300,13 +303,7 @@ export class AlertEvaluator {
       group,
       {
         kind: "recovered",
-        flow: event.flow,
-        task: event.task,
-        runId: event.runId,
-        nodeKey: event.nodeKey ?? null,
-        attempt: event.attempt ?? null,
-        businessKey: event.businessKey,
-        eventId: event.id,
+        ...taskAlertFields(event, event.task),
         summary: `${event.flow}/${event.task} recovered: succeeded after ${ended.failures} failure(s) in a row`,
         details: { failures: ended.failures },
       },
