@@ -51,8 +51,16 @@ export class QueueRegistry {
   get(name: string): Queue<NodeJobData> {
     let queue = this.queues.get(name);
     if (!queue) {
-      // The server was checked once at start (`checkRedisVersion`); BullMQ would check it again per queue, warning in plain text.
-      queue = new Queue<NodeJobData>(name, { connection: this.connection, prefix: this.prefix, skipVersionCheck: true });
+      queue = new Queue<NodeJobData>(name, {
+        connection: this.connection,
+        prefix: this.prefix,
+        // The server was checked once at start (`checkRedisVersion`); BullMQ would check it again per queue, warning in plain text.
+        skipVersionCheck: true,
+        // Commands wait in the shared connection's offline queue anyway. A queue that waited for
+        // "ready" itself rejects that wait when the connection is closed mid-connect (Redis down at
+        // close), after closing the queue removed its listeners: an unhandled rejection.
+        skipWaitingForReady: true,
+      });
       // The shared connection's errors are logged once where it was opened (connectRedis).
       queue.on("error", (err) => this.log.debug({ err, queue: name }, "BullMQ queue error"));
       this.queues.set(name, queue);

@@ -1,3 +1,4 @@
+import type { EventEmitter } from "node:events";
 import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
@@ -72,8 +73,15 @@ export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
     maxStalledCount: 1000,
     // Checked once at start (`checkRedisVersion`), not per queue with plain-text warnings.
     skipVersionCheck: true,
+    // As for the producers' queues (QueueRegistry): a wait for "ready" on the shared connection
+    // rejects unhandled when a stop closes that connection mid-connect.
+    skipWaitingForReady: true,
   });
   worker.on("error", (err) => o.errors.warn(err, { queue: queue.name }, "BullMQ worker error"));
+  // BullMQ closes the worker's own blocking connection without settling a connect still in flight
+  // (Redis down at stop). When that connect fails, it is re-emitted as "error" on a connection
+  // whose listeners the close removed: an unhandled rejection. A listener added once closed takes it.
+  worker.once("closed", () => (Reflect.get(worker, "blockingConnection") as EventEmitter).on("error", () => undefined));
   return {
     ...queue,
     worker,
