@@ -9,7 +9,7 @@ import {
   type Db,
   type UnservedNode,
 } from "@ax/store";
-import { AxUnknownTaskError } from "@ax/common";
+import { AxUnknownTaskError, AxWorkerCrashedError } from "@ax/common";
 import type { Logger } from "pino";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
 
@@ -18,7 +18,8 @@ const RECONCILER = "reconciler";
 
 /**
  * Fails, once each, the nodes no live worker has served within `graceMs`: the attempt is started
- * and failed under the fence like any other, its pending descendants are skipped, its job leaves
+ * and failed under the fence like any other (one its lost worker left running is closed as
+ * `crashed`), its pending descendants are skipped, its job leaves
  * Redis, and `task_failed` (and `run_failed` when it ends the run) are raised as a worker would,
  * so alerts hear of it. Returns how many nodes were failed.
  */
@@ -33,13 +34,19 @@ export async function failUnservedNodes(
   const groups = nodes.length > 0 ? await alertGroups(db) : new Map<string, string>();
   for (const node of nodes) {
     const ref = { runId: node.runId, nodeKey: node.nodeKey, attempt: node.attempt };
-    const [started] = await startAttempts(db, RECONCILER, [{ ...ref, upstreamKeys: [] }]);
-    if (!started) continue;
+    // A node its lost worker left running has its attempt open already: closing it is the failure below.
+    const lost = node.lostWorker !== undefined;
+    if (!lost) {
+      const [started] = await startAttempts(db, RECONCILER, [{ ...ref, upstreamKeys: [] }]);
+      if (!started) continue;
+    }
     const version = await flowVersionById(db, node.flowVersionId);
-    const error = new AxUnknownTaskError(node.task, node.queue, node.waitedMs);
+    const error = lost
+      ? new AxWorkerCrashedError(node.lostWorker ?? null, node.attempt, node)
+      : new AxUnknownTaskError(node.task, node.queue, node.waitedMs);
     const advanced = await failNode(db, {
       ...ref,
-      outcome: "failed",
+      outcome: lost ? "crashed" : "failed",
       error: { name: error.name, message: error.message, stack: null, kind: "error", notRetried: "no worker serves its task" },
       descendants: version ? descendantsOf(version.dag, [node.nodeKey]) : [],
       blocking: true,
@@ -48,9 +55,9 @@ export async function failUnservedNodes(
       .forNode(node)
       .remove(nodeJobId(node.runId, node.nodeKey, node.attempt))
       .catch(() => 0);
-    log.error({ runId: node.runId, node: node.nodeKey, task: node.task, queue: node.queue }, error.message);
-    if (advanced.applied)
-      await publishFailure(db, queues, node, groups.get(node.task), { name: error.name, message: error.message }, advanced);
+    if (!advanced.applied) continue;
+    log.error({ runId: node.runId, node: node.nodeKey, task: node.task, queue: node.queue, lostWorker: node.lostWorker }, error.message);
+    await publishFailure(db, queues, node, groups.get(node.task), { name: error.name, message: error.message }, advanced);
     failed += 1;
   }
   return failed;

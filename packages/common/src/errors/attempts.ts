@@ -57,11 +57,19 @@ export class AxUnknownTaskError extends Error {
   }
 }
 
-/** The worker that ran an attempt died (or lost its lease) before finishing it. */
+/**
+ * The worker that ran an attempt died (or lost its lease) before finishing it. With `unserved`, the
+ * reconciler closed it: no live worker served the task's queue for the grace period to retry it.
+ */
 export class AxWorkerCrashedError extends Error {
   override name = "AxWorkerCrashedError";
-  constructor(worker: string | null, attempt: number) {
-    super(`worker ${worker ?? "(unknown)"} stopped heartbeating during attempt ${attempt}; the attempt is presumed crashed.`);
+  constructor(worker: string | null, attempt: number, unserved?: { task: string; queue: string; waitedMs: number }) {
+    const crashed = `worker ${worker ?? "(unknown)"} stopped heartbeating during attempt ${attempt}`;
+    super(
+      unserved
+        ? `${crashed}, and no live worker has served task "${unserved.task}" in queue "${unserved.queue}" since (${Math.round(unserved.waitedMs / 1000)} s) to retry it: start a worker that defines it (ax worker --queues ${unserved.queue}), then rerun.`
+        : `${crashed}; the attempt is presumed crashed.`,
+    );
   }
 }
 

@@ -4,19 +4,38 @@ import { rows } from "./raw.js";
 import type { ReadyNode } from "./ready-node.js";
 
 export interface UnservedNode extends ReadyNode {
-  /** How long it has been due to start, by PostgreSQL's clock. */
+  /**
+   * How long it has been due to start, by PostgreSQL's clock; for a node left running by a lost
+   * worker, how long since that worker was last heard from.
+   */
   waitedMs: number;
   /** Its run's flow and business key, for the events its failure raises. */
   flow: string;
   businessKey: string | null;
+  /**
+   * Set when the node is `running` this attempt under a worker that stopped heartbeating (killed,
+   * its machine gone): the worker's id, or null when even its row is gone. Unset for a node that
+   * never started.
+   */
+  lostWorker?: string | null;
 }
 
 /**
- * Nodes due to start for longer than `graceMs` whose task queue (`group.task`) no live worker
- * serves: workers fetch only from the queues of tasks they define, so after a rolling deploy that
- * dropped a task nobody ever takes these.
+ * Nodes no live worker serves within `graceMs`, whose task queue (`group.task`) no live worker
+ * fetches from: workers fetch only from the queues of tasks they define, so after a rolling deploy
+ * that dropped a task nobody ever takes these. Two kinds: due to start (queued, retrying) for
+ * `graceMs`, and running under a worker whose lease lapsed `graceMs` ago. The second is left
+ * behind by the only workers of a queue being killed and not restarted: a worker of the queue
+ * would close that attempt as crashed when BullMQ hands it the job back, but there is none.
+ * While no worker at all is alive, nothing is returned: the fleet is down (an outage, a deploy
+ * gone wrong), not this task undeployed, and the work waits for workers to come back.
  */
 export async function unservedNodes(db: Db, window: { graceMs: number; leaseMs: number; limit: number }): Promise<UnservedNode[]> {
+  const grace = sql`make_interval(secs => ${window.graceMs / 1000})`;
+  const lease = sql`make_interval(secs => ${window.leaseMs / 1000})`;
+  const served = sql`exists (
+        select 1 from workers w
+        where w.heartbeat_at >= now() - ${lease} and (n.queue || '.' || n.task) = any(w.queues))`;
   const found = await rows<{
     run_id: string;
     node_key: string;
@@ -27,19 +46,34 @@ export async function unservedNodes(db: Db, window: { graceMs: number; leaseMs: 
     waited_ms: number;
     flow: string;
     business_key: string | null;
+    running: boolean;
+    lost_worker: string | null;
   }>(
     db,
     sql`
-    select n.run_id, n.node_key, n.task, n.queue, n.attempt, r.flow_version_id, r.flow, r.business_key,
-      extract(epoch from now() - greatest(n.queued_at, n.next_retry_at)) * 1000 as waited_ms
-    from node_runs n join runs r on r.id = n.run_id
-    where n.status in ('queued', 'retrying')
-      and greatest(n.queued_at, n.next_retry_at) < now() - make_interval(secs => ${window.graceMs / 1000})
-      and not exists (
-        select 1 from workers w
-        where w.heartbeat_at >= now() - make_interval(secs => ${window.leaseMs / 1000})
-          and (n.queue || '.' || n.task) = any(w.queues))
-    order by n.queued_at
+    with unserved as (
+      select n.run_id, n.node_key, n.task, n.queue, n.attempt, r.flow_version_id, r.flow, r.business_key,
+        false as running, null::text as lost_worker,
+        greatest(n.queued_at, n.next_retry_at) as since
+      from node_runs n join runs r on r.id = n.run_id
+      where n.status in ('queued', 'retrying')
+        and greatest(n.queued_at, n.next_retry_at) < now() - ${grace}
+        and not ${served}
+      union all
+      select n.run_id, n.node_key, n.task, n.queue, n.attempt, r.flow_version_id, r.flow, r.business_key,
+        true, a.worker, coalesce(w.heartbeat_at, a.started_at)
+      from node_runs n join runs r on r.id = n.run_id
+        join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
+        left join workers w on w.id = a.worker
+      where n.status = 'running'
+        and (w.id is null or w.heartbeat_at < now() - ${lease})
+        and coalesce(w.heartbeat_at, a.started_at) < now() - ${grace}
+        and not ${served}
+    )
+    select u.*, extract(epoch from now() - u.since) * 1000 as waited_ms
+    from unserved u
+    where exists (select 1 from workers where heartbeat_at >= now() - ${lease})
+    order by u.since
     limit ${window.limit}`,
   );
   return found.map((r) => ({
@@ -52,6 +86,7 @@ export async function unservedNodes(db: Db, window: { graceMs: number; leaseMs: 
     waitedMs: Number(r.waited_ms),
     flow: r.flow,
     businessKey: r.business_key,
+    ...(r.running ? { lostWorker: r.lost_worker } : {}),
   }));
 }
 

@@ -1,0 +1,123 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import { ax, type AxEvent, type Client, type Runtime } from "ax-scheduler";
+import { napFlow } from "../fixtures/signal-worker.js";
+import { isolate, type Isolated } from "../helpers/isolated.js";
+import { spawnWorker, type WorkerProcess } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const FIXTURE = "test/fixtures/signal-worker.ts";
+const GRACE_MS = 3000;
+
+/** Another team's task, on a worker that stays up: the cluster has live workers, none for signal_nap. */
+const other = ax.task({ name: "lost_other" }, () => "other");
+const otherFlow = ax.flow({ name: "lost_other_flow" }, () => {
+  other();
+});
+
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
+    await sleep(100);
+  }
+}
+
+describe("the only worker of a queue killed mid-attempt, none restarted", () => {
+  const envs: Isolated[] = [];
+  const runtimes: Runtime[] = [];
+  const workers: WorkerProcess[] = [];
+
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    for (const runtime of runtimes.splice(0).reverse()) await runtime.stop();
+    await Promise.all(envs.splice(0).map((env) => env.cleanup()));
+  });
+
+  const started = async (runtime: Runtime) => {
+    runtimes.push(runtime);
+    await runtime.start();
+    return runtime;
+  };
+
+  /** A coordinator, the nap worker in its own process, and a run whose nap is running there when the process is killed. */
+  async function killedMidAttempt(label: string): Promise<{ env: Isolated; client: Client; runId: string; victim: WorkerProcess }> {
+    const env = isolate(label);
+    envs.push(env);
+    const coordinator = await started(
+      testRuntime(env, {
+        flows: [napFlow],
+        roles: ["coordinator"],
+        reconciler: { intervalMs: 500, staleMs: 1000, leaseMs: 3000, unknownTaskGraceMs: GRACE_MS },
+      }),
+    );
+    const client = coordinator.client();
+    const victim = await spawnWorker(FIXTURE, { AX_STORAGE: env.storage, AX_REDIS: env.redis, AX_PREFIX: env.prefix });
+    workers.push(victim);
+    const runId = await client.triggerFlow("signal_nap_flow", 600_000);
+    await until(
+      () => client.getRun(runId),
+      (run) => run.tasks[0]?.status === "running",
+      30_000,
+      "the nap to start",
+    );
+    await victim.kill9();
+    return { env, client, runId, victim };
+  }
+
+  it("fails the node once the grace has passed with other workers alive: attempt crashed, alerts told", { timeout: 90_000 }, async () => {
+    const events: AxEvent[] = [];
+    const unsubscribe = ax.onEvent((event) => {
+      events.push(event);
+    });
+    try {
+      const { env, client, runId, victim } = await killedMidAttempt("lostunserved");
+      await started(testRuntime(env, { flows: [otherFlow], roles: ["worker"] }));
+      const killedAt = Date.now();
+      const run = await client.waitForRun(runId, { timeout: "60s" });
+      const tookMs = Date.now() - killedAt;
+      console.log(`node failed ${tookMs} ms after its worker was killed (grace ${GRACE_MS} ms past the worker's last heartbeat)`);
+      expect(run.status).toBe("failed");
+      const node = run.tasks[0]!;
+      expect(node.status).toBe("failed");
+      expect(node.attempts.map((a) => [a.n, a.outcome, a.worker])).toEqual([[1, "crashed", victim.id]]);
+      expect(node.error).toMatchObject({ name: "AxWorkerCrashedError" });
+      expect(node.error!.message).toContain(`worker ${victim.id} stopped heartbeating during attempt 1`);
+      expect(node.error!.message).toContain('no live worker has served task "signal_nap" in queue "default"');
+      expect(node.error!.message).toContain("ax worker --queues default");
+      expect(tookMs).toBeGreaterThanOrEqual(GRACE_MS - 1000);
+      await until(
+        async () => events.filter((e) => e.runId === runId && (e.name === "task_failed" || e.name === "run_failed")),
+        (found) => found.length === 2,
+        10_000,
+        "task_failed and run_failed",
+      );
+      expect(events.filter((e) => e.runId === runId && (e.name === "task_failed" || e.name === "run_failed"))).toMatchObject([
+        { name: "task_failed", task: "signal_nap", attempt: 1, error: { name: "AxWorkerCrashedError" } },
+        { name: "run_failed", nodeKey: node.key, error: { name: "AxWorkerCrashedError" } },
+      ]);
+    } finally {
+      unsubscribe();
+    }
+  });
+
+  it("with no worker alive at all, waits past the grace for one; the next worker of the queue closes the attempt", {
+    timeout: 90_000,
+  }, async () => {
+    const { env, client, runId, victim } = await killedMidAttempt("lostfleet");
+    // The lease (5 s) and the grace both over, with room for a few reconciler passes.
+    await sleep(5000 + GRACE_MS + 2000);
+    const waiting = await client.getRun(runId);
+    expect(waiting.status).toBe("running");
+    expect(waiting.tasks[0]!.status).toBe("running");
+    await started(testRuntime(env, { flows: [napFlow], roles: ["worker"] }));
+    const run = await client.waitForRun(runId, { timeout: "60s" });
+    const node = run.tasks[0]!;
+    // signal_nap has no retries: the worker that came back closes the attempt as crashed and fails the node.
+    expect(node.attempts.map((a) => [a.n, a.outcome, a.worker])).toEqual([[1, "crashed", victim.id]]);
+    expect(node.error).toMatchObject({ name: "AxWorkerCrashedError" });
+    expect(node.error!.message).toContain("the attempt is presumed crashed");
+  });
+});
