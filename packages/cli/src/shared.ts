@@ -53,8 +53,8 @@ function refuseMissingDataDir(flags: ConnectionFlags): void {
 // The client, the storage layer and the HTTP client are loaded by the command that uses one, so
 // that `ax --help` and a refused flag answer without loading them (about a second of CPU).
 async function newClient(options: ConnectionFlags & { flows?: Flow<any>[] | undefined }): Promise<Client> {
-  const { Client } = await import("ax-scheduler/client");
-  return new Client(options);
+  const [{ Client }, { plainLogger }] = await Promise.all([import("ax-scheduler/client"), import("./plain-log.js")]);
+  return new Client({ ...options, logger: plainLogger() });
 }
 
 async function httpRunsApi(holder: DataDirHolder & { api: string }): Promise<RunsApi> {

@@ -20,3 +20,4 @@ export * from "./run-states.js";
 export * from "./yaml-value.js";
 export * from "./names.js";
 export * from "./calendar.js";
+export * from "./log-level.js";

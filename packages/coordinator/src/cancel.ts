@@ -1,5 +1,6 @@
 import { cancelRunRecords, type Db, type RunStatus } from "@ax/store";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
+import { answeredByRedis } from "./redis.js";
 import { AxCancelledError } from "@ax/common";
 
 /** The pub/sub channel every worker of a cluster (one queue prefix) listens on for cancels. */
@@ -46,18 +47,32 @@ export async function cancelRun(deps: CancelDeps, runId: string, reason?: string
   if (outcome.cancelled && outcome.flow !== undefined) {
     deps.queues.events.publish({ name: "run_cancelled", runId, flow: outcome.flow, businessKey: outcome.businessKey ?? null });
   }
+  const removed = await answeredByRedis(
+    stopInRedis(deps.queues, runId, outcome.nodes),
+    `cancelling run ${runId}`,
+    "the run is cancelled in PostgreSQL, but its running attempts were not told to stop and its jobs are still in Redis (workers drop them when they fetch them). Cancel it again once Redis answers",
+  );
+  return { runId, cancelled: outcome.cancelled, status: "cancelled", removedJobs: removed };
+}
+
+/** Tells workers to abort the run's attempts and takes its jobs out of Redis; returns how many jobs it removed. */
+async function stopInRedis(
+  queues: QueueRegistry,
+  runId: string,
+  nodes: { nodeKey: string; attempt: number; queue: string; task: string }[],
+): Promise<number> {
   const message: CancelMessage = { runId };
-  await deps.queues.connection.publish(cancelChannel(deps.queues.prefix), JSON.stringify(message));
+  await queues.connection.publish(cancelChannel(queues.prefix), JSON.stringify(message));
   const removed = await Promise.all(
-    outcome.nodes
+    nodes
       .filter((n) => n.attempt > 0)
       .map(async (n) => {
-        const queue = deps.queues.forNode(n);
+        const queue = queues.forNode(n);
         const jobId = nodeJobId(runId, n.nodeKey, n.attempt);
         // BullMQ answers 1 for a job that is not there too: only a job seen first counts as removed.
-        const existed = await deps.queues.connection.exists(queue.toKey(jobId));
+        const existed = await queues.connection.exists(queue.toKey(jobId));
         return existed === 1 && (await queue.remove(jobId)) === 1;
       }),
   );
-  return { runId, cancelled: outcome.cancelled, status: "cancelled", removedJobs: removed.filter(Boolean).length };
+  return removed.filter(Boolean).length;
 }

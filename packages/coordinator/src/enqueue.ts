@@ -1,3 +1,4 @@
+import { envLogLevel } from "@ax/common";
 import { GroupCommit, type ReadyNode } from "@ax/store";
 import pino, { type Logger } from "pino";
 import { nodeJobId, taskQueueName, type QueueRegistry } from "./queues.js";
@@ -82,7 +83,7 @@ export class BatchedEnqueue {
 
   constructor(
     queues: QueueRegistry,
-    private readonly log: Logger = pino({ level: process.env.AX_LOG_LEVEL ?? "info" }),
+    private readonly log: Logger = pino({ level: envLogLevel("info") }),
   ) {
     this.batches = new GroupCommit(async (lists) => {
       await enqueueNodes(queues, lists.flat());

@@ -1,6 +1,7 @@
 import { DEFAULT_LEASE_MS } from "@ax/common";
-import { describeFullWorkers, knownQueues, servedQueues, type Db } from "@ax/store";
+import { describeFullWorkers, knownQueues, servedQueues, type Db, type ServedQueue } from "@ax/store";
 import { taskQueueName, type QueueRegistry } from "./queues.js";
+import { answeredByRedis } from "./redis.js";
 import { Waitlist, type BusyKey } from "./limits/waitlist.js";
 import { parkedReasons, waitingReasons } from "./wake.js";
 
@@ -39,6 +40,16 @@ export async function queueOverview(db: Db, queues: QueueRegistry): Promise<Queu
     if (!names.has(name)) names.set(name, { group: name.slice(0, dot), task: name.slice(dot + 1) });
   }
   const sorted = [...names.keys()].sort();
+  return answeredByRedis(countJobs(queues, sorted, names, served), "listing the queues");
+}
+
+/** The queues' job counts and what holds each, all read from Redis. */
+async function countJobs(
+  queues: QueueRegistry,
+  sorted: string[],
+  names: Map<string, { group: string; task: string }>,
+  served: Map<string, ServedQueue>,
+): Promise<QueueInfo[]> {
   const reasons = await waitingReasons(queues.connection, queues.prefix, sorted);
   return Promise.all(
     sorted.map(async (name) => {
@@ -65,7 +76,7 @@ export async function queueOverview(db: Db, queues: QueueRegistry): Promise<Queu
 
 /** The keys of `task`'s per-key limit that have runs waiting, busiest first (`ax queues --keys`). */
 export function busyKeys(queues: QueueRegistry, task: string, limit = 20): Promise<BusyKey[]> {
-  return new Waitlist(queues.connection, queues.prefix).busiest(`key:${task}:`, limit);
+  return answeredByRedis(new Waitlist(queues.connection, queues.prefix).busiest(`key:${task}:`, limit), "listing the busy keys");
 }
 
 /** "concurrency key: 5 runs waiting on 2 keys" when the task's per-key limit parks runs; undefined when none. */

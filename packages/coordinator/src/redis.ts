@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { AxConfigError } from "@ax/common";
+import { AxConfigError, AxRedisUnreachableError } from "@ax/common";
+import { within } from "@ax/store";
 
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 
@@ -123,4 +124,18 @@ export function duplicateRedis(redis: Redis, log: Logger, connection: string): R
 export function closeRedis(redis: Redis): void {
   if (redis.status === "end") return;
   redis.disconnect();
+}
+
+/** How long a call that needs Redis waits for it before saying it is unreachable. */
+export const REDIS_ANSWER_MS = 5000;
+
+/**
+ * `work`'s answer, or AxRedisUnreachableError once `ms` have passed: ioredis queues commands
+ * behind a reconnect that may never succeed. `what` names the call ("listing the queues").
+ */
+export async function answeredByRedis<T>(work: Promise<T>, what: string, consequence?: string, ms = REDIS_ANSWER_MS): Promise<T> {
+  const answer = await within(work, ms);
+  if (answer.done) return answer.value;
+  if ("error" in answer) throw answer.error;
+  throw new AxRedisUnreachableError(what, ms, consequence);
 }

@@ -2,13 +2,14 @@ import { z } from "zod";
 import { isCalendarDay } from "@ax/common";
 import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/store";
 import { durationMs } from "./duration.js";
-import { connectionOptions, flowList, shown, strictOptions, validDate, wholeNumber } from "./option-checks.js";
+import { connectionOptions, flowList, pinoLogger, shown, strictOptions, validDate, wholeNumber } from "./option-checks.js";
 
 /** `new Client(options)`: the connection options, the flows whose key functions apply, the payload cap. */
 export const clientOptionsSchema = strictOptions({
   ...connectionOptions,
   flows: flowList.optional(),
   maxPayloadBytes: wholeNumber(1).optional(),
+  logger: pinoLogger.optional(),
 });
 
 const oneOf = (values: readonly string[]) =>

@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import type { Flow } from "./definition/flow.js";
 import type { Duration } from "./duration.js";
 import type { ConnectionOptions } from "./connections.js";
@@ -8,6 +9,11 @@ export interface ClientOptions extends ConnectionOptions {
   flows?: Flow<any>[] | undefined;
   /** @defaultValue 1 MiB */
   maxPayloadBytes?: number | undefined;
+  /**
+   * Where its connections' warnings go (Redis unreachable, reconnecting).
+   * @defaultValue stderr, warnings and worse (`AX_LOG_LEVEL` sets the level)
+   */
+  logger?: Logger | undefined;
 }
 
 export interface PruneRequest {

@@ -113,7 +113,7 @@ export class Client {
       const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
       if (!existsSync(dataDir)) throw new AxNoEmbeddedHistoryError(dataDir);
     }
-    this.connections = shared ?? openConnections(options);
+    this.connections = shared ?? openConnections(options, options.logger);
     this.ownsConnections = !shared;
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
     this.caps = new FlowCaps(this.connections.store.db);

@@ -1,3 +1,4 @@
+import { envLogLevel } from "@ax/common";
 import { connectRedis, DEFAULT_REDIS_URL, QueueRegistry, RunWriter, closeRedis } from "@ax/coordinator";
 import { openStore, type Store } from "@ax/store";
 import type { Redis } from "ioredis";
@@ -41,7 +42,7 @@ export interface Connections {
  * printing results on stdout stays readable.
  */
 function defaultLogger(): Logger {
-  return pino({ level: process.env.AX_LOG_LEVEL ?? "warn" }, pino.destination(2));
+  return pino({ level: envLogLevel("warn") }, pino.destination(2));
 }
 
 export function openConnections(options: ConnectionOptions, log: Logger = defaultLogger()): Connections {

@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger } from "pino";
-import { DEFAULT_REDACT_PATHS, REDACTED } from "@ax/common";
+import { DEFAULT_REDACT_PATHS, envLogLevel, REDACTED } from "@ax/common";
 
 /**
  * The logger a Runtime makes when given none: pino with the secret paths (DEFAULT_REDACT_PATHS
@@ -10,7 +10,7 @@ export function axLogger(
   destination?: DestinationStream,
 ): Logger {
   const settings = {
-    level: options.level ?? process.env.AX_LOG_LEVEL ?? "info",
+    level: options.level ?? envLogLevel("info"),
     redact: { paths: [...DEFAULT_REDACT_PATHS, ...(options.redact ?? [])], censor: REDACTED },
   };
   return destination ? pino(settings, destination) : pino(settings);

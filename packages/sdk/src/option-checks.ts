@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import { plainMessage } from "@ax/common";
 import { z } from "zod";
 import type { Flow } from "./definition/flow.js";
@@ -146,3 +147,9 @@ export function formatIssues(error: z.ZodError, known?: readonly string[]): stri
     })
     .join("; ");
 }
+
+/** A pino logger given to a Runtime or a Client. */
+export const pinoLogger = z.custom<Logger>(
+  (value) => typeof (value as Logger | null)?.child === "function" && typeof (value as Logger).info === "function",
+  { error: (issue) => `must be a pino logger, got ${shown(issue.input)}` },
+);

@@ -5,7 +5,7 @@ import type { AdmissionOptions, ReconcilerOptions, RetentionOptions } from "@ax/
 import type { ConnectionOptions } from "./connections.js";
 import type { Flow } from "./definition/flow.js";
 import type { Duration } from "./duration.js";
-import { connectionOptions, flowList, milliseconds, shown, strictOptions, wholeNumber } from "./option-checks.js";
+import { connectionOptions, flowList, milliseconds, pinoLogger, shown, strictOptions, wholeNumber } from "./option-checks.js";
 
 export const ROLES = ["coordinator", "worker", "api"] as const;
 export type Role = (typeof ROLES)[number];
@@ -150,11 +150,7 @@ export const runtimeOptionsSchema = strictOptions({
       error: (issue) => `must be a pino level (fatal, error, warn, info, debug, trace, silent), got ${shown(issue.input)}`,
     })
     .optional(),
-  logger: z
-    .custom<Logger>((value) => typeof (value as Logger | null)?.child === "function" && typeof (value as Logger).info === "function", {
-      error: (issue) => `must be a pino logger, got ${shown(issue.input)}`,
-    })
-    .optional(),
+  logger: pinoLogger.optional(),
   reconciler: section("reconciler", {
     intervalMs: milliseconds.optional(),
     staleMs: wholeNumber(0).optional(),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { backfillBody, backfillsQuery, flowParams, backfillIdParams, apiError, jsonValue, pausedAnswer } from "./api-schemas.js";
-import { badRequest, type RouteDoc } from "./route-doc.js";
+import { badRequest, redisUnreachable, type RouteDoc } from "./route-doc.js";
 
 /** Operating the cluster: queues, busy keys, schedules, backfills, workers. */
 export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
@@ -28,6 +28,7 @@ export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
           ),
         }),
       },
+      503: redisUnreachable,
     },
   },
   "GET /api/queues/:task/keys": {
@@ -39,6 +40,7 @@ export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
         description: "keys",
         schema: z.object({ keys: z.array(z.object({ key: z.string(), waiting: z.number(), running: z.number() })) }),
       },
+      503: redisUnreachable,
     },
   },
   "GET /api/schedules": {
@@ -137,6 +139,7 @@ export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
     responses: {
       200: { description: "cancelled", schema: z.object({ backfillId: z.uuid(), cancelledRuns: z.number().int() }) },
       404: { description: "unknown backfill", schema: apiError },
+      503: redisUnreachable,
     },
   },
   "POST /api/backfills/:id/retry": {

@@ -15,7 +15,7 @@ import {
   runSummary,
   runInfo,
 } from "./api-schemas.js";
-import { notFound, badRequest, type RouteDoc } from "./route-doc.js";
+import { notFound, badRequest, redisUnreachable, type RouteDoc } from "./route-doc.js";
 
 /** Flows and runs: list, read, trigger, cancel, rerun, follow. */
 export const RUN_ROUTE_DOCS: Record<string, RouteDoc> = {
@@ -73,6 +73,7 @@ export const RUN_ROUTE_DOCS: Record<string, RouteDoc> = {
         schema: z.object({ runId: z.string(), cancelled: z.boolean(), status: z.string(), removedJobs: z.number().int() }),
       },
       404: notFound,
+      503: redisUnreachable,
     },
   },
   "POST /api/flows/:flow/runs": {

@@ -52,3 +52,17 @@ export class AxRedisVersionError extends Error {
     );
   }
 }
+
+/**
+ * Redis did not answer, within the time allowed, a call that cannot finish without it (down,
+ * unreachable, a wrong URL): commands wait for a reconnect, so without a deadline the call would hang.
+ */
+export class AxRedisUnreachableError extends Error {
+  override name = "AxRedisUnreachableError";
+  constructor(what: string, waitedMs: number, consequence?: string) {
+    super(
+      `Redis did not answer within ${waitedMs / 1000} s, so ${what} could not finish${consequence ? `: ${consequence}` : ""}. ` +
+        "Check that Redis is running and that --redis / REDIS_URL (the Runtime's or Client's redis option) points at it.",
+    );
+  }
+}
