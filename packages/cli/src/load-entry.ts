@@ -17,8 +17,9 @@ let typescriptLoaded = import.meta.url.endsWith(".ts");
  */
 async function loadTypeScript(entry: string): Promise<void> {
   if (typescriptLoaded || !TYPESCRIPT_ENTRY.test(entry)) return;
-  const { register } = await import("tsx/esm/api");
-  register();
+  const [esm, cjs] = await Promise.all([import("tsx/esm/api"), import("tsx/cjs/api")]);
+  esm.register();
+  cjs.register();
   typescriptLoaded = true;
 }
 
@@ -30,9 +31,11 @@ export async function loadFlows(entry: string): Promise<Flow<any>[]> {
     throw new AxEntryError(`no entry module at ${path}: give the path of the module that exports your flows (ax.flow(...))`);
   }
   await loadTypeScript(entry);
-  const module = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  const module = await importEntry(entry, path);
   const found = new Map<string, Flow<any>>();
-  for (const value of Object.values(module)) {
+  // A CommonJS entry's exports may arrive only as its `default` (Node cannot always list them by name).
+  const exported = isFlow(module.default) || !module.default || typeof module.default !== "object" ? [] : Object.values(module.default);
+  for (const value of [...Object.values(module), ...exported]) {
     for (const candidate of Array.isArray(value) ? value : [value]) {
       if (isFlow(candidate)) found.set(candidate.name, candidate);
     }
@@ -41,4 +44,34 @@ export async function loadFlows(entry: string): Promise<Flow<any>[]> {
     throw new AxEntryError(`${entry} exports no flows: export the values returned by ax.flow(...) (or an array of them)`);
   }
   return [...found.values()];
+}
+
+/**
+ * The entry module, or AxEntryError when it cannot be compiled (a syntax error, with its
+ * file:line:column) or its own code throws while it loads (the error is kept as `cause`); ax's
+ * own errors pass through.
+ */
+async function importEntry(entry: string, path: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (error) {
+    const e = error as { name?: unknown; message?: unknown };
+    // ax's own refusals (a wrong ax.task option) already say what to fix.
+    if (typeof e?.name === "string" && e.name.startsWith("Ax")) throw error;
+    const message = typeof e?.message === "string" ? e.message : String(error);
+    if (e?.name === "TransformError" || error instanceof SyntaxError) {
+      throw new AxEntryError(
+        `${entry} could not be compiled: ${message.replace(/^Transform failed with \d+ errors?:\n/, "")}. Fix it and run the command again.`,
+        {
+          cause: error,
+        },
+      );
+    }
+    throw new AxEntryError(
+      `${entry} threw while loading: ${message}. Its own code (or a module it imports) failed at import time, before any flow was read.`,
+      {
+        cause: error,
+      },
+    );
+  }
 }
