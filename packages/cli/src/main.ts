@@ -86,8 +86,8 @@ export async function main(argv: string[]): Promise<void> {
       const { migrate, openStore } = await import("@ax/store");
       const store = openStore({ url: c.storage, dataDir: c.dataDir });
       try {
-        await migrate(store);
-        console.log(`migrations applied (${store.kind}, schema ${store.schema})`);
+        const { created } = await migrate(store);
+        console.log(`migrations applied (${store.kind}, schema ${store.schema}${created ? ", new: it had no ax history" : ""})`);
       } finally {
         await store.close();
       }

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { userInfo } from "node:os";
 import { Registry } from "prom-client";
 import { axLogger, LiveConfig, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
-import { advertiseApi, migrate, openStore } from "@ax/store";
+import { advertiseApi, migrate, NEW_SCHEMA, openStore } from "@ax/store";
 import { checkEvictionPolicy, checkRedisVersion, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { DEFAULT_DATA_DIR } from "@ax/common";
 import { startMetricsServer } from "@ax/server/metrics";
@@ -149,8 +149,9 @@ export async function runServer(c: ConnectionFlags, entry: string | undefined, f
     return;
   }
   const store = openStore({ url: c.storage, dataDir: c.dataDir });
-  await migrate(store);
+  const { created } = await migrate(store);
   const log = axLogger();
+  if (created) log.warn({ schema: store.schema }, NEW_SCHEMA);
   const redis = connectRedis(c.redis ?? DEFAULT_REDIS_URL, log);
   const queues = new QueueRegistry(redis, c.prefix ?? "ax", log);
   const registry = new Registry();

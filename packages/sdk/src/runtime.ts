@@ -9,6 +9,7 @@ import {
   latestConfigVersion,
   migrate,
   msUntil,
+  NEW_SCHEMA,
   registerFlowVersion,
   saveCodeOptions,
   saveFlowSettings,
@@ -131,7 +132,8 @@ export class Runtime {
   /** What every role needs before it starts: the schema, the stored options and config, the flows. */
   private async prepare(connections: Connections, file: string | undefined, fileText: string | undefined): Promise<LiveConfig> {
     const { store, queues } = connections;
-    await migrate(store);
+    const { created } = await migrate(store);
+    if (created) this.log.warn({ schema: store.schema }, NEW_SCHEMA);
     if (this.roles.includes("api") && !this.options.insecureNoAuth && (await countApiTokens(store.db)) === 0) {
       // Before any role starts: an API open to anyone by accident is worse than a process that does not start.
       throw new AxNoTokensError();

@@ -1,7 +1,7 @@
 export * from "./types.js";
 export * from "./dag.js";
 export { openStore, splitSchema, type Db, type Store, type StoreOptions } from "./connect.js";
-export { migrate } from "./migrate.js";
+export { migrate, NEW_SCHEMA } from "./migrate.js";
 export { advertiseApi, dataDirHolder, lockFileOf } from "./data-dir-lock.js";
 export * as tables from "./schema/index.js";
 export * from "./repositories/flow-definitions.js";
