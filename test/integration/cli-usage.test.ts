@@ -72,6 +72,28 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     expect(row!.n).toBe(0);
   });
 
+  it("--timeout without --wait is refused, since nothing would wait; nothing is triggered or rerun", async ({ expect }) => {
+    const [trigger, rerun] = await Promise.all([
+      runAx([...connection(), "trigger", "usage_flow", "--business-key", "timeout-alone", "--timeout", "5s"]),
+      runAx([...connection(), "rerun", "00000000-0000-4000-8000-000000000000", "--timeout", "5s"]),
+    ]);
+    expect(trigger).toMatchObject({ code: 1, stdout: "" });
+    expect(trigger.stderr).toBe("AxUsageError: ax trigger: --timeout is how long --wait waits: add --wait, or leave --timeout out\n");
+    expect(rerun.stderr).toBe("AxUsageError: ax rerun: --timeout is how long --wait waits: add --wait, or leave --timeout out\n");
+    const [row] = await env.sql<{ n: number }>("select count(*)::int as n from runs where business_key = 'timeout-alone'");
+    expect(row!.n).toBe(0);
+  });
+
+  it("ax runs --json prints the runs as JSON, and [] on stdout when none match", async ({ expect }) => {
+    const runId = await client.triggerFlow("usage_flow", null, { businessKey: "runs-json" });
+    const [found, none] = await Promise.all([
+      runAx([...connection(), "runs", "--json", "--business-key", "runs-json"]),
+      runAx([...connection(), "runs", "--json", "--business-key", "no-such-key"]),
+    ]);
+    expect(JSON.parse(found.stdout)).toMatchObject([{ id: runId, flow: "usage_flow", businessKey: "runs-json" }]);
+    expect(none).toMatchObject({ code: 0, stdout: "[]\n", stderr: "" });
+  });
+
   it("an unknown flag, command or missing argument is an AxUsageError like any other refusal", async ({ expect }) => {
     const [flag, command, argument] = await Promise.all([
       runAx([...connection(), "runs", "--bogus"]),

@@ -1,3 +1,4 @@
+import type { Command } from "commander";
 import { z } from "zod";
 import { parseDuration, plainMessage, QUEUE_NAME, QUEUE_NAME_RULE, SCHEMA_NAME, SCHEMA_NAME_RULE, type Duration } from "@ax/common";
 import { AxUsageError } from "./errors.js";
@@ -90,3 +91,10 @@ export const durationFlag = z.string().transform((text, ctx): Duration => {
 /** A duration flag of at least `minMs` (`shown` as the message writes it), refused before anything is done. */
 export const durationFlagAtLeast = (minMs: number, shown: string) =>
   durationFlag.refine((value) => parseDuration(value) >= minMs, { message: `must be at least ${shown}` });
+
+/** `--timeout` is how long `--wait` waits: given without it, it would be ignored without a word. */
+export function refuseTimeoutWithoutWait(command: Command, name: string): void {
+  if (command.getOptionValueSource("timeout") === "cli" && !command.opts().wait) {
+    throw new AxUsageError(`ax ${name}: --timeout is how long --wait waits: add --wait, or leave --timeout out`);
+  }
+}

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { isCalendarDay } from "@ax/common";
 import type { BackfillInfo } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
-import { durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
+import { durationFlagAtLeast, jsonFlag, parseFlags, positiveInt, refuseTimeoutWithoutWait } from "./options.js";
 import { Eta, Stall } from "./progress.js";
 import { printRunOrWait } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
@@ -55,7 +55,8 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
     .option("--payload <json>", "the new run's input (default: the original's)")
     .option("--wait", "wait for the new run to finish and print it")
     .option("--timeout <duration>", "how long --wait waits", "60s")
-    .action(async (id: string, raw: Record<string, unknown>) => {
+    .action(async (id: string, raw: Record<string, unknown>, command: Command) => {
+      refuseTimeoutWithoutWait(command, "rerun");
       const flags = parseFlags(
         z
           .object({

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { MAX_PRIORITY, RUN_STATUSES, RUN_TRIGGERS } from "@ax/common";
 import { AxUsageError } from "./errors.js";
 import { loadFlows } from "./load-entry.js";
-import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt } from "./options.js";
+import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt, refuseTimeoutWithoutWait } from "./options.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
 import { table } from "./render-queues.js";
 import { withClient } from "./shared.js";
@@ -24,7 +24,8 @@ export function addRunCommands(program: Command): void {
     .option("--priority <n>", "BullMQ priority of every job of the run, 1 served first")
     .option("--wait", "wait for the run to finish and print it")
     .option("--timeout <duration>", "how long --wait waits", "60s")
-    .action(async (flow: string, raw: Record<string, unknown>) => {
+    .action(async (flow: string, raw: Record<string, unknown>, command: Command) => {
+      refuseTimeoutWithoutWait(command, "trigger");
       const flags = parseFlags(
         z.object({
           payload: jsonFlag.optional(),
@@ -93,7 +94,8 @@ export function addRunCommands(program: Command): void {
     .option("--idempotency-key <key>", "the run this key made (with --flow: keys are unique per flow)")
     .option("--trigger <kind>", `how the runs were started: ${RUN_TRIGGERS.join(", ")}`)
     .option("--limit <n>", "how many", "20")
-    .action(async (raw: Record<string, string | undefined>) => {
+    .option("--json", "print them as JSON (what client.listRuns answers), [] when none match")
+    .action(async ({ json, ...raw }: Record<string, string | boolean | undefined>) => {
       const filter = parseFlags(
         z
           .object({
@@ -113,6 +115,10 @@ export function addRunCommands(program: Command): void {
       );
       await withClient(program, async (client) => {
         const runs = await client.listRuns(filter);
+        if (json) {
+          console.log(JSON.stringify(runs, null, 2));
+          return;
+        }
         if (runs.length === 0) {
           // On stderr, so that a script reading the table gets nothing.
           const { limit: _limit, ...narrowing } = filter;
