@@ -12,6 +12,8 @@ describe("yamlValue", () => {
     expect(yamlValue("pool", { name: "core_db", slots: 2 })).toBe("{ name: core_db, slots: 2 }");
     expect(yamlValue("resources", { memoryMb: 512 })).toBe("{ memory_mb: 512 }");
     expect(yamlValue("pools", { coreDb: 3 })).toBe("{ coreDb: 3 }");
+    expect(yamlValue("schedule", { cron: "0 * * * *", timezone: "Asia/Shanghai" })).toBe('{ cron: "0 * * * *", timezone: Asia/Shanghai }');
+    expect(yamlValue("rate_limit", { max: 1, perMs: 1000, key: "true" })).toBe('{ max: 1, per: 1s, key: "true" }');
   });
 
   it("keeps a duration exact in the largest unit that holds it", () => {

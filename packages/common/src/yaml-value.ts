@@ -15,6 +15,11 @@ export function durationText(ms: number): string {
   return unit ? `${ms / unit[1]}${unit[0]}` : `${ms}ms`;
 }
 
+/** Strings YAML reads back as the same string unquoted inside `{ … }`; others ("0 * * * *", "a, b") are quoted. */
+const PLAIN = /^[A-Za-z_][\w./-]*$/;
+/** Plain words YAML reads as something other than a string. */
+const KEYWORD = /^(true|false|null|yes|no|on|off)$/i;
+
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /**
@@ -29,7 +34,7 @@ export function yamlValue(option: string, value: unknown): string {
   const fields = Object.entries(value).map(([key, field]) =>
     key === "perMs" && typeof field === "number"
       ? `per: ${durationText(field)}`
-      : `${keyOf(key)}: ${typeof field === "string" ? field : JSON.stringify(field)}`,
+      : `${keyOf(key)}: ${typeof field === "string" && PLAIN.test(field) && !KEYWORD.test(field) ? field : JSON.stringify(field)}`,
   );
   return `{ ${fields.join(", ")} }`;
 }
