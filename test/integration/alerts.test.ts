@@ -222,7 +222,9 @@ describe("alerts: terminal failures only, one per silence window across coordina
     const sent = await runAx(["--storage", env.storage, "--prefix", env.prefix, "alerts", "test", "burst"]);
     expect(sent.stderr).toBe("");
     expect(sent.code).toBe(0);
-    expect(sent.stdout).toMatch(/sent\s+webhook http:\/\/127\.0\.0\.1:\d+\/burst/);
+    // The hook's path is often its secret (a Slack hook's): shown as scheme and host only.
+    expect(sent.stdout).toMatch(/sent\s+webhook http:\/\/127\.0\.0\.1:\d+\/\[redacted\]/);
+    expect(sent.stdout).not.toContain("/burst");
     expect(sent.stdout).toMatch(/sent\s+log/);
     const tests = at("/burst", "test");
     expect(tests).toHaveLength(1);
@@ -242,7 +244,8 @@ describe("alerts: terminal failures only, one per silence window across coordina
       const started = Date.now();
       const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
       expect(result.code).toBe(1);
-      expect(result.stdout).toContain(`FAILED webhook ${failing.url}`);
+      expect(result.stdout).toContain(`FAILED webhook ${failing.url.replace("/hook", "/[redacted]")}`);
+      expect(result.stdout).not.toContain("/hook");
       expect(result.stdout).toMatch(/failed 3 time\(s\), last: HTTP 500/);
       expect(failing.hits()).toBe(3);
       // 200 ms then 400 ms between the three tries.
@@ -251,6 +254,24 @@ describe("alerts: terminal failures only, one per silence window across coordina
       expect(result.stdout.split("\n").filter(Boolean)).toHaveLength(1);
     } finally {
       await failing.close();
+    }
+  });
+
+  it("a webhook URL with credentials delivers them as Basic authorization; they are never shown", async () => {
+    const guarded = await startWebhookSink();
+    try {
+      const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "guarded.yaml");
+      const url = guarded.url.replace("http://", "http://hook%20user:p%40ss@");
+      writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${url}?apikey=qk999" }]\n`);
+      const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/sent\s+webhook http:\/\/\[redacted\]@127\.0\.0\.1:\d+\/\[redacted\]/);
+      expect(result.stdout + result.stderr).not.toMatch(/p%40ss|qk999|hook%20user/);
+      expect(guarded.received).toHaveLength(1);
+      expect(guarded.received[0]!.path).toBe("/hook?apikey=qk999");
+      expect(guarded.received[0]!.headers.authorization).toBe(`Basic ${Buffer.from("hook user:p@ss").toString("base64")}`);
+    } finally {
+      await guarded.close();
     }
   });
 

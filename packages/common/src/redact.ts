@@ -37,3 +37,19 @@ export function maskSecrets(value: unknown): unknown {
   if (value === null || typeof value !== "object") return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSecretKey(k) ? REDACTED : maskSecrets(v)]));
 }
+
+/**
+ * Scheme and host only: credentials, path and query of a webhook URL are often the secret (a Slack
+ * hook's path), so config read back, alert history and logs show the URL this way.
+ */
+export function redactUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return REDACTED;
+  }
+  const credentials = url.username || url.password ? `${REDACTED}@` : "";
+  const rest = url.pathname !== "/" || url.search || url.hash ? `/${REDACTED}` : "";
+  return `${url.protocol}//${credentials}${url.host}${rest}`;
+}

@@ -4,6 +4,7 @@
 export class AxAlertDeliveryError extends Error {
   override name = "AxAlertDeliveryError";
   constructor(
+    /** The webhook URL as `redactUrl` shows it: scheme and host, its path and credentials masked. */
     readonly url: string,
     readonly attempts: number,
     reason: string,

@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Counter } from "prom-client";
-import { AxAlertDeliveryError } from "@ax/common";
+import { AxAlertDeliveryError, redactUrl } from "@ax/common";
 import type { Alert, AlertSink } from "./types.js";
 
 export const SIGNATURE_HEADER = "X-Ax-Signature";
@@ -35,7 +35,8 @@ export async function deliverAlert(
   const { deliveries } = options;
   return Promise.all(
     sinks.map(async (sink): Promise<DeliveryResult> => {
-      const target = sink.type === "webhook" ? sink.url : "log";
+      // What read tokens, the console and the logs see: the URL's path and credentials are often the secret.
+      const target = sink.type === "webhook" ? redactUrl(sink.url) : "log";
       try {
         if (sink.type === "webhook") await postWebhook(alert, sink);
         else log[sink.level]({ alert }, `alert: ${alert.summary}`);
@@ -53,26 +54,42 @@ export async function deliverAlert(
 
 async function postWebhook(alert: Alert, sink: Extract<AlertSink, { type: "webhook" }>): Promise<void> {
   const body = JSON.stringify(alert);
+  const { url, authorization } = withoutCredentials(sink.url);
   const headers: Record<string, string> = { ...sink.headers, "content-type": "application/json", "user-agent": "ax-scheduler" };
+  if (authorization && !Object.keys(headers).some((name) => name.toLowerCase() === "authorization")) headers.authorization = authorization;
   if (sink.secret) headers[SIGNATURE_HEADER] = signBody(body, sink.secret);
+  const shown = redactUrl(sink.url);
   let reason = "";
   for (let attempt = 0; attempt <= sink.retries; attempt++) {
     if (attempt > 0) await sleep(sink.retryBackoffMs * 2 ** (attempt - 1));
     try {
-      const response = await fetch(sink.url, { method: "POST", headers, body, signal: AbortSignal.timeout(sink.timeoutMs) });
+      const response = await fetch(url, { method: "POST", headers, body, signal: AbortSignal.timeout(sink.timeoutMs) });
       await response.arrayBuffer().catch(() => undefined);
       if (response.ok) return;
       reason = `HTTP ${response.status}`;
       // A 4xx other than 408/429 will not get better by asking again.
       if (response.status < 500 && response.status !== 408 && response.status !== 429) {
-        throw new AxAlertDeliveryError(sink.url, attempt + 1, reason);
+        throw new AxAlertDeliveryError(shown, attempt + 1, reason);
       }
     } catch (error) {
       if (error instanceof AxAlertDeliveryError) throw error;
       reason = (error as Error).name === "TimeoutError" ? `no answer within ${sink.timeoutMs} ms` : networkReason(error as Error);
     }
   }
-  throw new AxAlertDeliveryError(sink.url, sink.retries + 1, reason);
+  throw new AxAlertDeliveryError(shown, sink.retries + 1, reason);
+}
+
+/**
+ * fetch refuses a URL with credentials (`https://user:pass@host/hook`): they go as HTTP Basic
+ * authorization instead, unless the sink's own headers carry one.
+ */
+function withoutCredentials(text: string): { url: string; authorization?: string } {
+  const url = new URL(text);
+  if (!url.username && !url.password) return { url: text };
+  const basic = Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64");
+  url.username = "";
+  url.password = "";
+  return { url: url.href, authorization: `Basic ${basic}` };
 }
 
 /** fetch says only "fetch failed"; what failed (`connect ECONNREFUSED …`, `getaddrinfo ENOTFOUND …`) is its cause. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { redactConfigParsed, redactConfigYaml, redactUrl } from "./config-redaction.js";
+import { redactUrl } from "@ax/common";
+import { redactConfigParsed, redactConfigYaml } from "./config-redaction.js";
 
 /** Every style a secret can be written in; each LEAK value must vanish from the shown text. */
 const STYLES = [

@@ -1,4 +1,4 @@
-import { isSecretKey, REDACTED } from "@ax/common";
+import { isSecretKey, REDACTED, redactUrl } from "@ax/common";
 import { isAlias, isMap, isScalar, parseDocument, Scalar, visit, type Document, type Node } from "yaml";
 
 /**
@@ -50,19 +50,6 @@ function maskValues(node: Node | null, doc: Document): void {
 }
 
 const isEnvName = (key: string) => /(_env|Env)$/.test(key);
-
-/** Scheme and host only: credentials, path and query of a webhook URL are often the secret (a Slack hook's path). */
-export function redactUrl(text: string): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return REDACTED;
-  }
-  const credentials = url.username || url.password ? `${REDACTED}@` : "";
-  const rest = url.pathname !== "/" || url.search || url.hash ? `/${REDACTED}` : "";
-  return `${url.protocol}//${credentials}${url.host}${rest}`;
-}
 
 /** The parsed form of a version, masked as its text is. */
 export function redactConfigParsed(value: unknown, inHeaders = false): unknown {
