@@ -20,6 +20,8 @@ export const DEFAULT_REDACT_PATHS: readonly string[] = [
   "*.authorization",
   "*.apiKey",
   "*.api_key",
+  // ioredis errors carry the failed command, and a refused AUTH's arguments are the password.
+  "err.command.args",
 ];
 
 export const REDACTED = "[redacted]";

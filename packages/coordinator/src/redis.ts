@@ -18,12 +18,27 @@ export function reportRedisErrors(redis: Redis, log: Logger, connection: string)
   redis.on("error", (err: Error) => {
     if (failing) return;
     failing = true;
-    log.warn({ err, connection }, "Redis connection failed; reconnecting");
+    log.warn({ err: withoutCommandArguments(err), connection }, "Redis connection failed; reconnecting");
   });
   redis.on("ready", () => {
     if (!failing) return;
     failing = false;
     log.info({ connection }, "Redis connection is back");
+  });
+}
+
+/**
+ * `err` without the arguments of the command that failed: ioredis attaches the command to its
+ * errors, and a refused `AUTH` carries the user and password (a rotated or mistyped password would
+ * print it in every process's log). The command's name stays.
+ */
+export function withoutCommandArguments(err: Error): Error {
+  const command = (err as { command?: { name?: unknown } }).command;
+  if (!command) return err;
+  return Object.assign(Object.create(Object.getPrototypeOf(err) as object) as Error, err, {
+    message: err.message,
+    stack: err.stack,
+    command: { name: command.name },
   });
 }
 

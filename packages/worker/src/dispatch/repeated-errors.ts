@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { withoutCommandArguments } from "@ax/coordinator";
 
 /** Within this window, an error already logged is counted, not logged again. */
 const WINDOW_MS = 60_000;
@@ -25,6 +26,6 @@ export class RepeatedErrors {
       return;
     }
     this.logged.set(key, { at: now, held: 0 });
-    this.log.warn({ err, ...fields, ...(seen?.held ? { heldBack: seen.held } : {}) }, msg);
+    this.log.warn({ err: withoutCommandArguments(err), ...fields, ...(seen?.held ? { heldBack: seen.held } : {}) }, msg);
   }
 }

@@ -1,0 +1,57 @@
+import { once } from "node:events";
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pino from "pino";
+import { Redis } from "ioredis";
+import { axLogger } from "ax-scheduler";
+import { closeRedis, connectRedis } from "@ax/coordinator";
+import { startPrivateRedis, type Child } from "../helpers/processes.js";
+
+/** Every line a logger writes, parsed. */
+function capture(): { stream: Writable; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString("utf8")) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { stream, lines };
+}
+
+/** A Redis password that is wrong (rotated, mistyped) must not reach the logs with the refused AUTH. */
+describe("a Redis connection refused for its password", () => {
+  let server: { url: string; port: number; child: Child };
+
+  beforeAll(async () => {
+    server = await startPrivateRedis(undefined, ["--requirepass", "the-right-one"]);
+  }, 30_000);
+
+  afterAll(async () => {
+    await server?.child.stop();
+  });
+
+  it("is logged once, naming the AUTH command but not its arguments", async () => {
+    const { stream, lines } = capture();
+    const redis = connectRedis(`redis://ops:wr0ng-p4ss@127.0.0.1:${server.port}`, pino({ level: "warn" }, stream));
+    try {
+      await once(redis, "error");
+      await new Promise((resolve) => setImmediate(resolve));
+      const text = JSON.stringify(lines);
+      expect(lines[0]).toMatchObject({ msg: "Redis connection failed; reconnecting", err: { command: { name: "auth" } } });
+      expect(text).not.toContain("wr0ng-p4ss");
+    } finally {
+      closeRedis(redis);
+    }
+  });
+
+  it("is censored by ax's logger when logged raw by other code", async () => {
+    const raw = new Redis(`redis://ops:wr0ng-p4ss@127.0.0.1:${server.port}`, { retryStrategy: () => null });
+    const [error] = (await once(raw, "error")) as [Error];
+    raw.disconnect();
+    expect(JSON.stringify((error as { command?: unknown }).command)).toContain("wr0ng-p4ss");
+    const { stream, lines } = capture();
+    axLogger({ level: "warn" }, stream).warn({ err: error }, "raw");
+    expect(JSON.stringify(lines)).not.toContain("wr0ng-p4ss");
+  });
+});
