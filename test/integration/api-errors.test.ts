@@ -141,6 +141,11 @@ describe("a Runtime whose API port is taken", () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
     const port = (blocker.address() as AddressInfo).port;
+    // A run queued before the start: a worker role started ahead of the port would run it.
+    const registrar = testRuntime(env, { flows: [echoFlow], roles: ["coordinator"] });
+    await registrar.start();
+    const queued = await registrar.client().triggerFlow("api_echo_flow", 0);
+    await registrar.stop();
     const runtime = testRuntime(env, { flows: [echoFlow], roles: ["coordinator", "worker", "api"], port, logLevel: "fatal" });
     try {
       const refused = await runtime.start().then(
@@ -154,6 +159,8 @@ describe("a Runtime whose API port is taken", () => {
       const runId = await client.triggerFlow("api_echo_flow", 1);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       expect((await client.getRun(runId)).status).toBe("pending");
+      // "Nothing was started" holds: the run queued before the start got no attempt either.
+      expect((await client.getRun(queued)).tasks[0]!.attempts).toEqual([]);
       await client.close();
     } finally {
       await runtime.stop();

@@ -152,6 +152,14 @@ export class Runtime {
   private async startRoles(connections: Connections, live: LiveConfig): Promise<void> {
     const { store, queues } = connections;
     const context: RoleContext = { options: this.options, code: this.code, connections, log: this.log, registry: this.registry };
+    // Ports first: one that is taken fails the start before any role has taken a job or a tick.
+    if (this.roles.includes("api")) this.server = await startApi(context, live);
+    if (this.options.metricsPort !== undefined) {
+      this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host, {
+        db: store.db,
+        redis: connections.redis,
+      });
+    }
     if (this.roles.includes("worker")) {
       this.worker = createWorker(context, { clusterLimits: () => this.clusterLimits(), configVersion: () => this.configVersion });
       await this.worker.start();
@@ -159,13 +167,6 @@ export class Runtime {
     if (this.roles.includes("coordinator")) {
       this.coordinator = new CoordinatorRole(context, () => this.connections !== undefined);
       await this.coordinator.start();
-    }
-    if (this.roles.includes("api")) this.server = await startApi(context, live);
-    if (this.options.metricsPort !== undefined) {
-      this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host, {
-        db: store.db,
-        redis: connections.redis,
-      });
     }
     this.follower = new ConfigFollower({
       db: store.db,

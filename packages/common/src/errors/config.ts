@@ -27,17 +27,19 @@ export class AxPortInUseError extends Error {
     readonly port: number,
     readonly host: string,
     what: string,
+    /** Where that port is chosen. */
+    choice = "`--port`, `AX_PORT`, the Runtime's `port` option",
   ) {
     super(
-      `${what} cannot listen on ${host}:${port}: another process uses that port (another \`ax dev\` or \`ax server\`?). ` +
-        "Stop it, or choose another port (`--port`, `AX_PORT`, the Runtime's `port` option); nothing was started.",
+      `${what} cannot listen on ${host}:${port}: another process uses that port (another \`ax dev\`, \`ax server\` or worker?). ` +
+        `Stop it, or choose another port (${choice}); nothing was started.`,
     );
   }
 }
 
 /** `error` translated when it says the port is taken (EADDRINUSE); otherwise returned as is. */
-export function portError(error: unknown, port: number, host: string, what: string): unknown {
-  return (error as { code?: unknown } | null)?.code === "EADDRINUSE" ? new AxPortInUseError(port, host, what) : error;
+export function portError(error: unknown, port: number, host: string, what: string, choice?: string): unknown {
+  return (error as { code?: unknown } | null)?.code === "EADDRINUSE" ? new AxPortInUseError(port, host, what, choice) : error;
 }
 
 /** The Redis server is older than the BullMQ commands ax runs need. */
