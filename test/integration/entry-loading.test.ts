@@ -11,23 +11,34 @@ describe("ax <command> <entry>: loading the entry module", { timeout: 120_000 },
   const env = isolate("entryload");
   const scratch = mkdtempSync(join(tmpdir(), "ax-entry-"));
   const connection = ["--storage", env.storage, "--prefix", env.prefix];
-  let worker: Child | undefined;
+  const workers: Child[] = [];
 
   afterAll(async () => {
-    await worker?.stop();
+    await Promise.all(workers.map((w) => w.stop()));
     rmSync(scratch, { recursive: true, force: true });
     await env.cleanup();
   });
 
-  it("a TypeScript entry in a CommonJS package (no type: module) is served and runs", async () => {
-    worker = startAx(["worker", "test/fixtures/entries/commonjs/flows.ts", ...connection], { AX_LOG_LEVEL: "info" });
-    await worker.waitFor(/ax worker started/, 60_000);
+  it("TypeScript entries of a CommonJS package (no type: module), .ts and .cts, are served and run, thread tasks and ax.context() included", async () => {
+    for (const entry of ["flows.ts", "flows.cts"]) {
+      const worker = startAx(["worker", `test/fixtures/entries/commonjs/${entry}`, ...connection], { AX_LOG_LEVEL: "info" });
+      workers.push(worker);
+      await worker.waitFor(/ax worker started/, 60_000);
+    }
     const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
     try {
-      const runId = await client.triggerFlow("cjs_flow", 21);
-      const run = await client.waitForRun(runId, { timeout: "30s" });
-      expect(run.status).toBe("success");
-      expect(run.tasks[0]?.result).toBe(42);
+      const [ts, cts] = await Promise.all([client.triggerFlow("cjs_flow", 21), client.triggerFlow("cts_flow", 5)]);
+      const runs = await Promise.all([client.waitForRun(ts, { timeout: "30s" }), client.waitForRun(cts, { timeout: "30s" })]);
+      expect(runs.map((run) => run.tasks.map((t) => [t.key, t.status, t.result, t.error?.message]))).toEqual([
+        [
+          ["cjs_double", "success", 42, undefined],
+          ["cjs_add_one", "success", 43, undefined],
+        ],
+        [
+          ["cts_triple", "success", 15, undefined],
+          ["cts_subtract_one", "success", 14, undefined],
+        ],
+      ]);
     } finally {
       await client.close();
     }

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Flow } from "ax-scheduler";
+import { loadModule } from "@ax/common";
 import { AxEntryError } from "./errors.js";
 
 function isFlow(value: unknown): value is Flow {
@@ -53,7 +54,7 @@ export async function loadFlows(entry: string): Promise<Flow<any>[]> {
  */
 async function importEntry(entry: string, path: string): Promise<Record<string, unknown>> {
   try {
-    return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    return await loadModule(pathToFileURL(path).href);
   } catch (error) {
     const e = error as { name?: unknown; message?: unknown };
     // ax's own refusals (a wrong ax.task option) already say what to fix.

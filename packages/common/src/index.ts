@@ -21,3 +21,5 @@ export * from "./yaml-value.js";
 export * from "./names.js";
 export * from "./calendar.js";
 export * from "./log-level.js";
+export * from "./process-wide.js";
+export * from "./load-module.js";

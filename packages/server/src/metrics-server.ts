@@ -43,7 +43,9 @@ export async function startMetricsServer(
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (error) => reject(portError(error, port, host, "the metrics endpoint", "`--metrics-port`, the Runtime's `metricsPort` option")));
+    server.once("error", (error) =>
+      reject(portError(error, port, host, "the metrics endpoint", "`--metrics-port`, the Runtime's `metricsPort` option")),
+    );
     server.listen(port, host, resolve);
   });
   const address = server.address() as AddressInfo;

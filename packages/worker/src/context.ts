@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Json } from "@ax/store";
 import type { Logger } from "pino";
-import { AxDefinitionError } from "@ax/common";
+import { AxDefinitionError, processWide } from "@ax/common";
 
 /** What `ax.context()` gives a running task. */
 export interface TaskContext {
@@ -37,7 +37,7 @@ interface HeldContext {
   settled: boolean;
 }
 
-const storage = new AsyncLocalStorage<HeldContext>();
+const storage = processWide("context", () => new AsyncLocalStorage<HeldContext>());
 
 /**
  * Where `ax.context()` and `ax.once()` find the running attempt. `getStore()` is undefined

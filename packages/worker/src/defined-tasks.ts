@@ -1,3 +1,5 @@
+import { processWide } from "@ax/common";
+
 /**
  * Every task function defined in this process, by name, with the module that defined it. A
  * thread or process executor imports that module in its child and finds the function here,
@@ -8,7 +10,7 @@ interface DefinedTask {
   moduleUrl: string | undefined;
 }
 
-const defined = new Map<string, DefinedTask[]>();
+const defined = processWide("tasks", () => new Map<string, DefinedTask[]>());
 
 export function recordTaskDefinition(name: string, fn: DefinedTask["fn"], moduleUrl: string | undefined): void {
   const list = defined.get(name) ?? [];

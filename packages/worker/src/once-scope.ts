@@ -1,3 +1,4 @@
+import { processWide } from "@ax/common";
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Db, Json } from "@ax/store";
 import type { TaskContext } from "./context.js";
@@ -24,8 +25,8 @@ export interface OnceGate {
 }
 
 /** The store of each inline attempt's context, found from the context `ax.once` runs under. */
-const attemptStores = new WeakMap<TaskContext, AttemptStore>();
-const childGate = new AsyncLocalStorage<OnceGate>();
+const attemptStores = processWide("once.attempts", () => new WeakMap<TaskContext, AttemptStore>());
+const childGate = processWide("once.gate", () => new AsyncLocalStorage<OnceGate>());
 
 /** Lends `store` to the `ax.once` calls made under `context`. */
 export function bindAttemptStore(context: TaskContext, store: AttemptStore): void {

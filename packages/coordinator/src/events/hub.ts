@@ -1,3 +1,4 @@
+import { processWide } from "@ax/common";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { AxEvent } from "./event.js";
@@ -13,9 +14,9 @@ interface Source {
   reader: EventStreamReader | undefined;
 }
 
-const listeners = new Set<Listener>();
+const listeners = processWide("events.listeners", () => new Set<Listener>());
 /** One reader per cluster this process is part of, however many Runtimes share it: a listener sees each event once. */
-const sources = new Map<string, Source>();
+const sources = processWide("events.sources", () => new Map<string, Source>());
 
 function sourceKey(redis: Redis, prefix: string): string {
   const o = redis.options;

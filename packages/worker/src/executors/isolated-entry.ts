@@ -10,7 +10,7 @@ import { markExecutorChild } from "./child-marker.js";
 import { ParentOnceGate } from "./once-channel.js";
 import { assertProgress } from "./progress.js";
 import { serialiseError, type ChildMessage, type ParentMessage, type RunMessage } from "./protocol.js";
-import { AxExecutorError } from "@ax/common";
+import { AxExecutorError, loadModule } from "@ax/common";
 
 /**
  * Runs inside a worker thread or a child process, one attempt at a time: imports the module
@@ -60,7 +60,7 @@ function sendResult(value: unknown, task: string): void {
 
 async function run(message: RunMessage): Promise<void> {
   try {
-    await import(message.moduleUrl);
+    await loadModule(message.moduleUrl);
     const fn = findTaskDefinition(message.task, message.moduleUrl);
     if (!fn) {
       throw new AxExecutorError(
