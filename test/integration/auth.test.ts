@@ -152,6 +152,25 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
     await forgetFailures();
   });
 
+  it("an open event stream ends within seconds of its token being revoked; reconnecting is a 401", async () => {
+    const made = await call("POST /api/tokens", { token: token.admin, body: { name: "streamer", scope: "read" } });
+    const streamer = JSON.parse(made.text).token as string;
+    const events = await fetch(`${url}/api/events?access_token=${streamer}`, { signal: AbortSignal.timeout(30_000) });
+    expect(events.status).toBe(200);
+    const reader = events.body!.getReader();
+    await reader.read();
+    const revokedAt = Date.now();
+    expect((await call("DELETE /api/tokens/:name", { token: token.admin, params: { name: "streamer" } })).status).toBe(200);
+    for (;;) {
+      const { done } = await reader.read();
+      if (done) break;
+    }
+    const endedMs = Date.now() - revokedAt;
+    expect(endedMs).toBeLessThan(15_000);
+    expect((await fetch(`${url}/api/events?access_token=${streamer}`)).status).toBe(401);
+    await forgetFailures();
+  });
+
   it("an /api path no route serves is a 404 for any valid token, a 401 without one; the console's paths stay public", async () => {
     expect((await call("GET /api/not-a-route")).status).toBe(401);
     for (const scope of ["read", "trigger", "admin"] as const) {

@@ -42,6 +42,18 @@ const AUDIT_DETAIL_KEYS = [
 ];
 
 const actors = new WeakMap<FastifyRequest, Actor>();
+/** The token a request was let through with, for a long-lived answer to check it again. */
+const bearers = new WeakMap<FastifyRequest, string>();
+
+/**
+ * Whether the token `request` was let through with still holds (not revoked, not expired). A
+ * stream (`/api/events`) asks now and then, so a revoked token does not keep reading for as long
+ * as its connection stays open. True without auth.
+ */
+export async function stillAuthorized(request: FastifyRequest, db: Db): Promise<boolean> {
+  const bearer = bearers.get(request);
+  return bearer === undefined || (await verifyApiToken(db, bearer)) !== undefined;
+}
 
 /** Who made the request (the token's name, or `anonymous` without auth), once the auth hook let it through. */
 export function actorOf(request: FastifyRequest): Actor {
@@ -140,6 +152,7 @@ export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; lo
     }
     if (!scopeCovers(token.scope, needed)) return refuse(reply, 403, new AxForbiddenError(needed, token.scope, key));
     actors.set(request, { name: token.name, ip });
+    if (bearer) bearers.set(request, bearer);
   });
 
   app.addHook("onSend", async (request, reply, payload) => {

@@ -2,12 +2,15 @@ import type { ServerResponse } from "node:http";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { EventStreamReader, eventsAfter, type AxEvent, type QueueRegistry } from "@ax/coordinator";
+import type { Db } from "@ax/store";
 import { eventsQuery, parseQuery } from "./api-schemas.js";
+import { stillAuthorized } from "./auth.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
 const KEEPALIVE_MS = 15_000;
 const CATCH_UP_BATCH = 500;
+const TOKEN_RECHECK_MS = 5000;
 
 /** Stream ids `ms-seq` in order. */
 function idAfter(a: string, b: string): boolean {
@@ -23,7 +26,7 @@ const frame = (event: AxEvent) => `id: ${event.id}\ndata: ${JSON.stringify(event
  * stream per API process fans out to every client; `after` (or EventSource's `Last-Event-ID`)
  * first replays what the stream still holds after that id.
  */
-export function registerEventRoutes(app: App, deps: { queues: QueueRegistry; log: Logger }): void {
+export function registerEventRoutes(app: App, deps: { db: Db; queues: QueueRegistry; log: Logger }): void {
   const clients = new Set<(events: AxEvent[]) => void>();
   const open = new Set<ServerResponse>();
   let reader: EventStreamReader | undefined;
@@ -90,10 +93,22 @@ export function registerEventRoutes(app: App, deps: { queues: QueueRegistry; log
     clients.add(client);
     const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
     keepalive.unref();
+    // A token revoked (or expired) while its stream is open stops reading within a few seconds:
+    // the stream ends, and the browser's reconnect gets the 401.
+    const recheck = setInterval(() => {
+      stillAuthorized(request, deps.db).then(
+        (ok) => {
+          if (!ok) res.end();
+        },
+        (err: unknown) => deps.log.warn({ err }, "could not check an /api/events stream's token again; checking at the next interval"),
+      );
+    }, TOKEN_RECHECK_MS);
+    recheck.unref();
     res.on("close", () => {
       clients.delete(client);
       open.delete(res);
       clearInterval(keepalive);
+      clearInterval(recheck);
     });
 
     if (after !== undefined) {

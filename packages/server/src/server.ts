@@ -280,7 +280,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   registerConfigRoutes(app, options.config);
   registerTokenRoutes(app, options.db);
-  registerEventRoutes(app, { queues: options.queues, log: options.log.child({ component: "events-api" }) });
+  registerEventRoutes(app, { db: options.db, queues: options.queues, log: options.log.child({ component: "events-api" }) });
   registerLogRoutes(app, { db: options.db });
   registerAlertRoutes(app, options.db);
   await registerConsoleRoutes(app, { db: options.db, queues: options.queues, consoleDir: options.consoleDir });
