@@ -81,6 +81,11 @@ describe("logs, metrics and the HTTP API of a running cluster", () => {
     expect(waited).toBeLessThan(0.5);
     expect(text).toMatch(/ax_retries_total\{task="flaky_report"\} 1/);
     expect(text).toMatch(/ax_runs\{flow="report_flow",status="success"\} 1/);
+    // A status no run of the flow is in reads 0 rather than having no series.
+    expect(text).toMatch(/ax_runs\{flow="report_flow",status="running"\} 0/);
+    // The process's own: memory, CPU, event-loop delay.
+    expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds /m);
     expect(text).toMatch(/ax_queue_jobs\{queue="default.parse_order",state="waiting"\} 0/);
     expect(text).toMatch(/ax_runs_finished_total\{flow="report_flow",status="success"\} 1/);
   });

@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { portError } from "@ax/common";
+import { addProcessMetrics } from "./process-metrics.js";
 import { checkReadiness, type ReadinessDeps } from "./readiness.js";
 
 export { checkReadiness, READINESS_TIMEOUT_MS, type Readiness, type ReadinessDeps } from "./readiness.js";
@@ -21,6 +22,7 @@ export async function startMetricsServer(
   host = "0.0.0.0",
   readiness?: ReadinessDeps,
 ): Promise<{ url: string; close(): Promise<void> }> {
+  addProcessMetrics(registry);
   const server = createServer((request, response) => {
     const path = request.url?.split("?")[0];
     if (path === "/healthz" || (path === "/readyz" && !readiness)) {

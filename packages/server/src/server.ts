@@ -36,6 +36,7 @@ import {
 } from "@ax/common";
 import { listQuery, parseQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
+import { addProcessMetrics } from "./process-metrics.js";
 import { registerJsonBodies } from "./json-body.js";
 import { openApiDocument } from "./openapi.js";
 import { scheduleRoutes } from "./schedule-routes.js";
@@ -90,6 +91,7 @@ const API_VERSION = "0.1.0";
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   if (!options.auth?.insecureNoAuth && (await countApiTokens(options.db)) === 0) throw new AxNoTokensError();
   registerClusterMetrics(options);
+  addProcessMetrics(options.registry);
   const writer = new RunWriter(options.db, options.queues);
   const flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
   const openApi = openApiDocument(API_VERSION);

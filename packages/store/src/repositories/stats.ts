@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
+import { RUN_STATUSES } from "@ax/common";
 import { rows } from "./raw.js";
 
 export interface RunCount {
@@ -8,13 +9,22 @@ export interface RunCount {
   count: number;
 }
 
-/** Runs by flow and status, for the metrics endpoint (one grouped query per scrape). */
+/**
+ * Runs by flow and status, for the metrics endpoint (one grouped query per scrape): every defined
+ * flow has every status, 0 when it has no such run, so a series does not vanish when its last
+ * run moves on (a rule on `ax_runs{status="running"}` would read "no data", not 0).
+ */
 export async function countRunsByStatus(db: Db): Promise<RunCount[]> {
-  const found = await rows<{ flow: string; status: string; count: number }>(
-    db,
-    sql`select flow, status, count(*)::int as count from runs group by flow, status`,
-  );
-  return found.map((r) => ({ ...r, count: Number(r.count) }));
+  const [found, flows] = await Promise.all([
+    rows<{ flow: string; status: string; count: number }>(
+      db,
+      sql`select flow, status, count(*)::int as count from runs group by flow, status`,
+    ),
+    rows<{ name: string }>(db, sql`select distinct name from flow_definitions`),
+  ]);
+  const counts = new Map(found.map((r) => [`${r.flow}\u0000${r.status}`, Number(r.count)]));
+  const names = new Set([...flows.map((f) => f.name), ...found.map((r) => r.flow)]);
+  return [...names].flatMap((flow) => RUN_STATUSES.map((status) => ({ flow, status, count: counts.get(`${flow}\u0000${status}`) ?? 0 })));
 }
 
 /** Runs still `running` longer than `thresholdMs`, by flow: every defined flow, 0 when it has none. */
