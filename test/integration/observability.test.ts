@@ -13,7 +13,10 @@ const capture = new Writable({
   },
 });
 
-const parse = ax.task({ name: "parse_order" }, (order: { id: string; items: number[] }) => ({ id: order.id, total: order.items.length }));
+const parse = ax.task({ name: "parse_order" }, (order: { id: string; items: number[] }) => {
+  ax.context().log.info({ items: order.items.length }, "parsing the order");
+  return { id: order.id, total: order.items.length };
+});
 const flaky = ax.task({ name: "flaky_report", retries: 1, retryBackoff: "1s", jitter: 0 }, (parsed: { total: number }) => {
   if (ax.context().attempt === 1) throw new Error("report API timed out");
   return parsed.total * 2;
@@ -53,8 +56,10 @@ describe("logs, metrics and the HTTP API of a running cluster", () => {
     const finished = ours.filter((l) => l.msg === "attempt finished");
     expect(started).toHaveLength(3);
     expect(finished).toHaveLength(3);
-    for (const line of [...started, ...finished]) {
-      expect(line).toMatchObject({ runId: run.id, flow: "report_flow", businessKey: "order-42" });
+    const own = ours.filter((l) => l.msg === "parsing the order");
+    expect(own).toHaveLength(1);
+    for (const line of [...started, ...finished, ...own]) {
+      expect(line).toMatchObject({ runId: run.id, flow: "report_flow", businessKey: "order-42", task: line.node });
       expect(typeof line.node).toBe("string");
       expect(typeof line.attempt).toBe("number");
     }

@@ -118,7 +118,8 @@ async function executeStarted(
   const { runId } = run;
   const nodeKey = node.key;
   const ref = { runId, nodeKey, attempt };
-  const log = lazyChild(deps.log, { runId, flow: run.flow, node: nodeKey, attempt, businessKey: run.businessKey });
+  // The task's own lines (ax.context().log) carry the same fields as the attempt's start and end.
+  const log = lazyChild(deps.log, { runId, flow: run.flow, node: nodeKey, task: node.task, attempt, businessKey: run.businessKey });
   if (started.runStarted) deps.events.publish({ name: "run_started", ...run });
   deps.events.publish({ name: "task_started", ...nodeEvent(deps, run, node, attempt) });
   if (started.queuedAt) {
@@ -127,7 +128,7 @@ async function executeStarted(
   const args = nodeArgs(node, started.payload, started.upstream);
   // Sizes and summaries cost a serialisation each: only when someone reads info lines.
   const logInfo = deps.log.isLevelEnabled("info");
-  if (logInfo) log.info({ task: node.task, inputBytes: jsonBytes(args) }, "attempt started");
+  if (logInfo) log.info({ inputBytes: jsonBytes(args) }, "attempt started");
 
   const taskLog = deps.taskLogs.attempt(ref);
   const progress = new ProgressWrites(
@@ -166,7 +167,10 @@ async function executeStarted(
     deps.metrics.attemptDuration.observe({ task: node.task, outcome: "crashed" }, durationMs / 1000);
     deps.metrics.attempts.inc({ task: node.task, outcome: "crashed" });
     const why = cancel.reason instanceof AxWorkerStoppedError ? "this worker is stopping" : "it was taken over";
-    log.info({ task: node.task, outcome: "crashed", durationMs }, `attempt handed back: ${why}`);
+    log.info(
+      { outcome: "crashed", durationMs, error: { name: cancel.reason.name, message: cancel.reason.message } },
+      `attempt handed back: ${why}`,
+    );
     return undefined;
   }
   const checked = executed.ok ? checkResult(task.options, executed.value) : executed;
@@ -180,8 +184,7 @@ async function executeStarted(
 
   if (checked.ok) {
     const result = checked.value as Json;
-    if (logInfo)
-      log.info({ task: node.task, outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
+    if (logInfo) log.info({ outcome, durationMs, outputBytes: jsonBytes(result), summary: summarise(result) }, "attempt finished");
     const failed = { attempt, outcome: "failed" as const, policy: task.options, run, startedAt: started.startedAt, endedAt };
     const recorded = await recordOutcome<Recorded>(
       {
@@ -213,8 +216,8 @@ async function executeStarted(
     return recorded ? afterRecorded(deps, dag, node, run, attempt, recorded) : undefined;
   }
   const failure = toTaskFailure(checked.error);
-  if (cancelled) log.info({ task: node.task, outcome: "cancelled", durationMs }, "attempt finished: its run was cancelled");
-  else log.warn({ task: node.task, outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
+  if (cancelled) log.info({ outcome: "cancelled", durationMs }, "attempt finished: its run was cancelled");
+  else log.warn({ outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
   if (outcome === "timed_out")
     deps.events.publish({
       name: "task_timed_out",
