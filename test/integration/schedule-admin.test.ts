@@ -63,6 +63,10 @@ describe("schedule pause/resume, listing, removal, lag metric", () => {
     const client = rt.client();
     expect(await client.pauseSchedule("admin_flow")).toEqual({ flow: "admin_flow", paused: true });
     await expect(client.pauseSchedule("no_such_flow")).rejects.toBeInstanceOf(AxScheduleNotFoundError);
+    // Held from the storage directly (a Client, `ax schedule pause`): audited as the local user.
+    expect((await client.audit({ limit: 5 })).map((e) => [e.actor.startsWith("cli:"), e.action, e.target])).toEqual([
+      [true, "schedule.pause", "admin_flow"],
+    ]);
     const pausedAt = (await ticksOf(env, "admin_flow")).length;
     await stop();
     await start(scheduled);

@@ -51,9 +51,10 @@ import {
   type Json,
   listFlowNames,
   toStorableText,
+  writeAudit,
 } from "@ax/store";
 import type { Flow, FlowInput } from "./definition/flow.js";
-import { Tokens } from "./tokens.js";
+import { localActor, Tokens } from "./tokens.js";
 import type { Duration } from "./duration.js";
 import { openConnections, type Connections } from "./connections.js";
 import {
@@ -348,16 +349,31 @@ export class Client {
     return listRunPage(this.connections.store.db, filter);
   }
 
-  /** Stops a flow's schedule from ticking, cluster-wide and across restarts. Throws AxScheduleNotFoundError for a flow without one. */
+  /**
+   * Stops a flow's schedule from ticking, cluster-wide and across restarts; recorded in the audit
+   * log as `cli:<os user>`. Throws AxScheduleNotFoundError for a flow without one.
+   */
   async pauseSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
     checkArgs(flowNameSchema, flow, "pauseSchedule");
-    return setPaused(this.connections.store.db, flow, true);
+    return this.setScheduleAudited(flow, true);
   }
 
-  /** Lets a paused schedule tick again from its next fire time (ticks missed while paused are not run). */
+  /** Lets a paused schedule tick again from its next fire time (ticks missed while paused are not run); audited as pauses are. */
   async resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
     checkArgs(flowNameSchema, flow, "resumeSchedule");
-    return setPaused(this.connections.store.db, flow, false);
+    return this.setScheduleAudited(flow, false);
+  }
+
+  /** A schedule held or let go is an operator's decision: who made it is kept, as for the API's. */
+  private async setScheduleAudited(flow: string, paused: boolean): Promise<{ flow: string; paused: boolean }> {
+    const answer = await setPaused(this.connections.store.db, flow, paused);
+    await writeAudit(this.connections.store.db, {
+      actor: localActor(),
+      action: paused ? "schedule.pause" : "schedule.resume",
+      target: flow,
+      detail: { paused: answer.paused },
+    });
+    return answer;
   }
 
   /** Every stored schedule with its next three fire times and its newest tick. */
