@@ -156,7 +156,7 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
   it("ax migrate creates the tables on a fresh schema", async ({ expect }) => {
     const first = await runAx(["migrate", "--storage", fresh.storage]);
     expect(first.stderr).toBe("");
-    expect(first).toMatchObject({ code: 0, stdout: `migrations applied (pg, schema ${fresh.schema})\n` });
+    expect(first).toMatchObject({ code: 0, stdout: `migrations applied (pg, schema ${fresh.schema}, new: it had no ax history)\n` });
     const tables = await fresh.sql<{ table_name: string }>(
       "select table_name from information_schema.tables where table_schema = $1 order by table_name",
       [fresh.schema],
