@@ -33,7 +33,13 @@ describe("retention: 200,000 old runs pruned while triggers keep flowing", { tim
   let client: Client;
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [pingFlow], maxConcurrency: 20 });
+    runtime = testRuntime(env, {
+      flows: [pingFlow],
+      maxConcurrency: 20,
+      // The 50 seeded runs left `running` by a worker gone 120 days ago stay so: this is about what
+      // prune keeps, not about the reconciler closing work no worker serves.
+      reconciler: { intervalMs: 500, staleMs: 1000, leaseMs: 3000, unknownTaskGraceMs: 365 * DAY },
+    });
     await runtime.start();
     client = runtime.client();
     const t0 = performance.now();
