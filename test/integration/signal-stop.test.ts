@@ -47,6 +47,30 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
     expect(run.tasks[0]!.attempts[0]!.outcome).toBe("success");
   });
 
+  it("hands back an attempt still running after the Runtime's stopTimeout, and ends then", async () => {
+    const worker = await spawnWorker("test/fixtures/signal-worker.ts", {
+      AX_STORAGE: env.storage,
+      AX_REDIS: env.redis,
+      AX_PREFIX: env.prefix,
+      AX_STOP_TIMEOUT: "1s",
+    });
+    const runId = await client.triggerFlow("signal_nap_flow", 20_000);
+    for (;;) {
+      const run = await client.getRun(runId);
+      if (run.tasks[0]?.status === "running") break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const exited = once(worker.process, "exit");
+    const signalledAt = Date.now();
+    worker.process.kill("SIGTERM");
+    await exited;
+    const tookMs = Date.now() - signalledAt;
+    expect(tookMs).toBeLessThan(10_000);
+    const attempts = (await client.getRun(runId)).tasks[0]!.attempts;
+    expect(attempts[0]).toMatchObject({ n: 1, outcome: "crashed", error: { name: "AxWorkerStoppedError" } });
+    await client.cancel(runId);
+  });
+
   it("leaves the exit to a service that handles the signal itself, even with process.once", async () => {
     const env2 = { AX_STORAGE: env.storage, AX_REDIS: env.redis, AX_PREFIX: env.prefix, AX_SERVICE_HANDLER: "once" };
     const worker = await spawnWorker("test/fixtures/signal-worker.ts", env2);

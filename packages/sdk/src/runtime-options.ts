@@ -4,7 +4,7 @@ import { QUEUE_NAME, QUEUE_NAME_RULE } from "@ax/common";
 import type { AdmissionOptions, ReconcilerOptions, RetentionOptions } from "@ax/coordinator";
 import type { ConnectionOptions } from "./connections.js";
 import type { Flow } from "./definition/flow.js";
-import type { Duration } from "./duration.js";
+import { durationMs, type Duration } from "./duration.js";
 import { connectionOptions, flowList, milliseconds, pinoLogger, shown, strictOptions, wholeNumber } from "./option-checks.js";
 
 export const ROLES = ["coordinator", "worker", "api"] as const;
@@ -53,6 +53,12 @@ export interface RuntimeOptions extends ConnectionOptions {
    * handles its signals itself and calls `stop()`. @defaultValue ["SIGTERM", "SIGINT"]
    */
   stopOnSignals?: false | (typeof STOP_SIGNALS)[number][] | undefined;
+  /**
+   * How long a stop on one of `stopOnSignals` lets in-flight attempts finish before handing them
+   * back (`stop({ timeout })`). Keep it below the platform's grace period (Kubernetes'
+   * `terminationGracePeriodSeconds`, 30 s by default), or SIGKILL ends the stop. @defaultValue "30s"
+   */
+  stopTimeout?: Duration | undefined;
   /** The cluster gauges the API role serves on `/metrics`. */
   metrics?:
     | { /** A run `running` longer than this counts in `ax_runs_stuck`. @defaultValue 3600000 (1 h) */ stuckAfterMs?: number }
@@ -144,6 +150,7 @@ export const runtimeOptionsSchema = strictOptions({
     })
     .optional(),
   metricsAuth: flag.optional(),
+  stopTimeout: durationMs.optional(),
   redact: names("pino path").optional(),
   logLevel: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {

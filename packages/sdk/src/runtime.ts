@@ -126,7 +126,9 @@ export class Runtime {
       throw error;
     }
     const signals = this.options.stopOnSignals ?? DEFAULT_STOP_SIGNALS;
-    if (signals !== false) this.unsignal = stopOnSignals(this, signals);
+    if (signals !== false) {
+      this.unsignal = stopOnSignals({ log: this.log, stop: () => this.stop({ timeout: this.options.stopTimeout }) }, signals);
+    }
   }
 
   /** What every role needs before it starts: the schema, the stored options and config, the flows. */
