@@ -17,6 +17,11 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
     client = coordinator.client();
   });
 
+  /** Until the run's node has started in the worker. */
+  const untilRunning = async (runId: string) => {
+    while ((await client.getRun(runId)).tasks[0]?.status !== "running") await new Promise((resolve) => setTimeout(resolve, 50));
+  };
+
   afterAll(async () => {
     await client?.close();
     await coordinator?.stop();
@@ -30,11 +35,7 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
       AX_PREFIX: env.prefix,
     });
     const runId = await client.triggerFlow("signal_nap_flow", 1500);
-    for (;;) {
-      const run = await client.getRun(runId);
-      if (run.tasks[0]?.status === "running") break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await untilRunning(runId);
     const exited = once(worker.process, "exit");
     worker.process.kill("SIGTERM");
     const [code, signal] = await exited;
@@ -55,11 +56,7 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
       AX_STOP_TIMEOUT: "1s",
     });
     const runId = await client.triggerFlow("signal_nap_flow", 20_000);
-    for (;;) {
-      const run = await client.getRun(runId);
-      if (run.tasks[0]?.status === "running") break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await untilRunning(runId);
     const exited = once(worker.process, "exit");
     const signalledAt = Date.now();
     worker.process.kill("SIGTERM");
