@@ -1,6 +1,8 @@
 import { AxConfigError } from "./errors/definition.js";
 
-const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+/** pino's levels, as `logLevel` and `AX_LOG_LEVEL` take them. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+const LEVELS: readonly string[] = LOG_LEVELS;
 
 /**
  * The log level `AX_LOG_LEVEL` asks for, else `fallback`. Empty is unset (`AX_LOG_LEVEL=` in an

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { z } from "zod";
-import { QUEUE_NAME, QUEUE_NAME_RULE } from "@ax/common";
+import { LOG_LEVELS, QUEUE_NAME, QUEUE_NAME_RULE } from "@ax/common";
 import type { AdmissionOptions, ReconcilerOptions, RetentionOptions } from "@ax/coordinator";
 import type { ConnectionOptions } from "./connections.js";
 import type { Flow } from "./definition/flow.js";
@@ -153,8 +153,8 @@ export const runtimeOptionsSchema = strictOptions({
   stopTimeout: durationMs.optional(),
   redact: names("pino path").optional(),
   logLevel: z
-    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
-      error: (issue) => `must be a pino level (fatal, error, warn, info, debug, trace, silent), got ${shown(issue.input)}`,
+    .enum(LOG_LEVELS, {
+      error: (issue) => `must be a pino level (${LOG_LEVELS.join(", ")}), got ${shown(issue.input)}`,
     })
     .optional(),
   logger: pinoLogger.optional(),
