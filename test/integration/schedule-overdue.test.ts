@@ -34,10 +34,12 @@ describe("a schedule no coordinator ticks says it is overdue", () => {
     await first.start();
     await sleep(1500);
     await first.stop({ timeout: 1 });
-    // Nothing ticks it now: a minute and a half on, the newest owed fire time has no tick.
+    const stoppedAt = Date.now();
+    // Nothing ticks it now: a minute and a half on, it is overdue since the first fire time after its last tick.
     const late = await seen(OVERDUE_AFTER_MS + 30_000);
     expect(late.overdueSince).not.toBeNull();
-    expect(late.overdueSince!.getTime()).toBeGreaterThan(Date.now());
+    expect(late.overdueSince!.getTime()).toBe(late.lastTick!.logicalDate.getTime() + 1000);
+    expect(late.overdueSince!.getTime()).toBeLessThanOrEqual(stoppedAt + 1000);
     // Fire times from before the schedule was stored or resumed are not owed.
     expect((await seen(0)).overdueSince).toBeNull();
 

@@ -26,7 +26,7 @@ describe("ax schedules", () => {
       overdueSince: new Date("2026-12-02T18:00:00Z"),
     };
     expect(describeSchedule(schedule)).toContain(
-      "OVERDUE: it should have fired at 2026-12-03 02:00:00 +08:00 and no tick was recorded: is a coordinator running with this flow in its entry",
+      "OVERDUE: no tick since it should have fired at 2026-12-03 02:00:00 +08:00: is a coordinator running with this flow in its entry",
     );
     expect(describeSchedule({ ...schedule, overdueSince: null })).not.toContain("OVERDUE");
   });

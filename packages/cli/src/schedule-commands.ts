@@ -39,7 +39,7 @@ export function describeSchedule(s: ScheduleInfo): string {
     `  last tick: ${tick}`,
     ...(s.overdueSince
       ? [
-          `  OVERDUE: it should have fired at ${inZone(s.overdueSince, s.timezone)} and no tick was recorded: is a coordinator running with this flow in its entry (ax coordinator <entry>)?`,
+          `  OVERDUE: no tick since it should have fired at ${inZone(s.overdueSince, s.timezone)}: is a coordinator running with this flow in its entry (ax coordinator <entry>)?`,
         ]
       : []),
   ].join("\n");

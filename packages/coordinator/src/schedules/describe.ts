@@ -9,9 +9,9 @@ export interface ScheduleInfo extends ScheduleSummary {
   /** The next three fire times after now (while paused, when it would fire). */
   nextFireTimes: Date[];
   /**
-   * The newest fire time, a minute or more ago, that has no tick (nor any later one) although the
-   * schedule was active then: no coordinator with this flow in its entry is ticking it. Null while
-   * paused and while ticks keep up.
+   * The first fire time with no tick since, when a fire time a minute or more ago has none (nor
+   * any later one) although the schedule was active then: no coordinator with this flow in its
+   * entry is ticking it, and has not since this time. Null while paused and while ticks keep up.
    */
   overdueSince: Date | null;
 }
@@ -28,5 +28,9 @@ function overdueSince(s: ScheduleSummary, now: Date): Date | null {
   // Fire times before the schedule was stored or resumed were never owed.
   const owedFrom = Math.max(s.updatedAt.getTime(), s.resumedAt?.getTime() ?? 0);
   if (due.getTime() < owedFrom) return null;
-  return s.lastTick && s.lastTick.logicalDate.getTime() >= due.getTime() ? null : due;
+  if (s.lastTick && s.lastTick.logicalDate.getTime() >= due.getTime()) return null;
+  // When the ticks stopped, not the newest miss: the first owed fire time after the last tick.
+  const after = Math.max(s.lastTick?.logicalDate.getTime() ?? 0, owedFrom - 1);
+  const [first] = cronOf(s).nextRuns(1, new Date(after));
+  return first && first.getTime() < due.getTime() ? first : due;
 }
