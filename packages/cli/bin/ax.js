@@ -3,8 +3,11 @@
 // `--conditions=development` (as `pnpm ax` does), it is the TypeScript source, which needs tsx.
 const main = import.meta.resolve("@ax/cli/main");
 if (main.endsWith(".ts")) {
-  const { register } = await import("tsx/esm/api");
-  register();
+  // Both hooks, as the installed command registers them for a TypeScript entry: an entry of a
+  // CommonJS package is loaded through the CommonJS one.
+  const [esm, cjs] = await Promise.all([import("tsx/esm/api"), import("tsx/cjs/api")]);
+  esm.register();
+  cjs.register();
 }
 // A reader that closes early (`ax backfill … | head -1`) ends the command, as it ends any Unix
 // tool, instead of crashing it with an unhandled EPIPE from the progress bar's next write.
