@@ -1,6 +1,7 @@
 import { Gauge, type Registry } from "prom-client";
 import { countRunsByStatus, countStuckRuns, type Db } from "@ax/store";
 import { queueOverview, type QueueRegistry } from "@ax/coordinator";
+import { AxRedisUnreachableError } from "@ax/common";
 
 export interface ClusterMetricsOptions {
   db: Db;
@@ -44,7 +45,12 @@ export function registerClusterMetrics(options: ClusterMetricsOptions): void {
     registers,
     async collect() {
       this.reset();
-      for (const q of await queueOverview(db, queues)) {
+      // Redis unreachable: this gauge has no series for the scrape, and every other metric is still served.
+      const overview = await queueOverview(db, queues).catch((error: unknown) => {
+        if (error instanceof AxRedisUnreachableError) return [];
+        throw error;
+      });
+      for (const q of overview) {
         for (const state of ["waiting", "delayed", "active"] as const) this.set({ queue: q.name, state }, q[state]);
       }
     },
