@@ -274,7 +274,13 @@ describe("the web console in a real browser", () => {
       mockTask("parse_payment", [], "success", { attempts: [mockAttempt(1, "success")], result: { ok: true } }),
       mockTask("create_invoice", ["parse_payment"], "failed", {
         attempts: [1, 2, 3, 4].map((n) => mockAttempt(n, "failed")),
-        error: { name: "InvoiceApiError", message: "invoice service unavailable", stack: null, notRetried: "no retries left (retries: 3)" },
+        error: {
+          name: "InvoiceApiError",
+          message: "invoice service unavailable",
+          stack: null,
+          notRetried: "no retries left (retries: 3)",
+          notifyOnly: false,
+        },
         startedAt: ago(55),
         finishedAt: ago(30),
       }),
@@ -291,7 +297,7 @@ describe("the web console in a real browser", () => {
     await expect(note.getAttribute("data-ongoing")).resolves.toBe("true");
     await expect(note.textContent()).resolves.toBe(
       "1 node failed with no retry left: create_invoice · InvoiceApiError: invoice service unavailable" +
-        "This run will end failed once the rest finish, unless every failed node's task is set onFailure: notify_only.",
+        "This run will end failed once the rest finish.",
     );
     // The header's values are named.
     const meta = (name: string) => page.locator(`.page-head [data-meta="${name}"]`).textContent();
@@ -358,6 +364,35 @@ describe("the web console in a real browser", () => {
     await held.click();
     await page.waitForURL((url) => url.pathname === "/runs" && url.searchParams.get("status") === "running");
     await expect(page.locator("select[name=status]").inputValue()).resolves.toBe("running");
+  });
+
+  it("a run whose only failure is a notify_only node says so in a notice, not as the run's failure", async () => {
+    const run = mockRun(
+      "success",
+      [
+        mockTask("parse_payment", [], "success", { attempts: [mockAttempt(1, "success")], result: { ok: true } }),
+        mockTask("create_invoice", ["parse_payment"], "success", { attempts: [mockAttempt(1, "success")], result: { id: "inv" } }),
+        mockTask("send_notification", ["parse_payment", "create_invoice"], "failed", {
+          attempts: [mockAttempt(1, "failed")],
+          error: {
+            name: "SmtpError",
+            message: "mail relay refused",
+            stack: null,
+            notRetried: "no retries left (retries: 0)",
+            notifyOnly: true,
+          },
+          finishedAt: ago(40),
+        }),
+      ],
+      { finishedAt: ago(40) },
+    );
+    await showRun(run);
+    const note = page.getByTestId("first-failure");
+    await expect(note.getAttribute("data-notify-only")).resolves.toBe("true");
+    await expect(note.textContent()).resolves.toBe(
+      "A notify_only node failed (the run's outcome ignores it): send_notification · SmtpError: mail relay refused",
+    );
+    await shot("19c-notify-only-notice");
   });
 
   it("a cancelled run says when it was cancelled and offers to rerun its cancelled nodes", async () => {

@@ -133,6 +133,16 @@ describe("the attempt transitions, called directly on real PostgreSQL", () => {
     }
   });
 
+  it("one start statement taking both roots of a run says once that it started the run", async () => {
+    const runId = await client.triggerFlow("tr_twins", null);
+    const answers = await startAttempts(store.db, "worker-a", [
+      { runId, nodeKey: "tr_left", attempt: 1, upstreamKeys: [] },
+      { runId, nodeKey: "tr_right", attempt: 1, upstreamKeys: [] },
+    ]);
+    expect(answers.map((a) => a?.runStarted)).toEqual([true, false]);
+    expect((await runRow(runId))?.status).toBe("running");
+  });
+
   it("a cancel racing a completion of the same run: whichever commits first wins, and the other changes nothing", async () => {
     for (let i = 0; i < 20; i++) {
       const runId = await client.triggerFlow("tr_twins", null);

@@ -74,11 +74,21 @@ describe("renderRun", () => {
     expect(text).not.toContain("second line");
   });
 
+  it("says a notify_only node's failure does not decide the run", () => {
+    const failed = node({
+      key: "send_notification",
+      status: "failed",
+      error: { name: "SmtpError", message: "relay refused", stack: null, notRetried: "no retries left (retries: 0)", notifyOnly: true },
+    });
+    const text = plain(renderRun(run([failed])));
+    expect(text).toContain("      not retried: no retries left (retries: 0)\n      notify_only: the run's outcome ignores this failure");
+  });
+
   it("shows how far a failed node got (its last progress), and no progress for a success", () => {
     const lost = node({
       status: "failed",
       progress: { step: 2 },
-      error: { name: "AxHeartbeatLostError", message: "no heartbeat for 1s", stack: null, notRetried: null },
+      error: { name: "AxHeartbeatLostError", message: "no heartbeat for 1s", stack: null, notRetried: null, notifyOnly: false },
     });
     const done = node({ key: "send_notification", progress: { step: 9 } });
     const text = plain(renderRun(run([lost, done])));

@@ -83,6 +83,7 @@ function taskLine(task: TaskRunInfo, upstream: string[], now: Date): string {
   if (task.waitingFor) line += `\n      ${pc.dim(`waiting for ${task.waitingFor}`)}`;
   if (task.error) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;
   if (task.error?.notRetried) line += `\n      ${pc.dim(`not retried: ${task.error.notRetried}`)}`;
+  if (task.error?.notifyOnly) line += `\n      ${pc.dim("notify_only: the run's outcome ignores this failure")}`;
   return line;
 }
 

@@ -29,7 +29,8 @@ export interface TaskRunInfo {
   status: TaskStatus;
   attempts: AttemptInfo[];
   result: Json;
-  error: (ErrorInfo & { notRetried: string | null }) | null;
+  /** `notifyOnly`: failed for good under onFailure notify_only; the run's outcome ignores it. */
+  error: (ErrorInfo & { notRetried: string | null; notifyOnly: boolean }) | null;
   progress: Json;
   nextRetryAt: string | null;
   startedAt: string | null;

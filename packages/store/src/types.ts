@@ -16,6 +16,8 @@ export interface TaskFailure {
   kind: "error" | "timeout" | "heartbeat_lost" | "crashed" | "resource";
   /** On a node's final failure: why no further attempt followed ("no retries left (retries: 3)", "error is not in retryOn"). */
   notRetried?: string;
+  /** Set on the final failure of an `onFailure: "notify_only"` node: the run's outcome ignores it. */
+  notifyOnly?: true;
 }
 
 export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ["success", "failed", "skipped", "cancelled"];

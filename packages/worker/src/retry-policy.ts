@@ -1,6 +1,7 @@
 import { AxNotJsonError, AxResultTooLargeError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
 import { errorClasses, errorName } from "./executors/error-class.js";
 import type { ErrorMatcher, ResolvedTaskOptions } from "./task-definition.js";
+import { nonErrorThrown } from "./thrown-value.js";
 
 export type RetryDecision = { retry: false; reason: string } | { retry: true; delayMs: number };
 
@@ -9,8 +10,11 @@ type Policy = Pick<ResolvedTaskOptions, "retries" | "retryBackoffMs" | "backoff"
 function matches(error: unknown, matcher: ErrorMatcher): boolean {
   const name = (error as { name?: unknown } | null)?.name;
   // A string is the name `ax run` shows, which is what a person copies into runtime.yaml: the
-  // class name for an error that sets no name of its own, as on the thread and process executors.
-  if (typeof matcher === "string") return name === matcher || (error instanceof Error && errorName(error) === matcher);
+  // class name for an error that sets no name of its own, and NonErrorThrown for a thrown string,
+  // as on the thread and process executors.
+  if (typeof matcher === "string") {
+    return name === matcher || (error instanceof Error ? errorName(error) : nonErrorThrown(error).name) === matcher;
+  }
   // An error from a thread or process child is a plain Error carrying its classes' names; one
   // whose class was loaded twice (two copies of a package) is not an instance either.
   return error instanceof matcher || name === matcher.name || errorClasses(error).includes(matcher.name);

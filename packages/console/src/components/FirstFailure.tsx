@@ -4,9 +4,9 @@ import type { TaskRunInfo } from "../types";
 /** When a node ended: its own finish, else its last attempt's. */
 const endedAt = (n: TaskRunInfo) => Date.parse(n.finishedAt ?? n.attempts.at(-1)?.finishedAt ?? "") || Number.POSITIVE_INFINITY;
 
-/** The node that failed first: where a failed run went wrong, the skips and later failures coming after it. */
-function firstFailed(tasks: TaskRunInfo[]): TaskRunInfo | undefined {
-  return tasks.filter((n) => n.status === "failed").sort((a, b) => endedAt(a) - endedAt(b))[0];
+/** The nodes that failed, first to fail first. */
+function failedInOrder(tasks: TaskRunInfo[]): TaskRunInfo[] {
+  return tasks.filter((n) => n.status === "failed").sort((a, b) => endedAt(a) - endedAt(b));
 }
 
 /** A message's first line, cut short: the whole of it (and the stack) is in the node's panel. */
@@ -16,10 +16,11 @@ const brief = (message: string) => {
 };
 
 /**
- * Why the run failed, at the top of its page: the first failed node (a button opening its panel) and
- * its error. While the run goes on (`ongoing`), a failed node has had its last attempt (a node that
- * will try again is `retrying`), so the run cannot succeed, unless that node's task is
- * `onFailure: notify_only`, which RunInfo does not say: the note says that much and no more.
+ * Why the run failed, at the top of its page: the first node whose failure fails the run (a button
+ * opening its panel) and its error. While the run goes on (`ongoing`), such a node has had its last
+ * attempt (a node that will try again is `retrying`), so the run will end failed. Nodes whose task
+ * is `onFailure: notify_only` do not decide the outcome: when only they failed, the line says so in
+ * a milder tone, on a finished run as on a running one.
  */
 export function FirstFailure({
   tasks,
@@ -31,10 +32,21 @@ export function FirstFailure({
   ongoing?: boolean;
 }) {
   const { t } = useI18n();
-  const node = firstFailed(tasks);
+  const failed = failedInOrder(tasks);
+  const blocking = failed.filter((n) => !n.error?.notifyOnly);
+  const shown = blocking.length > 0 ? blocking : failed;
+  const node = shown[0];
   if (!node) return null;
-  const failed = tasks.filter((n) => n.status === "failed").length;
-  const lead = !ongoing ? t("run.failedAt") : failed === 1 ? t("run.failingOne") : fill(t("run.failingMany"), { n: failed });
+  const noticeOnly = blocking.length === 0;
+  const lead = noticeOnly
+    ? shown.length === 1
+      ? t("run.notifyOnlyOne")
+      : fill(t("run.notifyOnlyMany"), { n: shown.length })
+    : !ongoing
+      ? t("run.failedAt")
+      : shown.length === 1
+        ? t("run.failingOne")
+        : fill(t("run.failingMany"), { n: shown.length });
   const error = node.error ?? node.attempts.at(-1)?.error;
   // The panel opens under the graph, out of sight on a phone: it is brought into view.
   const open = (key: string) => {
@@ -42,7 +54,13 @@ export function FirstFailure({
     requestAnimationFrame(() => document.querySelector(`[data-panel="${CSS.escape(key)}"]`)?.scrollIntoView({ block: "nearest" }));
   };
   return (
-    <div className="first-failure" data-testid="first-failure" data-node={node.key} data-ongoing={ongoing || undefined}>
+    <div
+      className={noticeOnly ? "first-failure notice-only" : "first-failure"}
+      data-testid="first-failure"
+      data-node={node.key}
+      data-ongoing={ongoing || undefined}
+      data-notify-only={noticeOnly || undefined}
+    >
       {lead}{" "}
       <button type="button" className="link mono" onClick={() => open(node.key)}>
         {node.key}
@@ -53,7 +71,7 @@ export function FirstFailure({
           <strong>{error.name}</strong>: {brief(error.message)}
         </span>
       )}
-      {ongoing && <p className="ff-outlook">{t("run.failingOutlook")}</p>}
+      {ongoing && !noticeOnly && <p className="ff-outlook">{t("run.failingOutlook")}</p>}
     </div>
   );
 }

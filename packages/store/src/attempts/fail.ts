@@ -14,6 +14,7 @@ export async function failNode(
   db: Db,
   ref: AttemptRef & AttemptEnd & { outcome: AttemptOutcome; error: TaskFailure; descendants: string[]; blocking: boolean },
 ): Promise<Advanced> {
+  const error: TaskFailure = ref.blocking ? ref.error : { ...ref.error, notifyOnly: true };
   const row = await db.transaction(async (tx) => {
     await lockRuns(tx, [ref.runId]);
     const [row] = await rows<{
@@ -24,12 +25,12 @@ export async function failNode(
       tx,
       sql`
       with failed as (
-        update node_runs set status = 'failed', error = ${jsonParam(ref.error)}::jsonb,
+        update node_runs set status = 'failed', error = ${jsonParam(error)}::jsonb,
           finished_at = least(now(), ${ref.endedAt?.toISOString() ?? null}::timestamptz)
         where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and attempt = ${ref.attempt} and status = 'running'
         returning run_id, finished_at
       ), closed as (
-        update attempts set finished_at = (select finished_at from failed), outcome = ${ref.outcome}, error = ${jsonParam(ref.error)}::jsonb
+        update attempts set finished_at = (select finished_at from failed), outcome = ${ref.outcome}, error = ${jsonParam(error)}::jsonb
         where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n = ${ref.attempt} and exists (select 1 from failed)
       ), skipped as (
         update node_runs set status = 'skipped', finished_at = now()

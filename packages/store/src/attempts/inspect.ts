@@ -45,7 +45,10 @@ export async function inspectAttempt(db: Db, ref: AttemptRef, leaseMs: number): 
   };
 }
 
-/** A failed run's first failed node (by when it failed) and its error: what the `run_failed` event names. */
+/**
+ * A failed run's first failed node (by when it failed) whose failure fails the run, and its error:
+ * what the `run_failed` event names. A `notify_only` node that failed earlier did not fail the run.
+ */
 export async function firstFailedNode(
   db: Db,
   runId: string,
@@ -53,7 +56,7 @@ export async function firstFailedNode(
   const [row] = await rows<{ node_key: string; name: string | null; message: string | null }>(
     db,
     sql`select node_key, error->>'name' as name, error->>'message' as message from node_runs
-        where run_id = ${runId} and status = 'failed' order by finished_at, node_key limit 1`,
+        where run_id = ${runId} and status = 'failed' order by error ? 'notifyOnly', finished_at, node_key limit 1`,
   );
   return row && { nodeKey: row.node_key, error: { name: row.name ?? "Error", message: row.message ?? "" } };
 }

@@ -31,9 +31,14 @@ export async function startAttempts(db: Db, worker: string, requests: StartReque
     requests.some((r) => r.resume),
   );
   const byAttempt = new Map(found.map((row) => [`${row.run_id}/${row.node_key}/${row.attempt}`, row]));
+  // Every row of a run that this statement moved to `running` says so; only one of its attempts
+  // may announce it, or two roots starting in one batch raise run_started twice.
+  const announced = new Set<string>();
   return requests.map((request) => {
     const row = byAttempt.get(`${request.runId}/${request.nodeKey}/${request.attempt}`);
     if (!row) return undefined;
+    const runStarted = row.run_started && !announced.has(row.run_id);
+    if (runStarted) announced.add(row.run_id);
     return {
       flow: row.flow,
       payload: row.payload,
@@ -43,7 +48,7 @@ export async function startAttempts(db: Db, worker: string, requests: StartReque
       // Raw statements bypass drizzle's column mapping: PGlite answers timestamps as text.
       queuedAt: row.queued_at === null ? null : new Date(row.queued_at),
       startedAt: new Date(row.started_at),
-      runStarted: row.run_started,
+      runStarted,
       upstream: row.upstream ?? {},
     };
   });

@@ -33,8 +33,11 @@ export interface TaskRunInfo {
   status: TaskStatus;
   attempts: AttemptInfo[];
   result: Json;
-  /** `notRetried`: on a failed node, why its last attempt was not followed by another. */
-  error: { name: string; message: string; stack: string | null; notRetried: string | null } | null;
+  /**
+   * `notRetried`: on a failed node, why its last attempt was not followed by another. `notifyOnly`:
+   * the node failed for good under `onFailure: "notify_only"`, so the run's outcome ignores it.
+   */
+  error: { name: string; message: string; stack: string | null; notRetried: string | null; notifyOnly: boolean } | null;
   progress: Json;
   nextRetryAt: string | null;
   startedAt: string | null;
@@ -191,7 +194,7 @@ export async function getRunInfo(db: Db, id: string): Promise<RunInfo | undefine
           workerSilentMs: a.finishedAt ? null : (silent.get(a.worker) ?? null),
         })),
       result: n.result ?? null,
-      error: n.error ? { ...publicError(n.error), notRetried: n.error.notRetried ?? null } : null,
+      error: n.error ? { ...publicError(n.error), notRetried: n.error.notRetried ?? null, notifyOnly: n.error.notifyOnly === true } : null,
       progress: n.progress ?? null,
       nextRetryAt: iso(n.nextRetryAt),
       startedAt: iso(n.startedAt),

@@ -12,6 +12,8 @@ const BOOT = fileURLToPath(new URL("./isolated-boot.mjs", import.meta.url));
 const STDERR_TAIL = 4096;
 /** What V8 prints when a heap cap is hit, before it aborts the process. */
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit/i;
+/** Where that report starts. */
+const V8_DUMP = /\n?<--- Last few GCs --->|FATAL ERROR: (?:Reached heap limit|.*heap out of memory)/;
 /** Export conditions the parent resolves packages with (`development` in the repository): the child must load the same files. */
 const CONDITIONS = conditionArgs(process.execArgv);
 
@@ -29,7 +31,8 @@ export function conditionArgs(execArgv: readonly string[]): string[] {
 /**
  * A child process with its V8 heap capped by `--max-old-space-size` (runIsolated watches the rest
  * of its memory, `rssMb`). Its stderr is passed on to
- * ours and its tail kept, to tell an out-of-memory abort from another death.
+ * ours (up to V8's out-of-memory report) and its tail kept, to tell an out-of-memory abort from
+ * another death.
  */
 export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
   const child = fork(BOOT, [], {
@@ -53,8 +56,19 @@ export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
   });
   ready.catch(() => {});
 
+  let dumping = false;
   child.stderr?.on("data", (chunk: Buffer) => {
-    process.stderr.write(chunk);
+    // V8's report of a heap cap hit (its last GCs and native stack, some twenty plain lines) is
+    // kept out of the worker's log: the attempt's error says which limit it was.
+    if (!dumping) {
+      const text = chunk.toString("utf8");
+      const at = text.search(V8_DUMP);
+      if (at === -1) process.stderr.write(chunk);
+      else {
+        dumping = true;
+        if (at > 0) process.stderr.write(text.slice(0, at));
+      }
+    }
     stderrTail = (stderrTail + chunk.toString("utf8")).slice(-STDERR_TAIL);
   });
   child.on("message", (message: ChildMessage) => {

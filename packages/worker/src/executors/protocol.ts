@@ -73,7 +73,8 @@ export function reviveError(serialised: SerialisedError): Error {
   const error = new Error(serialised.message);
   error.name = serialised.name;
   carryClasses(error, serialised.classes);
-  error.stack = serialised.stack ?? `${serialised.name}: ${serialised.message}`;
+  // A thrown non-Error has no stack, as on the inline executor: one made up here would be recorded.
+  error.stack = serialised.stack ?? undefined;
   if (serialised.delayMs !== undefined) Object.assign(error, { delayMs: serialised.delayMs });
   if (serialised.code !== undefined) Object.assign(error, { code: serialised.code });
   return error;
