@@ -44,6 +44,12 @@ const pair = ax.task({ name: "layout_pair" }, (a: unknown, b: unknown) => [a, b]
 const longNames = ax.flow({ name: "layout_long_names" }, (input) => {
   pair(inventory(input), customer(input));
 });
+/** Names too long for the widest node, alike but for their end. */
+const stage1 = ax.task({ name: "transform_customer_records_for_export_stage_01" }, (x: unknown) => x);
+const stage2 = ax.task({ name: "transform_customer_records_for_export_stage_02" }, (x: unknown) => x);
+const longerNames = ax.flow({ name: "layout_longer_names" }, (input) => {
+  stage2(stage1(input));
+});
 
 /** Thirty runs and more: its card's status strip is at its fullest. */
 const busy = ax.flow({ name: "layout_busy" }, (input) => {
@@ -62,7 +68,11 @@ describe("the web console's layout: large graphs and phones", () => {
     if (!existsSync(CHROMIUM))
       throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
     mkdirSync(ARTIFACTS, { recursive: true });
-    runtime = testRuntime(env, { flows: [wide, chain, busy, small, longNames], roles: ["coordinator", "worker", "api"], port: 0 });
+    runtime = testRuntime(env, {
+      flows: [wide, chain, busy, small, longNames, longerNames],
+      roles: ["coordinator", "worker", "api"],
+      port: 0,
+    });
     await runtime.start();
     const client = runtime.client();
     await client.triggerFlows(
@@ -148,6 +158,21 @@ describe("the web console's layout: large graphs and phones", () => {
       expect(needed, key).toBeLessThanOrEqual(shown!);
     }
     await page.screenshot({ path: `${ARTIFACTS}layout-long-names.png` });
+    // Longer than the widest node: shortened in the middle, so their different ends still show.
+    await page.goto(`${runtime.url}/flows/${longerNames.name}`);
+    const shown: string[] = [];
+    for (const key of ["transform_customer_records_for_export_stage_01", "transform_customer_records_for_export_stage_02"]) {
+      const name = page.locator(`.dag-node[data-node="${key}"] .dag-name`);
+      await name.waitFor();
+      const [width, needed] = await name.evaluate((el) => [el.clientWidth, el.scrollWidth]);
+      expect(needed, key).toBeLessThanOrEqual(width!);
+      const text = (await name.textContent()) ?? "";
+      expect(text).toMatch(/^transform_.+….+_stage_0[12]$/);
+      await expect(page.locator(`.dag-node[data-node="${key}"] .dag-key`).getAttribute("title")).resolves.toBe(key);
+      shown.push(text);
+    }
+    expect(new Set(shown).size).toBe(2);
+    await page.screenshot({ path: `${ARTIFACTS}layout-longer-names.png` });
     await page.close();
   });
 

@@ -44,9 +44,27 @@ function NotFound() {
   );
 }
 
+/** The browser tab's title: tabs and history entries of several pages told apart. */
+function pageTitle(path: string, t: ReturnType<typeof useI18n>["t"]): string {
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const section = NAV.find((n) => n.to === `/${parts[0] ?? "flows"}`);
+  const name =
+    parts[0] === "runs" && parts[1]
+      ? `${t("title.run")} ${parts[1].slice(0, 8)}`
+      : parts[0] === "flows" && parts[1]
+        ? parts[1]
+        : section
+          ? t(section.key)
+          : undefined;
+  return name ? `${name} · ax console` : "ax console";
+}
+
 function Shell() {
-  const { t, toggle } = useI18n();
+  const { t, toggle, lang } = useI18n();
   const location = useLocation();
+  useEffect(() => {
+    document.title = pageTitle(location.pathname, t);
+  }, [location.pathname, t]);
   const [loggedOut, setLoggedOut] = useState(false);
   useEffect(() => setUnauthorizedHandler(() => setLoggedOut(true)), []);
   if (loggedOut) return <LoginPage onLogin={() => setLoggedOut(false)} />;
@@ -75,7 +93,7 @@ function Shell() {
           </Link>
         ))}
         <div className="sidebar-foot">
-          <button type="button" className="link" onClick={toggle} data-testid="language">
+          <button type="button" className="link" onClick={toggle} data-testid="language" lang={lang === "en" ? "zh-CN" : "en"}>
             {t("language")}
           </button>
           {token.get() && (

@@ -10,6 +10,16 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The request never got an answer: the API server is down or restarting, or the network is. The
+ * browser's own text for it ("Failed to fetch") says nothing a person can act on.
+ */
+export class ApiUnreachableError extends Error {
+  constructor() {
+    super("Cannot reach the ax API server: it may be down or restarting. The page tries again by itself.");
+  }
+}
+
 /** Raised on a 401: the app shows the login screen. */
 let onUnauthorized: () => void = () => {};
 export function setUnauthorizedHandler(handler: () => void): void {
@@ -33,7 +43,11 @@ async function authorized(path: string, init: RequestInit, credential: string | 
   const headers: Record<string, string> = {};
   if (credential) headers.authorization = `Bearer ${credential}`;
   if (json) headers["content-type"] = "application/json";
-  const response = await fetch(path, { ...init, headers });
+  const response = await fetch(path, { ...init, headers }).catch((error: unknown) => {
+    // An abort is the caller's own doing; anything else fetch rejects with is a network failure.
+    if (init.signal?.aborted) throw error;
+    throw new ApiUnreachableError();
+  });
   if (response.status === 401) {
     // A token the server refused is never sent again: it would only count toward the limit.
     if (credential && token.get() === credential) token.clear();
@@ -71,8 +85,17 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
 
 async function parse<T>(response: Response): Promise<T> {
   const text = await response.text();
-  const parsed = text ? (JSON.parse(text) as unknown) : null;
+  let parsed: unknown = null;
+  try {
+    parsed = text ? (JSON.parse(text) as unknown) : null;
+  } catch (error) {
+    // A proxy in front of a server that is down answers with its own page, not ax's JSON.
+    if (response.ok) throw error;
+  }
   if (!response.ok) {
+    if (response.status === 502 || response.status === 503 || response.status === 504) {
+      if (!(parsed as { error?: string } | null)?.error) throw new ApiUnreachableError();
+    }
     const e = (parsed ?? {}) as { error?: string; message?: string };
     throw new ApiError(response.status, e.error ?? `HTTP ${response.status}`, e.message ?? response.statusText);
   }
@@ -84,7 +107,9 @@ async function parse<T>(response: Response): Promise<T> {
  * refusal throws the server's ApiError (401 not valid, 429 limited) and stores nothing.
  */
 export async function signIn(value: string): Promise<void> {
-  const response = await fetch("/api/flows", { headers: { authorization: `Bearer ${value}` } });
+  const response = await fetch("/api/flows", { headers: { authorization: `Bearer ${value}` } }).catch(() => {
+    throw new ApiUnreachableError();
+  });
   await parse<unknown>(response);
   token.set(value);
   probe = { token: value, valid: Promise.resolve(true) };

@@ -1,5 +1,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { api } from "./api";
+import { errorText } from "./error-text";
+import { useI18n } from "./i18n";
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -50,18 +52,22 @@ export function useNow(ms = 1000): number {
  * kept in `error` for the page to show.
  */
 export function useAction(): { busy: boolean; error: string | undefined; run: (action: () => Promise<unknown>) => Promise<void> } {
+  const { t } = useI18n();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
-  const run = useCallback(async (action: () => Promise<unknown>) => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await action();
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setBusy(false);
-    }
-  }, []);
+  const run = useCallback(
+    async (action: () => Promise<unknown>) => {
+      setBusy(true);
+      setError(undefined);
+      try {
+        await action();
+      } catch (e) {
+        setError(errorText(e, t));
+      } finally {
+        setBusy(false);
+      }
+    },
+    [t],
+  );
   return { busy, error, run };
 }

@@ -5,15 +5,21 @@ import type { RunInfo } from "./types";
 /** The run is not in the history: a mistyped id, or a finished run pruned by retention. */
 export class RunNotFound extends Error {}
 
-/** The run, kept current by its SSE feed (one PostgreSQL poll on the server whatever the number of viewers). */
-export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error | undefined; live: boolean } {
+/**
+ * The run, kept current by its SSE feed (one PostgreSQL poll on the server whatever the number of
+ * viewers). `offline`: the server could not be reached the last time it was asked; `run` stays as
+ * last seen meanwhile, and the feed is followed again once the server answers.
+ */
+export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error | undefined; live: boolean; offline: boolean } {
   const [run, setRun] = useState<RunInfo>();
   const [error, setError] = useState<Error>();
   const [live, setLive] = useState(false);
+  const [offline, setOffline] = useState(false);
   useEffect(() => {
     const abort = new AbortController();
     setRun(undefined);
     setError(undefined);
+    setOffline(false);
     let ended = false;
     const follow = async (): Promise<void> => {
       setLive(true);
@@ -21,7 +27,10 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
         await stream(
           `/api/runs/${id}/stream`,
           (data, event) => {
-            if (event === "message") setRun(JSON.parse(data) as RunInfo);
+            if (event === "message") {
+              setRun(JSON.parse(data) as RunInfo);
+              setOffline(false);
+            }
             if (event === "error") {
               const body = JSON.parse(data) as { error?: string; message: string };
               setError(body.error === "AxRunNotFoundError" ? new RunNotFound(body.message) : new Error(body.message));
@@ -41,9 +50,19 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
         // Refused: the login screen is showing, and retrying would only present the bad token again.
         if (e instanceof ApiError && e.status === 401) return;
         // The server restarted or the network blinked: read the run once, then follow it again.
+        // While nothing answers, the run stays as last seen and the page says the link is down.
         await new Promise((resolve) => setTimeout(resolve, 1000));
         if (!abort.signal.aborted) {
-          setRun(await api.get<RunInfo>(`/api/runs/${id}`).catch(() => undefined));
+          try {
+            setRun(await api.get<RunInfo>(`/api/runs/${id}`));
+            setOffline(false);
+          } catch (reread) {
+            if (reread instanceof ApiError && reread.status === 404) {
+              setError(new RunNotFound(reread.message));
+              return;
+            }
+            setOffline(true);
+          }
           return follow();
         }
       } finally {
@@ -53,5 +72,5 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
     void follow();
     return () => abort.abort();
   }, [id]);
-  return { run, error, live };
+  return { run, error, live, offline };
 }

@@ -53,12 +53,17 @@ export function FlowBackfills({ flow, schedule }: { flow: string; schedule: Sche
           <input type="number" min={1} name="backfillAtOnce" value={atOnce} onChange={(e) => setAtOnce(e.target.value)} />
         </label>
         <button type="button" className="primary" disabled={!from || !to || action.busy} onClick={start}>
-          {t("backfill.start")}
+          {action.busy ? t("backfill.starting") : t("backfill.start")}
         </button>
       </div>
       {started && (
         <div className="note" role="status">
-          {fill(t("backfill.started"), { ticks: started.ticks, created: started.created, atOnce: started.maxConcurrentRuns })}
+          {fill(t(started.created < started.ticks ? "backfill.startedExisting" : "backfill.started"), {
+            ticks: started.ticks,
+            created: started.created,
+            atOnce: started.maxConcurrentRuns,
+            existing: started.ticks - started.created,
+          })}
         </div>
       )}
       {action.error && (

@@ -42,6 +42,17 @@ function nodeWidth(nodes: DagNode[]): number {
   return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, Math.ceil(longest * CHAR_PX + KEY_CHROME_PX)));
 }
 
+/**
+ * A key too long for its node, shortened in the middle: keys alike differ mostly at their end
+ * (`…_stage_07`, `name#2`), which an ellipsis at the end would cut. The whole key is the title.
+ */
+export function shortKey(key: string, width: number): string {
+  const fits = Math.floor((width - KEY_CHROME_PX) / CHAR_PX);
+  if (key.length <= fits) return key;
+  const tail = Math.ceil(fits * 0.45);
+  return `${key.slice(0, Math.max(1, fits - tail - 1))}…${key.slice(key.length - tail)}`;
+}
+
 type Data = { node: DagNode; selected: boolean; vertical: boolean; width: number };
 
 function TaskNode({ data }: NodeProps<Node<Data>>) {
@@ -57,7 +68,7 @@ function TaskNode({ data }: NodeProps<Node<Data>>) {
       <Handle type="target" position={vertical ? Position.Top : Position.Left} />
       <div className="dag-key" title={node.key}>
         <span className="dot" />
-        <span className="dag-name">{node.key}</span>
+        <span className="dag-name">{shortKey(node.key, width)}</span>
       </div>
       <div className="dag-detail" title={detail}>
         {detail}

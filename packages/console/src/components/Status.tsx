@@ -1,4 +1,5 @@
 import { useLayoutEffect, useRef } from "react";
+import { errorText } from "../error-text";
 import { type MessageKey, useI18n } from "../i18n";
 
 export function StatusBadge({ status }: { status: string }) {
@@ -26,10 +27,11 @@ export function Empty({ children }: { children: React.ReactNode }) {
 }
 
 export function ErrorNote({ error }: { error: Error | undefined }) {
+  const { t } = useI18n();
   if (!error) return null;
   return (
     <div className="error-note" role="alert">
-      {error.message}
+      {errorText(error, t)}
     </div>
   );
 }

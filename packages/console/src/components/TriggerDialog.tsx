@@ -1,5 +1,6 @@
 import { useState } from "react";
 import { api } from "../api";
+import { errorText } from "../error-text";
 import { useI18n } from "../i18n";
 import { Link, navigate } from "../router";
 import { JsonEditor, parseJson } from "./JsonEditor";
@@ -35,7 +36,7 @@ export function TriggerDialog({ flow, onClose }: { flow: string; onClose: () => 
       onClose();
       navigate(`/runs/${runId}`);
     } catch (e) {
-      setError((e as Error).message);
+      setError(errorText(e, t));
     } finally {
       setBusy(false);
     }

@@ -2,6 +2,7 @@
 export const en = {
   flows: "Flows",
   runs: "Runs",
+  "title.run": "Run",
   config: "Config",
   workers: "Workers & queues",
   "workers.short": "Workers",
@@ -48,6 +49,9 @@ export const en = {
   "backfill.atOnce": "Runs at once (optional)",
   "backfill.start": "Start backfill",
   "backfill.started": "Backfill started: {ticks} ticks, {created} new runs, {atOnce} at once.",
+  "backfill.startedExisting":
+    "Backfill started: {ticks} ticks, {created} new runs, {atOnce} at once; {existing} ticks already had a run (an earlier backfill or the schedule), listed here and not run again.",
+  "backfill.starting": "Starting…",
   "backfill.none": "No backfills of this flow.",
   "backfill.counts":
     "{done}/{ticks} done · {succeeded} succeeded · {failed} failed · {cancelled} cancelled · {running} running · {waiting} waiting · {atOnce} at once ·",
@@ -141,6 +145,8 @@ export const en = {
   "node.inputNotRun": "Not run: upstream {upstream}",
   "node.inputNotYet": "Not available yet: upstream {upstream}",
   "run.live": "live",
+  "run.offline": "Connection to the ax API server lost: this is the run as last seen. The page tries again by itself.",
+  "api.unreachable": "Cannot reach the ax API server: it may be down or restarting. The page tries again by itself.",
   "run.timeline": "Timeline",
   "node.attempts": "Attempts",
   "node.noAttempts": "No attempts yet.",

@@ -4,6 +4,7 @@ import type { MessageKey } from "./en";
 export const zh: Record<MessageKey, string> = {
   flows: "流程",
   runs: "运行",
+  "title.run": "运行",
   config: "配置",
   workers: "工作进程与队列",
   "workers.short": "工作进程",
@@ -50,6 +51,9 @@ export const zh: Record<MessageKey, string> = {
   "backfill.atOnce": "同时运行数（可选）",
   "backfill.start": "开始补跑",
   "backfill.started": "补跑已开始：{ticks} 个触发点，新建 {created} 个运行，同时 {atOnce} 个。",
+  "backfill.startedExisting":
+    "补跑已开始：{ticks} 个触发点，新建 {created} 个运行，同时 {atOnce} 个；其中 {existing} 个触发点已有运行（来自之前的补跑或调度），只列入此补跑，不再重跑。",
+  "backfill.starting": "正在开始…",
   "backfill.none": "此流程没有补跑。",
   "backfill.counts":
     "已完成 {done}/{ticks} · 成功 {succeeded} · 失败 {failed} · 已取消 {cancelled} · 运行中 {running} · 等待 {waiting} · 同时 {atOnce} ·",
@@ -142,6 +146,8 @@ export const zh: Record<MessageKey, string> = {
   "node.inputNotRun": "未运行：上游 {upstream}",
   "node.inputNotYet": "尚不可用：上游 {upstream}",
   "run.live": "实时",
+  "run.offline": "与 ax API 服务器的连接已断开：这是最后看到的运行状态。页面会自动重试。",
+  "api.unreachable": "无法连接 ax API 服务器：它可能已停止或正在重启。页面会自动重试。",
   "run.timeline": "时间线",
   "node.attempts": "尝试",
   "node.noAttempts": "还没有尝试。",

@@ -20,17 +20,20 @@ function Delivery({ delivery: d }: { delivery: SentAlert["deliveries"][number] }
   );
 }
 
-/** A webhook's error can run to a paragraph: past a line or two it opens on a click, so each row stays a row. */
-const SHORT_ERROR = 90;
+/**
+ * A webhook's error can run to a paragraph: one line of it shows, the rest opens on a click, so
+ * each row stays a row. Words are not broken in that line ("[redacted]" stays whole).
+ */
+const SHORT_ERROR = 40;
 
 function DeliveryError({ error }: { error: string }) {
   if (error.length <= SHORT_ERROR) return <div className="delivery-error small">{error}</div>;
   return (
     <details className="delivery-error small">
       <summary>
-        <span className="short">{`${error.slice(0, SHORT_ERROR).trimEnd()}…`}</span>
+        <span className="short">{error}</span>
       </summary>
-      {error}
+      <span className="full">{error}</span>
     </details>
   );
 }

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "react";
 import { ApiError, signIn } from "../api";
+import { errorText } from "../error-text";
 import { useI18n } from "../i18n";
 
 export function LoginPage({ onLogin }: { onLogin: () => void }) {
@@ -18,7 +19,7 @@ export function LoginPage({ onLogin }: { onLogin: () => void }) {
       await signIn(value.trim());
       onLogin();
     } catch (e) {
-      setRefusal({ status: e instanceof ApiError ? e.status : 0, detail: (e as Error).message });
+      setRefusal({ status: e instanceof ApiError ? e.status : 0, detail: errorText(e, t) });
       setBusy(false);
     }
   };

@@ -1,4 +1,4 @@
-import { api } from "../api";
+import { ApiUnreachableError, api } from "../api";
 import { Dag, type DagNode } from "../components/Dag";
 import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel } from "../components/NodePanel";
@@ -42,7 +42,7 @@ function rerunFailedLabel(run: RunInfo): MessageKey {
 export function RunPage({ id }: { id: string }) {
   const i18n = useI18n();
   const { t } = i18n;
-  const { run, error, live } = useLiveRun(id);
+  const { run, error, live, offline } = useLiveRun(id);
   // The open node lives in the address (`?node=<key>`), so it can be shared, and a link to a node
   // of a run (a reused node's source) opens its panel.
   const location = useLocation();
@@ -75,7 +75,7 @@ export function RunPage({ id }: { id: string }) {
         <ErrorNote error={error} />
       </>
     );
-  if (!run) return <p className="muted">{t("loading")}</p>;
+  if (!run) return offline ? <ErrorNote error={new ApiUnreachableError()} /> : <p className="muted">{t("loading")}</p>;
   const final = FINAL_RUN.includes(run.status);
   const nodes: DagNode[] = run.tasks.map((task) => ({
     key: task.key,
@@ -133,6 +133,11 @@ export function RunPage({ id }: { id: string }) {
           )}
         </div>
       </div>
+      {offline && (
+        <div className="error-note" role="status" data-testid="offline">
+          {t("run.offline")}
+        </div>
+      )}
       <FirstFailure tasks={run.tasks} onSelect={setSelected} ongoing={!final} />
       {action.error && (
         <div className="error-note" role="alert">

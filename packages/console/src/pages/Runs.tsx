@@ -102,7 +102,7 @@ export function RunsPage() {
                 {unknownFlow} ({t("runs.unknownFlow")})
               </option>
             )}
-            {(flows.data?.flows ?? []).map((f) => (
+            {[...(flows.data?.flows ?? [])].sort().map((f) => (
               <option key={f}>{f}</option>
             ))}
           </select>
