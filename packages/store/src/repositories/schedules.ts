@@ -166,12 +166,19 @@ export const scheduleTx = {
     const found = await rows(tx, sql`select 1 from schedule_ticks where flow = ${flow} and logical_date = ${logicalDate.toISOString()}`);
     return found.length > 0;
   },
-  /** The flow's runs due and not yet finished, oldest first: a run delayed to later is no overlap yet. */
+  /**
+   * The flow's runs due and not yet finished, oldest first: a run delayed to later is no overlap
+   * yet. A backfill's runs (and its retries, reruns it lists) are left out: they run past dates
+   * under the backfill's own cap, and a tick of today neither waits for them nor cancels them,
+   * as cancelling a backfill leaves the schedule's runs alone.
+   */
   async unfinishedRuns(tx: Db, flow: string): Promise<string[]> {
     const found = await rows<{ id: string }>(
       tx,
-      sql`select id from runs where flow = ${flow} and status in ('pending', 'running')
-        and (run_at is null or run_at <= now()) order by created_at`,
+      sql`select id from runs r where flow = ${flow} and status in ('pending', 'running')
+        and (run_at is null or run_at <= now()) and trigger <> 'backfill'
+        and not (trigger = 'rerun' and exists (select 1 from backfill_runs b where b.run_id = r.id))
+        order by created_at`,
     );
     return found.map((r) => r.id);
   },
