@@ -37,6 +37,8 @@ export class ScheduleLoop {
   private readonly cursor = new Map<string, Date>();
   /** A tick buffered by `overlap: queue` waits: wake often to start it when the earlier run ends. */
   private hasQueued = false;
+  /** A claim found the stored schedule changed under this process: read the schedules again. */
+  private stale = false;
 
   constructor(private readonly options: ScheduleLoopOptions) {}
 
@@ -83,6 +85,10 @@ export class ScheduleLoop {
       if (this.nudge.signal.aborted) this.nudge = new AbortController();
       let delay: number;
       try {
+        if (this.stale) {
+          this.stale = false;
+          this.schedules = await getSchedules(this.options.db, this.options.flows);
+        }
         await this.releaseQueued();
         delay = (await this.tickDue()) ? this.sleepMs() : (this.options.retryMs ?? 1000);
       } catch (error) {
@@ -121,7 +127,12 @@ export class ScheduleLoop {
   }
 
   private async claim(schedule: StoredSchedule, tick: Date, live: boolean): Promise<void> {
-    const outcome = await claimTick(this.options, schedule.flow, schedule.overlap, tick);
+    const outcome = await claimTick(this.options, schedule, tick);
+    if (outcome.status === "changed") {
+      // Another coordinator stored a different cron (a rolling deploy): tick the stored one from now on.
+      this.options.log.info({ flow: schedule.flow, cron: schedule.cron }, "schedule changed by another process; reading it again");
+      this.stale = true;
+    }
     if (!("createdAt" in outcome)) return;
     if (outcome.status !== "created") this.hasQueued ||= outcome.status === "queued";
     else if (live) {

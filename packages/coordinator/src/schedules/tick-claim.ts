@@ -5,8 +5,8 @@ import {
   currentFlowVersion,
   scheduleTx,
   type Db,
-  type Overlap,
   type ReadyNode,
+  type StoredSchedule,
   type TickStatus,
 } from "@ax/store";
 import type { Logger } from "pino";
@@ -25,8 +25,15 @@ export interface TickDeps {
 }
 
 export type TickOutcome =
-  /** Another coordinator recorded this tick, or the schedule is paused or gone: nothing done here. */
-  { status: "taken" | "paused" | "unscheduled" } | { status: TickStatus; runId: string | null; reason: string | null; createdAt: Date };
+  /**
+   * Another coordinator recorded this tick, or the schedule is paused or gone, or (`changed`) the
+   * stored cron is no longer the one this tick came from: nothing done here.
+   */
+  | { status: "taken" | "paused" | "unscheduled" | "changed" }
+  | { status: TickStatus; runId: string | null; reason: string | null; createdAt: Date };
+
+/** The schedule a tick was computed from. */
+export type TickSource = Pick<StoredSchedule, "flow" | "cron" | "timezone">;
 
 interface ScheduledRun {
   runId: string;
@@ -77,12 +84,20 @@ const BACKFILLED = "a backfill ran this logical date";
  * is unique per (flow, logical date) and written in the same transaction as its run, under a
  * per-flow lock so overlap decisions about one flow never interleave. The run's jobs are added
  * after the commit; earlier runs `cancel_previous` ends are cancelled before that.
+ *
+ * The tick must come from the schedule as stored now: in a rolling deploy a coordinator still on
+ * the old code would otherwise keep firing the old cron beside the new one. Its overlap is the
+ * stored one too.
  */
-export async function claimTick(deps: TickDeps, flow: string, overlap: Overlap, logicalDate: Date): Promise<TickOutcome> {
-  const decided = await deps.db.transaction(async (tx): Promise<Decided | { status: "taken" | "paused" | "unscheduled" }> => {
+export async function claimTick(deps: TickDeps, source: TickSource, logicalDate: Date): Promise<TickOutcome> {
+  const { flow } = source;
+  const decided = await deps.db.transaction(async (tx): Promise<Decided | { status: "taken" | "paused" | "unscheduled" | "changed" }> => {
     await scheduleTx.lockFlow(tx, flow);
-    const paused = await scheduleTx.paused(tx, flow);
-    if (paused !== false) return { status: paused ? "paused" : "unscheduled" };
+    const stored = await scheduleTx.current(tx, flow);
+    if (!stored) return { status: "unscheduled" };
+    if (stored.paused) return { status: "paused" };
+    if (stored.cron !== source.cron || stored.timezone !== source.timezone) return { status: "changed" };
+    const { overlap } = stored;
     if (await scheduleTx.tickExists(tx, flow, logicalDate)) return { status: "taken" };
     // A backfill ran this logical date already: the tick is that run, not a second one.
     const backfilled = await scheduleTx.backfillRunOf(tx, flow, logicalDate);

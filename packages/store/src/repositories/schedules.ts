@@ -158,9 +158,13 @@ export const scheduleTx = {
   async lockFlow(tx: Db, flow: string): Promise<void> {
     await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(`ax.schedule:${flow}`)})`);
   },
-  async paused(tx: Db, flow: string): Promise<boolean | undefined> {
-    const [row] = await rows<{ paused: boolean }>(tx, sql`select paused from schedules where flow = ${flow}`);
-    return row?.paused;
+  /** The schedule as stored now (another coordinator may have stored a newer one since this one read it). */
+  async current(tx: Db, flow: string): Promise<Pick<StoredSchedule, "paused" | "cron" | "timezone" | "overlap"> | undefined> {
+    const [row] = await rows<Pick<ScheduleRow, "paused" | "cron" | "timezone" | "overlap">>(
+      tx,
+      sql`select paused, cron, timezone, overlap from schedules where flow = ${flow}`,
+    );
+    return row;
   },
   async tickExists(tx: Db, flow: string, logicalDate: Date): Promise<boolean> {
     const found = await rows(tx, sql`select 1 from schedule_ticks where flow = ${flow} and logical_date = ${logicalDate.toISOString()}`);
