@@ -49,6 +49,11 @@ describe("schedule options at definition", () => {
     expect(definitionError({ schedule: "0 2 * * *", overlap: "wait" as never })).toMatch(/flow "nightly" .*overlap/);
     expect(definitionError({ schedule: "0 2 * * *", catchUp: "some" as never })).toMatch(/flow "nightly" .*catchUp/);
     expect(definitionError({ schedule: "0 2 * * *", maxCatchUp: 0 })).toMatch(/flow "nightly" .*maxCatchUp/);
+    // An empty cron is said once, a blank one too, neither as "1 fields".
+    const empty = definitionError({ schedule: "" });
+    expect(empty).toMatch(/schedule: .*at least 1 character/);
+    expect(empty).not.toMatch(/fields/);
+    expect(definitionError({ schedule: "   " })).toMatch(/schedule: is blank: write a cron such as "0 2 \* \* \*"/);
   });
 
   it("resolves defaults, YAML winning over code", () => {

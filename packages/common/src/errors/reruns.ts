@@ -74,7 +74,7 @@ export class AxNoScheduleError extends Error {
   readonly statusCode = 400;
   constructor(readonly flow: string) {
     super(
-      `flow "${flow}" has no schedule, so it has no ticks to backfill; give it a schedule option (or flows.${flow}.schedule in YAML) and restart its runtime`,
+      `flow "${flow}" has no schedule, so it has no ticks to backfill; give it a schedule option in code (then restart its coordinators) or flows.${flow}.schedule in runtime.yaml (ax config apply: live)`,
     );
   }
 }

@@ -19,6 +19,9 @@ export function scheduleProblem(
   } catch {
     return { field: "timezone", message: `unknown time zone "${timezone}": use an IANA name such as "Europe/Berlin" or "UTC"` };
   }
+  // An empty cron is the schema's own complaint (a minimum length); counted, it would say "1 fields".
+  if (cron === "") return undefined;
+  if (cron.trim() === "") return { field: "cron", message: 'is blank: write a cron such as "0 2 * * *"' };
   const fields = cron.trim().split(/\s+/).length;
   if (!cron.trim().startsWith("@") && fields !== 5 && fields !== 6) {
     return { field: "cron", message: `"${cron}" has ${fields} fields: use 5 (minute hour day month weekday) or 6 (second first)` };
