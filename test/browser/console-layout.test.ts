@@ -77,7 +77,8 @@ describe("the web console's layout: large graphs and phones", () => {
     const client = runtime.client();
     await client.triggerFlows(
       busy,
-      Array.from({ length: 32 }, (_, i) => i),
+      // More than a page of the runs list (50) with the other runs.
+      Array.from({ length: 52 }, (_, i) => i),
     );
     for (const [name, flow] of [
       ["wide", wide.name],
@@ -183,6 +184,25 @@ describe("the web console's layout: large graphs and phones", () => {
     expect(first.fontPx).toBeGreaterThanOrEqual(11);
     await page.getByTestId("dag-hint").waitFor();
     await page.screenshot({ path: `${ARTIFACTS}layout-run-chain.png` });
+    await page.close();
+  });
+
+  it("keeps the runs list's page in the address: a reload stays on it, Back returns to the first", async () => {
+    const page = await open("/runs", { width: 1440, height: 900 });
+    const rows = page.locator("table.runs tbody tr");
+    await expect.poll(() => rows.count()).toBe(50);
+    const firstOfPageOne = await rows.first().locator(".r-id").textContent();
+    await page.getByRole("button", { name: /^Older runs/ }).click();
+    await page.waitForURL((url) => url.searchParams.has("cursor"));
+    await expect.poll(async () => (await rows.first().locator(".r-id").textContent()) !== firstOfPageOne).toBe(true);
+    const pageTwo = await rows.locator(".r-id").allTextContents();
+    expect(pageTwo.length).toBeGreaterThan(0);
+    expect(pageTwo.length).toBeLessThan(50);
+    await page.reload();
+    await expect.poll(() => rows.locator(".r-id").allTextContents()).toEqual(pageTwo);
+    await page.goBack();
+    await expect.poll(() => rows.first().locator(".r-id").textContent()).toBe(firstOfPageOne);
+    await expect(page.getByRole("button", { name: "Newest" }).isDisabled()).resolves.toBe(true);
     await page.close();
   });
 

@@ -63,9 +63,15 @@ export function RunsPage() {
   const { t } = useI18n();
   const location = useLocation();
   const params = location.searchParams;
-  // Cursors of the pages before this one, so "back" needs no server support.
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors.at(-1);
+  // The page's cursor is in the address: a reload keeps the page, Back returns to the one before.
+  const cursor = params.get("cursor") ?? undefined;
+  const page = (next: string | undefined) => {
+    const q = new URLSearchParams(params);
+    if (next) q.set("cursor", next);
+    else q.delete("cursor");
+    const s = q.toString();
+    navigate(`/runs${s ? `?${s}` : ""}`);
+  };
   const path = `/api/runs${query({
     flow: params.get("flow") ?? undefined,
     status: params.get("status") ?? undefined,
@@ -86,7 +92,7 @@ export function RunsPage() {
     const next = new URLSearchParams(params);
     if (value) next.set(key, value);
     else next.delete(key);
-    setCursors([]);
+    next.delete("cursor");
     navigate(`/runs?${next.toString()}`);
   };
   return (
@@ -145,14 +151,7 @@ export function RunsPage() {
           <input type="datetime-local" name="to" value={params.get("to") ?? ""} onChange={(e) => set("to", e.target.value)} />
         </label>
         {filtered && (
-          <button
-            type="button"
-            className="clear-filters"
-            onClick={() => {
-              setCursors([]);
-              navigate("/runs");
-            }}
-          >
+          <button type="button" className="clear-filters" onClick={() => navigate("/runs")}>
             {t("runs.clear")}
           </button>
         )}
@@ -207,14 +206,10 @@ export function RunsPage() {
         </div>
       )}
       <div className="pager">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors([])}>
+        <button type="button" disabled={!cursor} onClick={() => page(undefined)}>
           {t("runs.newest")}
         </button>
-        <button
-          type="button"
-          disabled={!runs.data?.nextCursor}
-          onClick={() => runs.data?.nextCursor && setCursors([...cursors, runs.data.nextCursor])}
-        >
+        <button type="button" disabled={!runs.data?.nextCursor} onClick={() => runs.data?.nextCursor && page(runs.data.nextCursor)}>
           {t("runs.more")} →
         </button>
       </div>
