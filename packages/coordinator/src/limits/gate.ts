@@ -169,9 +169,11 @@ export class LimitGate {
   /**
    * Takes every semaphore and rate slot of `spec`, or none. Throws `AxLimitError` for a spec no
    * start could ever pass. A call that fails in transit may have taken its slots: nothing renews
-   * them, so they come back within the lease.
+   * them, so they come back within the lease. `onlyALook`: the caller does not know that it has a
+   * start to make (it polls a queue last found empty), so a refused heavy start keeps no slots in
+   * reserve: an idle task's polls would otherwise hold slots back from the tasks that have work.
    */
-  async acquire(spec: LimitSpec, park?: ParkRequest): Promise<Acquired> {
+  async acquire(spec: LimitSpec, park?: ParkRequest, onlyALook = false): Promise<Acquired> {
     validate(spec);
     const id = randomUUID();
     const keys = [...spec.semaphores.map((s) => this.semPrefix + s.key), ...spec.rates.map((r) => this.ratePrefix + r.key)];
@@ -180,6 +182,8 @@ export class LimitGate {
     for (const rate of spec.rates) args.push(rate.max, rate.perMs);
     if (park)
       args.push(park.waiter, park.jobId, park.waitingKeys, park.capacities, park.parkedReasons, park.reason, park.firstCome ? "1" : "");
+    else if (onlyALook) args.push("", "", "", "", "", "", "");
+    if (onlyALook) args.push("1");
     const [ok, index, value, kept] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
     if (ok === 1) {
       const permit = { id, spec };

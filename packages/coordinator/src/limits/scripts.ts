@@ -109,7 +109,8 @@ end
  *       then capacity and weight per semaphore, then max and window ms per rate limit.
  *       then, to park when a semaphore blocks: waiter, its job id, the waiting-keys set, the
  *       capacities hash, the parked-reasons hash, the reason and '1' when the line is first come,
- *       first served (all empty strings otherwise).
+ *       first served (all empty strings otherwise); then '1' when the start may be only a look
+ *       (a poll of a queue last found empty), which keeps no reserve when refused.
  * A parking waiter takes a slot only when no one is in line before it: a semaphore's line
  * (\`…:waiting\`) and the waiters woken from it and still on their way (\`…:woken\`, scored by
  * when their claim lapses) come first, and with a first-come line a newcomer joins its end.
@@ -134,6 +135,7 @@ local room = 1000000
 local waiter = ARGV[parkArgs + 1]
 local parking = waiter ~= nil and waiter ~= ''
 local firstCome = parking and ARGV[parkArgs + 7] == '1'
+local onlyALook = ARGV[parkArgs + 8] == '1'
 for i = 1, nSem do
   local weight = tonumber(ARGV[5 + 2 * i])
   local capacity = tonumber(ARGV[4 + 2 * i])
@@ -155,7 +157,7 @@ for i = 1, nSem do
   room = math.min(room, math.floor((capacity - taken - kept - weight) / weight))
   if cutsIn or taken + kept + weight > capacity then
     refused(KEYS[i], lease)
-    if weight > 1 and weight >= reserve and taken + weight > capacity then
+    if weight > 1 and not onlyALook and weight >= reserve and taken + weight > capacity then
       redis.call('SET', KEYS[i] .. ':reserve', weight, 'PX', lease)
     end
     -- Optionally join the semaphore's line in the same step, so no release can slip in between.

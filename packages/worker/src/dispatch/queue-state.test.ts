@@ -16,10 +16,25 @@ function queue(overrides: Partial<QueueState> = {}): QueueState {
     fetchWidth: FETCHERS,
     fetching: 0,
     finds: 0,
+    emptyAtWakes: -1,
     dueAt: 0,
     ...overrides,
   };
 }
+
+describe("whether a job is known to wait in a queue", () => {
+  it("a queue found empty knows of none until a job is announced or a fetch finds one", () => {
+    const q = queue();
+    expect(q.emptyAtWakes === q.wakes).toBe(false);
+    idle(q, Date.now());
+    expect(q.emptyAtWakes === q.wakes).toBe(true);
+    announced(q, 1, undefined);
+    expect(q.emptyAtWakes === q.wakes).toBe(false);
+    idle(q, Date.now());
+    found(q, false);
+    expect(q.emptyAtWakes === q.wakes).toBe(false);
+  });
+});
 
 describe("how many fetches go to a queue at once", () => {
   it("an unlimited queue found empty takes one fetch at a time, and a wake lets through as many as the jobs it announces", () => {

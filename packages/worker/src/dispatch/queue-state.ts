@@ -36,6 +36,8 @@ export interface QueueState extends ServedQueue {
   fetching: number;
   /** Fetches in a row that found a job, since the queue was last found empty. */
   finds: number;
+  /** `wakes` when a fetch last found the queue empty, -1 once one found a job: equal to `wakes`, no job is known to wait. */
+  emptyAtWakes: number;
   /**
    * When the earliest delayed job (a retry, a delayed run) announced to this process falls due,
    * epoch ms; 0 for none. A fetch that finds the queue empty before then must not put the next
@@ -94,6 +96,7 @@ export function openQueue(queue: ServedQueue, o: QueueOptions): QueueState {
     fetchWidth: FETCHERS,
     fetching: 0,
     finds: 0,
+    emptyAtWakes: -1,
     dueAt: 0,
   };
 }
@@ -134,6 +137,7 @@ export function found(state: QueueState, announcedMeanwhile: boolean): void {
     }
   }
   state.finds++;
+  state.emptyAtWakes = -1;
 }
 
 /**
@@ -148,6 +152,7 @@ export function idle(state: QueueState, startedAt: number, nextDue = 0): void {
   if (state.dueAt !== 0 && state.dueAt <= startedAt) state.dueAt = 0;
   state.idleUntil = state.dueAt === 0 ? now + IDLE_POLL_MS : Math.min(now + IDLE_POLL_MS, state.dueAt);
   state.finds = 0;
+  state.emptyAtWakes = state.wakes;
   if (!state.limited) state.fetchWidth = 1;
 }
 
