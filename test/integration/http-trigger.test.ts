@@ -206,3 +206,40 @@ describe("GET /api/openapi.json", () => {
     expect((await get("/api/runs?status=sleeping")).status).toBe(400);
   });
 });
+
+describe("what the server refuses before a route acts", () => {
+  it("a route that takes no body refuses one with content, and takes none or {}", async () => {
+    const runId = (await post("/api/flows/http_payment/runs", { payload: { event_id: "nobody-1", order: "o-nb" } })).body.runId as string;
+    const refused = await post(`/api/runs/${runId}/cancel`, { force: true });
+    expect(refused).toEqual({
+      status: 400,
+      body: { error: "BadRequest", message: "body: POST /api/runs/:id/cancel takes no body; send none, or {}" },
+    });
+    expect((await get(`/api/runs/${runId}`)).body.status).not.toBe("cancelled");
+    expect((await post(`/api/runs/${runId}/cancel`, {})).status).toBe(200);
+  });
+
+  it("a JSON null body is not an empty one: a trigger with it is refused and makes no run", async () => {
+    const before = await env.sql<{ n: number }>("select count(*)::int as n from runs");
+    const refused = await post("/api/flows/http_payment/runs", null);
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toMatch(/^body: .*object/);
+    expect(await env.sql<{ n: number }>("select count(*)::int as n from runs")).toEqual(before);
+  });
+
+  it("a run list whose from is after its to says so", async () => {
+    const answer = await get("/api/runs?from=2026-12-05T00:00:00Z&to=2026-12-01T00:00:00Z");
+    expect(answer.status).toBe(400);
+    expect(answer.body.message).toMatch(/from .* is after to .*swap them/);
+  });
+
+  it("the OpenAPI document lists the answers every route may give before it acts: 400, and 413 and 415 for writes", async () => {
+    const { body: doc } = await get("/api/openapi.json");
+    for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)) {
+      for (const [method, op] of Object.entries(operations)) {
+        expect(Object.keys(op.responses), `${method} ${path}`).toContain("400");
+        if (method !== "get") expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(["413", "415"]));
+      }
+    }
+  });
+});

@@ -1,3 +1,4 @@
+import { bodyOf } from "./json-body.js";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { AxConfigError, AxConfigUnavailableError, AxConfigVersionNotFoundError } from "@ax/common";
@@ -41,7 +42,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
   });
 
   app.post("/api/config", async (request, reply) => {
-    const body = configBody.parse(request.body ?? {});
+    const body = configBody.parse(bodyOf(request));
     try {
       const applied = await config().apply(body.yaml, body.file ?? "api", body.author);
       const shown = await config().version(applied.version, { redacted: true });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { API_ROUTES, type RouteDoc } from "./api-routes.js";
+import { apiError } from "./api-schemas.js";
 
 type JsonSchema = Record<string, unknown>;
 
@@ -25,8 +26,26 @@ function parameters(schema: z.ZodObject | undefined, where: "path" | "query"): J
   }));
 }
 
-function operation(doc: RouteDoc): JsonSchema {
-  const responses = Object.fromEntries(
+/** What every route of a kind may answer besides its own: the server's checks before any route runs. */
+function sharedAnswers(method: string, doc: RouteDoc): Record<string, JsonSchema> {
+  const error = { "application/json": { schema: responseSchema(apiError) } };
+  const answers: Record<string, JsonSchema> = {
+    400: {
+      description: doc.query
+        ? "the query does not match its schema (unknown, repeated or malformed parameters)"
+        : "a query parameter was sent: this route takes none",
+      content: error,
+    },
+  };
+  if (method !== "GET") {
+    answers[415] = { description: "a body that is not content-type: application/json", content: error };
+    answers[413] = { description: "a body over the server's 4 MiB limit (a payload over 1 MiB: AxPayloadTooLargeError)", content: error };
+  }
+  return answers;
+}
+
+function operation(doc: RouteDoc, method: string): JsonSchema {
+  const responses: Record<string, JsonSchema> = Object.fromEntries(
     Object.entries(doc.responses).map(([status, answer]) => [
       status,
       {
@@ -36,6 +55,7 @@ function operation(doc: RouteDoc): JsonSchema {
       },
     ]),
   );
+  for (const [status, answer] of Object.entries(sharedAnswers(method, doc))) responses[status] ??= answer;
   if (doc.scope !== "public") {
     Object.assign(responses, {
       401: { description: "no token, or an unknown, revoked or expired one" },
@@ -70,7 +90,7 @@ export function openApiDocument(version: string): JsonSchema {
   for (const [key, doc] of Object.entries(API_ROUTES)) {
     const [method, url] = key.split(" ") as [string, string];
     const path = openApiPath(url);
-    paths[path] = { ...paths[path], [method.toLowerCase()]: operation(doc) };
+    paths[path] = { ...paths[path], [method.toLowerCase()]: operation(doc, method) };
   }
   return {
     openapi: "3.1.0",

@@ -1,3 +1,4 @@
+import { bodyOf } from "./json-body.js";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -18,7 +19,7 @@ export function registerRerunBackfillRoutes(
   deps: { db: Db; queues: QueueRegistry; businessKeyOf: RerunDeps["businessKeyOf"] },
 ): void {
   app.post<{ Params: { id: string } }>("/api/runs/:id/rerun", async (request, reply) => {
-    const body = rerunBody.parse(request.body ?? {});
+    const body = rerunBody.parse(bodyOf(request));
     const id = z.uuid().safeParse(request.params.id);
     const runId = id.success ? await rerunRun(deps, id.data, body) : undefined;
     if (!runId) throw new AxRunNotFoundError(request.params.id);
@@ -27,7 +28,7 @@ export function registerRerunBackfillRoutes(
 
   app.post<{ Params: { flow: string } }>("/api/flows/:flow/backfills", async (request, reply) => {
     const { flow } = flowParams.parse(request.params);
-    const body = backfillBody.parse(request.body ?? {});
+    const body = backfillBody.parse(bodyOf(request));
     const started = await startBackfill(deps, { ...body, flow, from: new Date(body.from), to: new Date(body.to) });
     return reply.status(201).send(started);
   });

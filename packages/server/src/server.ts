@@ -37,7 +37,7 @@ import {
 import { listQuery, parseQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
 import { addProcessMetrics } from "./process-metrics.js";
-import { registerJsonBodies } from "./json-body.js";
+import { bodyOf, registerJsonBodies } from "./json-body.js";
 import { openApiDocument } from "./openapi.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
@@ -142,6 +142,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   });
 
+  // Likewise a route that takes no body refuses one with content (`{}`, what clients send for "nothing", passes):
+  // a cancel sent with options it does not have would otherwise seem to have applied them.
+  app.addHook("preValidation", async (request, reply) => {
+    const { doc } = routeOf(request);
+    if (!doc || doc.body || !request.routeOptions.url?.startsWith("/api/")) return;
+    const body = request.body as unknown;
+    if (body === undefined || (isPlainObject(body) && Object.keys(body).length === 0)) return;
+    return reply.status(400).send({
+      error: "BadRequest",
+      message: `body: ${request.method} ${request.routeOptions.url} takes no body; send none, or {}`,
+    });
+  });
+
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: "NotFound", message: `no route ${request.method} ${request.url}; GET /api/openapi.json lists them` }),
   );
@@ -235,6 +248,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.get("/api/runs", async (request) => {
     const { from, to, ...query } = parseQuery(listQuery, request.query);
+    if (from !== undefined && to !== undefined && Date.parse(from) > Date.parse(to)) {
+      throw Object.assign(new Error(`query: from (${from}) is after to (${to}); swap them`), { name: "BadRequest", statusCode: 400 });
+    }
     return listRunPage(options.db, {
       ...query,
       from: from === undefined ? undefined : new Date(from),
@@ -257,7 +273,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   app.post<{ Params: { flow: string } }>("/api/flows/:flow/runs", async (request, reply) => {
-    const body = triggerBody.parse(request.body ?? {});
+    const body = triggerBody.parse(bodyOf(request));
     const payload = body.payload ?? null;
     const keys = triggerKeys(flows.get(request.params.flow), payload, body);
     const triggered = await triggerRun(
@@ -302,6 +318,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await app.close();
     throw portError(error, port, host, "the HTTP API");
   }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Whether every name and value of a query string percent-decodes. */

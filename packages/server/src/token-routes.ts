@@ -1,3 +1,4 @@
+import { bodyOf } from "./json-body.js";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { AxTokenNameError } from "@ax/common";
@@ -14,7 +15,7 @@ export function registerTokenRoutes(app: App, db: Db): void {
   app.get("/api/tokens", async () => ({ tokens: await listApiTokens(db) }));
 
   app.post("/api/tokens", async (request, reply) => {
-    const body = tokenBody.parse(request.body ?? {});
+    const body = tokenBody.parse(bodyOf(request));
     try {
       const created = await createApiToken(
         db,
