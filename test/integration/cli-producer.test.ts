@@ -69,13 +69,23 @@ describe("ax server <entry> and ax trigger --entry apply the flow's key function
       expect(Date.parse(delayed.runAt) - Date.now()).toBeGreaterThan(8 * 60_000);
 
       // Without the flow's code the keys cannot be computed: the trigger goes through, and says so.
-      const unkeyed = await runAx([...connection, "trigger", "keyed_flow", "--payload", '{"event_id":"45"}']);
+      // A warning, shown at the commands' default level (the tests run at error).
+      const warnings = { AX_LOG_LEVEL: "warn" };
+      const unkeyed = await runAx([...connection, "trigger", "keyed_flow", "--payload", '{"event_id":"45"}'], warnings);
       expect(unkeyed.code).toBe(0);
-      expect(unkeyed.stderr).toContain(
-        'AxWarning: flow "keyed_flow" computes its idempotencyKey and businessKey in code, which this client does not have: its runs are triggered without them',
+      // One plain line, as the command's other warnings.
+      expect(unkeyed.stderr).toMatch(
+        /^ax: flow "keyed_flow" computes its idempotencyKey and businessKey in code, which this client does not have: its runs are triggered without them .*ax trigger --entry <file> or --idempotency-key \/ --business-key\.\n$/,
       );
-      expect(unkeyed.stderr).toContain("ax trigger --entry <file> or --idempotency-key / --business-key");
-      const halfKeyed = await runAx([...connection, "trigger", "keyed_flow", "--payload", '{"event_id":"46"}', "--idempotency-key", "k46"]);
+      // A trigger refused for its payload says only why.
+      const refused = await runAx([...connection, "trigger", "keyed_flow", "--payload", '{"event_id":"a\\u0000"}'], warnings);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+      expect(refused.stderr).toMatch(/^AxPayloadError: /);
+      const halfKeyed = await runAx(
+        [...connection, "trigger", "keyed_flow", "--payload", '{"event_id":"46"}', "--idempotency-key", "k46"],
+        warnings,
+      );
       expect(halfKeyed.stderr).toContain('flow "keyed_flow" computes its businessKey in code');
       // The idempotency key was given: a repeated event is the same run, and the warning does not say otherwise.
       expect(halfKeyed.stderr).toContain("(its runs cannot be found by that key)");

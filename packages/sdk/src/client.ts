@@ -119,7 +119,7 @@ export class Client {
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
     this.caps = new FlowCaps(this.connections.store.db);
     this.versions = new FlowVersions(this.connections.store.db);
-    this.unkeyed = new UnkeyedWarning(this.caps);
+    this.unkeyed = new UnkeyedWarning(this.caps, options.logger);
     this.config = new LiveConfig(this.connections.store.db, this.connections.redis, this.connections.queues.prefix);
   }
 
@@ -143,9 +143,9 @@ export class Client {
       priority,
     };
     checkKeys(request);
+    const runId = options.tx ? (await this.triggerMany([request], options))[0]! : (await triggerRun(this.triggerDeps(), request)).runId;
     if (!defined) await this.unkeyed.check(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
-    if (options.tx) return (await this.triggerMany([request], options))[0]!;
-    return (await triggerRun(this.triggerDeps(), request)).runId;
+    return runId;
   }
 
   /**
@@ -177,8 +177,9 @@ export class Client {
       }),
     );
     for (const [i, request] of requests.entries()) checkKeys(request, i);
+    const runIds = await this.triggerMany(requests, options);
     if (!defined) await this.unkeyed.check(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
-    return this.triggerMany(requests, options);
+    return runIds;
   }
 
   async getRun(runId: string): Promise<RunInfo> {

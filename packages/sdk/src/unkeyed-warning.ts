@@ -1,16 +1,22 @@
 import type { FlowCaps } from "@ax/coordinator";
+import type { Logger } from "pino";
 
 type KeyOption = "idempotencyKey" | "businessKey";
 
 /**
  * A flow triggered by name, without its code, whose Runtimes recorded that it computes its
  * idempotency or business key in code: these runs carry no such key, so a repeated event makes
- * a second run. Said once per flow and client, as a process warning (stderr), since nothing fails.
+ * a second run. Said once per flow and client, after a trigger that made its run, since nothing
+ * fails: to the client's own logger when it was given one (the `ax` command's plain lines), else
+ * as a process warning (stderr).
  */
 export class UnkeyedWarning {
   private readonly warned = new Set<string>();
 
-  constructor(private readonly caps: FlowCaps) {}
+  constructor(
+    private readonly caps: FlowCaps,
+    private readonly log?: Logger,
+  ) {}
 
   async check(flow: string, given: Record<KeyOption, unknown>): Promise<void> {
     if (this.warned.has(flow)) return;
@@ -20,11 +26,11 @@ export class UnkeyedWarning {
     this.warned.add(flow);
     // Only a missing idempotency key lets a repeated event make a second run; a business key is for finding runs.
     const consequence = missing.includes("idempotencyKey") ? "a repeated event makes a second run" : "its runs cannot be found by that key";
-    process.emitWarning(
+    const message =
       `flow "${flow}" computes its ${missing.join(" and ")} in code, which this client does not have: its runs are triggered without ${missing.length > 1 ? "them" : "it"}` +
-        ` (${consequence}). Trigger with the flow itself (triggerFlow(flowObject, payload)), give new Client({ flows }),` +
-        ` or pass the key; from the CLI, ax trigger --entry <file> or --${missing.map((m) => m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(" / --")}.`,
-      { type: "AxWarning", code: "AX_FLOW_KEYS_NOT_APPLIED" },
-    );
+      ` (${consequence}). Trigger with the flow itself (triggerFlow(flowObject, payload)), give new Client({ flows }),` +
+      ` or pass the key; from the CLI, ax trigger --entry <file> or --${missing.map((m) => m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(" / --")}.`;
+    if (this.log) this.log.warn({ code: "AX_FLOW_KEYS_NOT_APPLIED" }, message);
+    else process.emitWarning(message, { type: "AxWarning", code: "AX_FLOW_KEYS_NOT_APPLIED" });
   }
 }
