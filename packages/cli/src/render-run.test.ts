@@ -145,6 +145,23 @@ describe("renderRun", () => {
     expect(plain(renderRun(run([node({})])))).toMatch(/took 900ms$/m);
   });
 
+  it("says a run cancelled before any node started, or not started yet, in words rather than a dash", () => {
+    const cancelled = {
+      ...run([node({ status: "cancelled", startedAt: null })]),
+      status: "cancelled" as const,
+      startedAt: null,
+      finishedAt: at(500),
+    };
+    expect(plain(renderRun(cancelled))).toMatch(/trigger manual {2}cancelled before it started$/m);
+    const waiting = {
+      ...run([node({ status: "queued", startedAt: null, finishedAt: null })]),
+      status: "pending" as const,
+      startedAt: null,
+      finishedAt: null,
+    };
+    expect(plain(renderRun(waiting))).toMatch(/trigger manual {2}not started yet$/m);
+  });
+
   it("prints a minute or more in whole units, not in raw seconds", () => {
     expect(elapsed(639)).toBe("639ms");
     expect(elapsed(12_000)).toBe("12.0s");

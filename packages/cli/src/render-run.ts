@@ -94,9 +94,13 @@ export function renderRun(run: RunInfo, now = new Date()): string {
     `  trigger ${run.trigger}` +
       (run.businessKey ? `  business key ${run.businessKey}` : "") +
       (run.idempotencyKey ? `  idempotency key ${run.idempotencyKey}` : "") +
-      (run.finishedAt || !run.startedAt
-        ? `  took ${duration(run.startedAt, run.finishedAt) || "-"}`
-        : `  running for ${duration(run.startedAt, now.toISOString())}`) +
+      (run.finishedAt
+        ? run.startedAt
+          ? `  took ${duration(run.startedAt, run.finishedAt)}`
+          : `  ${run.status} before it started`
+        : run.startedAt
+          ? `  running for ${duration(run.startedAt, now.toISOString())}`
+          : "  not started yet") +
       // A delayed run, or one held by a limit, waited before its first start: not part of what it took.
       (waitedMs(run) >= 1000 ? ` (started ${duration(run.createdAt, run.startedAt)} after it was triggered)` : ""),
     ...(run.logicalDate ? [`  logical date ${run.logicalDate}`] : []),

@@ -88,9 +88,9 @@ export function addRunCommands(program: Command): void {
   program
     .command("runs")
     .description("list recent runs, newest first")
-    .option("--flow <name>")
-    .option("--status <status>")
-    .option("--business-key <key>")
+    .option("--flow <name>", "only runs of this flow")
+    .option("--status <status>", `only runs in this state: ${RUN_STATUSES.join(", ")}`)
+    .option("--business-key <key>", "only runs with this business key (the whole key, as stored)")
     .option("--idempotency-key <key>", "the run this key made (with --flow: keys are unique per flow)")
     .option("--trigger <kind>", `how the runs were started: ${RUN_TRIGGERS.join(", ")}`)
     .option("--limit <n>", "how many", "20")
