@@ -45,6 +45,8 @@ export interface FailedAttempt {
   startedAt?: Date;
   /** When its function ended, by PostgreSQL's clock (see `AttemptEnd`); unknown for a failure of ax's own. */
   endedAt?: Date;
+  /** For an attempt whose worker died: the node's crashed attempts before it (see `CRASHES_REDELIVERED`). */
+  crashesBefore?: number;
 }
 
 /**
@@ -101,7 +103,7 @@ export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagN
   const { attempt, outcome, run } = failed;
   const ref = { runId: run.runId, nodeKey: node.key, attempt };
   const failure = toTaskFailure(failed.error, failureKind(outcome, failed.error));
-  const decision = decideRetry(failed.policy, failed.error, attempt);
+  const decision = decideRetry(failed.policy, failed.error, attempt, undefined, failed.crashesBefore);
   if (decision.retry) {
     const retry = { ...ref, outcome, error: failure, delayMs: decision.delayMs, endedAt: failed.endedAt };
     const nextRetryAt = await unlessStartLost(

@@ -1,6 +1,6 @@
 // Before an attempt's function: the fence that starts it, and what a job that lost the fence means.
 import { setTimeout as sleep } from "node:timers/promises";
-import { inspectAttempt, type AttemptRef, type DagNode, type RunningAttempt, type StartedAttempt } from "@ax/store";
+import { crashedAttempts, inspectAttempt, type AttemptRef, type DagNode, type RunningAttempt, type StartedAttempt } from "@ax/store";
 import type { CachedDag } from "./dag-cache.js";
 import { withDbRetry } from "./db-retry.js";
 import { AxAttemptAbandonedError, AxWorkerCrashedError } from "@ax/common";
@@ -74,6 +74,8 @@ async function closeCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, re
     attempt: ref.attempt,
     error,
     outcome: "crashed",
+    // A worker that died is redelivered whatever `retries` says, a few times; one that gave its attempt up is not.
+    ...(found.abandoned ? {} : { crashesBefore: await crashedAttempts(deps.db, ref) }),
     policy: deps.tasks.get(node.task)?.options ?? NO_RETRY,
     run,
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { reviveError, serialiseError } from "./executors/protocol.js";
-import { backoffDelay, decideRetry } from "./retry-policy.js";
+import { backoffDelay, CRASHES_REDELIVERED, decideRetry } from "./retry-policy.js";
 import { AxNotJsonError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
 
 type Policy = Parameters<typeof decideRetry>[0];
@@ -208,5 +208,15 @@ describe("decideRetry", () => {
     const narrow = policy({ retries: 1, retryOn: [InvoiceApiError], noRetryOn: [Error] });
     expect(decideRetry(narrow, crash, 1)).toEqual({ retry: true, delayMs: 1000 });
     expect(decideRetry(narrow, crash, 2).retry).toBe(false);
+  });
+
+  it("follows a node's first crashes with a new attempt whatever retries says, then counts them against retries", () => {
+    const crash = new AxWorkerCrashedError("w1", 1);
+    const none = policy({ retries: 0 });
+    expect(decideRetry(none, crash, 1, undefined, 0).retry).toBe(true);
+    expect(decideRetry(none, crash, 3, undefined, CRASHES_REDELIVERED - 1).retry).toBe(true);
+    expect(decideRetry(none, crash, 4, undefined, CRASHES_REDELIVERED)).toEqual({ retry: false, reason: "no retries left (retries: 0)" });
+    // Only a dead worker: a task's own failure still needs retries.
+    expect(decideRetry(none, new InvoiceApiError("down"), 1, undefined, 0).retry).toBe(false);
   });
 });

@@ -27,8 +27,27 @@ export function backoffDelay(policy: Policy, failedAttempt: number, random: () =
   return Math.max(0, Math.round(Math.min(jittered, policy.maxBackoffMs)));
 }
 
-/** Decides, where the error was caught, whether attempt `attempt` is followed by another. */
-export function decideRetry(policy: Policy, error: unknown, attempt: number, random?: () => number): RetryDecision {
+/**
+ * Crashes of one node (its worker died mid-attempt) followed by a new attempt whatever `retries`
+ * says: the task did not fail, its worker went away. Past these, a crash counts against `retries`,
+ * so a task that kills its worker every time (out of memory) does not take down worker after worker.
+ */
+export const CRASHES_REDELIVERED = 3;
+
+/**
+ * Decides, where the error was caught, whether attempt `attempt` is followed by another.
+ * `crashesBefore`: the node's crashed attempts before this one, when this one crashed.
+ */
+export function decideRetry(
+  policy: Policy,
+  error: unknown,
+  attempt: number,
+  random?: () => number,
+  crashesBefore = CRASHES_REDELIVERED,
+): RetryDecision {
+  if (matches(error, AxWorkerCrashedError) && crashesBefore < CRASHES_REDELIVERED) {
+    return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
+  }
   if (matches(error, NonRetryableError)) return { retry: false, reason: "the task threw NonRetryableError" };
   if (matches(error, AxResultTooLargeError)) return { retry: false, reason: "a result over maxResultBytes is the same on every attempt" };
   if (matches(error, AxNotJsonError)) return { retry: false, reason: "a value that is not JSON is the same on every attempt" };

@@ -13,5 +13,13 @@ export { retryAttempt } from "./retry.js";
 export { failNode } from "./fail.js";
 export { abandonAttempt, handBackAttempts } from "./crash.js";
 export { cancelledRunIds, cancelRunRecords } from "./cancel.js";
-export { firstFailedNode, inspectAttempt, nodeWaiting, recordProgress, runningAttemptsOf, takenOverAttempts } from "./inspect.js";
+export {
+  crashedAttempts,
+  firstFailedNode,
+  inspectAttempt,
+  nodeWaiting,
+  recordProgress,
+  runningAttemptsOf,
+  takenOverAttempts,
+} from "./inspect.js";
 export { nodeInputsAnyStatus, waitingNodeInputs, type InputRequest, type NodeInputs } from "./inputs.js";

@@ -61,6 +61,20 @@ export async function firstFailedNode(
   return row && { nodeKey: row.node_key, error: { name: row.name ?? "Error", message: row.message ?? "" } };
 }
 
+/**
+ * How many of a node's attempts so far ended because their worker died (`crashed`, leaving out
+ * attempts a stopping worker handed back): a crash is followed by a new attempt whatever the
+ * task's `retries`, but only so many times.
+ */
+export async function crashedAttempts(db: Db, ref: { runId: string; nodeKey: string }): Promise<number> {
+  const [row] = await rows<{ n: number }>(
+    db,
+    sql`select count(*)::int as n from attempts where run_id = ${ref.runId} and node_key = ${ref.nodeKey}
+        and outcome = 'crashed' and coalesce(error->>'name', '') <> 'AxWorkerStoppedError'`,
+  );
+  return Number(row?.n ?? 0);
+}
+
 /** Stores a running attempt's reported progress on its node. */
 export async function recordProgress(db: Db, ref: AttemptRef & { progress: Json }): Promise<void> {
   await db.execute(sql`
