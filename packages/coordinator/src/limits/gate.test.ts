@@ -92,6 +92,9 @@ describe("LimitGate", () => {
       blocked: { kind: "semaphore", label: "pool core_db", key: "core_db", used: 3, capacity: 3, weight: 1, kept: 0 },
     });
     expect(describeBlocked((third as { blocked: Parameters<typeof describeBlocked>[0] }).blocked)).toBe("pool core_db (3/3)");
+    // A full pool needs no reserve to explain why a start waits.
+    const full = { kind: "semaphore" as const, label: "pool core_db", key: "core_db", used: 3, capacity: 3, weight: 1, kept: 2 };
+    expect(describeBlocked(full)).toBe("pool core_db (3/3)");
   });
 
   it("keeps a refused heavy start's slots in reserve: one-slot starts cannot hold it back for ever", async () => {

@@ -305,7 +305,9 @@ function formatWindow(ms: number): string {
  */
 export function describeBlocked(b: Blocked): string {
   if (b.kind === "rate") return `${b.label} ${b.max} per ${formatWindow(b.perMs)}`;
-  const why = [...(b.weight > 1 ? [`needs ${b.weight}`] : []), ...(b.kept > 0 ? [`${b.kept} kept for a start that needs ${b.kept}`] : [])];
+  // A full count needs no reserve to explain it.
+  const kept = b.kept > 0 && b.used < b.capacity;
+  const why = [...(b.weight > 1 ? [`needs ${b.weight}`] : []), ...(kept ? [`${b.kept} kept for a start that needs ${b.kept}`] : [])];
   const count = [`${b.used}/${b.capacity}`, ...why].join(", ");
   return b.label.includes(" ") || why.length > 0 ? `${b.label} (${count})` : `${b.label} ${count}`;
 }
