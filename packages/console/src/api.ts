@@ -20,6 +20,16 @@ export class ApiUnreachableError extends Error {
   }
 }
 
+/** `fetch`, with a request that got no answer said as ApiUnreachableError; the caller's own abort stays an abort. */
+async function reach(path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(path, init);
+  } catch (error) {
+    if (init.signal?.aborted) throw error;
+    throw new ApiUnreachableError();
+  }
+}
+
 /** Raised on a 401: the app shows the login screen. */
 let onUnauthorized: () => void = () => {};
 export function setUnauthorizedHandler(handler: () => void): void {
@@ -43,11 +53,7 @@ async function authorized(path: string, init: RequestInit, credential: string | 
   const headers: Record<string, string> = {};
   if (credential) headers.authorization = `Bearer ${credential}`;
   if (json) headers["content-type"] = "application/json";
-  const response = await fetch(path, { ...init, headers }).catch((error: unknown) => {
-    // An abort is the caller's own doing; anything else fetch rejects with is a network failure.
-    if (init.signal?.aborted) throw error;
-    throw new ApiUnreachableError();
-  });
+  const response = await reach(path, { ...init, headers });
   if (response.status === 401) {
     // A token the server refused is never sent again: it would only count toward the limit.
     if (credential && token.get() === credential) token.clear();
@@ -107,9 +113,7 @@ async function parse<T>(response: Response): Promise<T> {
  * refusal throws the server's ApiError (401 not valid, 429 limited) and stores nothing.
  */
 export async function signIn(value: string): Promise<void> {
-  const response = await fetch("/api/flows", { headers: { authorization: `Bearer ${value}` } }).catch(() => {
-    throw new ApiUnreachableError();
-  });
+  const response = await reach("/api/flows", { headers: { authorization: `Bearer ${value}` } });
   await parse<unknown>(response);
   token.set(value);
   probe = { token: value, valid: Promise.resolve(true) };

@@ -96,6 +96,10 @@ export const listQuery = z
   .refine((q) => q.idempotencyKey === undefined || q.flow !== undefined, {
     path: ["idempotencyKey"],
     message: "needs flow too: an idempotency key is unique per flow",
+  })
+  .refine((q) => q.from === undefined || q.to === undefined || Date.parse(q.from) <= Date.parse(q.to), {
+    path: ["from"],
+    message: "is after to: swap them",
   });
 
 /** An idempotency or business key: what the body gives, the Client's options, a flow's key function returns. */

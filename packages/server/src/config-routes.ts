@@ -1,8 +1,8 @@
-import { bodyOf } from "./json-body.js";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { AxConfigError, AxConfigUnavailableError, AxConfigVersionNotFoundError } from "@ax/common";
 import { configBody, configVersionParams } from "./api-schemas.js";
+import { bodyOf } from "./json-body.js";
 
 /**
  * Stored configuration versions, as the SDK's `LiveConfig` serves them (validating YAML needs the

@@ -1,4 +1,3 @@
-import { bodyOf } from "./json-body.js";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -6,6 +5,7 @@ import { backfillInfo, listBackfills, type Db } from "@ax/store";
 import { cancelBackfill, rerunRun, retryBackfill, startBackfill, type QueueRegistry, type RerunDeps } from "@ax/coordinator";
 import { AxBackfillNotFoundError, AxRunNotFoundError } from "@ax/common";
 import { backfillBody, backfillsQuery, flowParams, parseQuery, rerunBody } from "./api-schemas.js";
+import { bodyOf } from "./json-body.js";
 
 /**
  * `POST /api/runs/:id/rerun`, `POST /api/flows/:flow/backfills`, `GET /api/backfills[/:id]`,

@@ -1,10 +1,10 @@
-import { bodyOf } from "./json-body.js";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { AxTokenNameError } from "@ax/common";
 import { createApiToken, listApiTokens, listAudit, revokeApiToken, type Db } from "@ax/store";
 import { auditQuery, parseQuery, tokenBody, tokenNameParams } from "./api-schemas.js";
 import { actorOf } from "./auth.js";
+import { bodyOf } from "./json-body.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 

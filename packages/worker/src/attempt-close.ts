@@ -103,7 +103,7 @@ export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagN
   const { attempt, outcome, run } = failed;
   const ref = { runId: run.runId, nodeKey: node.key, attempt };
   const failure = toTaskFailure(failed.error, failureKind(outcome, failed.error));
-  const decision = decideRetry(failed.policy, failed.error, attempt, undefined, failed.crashesBefore);
+  const decision = decideRetry(failed.policy, failed.error, attempt, { crashesBefore: failed.crashesBefore });
   if (decision.retry) {
     const retry = { ...ref, outcome, error: failure, delayMs: decision.delayMs, endedAt: failed.endedAt };
     const nextRetryAt = await unlessStartLost(

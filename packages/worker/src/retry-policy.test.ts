@@ -74,7 +74,7 @@ describe("decideRetry", () => {
   });
 
   it("passes its random source on to the jitter", () => {
-    expect(decideRetry(policy({ jitter: 0.5 }), new Error("x"), 1, fixed(0))).toEqual({ retry: true, delayMs: 500 });
+    expect(decideRetry(policy({ jitter: 0.5 }), new Error("x"), 1, { random: fixed(0) })).toEqual({ retry: true, delayMs: 500 });
   });
 
   it("stops when the attempts are exhausted: retries 3 means attempts 1..4", () => {
@@ -165,7 +165,7 @@ describe("decideRetry", () => {
 
   it("retries a RetryAfterError after exactly its delay: no jitter, no cap, no exponent", () => {
     const p = policy({ jitter: 0.5, maxBackoffMs: 100, retryBackoffMs: 10 });
-    expect(decideRetry(p, new RetryAfterError(2500), 3, fixed(0))).toEqual({ retry: true, delayMs: 2500 });
+    expect(decideRetry(p, new RetryAfterError(2500), 3, { random: fixed(0) })).toEqual({ retry: true, delayMs: 2500 });
     expect(decideRetry(p, new RetryAfterError(0), 1)).toEqual({ retry: true, delayMs: 0 });
   });
 
@@ -213,10 +213,13 @@ describe("decideRetry", () => {
   it("follows a node's first crashes with a new attempt whatever retries says, then counts them against retries", () => {
     const crash = new AxWorkerCrashedError("w1", 1);
     const none = policy({ retries: 0 });
-    expect(decideRetry(none, crash, 1, undefined, 0).retry).toBe(true);
-    expect(decideRetry(none, crash, 3, undefined, CRASHES_REDELIVERED - 1).retry).toBe(true);
-    expect(decideRetry(none, crash, 4, undefined, CRASHES_REDELIVERED)).toEqual({ retry: false, reason: "no retries left (retries: 0)" });
+    expect(decideRetry(none, crash, 1, { crashesBefore: 0 }).retry).toBe(true);
+    expect(decideRetry(none, crash, 3, { crashesBefore: CRASHES_REDELIVERED - 1 }).retry).toBe(true);
+    expect(decideRetry(none, crash, 4, { crashesBefore: CRASHES_REDELIVERED })).toEqual({
+      retry: false,
+      reason: "no retries left (retries: 0)",
+    });
     // Only a dead worker: a task's own failure still needs retries.
-    expect(decideRetry(none, new InvoiceApiError("down"), 1, undefined, 0).retry).toBe(false);
+    expect(decideRetry(none, new InvoiceApiError("down"), 1, { crashesBefore: 0 }).retry).toBe(false);
   });
 });

@@ -36,24 +36,25 @@ export const CRASHES_REDELIVERED = 3;
 
 /**
  * Decides, where the error was caught, whether attempt `attempt` is followed by another.
- * `crashesBefore`: the node's crashed attempts before this one, when this one crashed.
+ * `crashesBefore`: the node's crashed attempts before this one, when this one crashed; `random`
+ * draws the jitter.
  */
 export function decideRetry(
   policy: Policy,
   error: unknown,
   attempt: number,
-  random?: () => number,
-  crashesBefore = CRASHES_REDELIVERED,
+  { random, crashesBefore = CRASHES_REDELIVERED }: { random?: () => number; crashesBefore?: number | undefined } = {},
 ): RetryDecision {
-  if (matches(error, AxWorkerCrashedError) && crashesBefore < CRASHES_REDELIVERED) {
-    return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
+  // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing.
+  if (matches(error, AxWorkerCrashedError)) {
+    return crashesBefore < CRASHES_REDELIVERED || attempt <= policy.retries
+      ? { retry: true, delayMs: backoffDelay(policy, attempt, random) }
+      : { retry: false, reason: `no retries left (retries: ${policy.retries})` };
   }
   if (matches(error, NonRetryableError)) return { retry: false, reason: "the task threw NonRetryableError" };
   if (matches(error, AxResultTooLargeError)) return { retry: false, reason: "a result over maxResultBytes is the same on every attempt" };
   if (matches(error, AxNotJsonError)) return { retry: false, reason: "a value that is not JSON is the same on every attempt" };
   if (attempt > policy.retries) return { retry: false, reason: `no retries left (retries: ${policy.retries})` };
-  // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing.
-  if (matches(error, AxWorkerCrashedError)) return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
   if (policy.noRetryOn.some((m) => matches(error, m))) return { retry: false, reason: "error is in noRetryOn" };
   if (policy.retryOn && !policy.retryOn.some((m) => matches(error, m))) {
     return { retry: false, reason: "error is not in retryOn" };

@@ -1,4 +1,4 @@
-import { ApiUnreachableError, api } from "../api";
+import { api } from "../api";
 import { Dag, type DagNode } from "../components/Dag";
 import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel } from "../components/NodePanel";
@@ -75,7 +75,14 @@ export function RunPage({ id }: { id: string }) {
         <ErrorNote error={error} />
       </>
     );
-  if (!run) return offline ? <ErrorNote error={new ApiUnreachableError()} /> : <p className="muted">{t("loading")}</p>;
+  if (!run)
+    return offline ? (
+      <div className="error-note" role="alert">
+        {t("api.unreachable")}
+      </div>
+    ) : (
+      <p className="muted">{t("loading")}</p>
+    );
   const final = FINAL_RUN.includes(run.status);
   const nodes: DagNode[] = run.tasks.map((task) => ({
     key: task.key,

@@ -123,7 +123,7 @@ describe("LimitGate", () => {
   it("a heavy start that is only a look (its queue was found empty) keeps no reserve when refused", async () => {
     const holders = [];
     for (let i = 0; i < 2; i++) holders.push(permitOf(await gate.acquire(spec([sem("looked", 2, 1)]))));
-    expect(await gate.acquire(spec([sem("looked", 2, 2)]), undefined, true)).toMatchObject({ ok: false, blocked: { kept: 0 } });
+    expect(await gate.acquire(spec([sem("looked", 2, 2)]), { onlyALook: true })).toMatchObject({ ok: false, blocked: { kept: 0 } });
     await gate.release(holders.pop()!);
     // The one-slot start that has work takes the free slot: nothing was kept for a start with none.
     holders.push(permitOf(await gate.acquire(spec([sem("looked", 2, 1)]))));

@@ -169,11 +169,15 @@ export class LimitGate {
   /**
    * Takes every semaphore and rate slot of `spec`, or none. Throws `AxLimitError` for a spec no
    * start could ever pass. A call that fails in transit may have taken its slots: nothing renews
-   * them, so they come back within the lease. `onlyALook`: the caller does not know that it has a
-   * start to make (it polls a queue last found empty), so a refused heavy start keeps no slots in
-   * reserve: an idle task's polls would otherwise hold slots back from the tasks that have work.
+   * them, so they come back within the lease. `park`: join the blocking semaphore's line when
+   * refused. `onlyALook`: the caller does not know that it has a start to make (it polls a queue
+   * last found empty), so a refused heavy start keeps no slots in reserve: an idle task's polls
+   * would otherwise hold slots back from the tasks that have work.
    */
-  async acquire(spec: LimitSpec, park?: ParkRequest, onlyALook = false): Promise<Acquired> {
+  async acquire(
+    spec: LimitSpec,
+    { park, onlyALook = false }: { park?: ParkRequest | undefined; onlyALook?: boolean } = {},
+  ): Promise<Acquired> {
     validate(spec);
     const id = randomUUID();
     const keys = [...spec.semaphores.map((s) => this.semPrefix + s.key), ...spec.rates.map((r) => this.ratePrefix + r.key)];

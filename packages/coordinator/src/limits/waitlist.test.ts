@@ -21,7 +21,7 @@ describe("Waitlist", () => {
   const take = async (key: string, jobId: string): Promise<Permit | undefined> => {
     const answer = await gate.acquire(
       { semaphores: [{ key, capacity: 1, weight: 1, label: `concurrency key ${key}` }], rates: [] },
-      waitlist.parkRequest("q", jobId, `concurrency key ${key} (1/1)`, true),
+      { park: waitlist.parkRequest("q", jobId, `concurrency key ${key} (1/1)`, true) },
     );
     return answer.ok ? answer.permit : undefined;
   };

@@ -227,7 +227,7 @@ export class Dispatcher {
     if (isLimited(spec)) {
       const freed = this.freed;
       // A queue found empty with nothing announced since is only looked at: a refusal keeps no reserve.
-      const answer = await this.o.gate.acquire(spec, undefined, state.emptyAtWakes === state.wakes);
+      const answer = await this.o.gate.acquire(spec, { onlyALook: state.emptyAtWakes === state.wakes });
       if (!answer.ok) {
         state.fetchWidth = 1;
         this.blockOn(state, answer.blocked, this.freed !== freed);

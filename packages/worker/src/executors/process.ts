@@ -60,8 +60,8 @@ export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
   child.stderr?.on("data", (chunk: Buffer) => {
     // V8's report of a heap cap hit (its last GCs and native stack, some twenty plain lines) is
     // kept out of the worker's log: the attempt's error says which limit it was.
+    const text = chunk.toString("utf8");
     if (!dumping) {
-      const text = chunk.toString("utf8");
       const at = text.search(V8_DUMP);
       if (at === -1) process.stderr.write(chunk);
       else {
@@ -69,7 +69,7 @@ export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
         if (at > 0) process.stderr.write(text.slice(0, at));
       }
     }
-    stderrTail = (stderrTail + chunk.toString("utf8")).slice(-STDERR_TAIL);
+    stderrTail = (stderrTail + text).slice(-STDERR_TAIL);
   });
   child.on("message", (message: ChildMessage) => {
     if (message.type === "ready") markReady();
