@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Dialog, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, Client, type Runtime } from "ax-scheduler";
 import { migrate, openStore } from "@ax/store";
@@ -779,22 +779,37 @@ describe("the web console against an API that checks tokens", () => {
     await shot("16-node-logs-done");
   });
 
-  it("cancelling a run asks first: dismissed it keeps running, confirmed it is cancelled", async () => {
+  it("cancelling a run asks first, in the page: kept it runs on, confirmed it is cancelled", async () => {
     await signedInAs(token.admin);
     const runId = await client.triggerFlow("console_tail_flow", { lines: 60, everyMs: 250 });
     await page.goto(`${runtime.url}/runs/${runId}`);
     await page.locator('.dag-node[data-node="console_tail"][data-status="running"]').waitFor({ timeout: 15_000 });
-    const asked: string[] = [];
-    page.once("dialog", (dialog) => {
-      asked.push(dialog.message());
+    // Asked in the page, not by the browser's own prompt; the safe choice has the focus, so Enter keeps the run.
+    const prompts: string[] = [];
+    const prompted = (dialog: Dialog) => {
+      prompts.push(dialog.message());
       void dialog.dismiss();
-    });
+    };
+    page.on("dialog", prompted);
     await page.getByRole("button", { name: "Cancel run" }).click();
-    await expect.poll(() => asked).toEqual(["Cancel this run? Its running attempts are stopped and its unfinished nodes will not run."]);
+    const ask = page.getByRole("dialog", { name: "Cancel this run?" });
+    await expect(ask.textContent()).resolves.toContain("Its running attempts are stopped and its unfinished nodes will not run.");
+    await expect.poll(() => page.evaluate("document.activeElement?.textContent")).toBe("Keep running");
+    await shot("18-cancel-confirm");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.locator("dialog").count()).toBe(0);
     await sleep(500);
     expect((await client.getRun(runId))?.status).toBe("running");
-    page.once("dialog", (dialog) => void dialog.accept());
+    // Escape keeps it running too.
     await page.getByRole("button", { name: "Cancel run" }).click();
+    await ask.waitFor();
+    await page.keyboard.press("Escape");
+    await expect.poll(() => page.locator("dialog").count()).toBe(0);
+    expect((await client.getRun(runId))?.status).toBe("running");
+    await page.getByRole("button", { name: "Cancel run" }).click();
+    await ask.getByRole("button", { name: "Cancel run" }).click();
+    page.off("dialog", prompted);
+    expect(prompts).toEqual([]);
     await page.locator('h1 .badge[data-status="cancelled"]').waitFor({ timeout: 15_000 });
     expect((await client.getRun(runId))?.status).toBe("cancelled");
     // The attempt the cancel stopped is recorded failed with AxCancelledError: shown as cancelled, in grey, not as a failure.

@@ -85,7 +85,26 @@ interface Point {
   y: number;
 }
 
-type Routed = Edge<{ via: Point[]; vertical: boolean }>;
+type Routed = Edge<{ via: Point[]; vertical: boolean; wrapY?: number | undefined }>;
+
+/** How far a returning edge runs out beside its nodes' columns, and the radius of its corners. */
+const WRAP_OUT = 24;
+const CORNER = 10;
+
+/**
+ * An edge from one band of a folded graph to the next, drawn as a line returns on a page: out of
+ * its source to the right, down into the gap under the source's band, back to the left of its
+ * target, and down into it.
+ */
+function wrapPath(sx: number, sy: number, tx: number, ty: number, y: number): string {
+  const [right, left] = [sx + WRAP_OUT, tx - WRAP_OUT];
+  return [
+    `M ${sx},${sy} H ${right - CORNER} Q ${right},${sy} ${right},${sy + CORNER}`,
+    `V ${y - CORNER} Q ${right},${y} ${right - CORNER},${y}`,
+    `H ${left + CORNER} Q ${left},${y} ${left},${y + CORNER}`,
+    `V ${ty - CORNER} Q ${left},${ty} ${left + CORNER},${ty} H ${tx}`,
+  ].join(" ");
+}
 
 /**
  * An edge through the points dagre routed it by. An edge that skips a column would otherwise be
@@ -97,6 +116,7 @@ type Routed = Edge<{ via: Point[]; vertical: boolean }>;
 function RoutedEdge({ id, sourceX, sourceY, targetX, targetY, data }: EdgeProps<Routed>) {
   const via = data?.via ?? [];
   const vertical = data?.vertical ?? false;
+  if (data?.wrapY !== undefined) return <BaseEdge id={id} path={wrapPath(sourceX, sourceY, targetX, targetY, data.wrapY)} />;
   if (via.length === 0) {
     const [sourcePosition, targetPosition] = vertical ? [Position.Bottom, Position.Top] : [Position.Right, Position.Left];
     const [path] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
@@ -126,16 +146,24 @@ interface Layout {
   height: number;
   /** Per edge `up->key` that skips a column, the points between its ends that dagre routed it by. */
   routes: Map<string, Point[]>;
+  /** Per edge `up->key` from one band of a folded graph to a later one, the height of its run back to the left. */
+  wraps: Map<string, number>;
 }
+
+const RANK_SEP = 64;
+/** Between two bands of a folded graph: room for the edges that run back to the left. */
+const BAND_GAP = 48;
 
 /**
  * Layout by dagre: upstream nodes left of their dependants, or above them in a narrow box (a
- * phone), where a chain of a few nodes then fits whole at a readable size.
+ * phone), where a chain of a few nodes then fits whole at a readable size. A graph with more
+ * columns than `perBand` is folded into bands of that many, one under the other, as text wraps
+ * into lines: a 30-step chain is seen whole instead of as a strip panned sideways.
  */
-function layout(nodes: DagNode[], vertical: boolean): Layout {
+function layout(nodes: DagNode[], vertical: boolean, perBand: number): Layout {
   const cell = nodeWidth(nodes);
   const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: vertical ? "TB" : "LR", nodesep: 28, ranksep: vertical ? 40 : 64 });
+  g.setGraph({ rankdir: vertical ? "TB" : "LR", nodesep: 28, ranksep: vertical ? 40 : RANK_SEP });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of nodes) g.setNode(n.key, { width: cell, height: HEIGHT });
   for (const n of nodes) for (const up of n.upstream) g.setEdge(up, n.key);
@@ -143,32 +171,70 @@ function layout(nodes: DagNode[], vertical: boolean): Layout {
   const centre = (key: string): Point => g.node(key);
   // Where a node's rank lies: its column, or its row in a top-to-bottom graph.
   const rank = (key: string) => (vertical ? centre(key).y : centre(key).x);
-  const columns = [...new Set(nodes.map((n) => rank(n.key)))];
+  const columns = [...new Set(nodes.map((n) => rank(n.key)))].sort((a, b) => a - b);
+  const fold = !vertical && columns.length > perBand ? perBand : columns.length;
+  const band = (key: string) => Math.floor(columns.indexOf(rank(key)) / fold);
+  // Each band moved left to the first column and down under the band before it.
+  const bands = Math.ceil(columns.length / fold);
+  const shift: Point[] = [];
+  /** Each band's lowest edge, once moved. */
+  const bottoms: number[] = [];
+  for (let b = 0; b < bands; b++) {
+    const inBand = nodes.filter((n) => band(n.key) === b).map((n) => centre(n.key).y);
+    const top = Math.min(...inBand) - HEIGHT / 2;
+    shift.push({ x: columns[0]! - columns[b * fold]!, y: b === 0 ? 0 : bottoms[b - 1]! + BAND_GAP - top });
+    bottoms.push(Math.max(...inBand) + HEIGHT / 2 + shift[b]!.y);
+  }
+  const moved = (p: Point, b: number): Point => ({ x: p.x + shift[b]!.x, y: p.y + shift[b]!.y });
   const routes = new Map<string, Point[]>();
+  const wraps = new Map<string, number>();
   for (const n of nodes) {
     for (const up of n.upstream) {
+      const id = `${up}->${n.key}`;
+      if (band(up) !== band(n.key)) {
+        wraps.set(id, bottoms[band(up)]! + BAND_GAP / 2);
+        continue;
+      }
       const [from, to] = [rank(up), rank(n.key)];
       if (!columns.some((x) => x > from && x < to)) continue;
       // dagre's first and last points lie on the nodes' borders; the handles replace them.
-      routes.set(`${up}->${n.key}`, g.edge(up, n.key).points.slice(1, -1));
+      routes.set(
+        id,
+        g
+          .edge(up, n.key)
+          .points.slice(1, -1)
+          .map((p: Point) => moved(p, band(up))),
+      );
     }
   }
-  const positions = new Map(nodes.map((n) => [n.key, { x: centre(n.key).x - cell / 2, y: centre(n.key).y - HEIGHT / 2 }]));
+  const positions = new Map(
+    nodes.map((n) => {
+      const c = moved(centre(n.key), band(n.key));
+      return [n.key, { x: c.x - cell / 2, y: c.y - HEIGHT / 2 }];
+    }),
+  );
   // The box holds the edges too: a skip edge routed above the top node was drawn on the frame's border.
   const via = [...routes.values()].flat();
-  const boxes = [...[...positions.values()].map((p) => [p.x, p.y, p.x + cell, p.y + HEIGHT]), ...via.map((p) => [p.x, p.y, p.x, p.y])];
+  const boxes = [
+    ...[...positions.values()].map((p) => [p.x, p.y, p.x + cell, p.y + HEIGHT]),
+    ...via.map((p) => [p.x, p.y, p.x, p.y]),
+    ...(wraps.size > 0 ? [[-WRAP_OUT, 0, Math.max(...[...positions.values()].map((p) => p.x + cell)) + WRAP_OUT, 0]] : []),
+  ];
   const [left, top] = [Math.min(0, ...boxes.map((b) => b[0]!)), Math.min(0, ...boxes.map((b) => b[1]!))];
-  const [right, bottom] = [Math.max(0, ...boxes.map((b) => b[2]!)), Math.max(0, ...boxes.map((b) => b[3]!))];
+  const [right, bottomEdge] = [Math.max(0, ...boxes.map((b) => b[2]!)), Math.max(0, ...boxes.map((b) => b[3]!))];
   for (const p of [...positions.values(), ...via]) {
     p.x -= left;
     p.y -= top;
   }
-  return { positions, nodeWidth: cell, routes, width: right - left, height: bottom - top };
+  for (const [id, y] of wraps) wraps.set(id, y - top);
+  return { positions, nodeWidth: cell, routes, wraps, width: right - left, height: bottomEdge - top };
 }
 
 /** Below this zoom a node's key drops under 11 px (it is 14 px): the graph is panned rather than shrunk further. */
 const READABLE = 0.8;
 const PAD = 24;
+/** Above the graph: room for the zoom buttons, which would otherwise cover a node of a graph as wide as its box. */
+const TOP = 52;
 const MIN_HEIGHT = 150;
 /** Of the window's height: the page around the graph (the node panel under it) stays in reach. */
 const MAX_HEIGHT = 0.7;
@@ -179,6 +245,12 @@ const NARROW_MAX_HEIGHT = 0.55;
 const WHOLE_ON_NARROW = 0.5;
 /** Statuses someone opens a run's page to see: kept in view when the whole graph does not fit. */
 const WATCHED = ["failed", "running", "retrying"];
+
+/** How many columns of `cell`-wide nodes a box shows side by side at a readable zoom, with the returning edges beside them. */
+function bandColumns(box: number, cell: number): number {
+  if (box <= 0) return Number.POSITIVE_INFINITY;
+  return Math.max(2, Math.floor(((box - 2 * PAD) / READABLE - 2 * WRAP_OUT + RANK_SEP) / (cell + RANK_SEP)));
+}
 
 interface Frame {
   height: number;
@@ -194,18 +266,18 @@ interface Frame {
 function frame(graph: { width: number; height: number }, box: number, windowHeight: number, focus: Point | undefined): Frame {
   const narrow = box < NARROW;
   const maxHeight = Math.max(MIN_HEIGHT, Math.round(windowHeight * (narrow ? NARROW_MAX_HEIGHT : MAX_HEIGHT)));
-  const fit = Math.min(1, (box - 2 * PAD) / graph.width, (maxHeight - 2 * PAD) / graph.height);
+  const fit = Math.min(1, (box - 2 * PAD) / graph.width, (maxHeight - TOP - PAD) / graph.height);
   const zoom = fit >= (narrow ? WHOLE_ON_NARROW : READABLE) ? fit : READABLE;
   const [w, h] = [graph.width * zoom, graph.height * zoom];
-  const height = Math.min(maxHeight, Math.max(MIN_HEIGHT, Math.ceil(h + 2 * PAD)));
-  const overflows = w + 2 * PAD > box + 1 || h + 2 * PAD > height + 1;
+  const height = Math.min(maxHeight, Math.max(MIN_HEIGHT, Math.ceil(h + TOP + PAD)));
+  const overflows = w + 2 * PAD > box + 1 || h + TOP + PAD > height + 1;
   // Centred along an axis that fits; along one that does not, the focus is centred, the graph's ends kept at the edges.
-  const place = (size: number, room: number, at: number | undefined) => {
-    if (size + 2 * PAD <= room) return (room - size) / 2;
-    const centred = at === undefined ? PAD : room / 2 - at * zoom;
-    return Math.min(PAD, Math.max(room - PAD - size, centred));
+  const place = (size: number, room: number, before: number, at: number | undefined) => {
+    if (size + before + PAD <= room) return before + (room - before - PAD - size) / 2;
+    const centred = at === undefined ? before : room / 2 - at * zoom;
+    return Math.min(before, Math.max(room - PAD - size, centred));
   };
-  return { height, overflows, viewport: { x: place(w, box, focus?.x), y: place(h, height, focus?.y), zoom } };
+  return { height, overflows, viewport: { x: place(w, box, PAD, focus?.x), y: place(h, height, TOP, focus?.y), zoom } };
 }
 
 function useBoxWidth(): [RefObject<HTMLDivElement | null>, number, number] {
@@ -242,9 +314,10 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
   const shape = nodes.map((n) => `${n.key}<${n.upstream.join(",")}`).join(";");
   const [box, boxWidth, windowHeight] = useBoxWidth();
   const vertical = boxWidth > 0 && boxWidth < NARROW;
+  const perBand = bandColumns(boxWidth, nodeWidth(nodes));
   // biome-ignore lint/correctness/useExhaustiveDependencies: the layout changes with the DAG's shape only, not with states
-  const graph = useMemo(() => layout(nodes, vertical), [shape, vertical]);
-  const { positions, routes, nodeWidth: cell } = graph;
+  const graph = useMemo(() => layout(nodes, vertical, perBand), [shape, vertical, perBand]);
+  const { positions, routes, wraps, nodeWidth: cell } = graph;
   const [moved, setMoved] = useState(false);
   // Zoomed in past the frame (with +): the graph no longer fits, and dragging pans it.
   const [zoomed, setZoomed] = useState(false);
@@ -272,7 +345,7 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
     n.upstream.map((up) => ({
       id: `${up}->${n.key}`,
       type: "routed",
-      data: { via: routes.get(`${up}->${n.key}`) ?? [], vertical },
+      data: { via: routes.get(`${up}->${n.key}`) ?? [], vertical, wrapY: wraps.get(`${up}->${n.key}`) },
       source: up,
       target: n.key,
       animated: n.status === "running" || (byKey.get(up)?.status === "success" && n.status === "queued"),

@@ -37,6 +37,7 @@ export function ErrorNote({ error }: { error: Error | undefined }) {
 }
 
 export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: React.ReactNode }) {
+  const { t } = useI18n();
   const dialog = useRef<HTMLDialogElement>(null);
   // A modal <dialog> is the browser's own focus trap: the page behind is inert while it is open,
   // and closing it gives focus back to what opened it. Closed before React removes it (a layout
@@ -59,7 +60,7 @@ export function Modal({ title, onClose, children }: { title: string; onClose: ()
     >
       <header>
         <h3>{title}</h3>
-        <button type="button" className="icon" onClick={onClose} aria-label="close">
+        <button type="button" className="icon" onClick={onClose} aria-label={t("close")}>
           ×
         </button>
       </header>

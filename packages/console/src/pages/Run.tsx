@@ -1,9 +1,10 @@
+import { useEffect, useRef, useState } from "react";
 import { api } from "../api";
 import { Dag, type DagNode } from "../components/Dag";
 import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel } from "../components/NodePanel";
 import { RunMeta } from "../components/RunMeta";
-import { Empty, ErrorNote, StatusBadge } from "../components/Status";
+import { Empty, ErrorNote, Modal, StatusBadge } from "../components/Status";
 import { between, duration, summary, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
 import { fill, type MessageKey, useI18n } from "../i18n";
@@ -39,6 +40,29 @@ function rerunFailedLabel(run: RunInfo): MessageKey {
   return run.tasks.some((n) => n.status === "failed") ? "run.rerunCancelledFailed" : "run.rerunCancelled";
 }
 
+/** Cancelling stops work that cannot be resumed: asked in the page, the safe choice focused, so Enter does no harm. */
+function ConfirmCancel({ onKeep, onCancel }: { onKeep: () => void; onCancel: () => void }) {
+  const { t } = useI18n();
+  const keep = useRef<HTMLButtonElement>(null);
+  // After the dialog's own showModal, which focuses its first button (the ×).
+  useEffect(() => keep.current?.focus(), []);
+  return (
+    <Modal title={t("run.cancelTitle")} onClose={onKeep}>
+      <div className="modal-body">
+        <p className="confirm-text">{t("run.cancelConfirm")}</p>
+      </div>
+      <footer>
+        <button type="button" ref={keep} onClick={onKeep}>
+          {t("run.keepRunning")}
+        </button>
+        <button type="button" className="danger" onClick={onCancel}>
+          {t("run.cancel")}
+        </button>
+      </footer>
+    </Modal>
+  );
+}
+
 export function RunPage({ id }: { id: string }) {
   const i18n = useI18n();
   const { t } = i18n;
@@ -56,6 +80,7 @@ export function RunPage({ id }: { id: string }) {
   };
   const action = useAction();
   const now = useNow(500);
+  const [confirming, setConfirming] = useState(false);
   if (error instanceof RunNotFound)
     return (
       <>
@@ -113,12 +138,7 @@ export function RunPage({ id }: { id: string }) {
         </div>
         <div className="actions">
           {!final && (
-            <button
-              type="button"
-              className="danger"
-              disabled={action.busy}
-              onClick={() => window.confirm(t("run.cancelConfirm")) && act(`/api/runs/${run.id}/cancel`)}
-            >
+            <button type="button" className="danger" disabled={action.busy} onClick={() => setConfirming(true)}>
               {t("run.cancel")}
             </button>
           )}
@@ -140,6 +160,15 @@ export function RunPage({ id }: { id: string }) {
           )}
         </div>
       </div>
+      {confirming && !final && (
+        <ConfirmCancel
+          onKeep={() => setConfirming(false)}
+          onCancel={() => {
+            setConfirming(false);
+            act(`/api/runs/${run.id}/cancel`);
+          }}
+        />
+      )}
       {offline && (
         <div className="error-note" role="status" data-testid="offline">
           {t("run.offline")}
