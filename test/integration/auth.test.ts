@@ -14,6 +14,13 @@ const authFlow = ax.flow({ name: "auth_flow", schedule: "0 0 1 1 *" }, (input) =
   echo(input);
 });
 
+/** Held until a test lets it go: a run that stays unfinished while its stream is watched. */
+let release: () => void = () => {};
+const hold = ax.task({ name: "auth_hold" }, () => new Promise<void>((resolve) => (release = resolve)));
+const holdFlow = ax.flow({ name: "auth_hold_flow" }, (input) => {
+  hold(input);
+});
+
 const SCOPES: TokenScope[] = ["read", "trigger", "admin"];
 const RANK = { public: -1, metrics: 0, read: 0, trigger: 1, admin: 2 } as const;
 
@@ -62,7 +69,7 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
     token.expired = (await client.tokens.create({ name: "t_expired", scope: "admin", expires: "1ms" })).token;
 
     runtime = testRuntime(env, {
-      flows: [authFlow],
+      flows: [authFlow, holdFlow],
       roles: ["coordinator", "worker", "api"],
       port: 0,
       insecureNoAuth: false,
@@ -152,22 +159,41 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
     await forgetFailures();
   });
 
-  it("an open event stream ends within seconds of its token being revoked; reconnecting is a 401", async () => {
+  it("open streams end within seconds of their token being revoked, saying why; reconnecting is a 401", async () => {
     const made = await call("POST /api/tokens", { token: token.admin, body: { name: "streamer", scope: "read" } });
     const streamer = JSON.parse(made.text).token as string;
-    const events = await fetch(`${url}/api/events?access_token=${streamer}`, { signal: AbortSignal.timeout(30_000) });
-    expect(events.status).toBe(200);
-    const reader = events.body!.getReader();
-    await reader.read();
+    const held = await client.triggerFlow("auth_hold_flow", {});
+    // EventSource sends its token in the address; the console reads a run's stream with fetch and a header.
+    const paths = [`/api/events?access_token=${streamer}`, `/api/runs/${held}/stream`];
+    const open = (path: string) =>
+      fetch(`${url}${path}`, { headers: { authorization: `Bearer ${streamer}` }, signal: AbortSignal.timeout(30_000) });
+    const streams = await Promise.all(paths.map(open));
+    const readers = streams.map((events) => {
+      expect(events.status).toBe(200);
+      return events.body!.getReader();
+    });
+    await Promise.all(readers.map((reader) => reader.read()));
     const revokedAt = Date.now();
     expect((await call("DELETE /api/tokens/:name", { token: token.admin, params: { name: "streamer" } })).status).toBe(200);
-    for (;;) {
-      const { done } = await reader.read();
-      if (done) break;
+    const lasts = await Promise.all(
+      readers.map(async (reader) => {
+        let text = "";
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return text;
+          text += new TextDecoder().decode(value);
+        }
+      }),
+    );
+    expect(Date.now() - revokedAt).toBeLessThan(15_000);
+    for (const [i, text] of lasts.entries()) {
+      expect(text, paths[i]).toMatch(
+        /event: unauthorized\ndata: \{"error":"AxUnauthorizedError","message":"the token this stream was opened with was revoked or expired; sign in with a valid token"\}\n\n$/,
+      );
+      expect((await open(paths[i]!)).status, paths[i]).toBe(401);
     }
-    const endedMs = Date.now() - revokedAt;
-    expect(endedMs).toBeLessThan(15_000);
-    expect((await fetch(`${url}/api/events?access_token=${streamer}`)).status).toBe(401);
+    release();
+    await client.waitForRun(held, { timeout: "20s" });
     await forgetFailures();
   });
 

@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import type {
   FastifyInstance,
   FastifyReply,
@@ -45,14 +46,34 @@ const actors = new WeakMap<FastifyRequest, Actor>();
 /** The token a request was let through with, for a long-lived answer to check it again. */
 const bearers = new WeakMap<FastifyRequest, string>();
 
-/**
- * Whether the token `request` was let through with still holds (not revoked, not expired). A
- * stream (`/api/events`) asks now and then, so a revoked token does not keep reading for as long
- * as its connection stays open. True without auth.
- */
-export async function stillAuthorized(request: FastifyRequest, db: Db): Promise<boolean> {
+/** Whether the token `request` was let through with still holds (not revoked, not expired). True without auth. */
+async function stillAuthorized(request: FastifyRequest, db: Db): Promise<boolean> {
   const bearer = bearers.get(request);
   return bearer === undefined || (await verifyApiToken(db, bearer)) !== undefined;
+}
+
+/** How often an open stream's token is checked again. */
+const STREAM_RECHECK_MS = 5000;
+
+/**
+ * Ends a stream (`/api/events`, a run's `/stream`) within a few seconds of the token it was
+ * opened with being revoked or expiring, rather than for as long as its connection stays open. Its
+ * last event, `unauthorized`, says why; the client's next request gets the 401.
+ */
+export function endStreamWhenUnauthorized(request: FastifyRequest, res: ServerResponse, deps: { db: Db; log: Logger }): void {
+  if (!bearers.has(request)) return;
+  const recheck = setInterval(() => {
+    stillAuthorized(request, deps.db).then(
+      (ok) => {
+        if (ok || res.writableEnded) return;
+        const error = new AxUnauthorizedError("the token this stream was opened with was revoked or expired; sign in with a valid token");
+        res.end(`event: unauthorized\ndata: ${JSON.stringify({ error: error.name, message: error.message })}\n\n`);
+      },
+      (err: unknown) => deps.log.warn({ err, url: request.url }, "could not check a stream's token again; checking at the next interval"),
+    );
+  }, STREAM_RECHECK_MS);
+  recheck.unref();
+  res.on("close", () => clearInterval(recheck));
 }
 
 /** Who made the request (the token's name, or `anonymous` without auth), once the auth hook let it through. */

@@ -16,6 +16,7 @@ import {
 } from "@ax/store";
 import { explainWaitingNodes, type QueueRegistry } from "@ax/coordinator";
 import { AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
+import { endStreamWhenUnauthorized } from "./auth.js";
 import { RunFeed } from "./run-feed.js";
 import { flowNameParams, flowOverviewQuery, parseQuery } from "./api-schemas.js";
 
@@ -64,6 +65,7 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
     });
     reply.raw.write(": watching\n\n");
     feed.watch(id.data, reply.raw);
+    endStreamWhenUnauthorized(request, reply.raw, { db: deps.db, log: app.log });
   });
 
   app.get("/api/workers", async () => {

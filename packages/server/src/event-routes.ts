@@ -4,13 +4,12 @@ import type { Logger } from "pino";
 import { EventStreamReader, eventsAfter, type AxEvent, type QueueRegistry } from "@ax/coordinator";
 import type { Db } from "@ax/store";
 import { eventsQuery, parseQuery } from "./api-schemas.js";
-import { stillAuthorized } from "./auth.js";
+import { endStreamWhenUnauthorized } from "./auth.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
 const KEEPALIVE_MS = 15_000;
 const CATCH_UP_BATCH = 500;
-const TOKEN_RECHECK_MS = 5000;
 
 /** Stream ids `ms-seq` in order. */
 function idAfter(a: string, b: string): boolean {
@@ -93,22 +92,11 @@ export function registerEventRoutes(app: App, deps: { db: Db; queues: QueueRegis
     clients.add(client);
     const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
     keepalive.unref();
-    // A token revoked (or expired) while its stream is open stops reading within a few seconds:
-    // the stream ends, and the browser's reconnect gets the 401.
-    const recheck = setInterval(() => {
-      stillAuthorized(request, deps.db).then(
-        (ok) => {
-          if (!ok) res.end();
-        },
-        (err: unknown) => deps.log.warn({ err }, "could not check an /api/events stream's token again; checking at the next interval"),
-      );
-    }, TOKEN_RECHECK_MS);
-    recheck.unref();
+    endStreamWhenUnauthorized(request, res, deps);
     res.on("close", () => {
       clients.delete(client);
       open.delete(res);
       clearInterval(keepalive);
-      clearInterval(recheck);
     });
 
     if (after !== undefined) {
