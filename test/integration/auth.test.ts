@@ -16,7 +16,7 @@ const authFlow = ax.flow({ name: "auth_flow", schedule: "0 0 1 1 *" }, (input) =
 
 /** Held until a test lets it go: a run that stays unfinished while its stream is watched. */
 let release: () => void = () => {};
-const hold = ax.task({ name: "auth_hold" }, () => new Promise<void>((resolve) => (release = resolve)));
+const hold = ax.task({ name: "auth_hold" }, (_input: unknown) => new Promise<void>((resolve) => (release = resolve)));
 const holdFlow = ax.flow({ name: "auth_hold_flow" }, (input) => {
   hold(input);
 });

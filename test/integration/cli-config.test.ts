@@ -55,6 +55,11 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     expect(shown.stdout).toMatch(/retries\s+2\s+yaml v2/);
     expect(shown.stdout).toMatch(/timeout\s+30s\s+yaml v2/);
     expect(shown.stdout).toMatch(/retry_backoff\s+1s\s+default/);
+    // Without a filter: every block's values and sources start in the same columns, an empty map reads (none).
+    const all = (await runAx([...connection(), "config", "show"])).stdout.split("\n").filter((line) => line.startsWith("  "));
+    expect(all.find((line) => line.trimStart().startsWith("pools "))).toMatch(/^ {2}pools\s+\(none\)\s+default$/);
+    const sources = all.map((line) => line.search(/ (yaml v\d+|code|default)$/));
+    expect(new Set(sources).size, all.join("\n")).toBe(1);
     const flow = await runAx([...connection(), "config", "show", "--flow", "hello_flow", "--json"]);
     expect(JSON.parse(flow.stdout).flows.hello_flow).toContainEqual({ option: "overlap", value: "skip", source: "default" });
 

@@ -11,10 +11,22 @@ type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 // An empty USER counts as unset, as an empty variable does for the global flags.
 const defaultAuthor = () => process.env.USER || userInfo().username;
 
-function row(o: EffectiveOption): string {
+function shownValue(o: EffectiveOption): string {
   // "null" would read as a value to write; runtime.yaml refuses it for most options.
-  const value = o.value === null ? "(not set)" : yamlValue(o.option, o.value);
-  return `  ${o.option.padEnd(20)} ${value.padEnd(30)} ${o.source}`;
+  if (o.value === null) return "(not set)";
+  if (typeof o.value === "object" && Object.keys(o.value).length === 0) return "(none)";
+  return yamlValue(o.option, o.value);
+}
+
+/** Every block's option, value and source in columns as wide as the widest of all blocks. */
+function table(blocks: [string, EffectiveOption[]][]): string {
+  const all = blocks.flatMap(([, options]) => options);
+  const [name, value] = [Math.max(0, ...all.map((o) => o.option.length)), Math.max(0, ...all.map((o) => shownValue(o).length))];
+  return blocks
+    .map(([title, options]) =>
+      [title, ...options.map((o) => `  ${o.option.padEnd(name)}  ${shownValue(o).padEnd(value)}  ${o.source}`)].join("\n"),
+    )
+    .join("\n");
 }
 
 function stored(v: ConfigVersionInfo): string {
@@ -86,9 +98,12 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
           return;
         }
         console.log(shown.version === null ? "no stored config version: code and defaults only" : `config v${shown.version} in force`);
-        if (raw.task === undefined && raw.flow === undefined) console.log(["cluster", ...shown.cluster.map(row)].join("\n"));
-        for (const [name, options] of Object.entries(shown.tasks)) console.log([`task ${name}`, ...options.map(row)].join("\n"));
-        for (const [name, options] of Object.entries(shown.flows)) console.log([`flow ${name}`, ...options.map(row)].join("\n"));
+        const blocks: [string, EffectiveOption[]][] = [
+          ...(raw.task === undefined && raw.flow === undefined ? [["cluster", shown.cluster] as [string, EffectiveOption[]]] : []),
+          ...Object.entries(shown.tasks).map(([name, options]): [string, EffectiveOption[]] => [`task ${name}`, options]),
+          ...Object.entries(shown.flows).map(([name, options]): [string, EffectiveOption[]] => [`flow ${name}`, options]),
+        ];
+        if (blocks.length > 0) console.log(table(blocks));
       });
     });
 
