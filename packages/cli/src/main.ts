@@ -2,8 +2,7 @@ import { createRequire } from "node:module";
 import { Command } from "commander";
 import type { Client } from "ax-scheduler";
 import { addProcessCommands } from "./process-commands.js";
-import { AxUsageError } from "./errors.js";
-import { renderBusyKeys, renderQueues, unknownTaskProblem } from "./render-queues.js";
+import { renderBusyKeys, renderQueues, unknownTaskNote } from "./render-queues.js";
 import { addRunCommands } from "./run-commands.js";
 import { connection, withClient, withDirectClient } from "./shared.js";
 import { addScheduleCommands } from "./schedule-commands.js";
@@ -54,15 +53,16 @@ export async function main(argv: string[]): Promise<void> {
       await routed(async (client) => {
         if (raw.keys) {
           const keys = await client.listBusyKeys(raw.keys);
-          // Nothing waiting and no queue of that task: most likely a misspelt task name.
-          const problem =
+          // Nothing waiting and no queue of that task now: perhaps a misspelt name, perhaps a task at rest
+          // with its workers stopped. Queues list only tasks with work or a worker, so this is a note, not a refusal.
+          const note =
             keys.length === 0
-              ? unknownTaskProblem(
+              ? unknownTaskNote(
                   raw.keys,
                   (await client.listQueues()).map((q) => q.task),
                 )
               : undefined;
-          if (problem) throw new AxUsageError(`ax queues --keys: ${problem}`);
+          if (note) console.error(note);
           console.log(raw.json ? JSON.stringify(keys, null, 2) : renderBusyKeys(raw.keys, keys));
           return;
         }

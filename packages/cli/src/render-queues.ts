@@ -31,9 +31,10 @@ export function renderQueues(queues: QueueInfo[]): string {
 }
 
 /** Why `ax queues --keys <task>` found nothing when no queue is of that task (most likely a typo); undefined when one is. */
-export function unknownTaskProblem(task: string, knownTasks: string[]): string | undefined {
+export function unknownTaskNote(task: string, knownTasks: string[]): string | undefined {
   if (knownTasks.includes(task)) return undefined;
-  return `no task is named ${task}; the tasks with queues are: ${[...new Set(knownTasks)].sort().join(", ") || "none yet"}`;
+  const known = [...new Set(knownTasks)].sort().join(", ") || "none";
+  return `note: no queue of a task named ${task} has work or a live worker now; if the name is misspelt, the tasks with queues now are: ${known}`;
 }
 
 /** `ax queues --keys <task>`: one line per business key with runs waiting on its concurrency limit. */

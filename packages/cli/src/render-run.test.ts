@@ -195,7 +195,7 @@ describe("renderRun", () => {
       plain(renderRun({ ...run([attempt(silentMs)]), status: "running", finishedAt: null }, new Date(Date.parse(at(0)) + 9000)));
     expect(show(null)).not.toContain("silent");
     expect(show(6000)).toContain(
-      "running for 9.0s on vm-1-abc (attempt 1, since 2026-12-01T12:00:00.000Z)\n      worker vm-1-abc silent for 6.0s: presumed crashed; the next worker serving its queue takes the job back, ends the attempt as crashed and retries the node if it has retries left (if none serves that queue now, start one)",
+      "running for 9.0s on vm-1-abc (attempt 1, since 2026-12-01T12:00:00.000Z)\n      worker vm-1-abc silent for 6.0s: presumed crashed; the next worker serving its queue takes the job back, ends the attempt as crashed and starts the node again (a crash is retried whatever retries says, for a node's first 3 crashes; if no worker serves that queue now, start one)",
     );
     expect(show(2000)).toContain("worker vm-1-abc silent for 2.0s (it renews its lease every second)");
   });

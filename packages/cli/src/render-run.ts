@@ -45,7 +45,7 @@ function waitedMs(run: RunInfo): number {
 function silence(worker: string, silentMs: number | null): string {
   if (silentMs === null) return "";
   if (silentMs >= DEFAULT_LEASE_MS)
-    return `\n      ${pc.red(`worker ${worker} silent for ${elapsed(silentMs)}: presumed crashed; the next worker serving its queue takes the job back, ends the attempt as crashed and retries the node if it has retries left (if none serves that queue now, start one)`)}`;
+    return `\n      ${pc.red(`worker ${worker} silent for ${elapsed(silentMs)}: presumed crashed; the next worker serving its queue takes the job back, ends the attempt as crashed and starts the node again (a crash is retried whatever retries says, for a node's first 3 crashes; if no worker serves that queue now, start one)`)}`;
   return `\n      ${pc.yellow(`worker ${worker} silent for ${elapsed(silentMs)} (it renews its lease every second)`)}`;
 }
 

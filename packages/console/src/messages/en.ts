@@ -162,7 +162,7 @@ export const en = {
   "node.worker": "Worker",
   "node.workerSilent": "Worker silent for {d}",
   "node.workerLost":
-    "Worker silent for {d}: presumed crashed. The next worker serving its queue takes the job back, ends this attempt as crashed and retries the node if it has retries left; if no worker serves that queue now, start one.",
+    "Worker silent for {d}: presumed crashed. The next worker serving its queue takes the job back, ends this attempt as crashed and starts the node again (a crash is retried whatever retries says, for a node's first 3 crashes); if no worker serves that queue now, start one.",
   "node.start": "Start",
   "node.duration": "Duration",
   "node.outcome": "Outcome",

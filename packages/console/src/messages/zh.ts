@@ -163,7 +163,7 @@ export const zh: Record<MessageKey, string> = {
   "node.worker": "工作进程",
   "node.workerSilent": "工作进程已 {d} 无心跳",
   "node.workerLost":
-    "工作进程已 {d} 无心跳，视为已崩溃。下一个服务该队列的工作进程会取回任务，把这次尝试记为崩溃，节点还有重试次数时会重试；如果现在没有工作进程服务该队列，请启动一个。",
+    "工作进程已 {d} 无心跳，视为已崩溃。下一个服务该队列的工作进程会取回任务，把这次尝试记为崩溃，并重新执行该节点（节点的前 3 次崩溃无论 retries 如何设置都会重试）；如果现在没有工作进程服务该队列，请启动一个。",
   "node.start": "开始",
   "node.duration": "耗时",
   "node.outcome": "结果",
