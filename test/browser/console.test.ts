@@ -461,7 +461,7 @@ describe("the web console in a real browser", () => {
     await showRun(run);
     await node("parse_payment").click();
     await expect(page.locator('[data-panel="parse_payment"] .worker-silence').textContent()).resolves.toBe(
-      "Worker silent for 6.0 s: presumed crashed. The next worker serving its queue takes the job back, ends this attempt as crashed and retries the node if it has retries left; if no worker serves that queue now, start one.",
+      "Worker silent for 6.0 s: presumed crashed. The next worker serving its queue takes the job back, ends this attempt as crashed and starts the node again (a crash is retried whatever retries says, for a node's first 3 crashes); if no worker serves that queue now, start one.",
     );
     await shot("20b-silent-worker");
     await node("create_invoice").click();
