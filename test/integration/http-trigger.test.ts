@@ -227,6 +227,16 @@ describe("what the server refuses before a route acts", () => {
     expect(await env.sql<{ n: number }>("select count(*)::int as n from runs")).toEqual(before);
   });
 
+  it("a misspelt body key is refused naming the key meant, and makes no run", async () => {
+    const before = await env.sql<{ n: number }>("select count(*)::int as n from runs");
+    const refused = await post("/api/flows/http_payment/runs", { payload: { id: "p-typo" }, idempotency_key: "k-1", bizKey: "b" });
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toBe(
+      'body: unknown key "idempotency_key"; did you mean idempotencyKey?; unknown key "bizKey"; the keys are payload, idempotencyKey, businessKey, runAt, priority, trigger',
+    );
+    expect(await env.sql<{ n: number }>("select count(*)::int as n from runs")).toEqual(before);
+  });
+
   it("a run list whose from is after its to says so", async () => {
     const answer = await get("/api/runs?from=2026-12-05T00:00:00Z&to=2026-12-01T00:00:00Z");
     expect(answer.status).toBe(400);

@@ -14,6 +14,7 @@ export * from "./redact.js";
 export * from "./key-strategies.js";
 export * from "./limits.js";
 export * from "./plain-messages.js";
+export * from "./meant-key.js";
 export * from "./returned-key.js";
 export * from "./duration.js";
 export * from "./run-states.js";

@@ -10,6 +10,7 @@ const KINDS: Record<string, string> = {
   string: "a string",
   boolean: "true or false",
   object: "an object (a map of keys)",
+  record: "a map (name: value entries)",
   array: "a list",
   function: "a function",
   date: "a date",

@@ -1,4 +1,4 @@
-import { MAX_KEY_LENGTH, MAX_PRIORITY, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
+import { MAX_KEY_LENGTH, MAX_PRIORITY, meantOption, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/store";
 
@@ -102,60 +102,70 @@ export const listQuery = z
     message: "is after to: swap them",
   });
 
+/**
+ * A JSON body that refuses keys it does not know, naming the key meant when one is a typo or a
+ * respelling away (`idempotency_key`): ignored, it would drop what the caller asked for.
+ */
+function strictBody<S extends z.ZodRawShape>(shape: S) {
+  const known = Object.keys(shape);
+  return z.strictObject(shape, {
+    error: (issue) => {
+      if (issue.code !== "unrecognized_keys") return undefined;
+      return issue.keys
+        .map((key) => {
+          const meant = meantOption(key, known);
+          return meant ? `unknown key "${key}"; did you mean ${meant}?` : `unknown key "${key}"; the keys are ${known.join(", ")}`;
+        })
+        .join("; ");
+    },
+  });
+}
+
 /** An idempotency or business key: what the body gives, the Client's options, a flow's key function returns. */
 export const triggerKey = z
   .string()
   .min(1)
   .max(MAX_KEY_LENGTH, `at most ${MAX_KEY_LENGTH} characters; derive a shorter key (a hash of the long one)`);
 
-export const triggerBody = z
-  .object({
-    payload: z.unknown().optional().meta({ description: "the run's input (JSON)" }),
-    idempotencyKey: triggerKey.optional().meta({ description: "wins over the flow's own idempotencyKey function; at most 512 characters" }),
-    businessKey: triggerKey.optional().meta({ description: "wins over the flow's own businessKey function; at most 512 characters" }),
-    runAt: isoInstant().optional().meta({ description: "start the run's first nodes at this time (ISO 8601)" }),
-    priority: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_PRIORITY)
-      .optional()
-      .meta({ description: "BullMQ priority of every job of the run, 1 served first" }),
-    trigger: z
-      .enum(["event", "manual"])
-      .default("event")
-      .meta({ description: 'the run\'s trigger label: "manual" when a person asked for it (the console, ax trigger), else "event"' }),
-  })
-  .strict();
+export const triggerBody = strictBody({
+  payload: z.unknown().optional().meta({ description: "the run's input (JSON)" }),
+  idempotencyKey: triggerKey.optional().meta({ description: "wins over the flow's own idempotencyKey function; at most 512 characters" }),
+  businessKey: triggerKey.optional().meta({ description: "wins over the flow's own businessKey function; at most 512 characters" }),
+  runAt: isoInstant().optional().meta({ description: "start the run's first nodes at this time (ISO 8601)" }),
+  priority: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PRIORITY)
+    .optional()
+    .meta({ description: "BullMQ priority of every job of the run, 1 served first" }),
+  trigger: z
+    .enum(["event", "manual"])
+    .default("event")
+    .meta({ description: 'the run\'s trigger label: "manual" when a person asked for it (the console, ax trigger), else "event"' }),
+});
 
-export const rerunBody = z
-  .object({
-    only: z.enum(["failed", "all"]).optional(),
-    from: z.string().min(1).optional(),
-    payload: z.unknown().optional(),
-  })
-  .strict()
-  .refine((o) => o.only === undefined || o.from === undefined, {
-    message: `give only ("failed" or "all") or from (a node), not both`,
-    path: ["only"],
-  });
+export const rerunBody = strictBody({
+  only: z.enum(["failed", "all"]).optional(),
+  from: z.string().min(1).optional(),
+  payload: z.unknown().optional(),
+}).refine((o) => o.only === undefined || o.from === undefined, {
+  message: `give only ("failed" or "all") or from (a node), not both`,
+  path: ["only"],
+});
 
-export const backfillBody = z
-  .object({
-    from: isoInstant(),
-    to: isoInstant(),
-    maxConcurrentRuns: wholeNumberField(1).optional(),
-    maxTicks: wholeNumberField(1).optional(),
-  })
-  .strict();
+export const backfillBody = strictBody({
+  from: isoInstant(),
+  to: isoInstant(),
+  maxConcurrentRuns: wholeNumberField(1).optional(),
+  maxTicks: wholeNumberField(1).optional(),
+});
 
-export const configBody = z
-  .object({
-    yaml: storableText.meta({ description: "the whole runtime.yaml text" }),
-    author: storableText.min(1).meta({ description: "who made the change (history)" }),
-    file: storableText.min(1).optional().meta({ description: 'the file name errors and history show; default "api"' }),
-  })
-  .strict();
+export const configBody = strictBody({
+  yaml: storableText.meta({ description: "the whole runtime.yaml text" }),
+  author: storableText.min(1).meta({ description: "who made the change (history)" }),
+  file: storableText.min(1).optional().meta({ description: 'the file name errors and history show; default "api"' }),
+});
 
 export const configVersionParams = z.object({
   version: wholeNumberParam(1).meta({ description: "config version" }),
@@ -199,19 +209,17 @@ export const loggedAlert = z.object({
     .meta({ description: "what each sink of the group answered" }),
 });
 
-export const tokenBody = z
-  .object({
-    name: z.string().regex(TOKEN_NAME, TOKEN_NAME_RULE).meta({ description: "unique name (the audit log's actor)" }),
-    scope: z.enum(TOKEN_SCOPES),
-    expiresAt: isoInstant()
-      .refine(
-        (at) => Date.parse(at) > Date.now(),
-        "is in the past, so the token would never work; give a future time, or none to never expire",
-      )
-      .optional()
-      .meta({ description: "when the token stops working (ISO 8601, in the future); none: never" }),
-  })
-  .strict();
+export const tokenBody = strictBody({
+  name: z.string().regex(TOKEN_NAME, TOKEN_NAME_RULE).meta({ description: "unique name (the audit log's actor)" }),
+  scope: z.enum(TOKEN_SCOPES),
+  expiresAt: isoInstant()
+    .refine(
+      (at) => Date.parse(at) > Date.now(),
+      "is in the past, so the token would never work; give a future time, or none to never expire",
+    )
+    .optional()
+    .meta({ description: "when the token stops working (ISO 8601, in the future); none: never" }),
+});
 
 export const tokenNameParams = z.object({ name: storableText.meta({ description: "token name" }) });
 

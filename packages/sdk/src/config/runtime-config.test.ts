@@ -254,6 +254,20 @@ describe("runtime.yaml", () => {
     expect(refusal(["tasks:", "  create_invoice: { retries: 1", "flows: {}"].join("\n")).message).toMatch(/YAML syntax/);
   });
 
+  it("says in its own words that a section is left empty or is a list, and that a file holds two documents", () => {
+    for (const section of ["tasks", "flows", "pools"]) {
+      expect(refusal(`${section}:\n`).message).toMatch(new RegExp(`:1:1: ${section}: expected a map \\(name: value entries\\), got null$`));
+      expect(refusal(`${section}:\n  - a\n`).message).toMatch(
+        new RegExp(`${section}: expected a map \\(name: value entries\\), got a list$`),
+      );
+    }
+    expect(refusal("max_concurrency: 3\n---\npools: { db: 2 }\n")).toMatchObject({
+      line: 2,
+      message:
+        "config/runtime.yaml:2:1: the file holds more than one YAML document (a `---` line after content); runtime.yaml is one document: remove the `---` and merge the parts",
+    });
+  });
+
   it("points at an alias used before (or without) its anchor", () => {
     const error = refusal(["tasks:", "  create_invoice:", "    retries: *three", "  notify: { retries: &three 3 }"].join("\n"));
     expect(error).toMatchObject({ line: 3, column: 14 });

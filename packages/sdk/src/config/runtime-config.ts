@@ -142,13 +142,12 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!;
     const at = first.linePos?.[0];
-    throw new AxConfigError(
-      `${file}:${at ? `${at.line}:${at.col}` : "?"}: YAML syntax: ${first.message}`,
-      file,
-      at?.line,
-      undefined,
-      at?.col,
-    );
+    // yaml's own advice here names one of its functions: the reader can only change the file.
+    const message =
+      first.code === "MULTIPLE_DOCS"
+        ? "the file holds more than one YAML document (a `---` line after content); runtime.yaml is one document: remove the `---` and merge the parts"
+        : `YAML syntax: ${first.message}`;
+    throw new AxConfigError(`${file}:${at ? `${at.line}:${at.col}` : "?"}: ${message}`, file, at?.line, undefined, at?.col);
   }
   let raw: unknown;
   try {

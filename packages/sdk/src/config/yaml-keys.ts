@@ -1,5 +1,5 @@
+import { folded, meantOption } from "@ax/common";
 import type { z } from "zod";
-import { folded, meantOption } from "../option-checks.js";
 
 /** YAML keys are snake_case; they map onto the camelCase options of DESIGN §2. */
 export const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

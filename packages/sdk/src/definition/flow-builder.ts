@@ -87,7 +87,16 @@ export function trace(builder: FlowBuilder, body: () => unknown): void {
     );
   current = builder;
   try {
-    const returned = body();
+    let returned: unknown;
+    try {
+      returned = body();
+    } catch (error) {
+      if (error instanceof AxDefinitionError) throw error;
+      throw new AxDefinitionError(
+        `the body of flow "${builder.flow}" threw while the flow was defined: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}; a flow body runs once, at import, to declare the graph: move code that can fail into a task`,
+        { cause: error },
+      );
+    }
     if (returned && typeof (returned as Promise<unknown>).then === "function") {
       // Task calls after its first await reject that promise; the error below already reports it.
       (returned as Promise<unknown>).then(undefined, () => {});

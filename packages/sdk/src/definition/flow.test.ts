@@ -97,6 +97,37 @@ describe("tracing a flow body into a DAG", () => {
     await expect(parse.run({ id: "p1" })).resolves.toEqual({ id: "p1" });
     expect(() => parse({ id: "p1" })).toThrow(/called outside a flow body/);
   });
+
+  it("refuses task.run inside a flow body without running the function: a body runs once, at definition", () => {
+    let ran = 0;
+    const charge = defineTask({ name: "run_in_body_charge" }, (x: unknown) => {
+      ran++;
+      return x;
+    });
+    expect(() => defineFlow({ name: "run_in_body" }, (input) => void charge.run(input))).toThrow(
+      new AxDefinitionError(
+        'run_in_body_charge.run(...) was called in the body of flow "run_in_body", which only declares the graph and runs when the flow is defined, not per run; call run_in_body_charge(...) to add it as a node, or call run_in_body_charge.run(...) outside ax.flow(...)',
+      ),
+    );
+    expect(ran).toBe(0);
+  });
+
+  it("names the flow when its body throws, keeping the error as the cause", () => {
+    const boom = new TypeError("config.region is undefined");
+    let thrown: unknown;
+    try {
+      defineFlow({ name: "throwing_body" }, () => {
+        throw boom;
+      });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(AxDefinitionError);
+    expect((thrown as Error).message).toBe(
+      'the body of flow "throwing_body" threw while the flow was defined: TypeError: config.region is undefined; a flow body runs once, at import, to declare the graph: move code that can fail into a task',
+    );
+    expect((thrown as Error).cause).toBe(boom);
+  });
 });
 
 describe("a Ref used as a value in the flow body", () => {

@@ -91,7 +91,18 @@ export function defineTask<A extends unknown[], R>(options: TaskOptions, fn: (..
     codeOptions: { value: code },
     fn: { value: fn },
     moduleUrl: { value: moduleUrl },
-    run: { value: async (...args: A) => await fn(...args) },
+    run: {
+      // Synchronous refusal: an async one would reject a promise the flow body drops.
+      value: (...args: A) => {
+        const builder = currentBuilder();
+        if (builder) {
+          throw new AxDefinitionError(
+            `${name}.run(...) was called in the body of flow "${builder.flow}", which only declares the graph and runs when the flow is defined, not per run; call ${name}(...) to add it as a node, or call ${name}.run(...) outside ax.flow(...)`,
+          );
+        }
+        return (async () => await fn(...args))();
+      },
+    },
   });
   return task;
 }
