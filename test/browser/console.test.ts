@@ -675,6 +675,22 @@ describe("the web console against an API that checks tokens", () => {
     await redis.del(...(await failures()));
   });
 
+  it("a token revoked while a running run is open ends its live view within seconds and shows the sign-in screen", async () => {
+    const reader = (await client.tokens.create({ name: "console_revoked_reader", scope: "read" })).token;
+    await signedInAs(reader);
+    const runId = await client.triggerFlow("console_tail_flow", { lines: 80, everyMs: 250 });
+    await page.goto(`${runtime.url}/runs/${runId}`);
+    await page.locator('.dag-node[data-node="console_tail"][data-status="running"]').waitFor({ timeout: 15_000 });
+    await page.locator("h1 .live").waitFor();
+    await client.tokens.revoke("console_revoked_reader");
+    await page.getByRole("heading", { name: "Sign in to ax" }).waitFor({ timeout: 15_000 });
+    await expect(storedToken()).resolves.toBeNull();
+    await client.cancel(runId);
+    // The refused requests counted toward the address's limit: the next tests start from none.
+    const counted = await failures();
+    if (counted.length > 0) await redis.del(...counted);
+  });
+
   it("a stale token costs one failure per page load, then the login screen shows the server's 429 with when to retry", async () => {
     await storeToken("ax_0123456789abcdef_revoked-long-ago");
     await page.goto(`${runtime.url}/flows/console_nightly_flow`);
