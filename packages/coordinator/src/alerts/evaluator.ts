@@ -83,8 +83,6 @@ export class AlertEvaluator {
   private readonly warnedGroups = new Set<string>();
   /** Deliveries under way: a webhook retrying with backoff must not hold up the evaluation of later events. */
   private readonly sending = new Set<Promise<unknown>>();
-  /** The runs each group's last stuck scan found: found again, they are no new alert held back. */
-  private readonly stuckSeen = new Map<string, Set<string>>();
 
   constructor(private readonly o: AlertEvaluatorOptions) {
     this.key = eventStreamKey(o.prefix);
@@ -140,12 +138,11 @@ export class AlertEvaluator {
         if (!this.runGroups(run.flow, groups).includes(name)) continue;
         byFlow.set(run.flow, [...(byFlow.get(run.flow) ?? []), run]);
       }
-      const seen = this.stuckSeen.get(name) ?? new Set<string>();
-      this.stuckSeen.set(name, new Set([...byFlow.values()].flat().map((r) => r.runId)));
       for (const [flow, runs] of byFlow) {
         const oldest = runs[0]!;
-        // Still stuck after the silence window, the same runs are alerted again as a reminder.
-        const repeat = runs.every((r) => seen.has(r.runId));
+        // When the newest of these runs became stuck: runs found again are no new alert held back,
+        // and still stuck after the silence window they are alerted again as a reminder.
+        const since = new Date(Math.max(...runs.map((r) => r.startedAt.getTime())) + threshold);
         await this.raise(
           name,
           group,
@@ -161,7 +158,7 @@ export class AlertEvaluator {
               runs: runs.map((r) => ({ runId: r.runId, startedAt: r.startedAt.toISOString() })),
             },
           },
-          { repeat },
+          { since },
         );
       }
     }
@@ -341,16 +338,10 @@ export class AlertEvaluator {
    * Sends unless the key is within its silence window (cluster-wide); true when sent. A `repeat`
    * held back by the window is not counted as silenced: it is the alert already sent, found again.
    */
-  private async raise(
-    name: string,
-    group: AlertGroup,
-    key: AlertKey,
-    alert: AlertFields,
-    opts: { repeat?: boolean } = {},
-  ): Promise<boolean> {
+  private async raise(name: string, group: AlertGroup, key: AlertKey, alert: AlertFields, opts: { since?: Date } = {}): Promise<boolean> {
     const claim = await claimAlert(this.o.db, key, group.silenceMs, opts);
     if (!claim.send) {
-      if (!opts.repeat) this.deliveries.inc({ sink: "-", outcome: "silenced" });
+      if (claim.held) this.deliveries.inc({ sink: "-", outcome: "silenced" });
       return false;
     }
     this.send(name, group, { ...alert, kind: key.kind as AlertKind, task: key.task || null }, claim.suppressed);

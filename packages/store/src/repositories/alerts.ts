@@ -20,33 +20,41 @@ export interface AlertClaim {
   send: boolean;
   /** Alerts of this key held back before this one (send), or so far (not send). */
   suppressed: number;
+  /** Not sent, and counted as held back: false for a condition found again (see `since`). */
+  held: boolean;
 }
 
 /**
  * Claims the right to send the alert of `key`: granted when none was sent within `silenceMs`.
  * One upsert under the key's row lock, so concurrent coordinators agree on a single sender.
+ * `since`, for a condition that scans find again: when its newest occurrence began. A claim whose
+ * `since` is no later than one already counted is that condition found again, not a new alert
+ * held back, whichever coordinator counted it.
  */
-export async function claimAlert(db: Db, key: AlertKey, silenceMs: number, opts: { repeat?: boolean } = {}): Promise<AlertClaim> {
+export async function claimAlert(db: Db, key: AlertKey, silenceMs: number, opts: { since?: Date } = {}): Promise<AlertClaim> {
   const claim = randomUUID();
-  // A repeat (the same condition found again, e.g. the same stuck runs) is no new alert held back.
-  const held = opts.repeat ? 0 : 1;
-  const [row] = await rows<{ claim: string; suppressed: number; held: number }>(
+  const since = opts.since?.toISOString() ?? null;
+  const silent = sql`d.last_sent_at > clock_timestamp() - make_interval(secs => ${silenceMs / 1000})`;
+  const again = sql`(${since}::timestamptz is not null and d.counted_since is not null and ${since}::timestamptz <= d.counted_since)`;
+  const [row] = await rows<{ claim: string; suppressed: number; held: number; counted: string | null }>(
     db,
     sql`
-    insert into alert_dedupe as d (kind, flow, task, fingerprint, last_sent_at, suppressed, claim)
-    values (${key.kind}, ${key.flow}, ${key.task}, ${key.fingerprint}, clock_timestamp(), 0, ${claim})
+    insert into alert_dedupe as d (kind, flow, task, fingerprint, last_sent_at, suppressed, claim, counted_since)
+    values (${key.kind}, ${key.flow}, ${key.task}, ${key.fingerprint}, clock_timestamp(), 0, ${claim}, ${since}::timestamptz)
     on conflict (kind, flow, task, fingerprint) do update set
-      last_sent_at = case when d.last_sent_at <= clock_timestamp() - make_interval(secs => ${silenceMs / 1000})
-        then clock_timestamp() else d.last_sent_at end,
-      claim = case when d.last_sent_at <= clock_timestamp() - make_interval(secs => ${silenceMs / 1000})
-        then ${claim}::uuid else d.claim end,
-      suppressed = case when d.last_sent_at <= clock_timestamp() - make_interval(secs => ${silenceMs / 1000})
-        then 0 else d.suppressed + ${held} end
+      last_sent_at = case when ${silent} then d.last_sent_at else clock_timestamp() end,
+      claim = case when ${silent} then d.claim else ${claim}::uuid end,
+      suppressed = case when not ${silent} then 0 when ${again} then d.suppressed else d.suppressed + 1 end,
+      counted_since = greatest(d.counted_since, ${since}::timestamptz)
     returning d.claim, d.suppressed, (select suppressed from alert_dedupe o
-      where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as held`,
+      where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as held,
+      (select counted_since from alert_dedupe o
+      where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as counted`,
   );
-  if (row!.claim === claim) return { send: true, suppressed: Number(row!.held ?? 0) };
-  return { send: false, suppressed: Number(row!.suppressed) };
+  if (row!.claim === claim) return { send: true, suppressed: Number(row!.held ?? 0), held: false };
+  const countedBefore = row!.counted === null ? null : new Date(row!.counted).getTime();
+  const foundAgain = opts.since !== undefined && countedBefore !== null && opts.since.getTime() <= countedBefore;
+  return { send: false, suppressed: Number(row!.suppressed), held: !foundAgain };
 }
 
 /** Counts one more terminal failure of a task in a row; answers the streak so far. */

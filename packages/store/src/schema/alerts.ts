@@ -19,6 +19,11 @@ export const alertDedupe = pgTable(
     suppressed: integer("suppressed").notNull().default(0),
     /** The claim that sent last: a claimant knows it won when it reads its own token back. */
     claim: uuid("claim").notNull(),
+    /**
+     * For a condition that scans find again (runs stuck `running`): when the newest occurrence
+     * already counted began. Found again, by this coordinator or another, it is no new alert held back.
+     */
+    countedSince: at("counted_since"),
   },
   (t) => [primaryKey({ columns: [t.kind, t.flow, t.task, t.fingerprint] })],
 );

@@ -1,0 +1,1 @@
+ALTER TABLE "alert_dedupe" ADD COLUMN "counted_since" timestamp with time zone;
