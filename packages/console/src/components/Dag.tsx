@@ -1,4 +1,3 @@
-import dagre from "@dagrejs/dagre";
 import {
   Background,
   BaseEdge,
@@ -17,41 +16,8 @@ import {
 import { type KeyboardEvent, type RefObject, useEffect, useMemo, useRef, useState } from "react";
 import { type MessageKey, useI18n } from "../i18n";
 import "@xyflow/react/dist/style.css";
-
-export interface DagNode {
-  key: string;
-  task: string;
-  upstream: string[];
-  /** Absent on a flow's DAG (no run). */
-  status?: string;
-  /** A line under the task: countdown, progress, waitingFor. */
-  detail?: string;
-}
-
-/** A node is as wide as its graph's longest key needs, within these: similar names stay apart, a long one does not stretch every node past reason. */
-const MIN_WIDTH = 200;
-const MAX_WIDTH = 320;
-/** The key's 14 px semibold text per character (a little over its average, so most fit), and the dot and padding around it. */
-const CHAR_PX = 8.6;
-const KEY_CHROME_PX = 50;
-const HEIGHT = 64;
-
-/** One width for every node of a graph: columns stay aligned. */
-function nodeWidth(nodes: DagNode[]): number {
-  const longest = Math.max(0, ...nodes.map((n) => n.key.length));
-  return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, Math.ceil(longest * CHAR_PX + KEY_CHROME_PX)));
-}
-
-/**
- * A key too long for its node, shortened in the middle: keys alike differ mostly at their end
- * (`…_stage_07`, `name#2`), which an ellipsis at the end would cut. The whole key is the title.
- */
-export function shortKey(key: string, width: number): string {
-  const fits = Math.floor((width - KEY_CHROME_PX) / CHAR_PX);
-  if (key.length <= fits) return key;
-  const tail = Math.ceil(fits * 0.45);
-  return `${key.slice(0, Math.max(1, fits - tail - 1))}…${key.slice(key.length - tail)}`;
-}
+import { bandColumns, frame, NARROW } from "./dag-frame";
+import { type DagNode, HEIGHT, layout, nodeWidth, type Point, shortKey, WRAP_OUT } from "./dag-layout";
 
 type Data = { node: DagNode; selected: boolean; vertical: boolean; width: number };
 
@@ -80,15 +46,9 @@ function TaskNode({ data }: NodeProps<Node<Data>>) {
 
 const nodeTypes = { task: TaskNode };
 
-interface Point {
-  x: number;
-  y: number;
-}
-
 type Routed = Edge<{ via: Point[]; vertical: boolean; wrapY?: number | undefined }>;
 
-/** How far a returning edge runs out beside its nodes' columns, and the radius of its corners. */
-const WRAP_OUT = 24;
+/** The radius of a returning edge's corners. */
 const CORNER = 10;
 
 /**
@@ -137,148 +97,8 @@ function RoutedEdge({ id, sourceX, sourceY, targetX, targetY, data }: EdgeProps<
 
 const edgeTypes = { routed: RoutedEdge };
 
-interface Layout {
-  positions: Map<string, Point>;
-  /** Every node's width. */
-  nodeWidth: number;
-  /** The laid-out graph's extent, nodes' top-left corners starting at 0,0. */
-  width: number;
-  height: number;
-  /** Per edge `up->key` that skips a column, the points between its ends that dagre routed it by. */
-  routes: Map<string, Point[]>;
-  /** Per edge `up->key` from one band of a folded graph to a later one, the height of its run back to the left. */
-  wraps: Map<string, number>;
-}
-
-const RANK_SEP = 64;
-/** Between two bands of a folded graph: room for the edges that run back to the left. */
-const BAND_GAP = 48;
-
-/**
- * Layout by dagre: upstream nodes left of their dependants, or above them in a narrow box (a
- * phone), where a chain of a few nodes then fits whole at a readable size. A graph with more
- * columns than `perBand` is folded into bands of that many, one under the other, as text wraps
- * into lines: a 30-step chain is seen whole instead of as a strip panned sideways.
- */
-function layout(nodes: DagNode[], vertical: boolean, perBand: number): Layout {
-  const cell = nodeWidth(nodes);
-  const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: vertical ? "TB" : "LR", nodesep: 28, ranksep: vertical ? 40 : RANK_SEP });
-  g.setDefaultEdgeLabel(() => ({}));
-  for (const n of nodes) g.setNode(n.key, { width: cell, height: HEIGHT });
-  for (const n of nodes) for (const up of n.upstream) g.setEdge(up, n.key);
-  dagre.layout(g);
-  const centre = (key: string): Point => g.node(key);
-  // Where a node's rank lies: its column, or its row in a top-to-bottom graph.
-  const rank = (key: string) => (vertical ? centre(key).y : centre(key).x);
-  const columns = [...new Set(nodes.map((n) => rank(n.key)))].sort((a, b) => a - b);
-  const fold = !vertical && columns.length > perBand ? perBand : columns.length;
-  const band = (key: string) => Math.floor(columns.indexOf(rank(key)) / fold);
-  // Each band moved left to the first column and down under the band before it.
-  const bands = Math.ceil(columns.length / fold);
-  const shift: Point[] = [];
-  /** Each band's lowest edge, once moved. */
-  const bottoms: number[] = [];
-  for (let b = 0; b < bands; b++) {
-    const inBand = nodes.filter((n) => band(n.key) === b).map((n) => centre(n.key).y);
-    const top = Math.min(...inBand) - HEIGHT / 2;
-    shift.push({ x: columns[0]! - columns[b * fold]!, y: b === 0 ? 0 : bottoms[b - 1]! + BAND_GAP - top });
-    bottoms.push(Math.max(...inBand) + HEIGHT / 2 + shift[b]!.y);
-  }
-  const moved = (p: Point, b: number): Point => ({ x: p.x + shift[b]!.x, y: p.y + shift[b]!.y });
-  const routes = new Map<string, Point[]>();
-  const wraps = new Map<string, number>();
-  for (const n of nodes) {
-    for (const up of n.upstream) {
-      const id = `${up}->${n.key}`;
-      if (band(up) !== band(n.key)) {
-        wraps.set(id, bottoms[band(up)]! + BAND_GAP / 2);
-        continue;
-      }
-      const [from, to] = [rank(up), rank(n.key)];
-      if (!columns.some((x) => x > from && x < to)) continue;
-      // dagre's first and last points lie on the nodes' borders; the handles replace them.
-      routes.set(
-        id,
-        g
-          .edge(up, n.key)
-          .points.slice(1, -1)
-          .map((p: Point) => moved(p, band(up))),
-      );
-    }
-  }
-  const positions = new Map(
-    nodes.map((n) => {
-      const c = moved(centre(n.key), band(n.key));
-      return [n.key, { x: c.x - cell / 2, y: c.y - HEIGHT / 2 }];
-    }),
-  );
-  // The box holds the edges too: a skip edge routed above the top node was drawn on the frame's border.
-  const via = [...routes.values()].flat();
-  const boxes = [
-    ...[...positions.values()].map((p) => [p.x, p.y, p.x + cell, p.y + HEIGHT]),
-    ...via.map((p) => [p.x, p.y, p.x, p.y]),
-    ...(wraps.size > 0 ? [[-WRAP_OUT, 0, Math.max(...[...positions.values()].map((p) => p.x + cell)) + WRAP_OUT, 0]] : []),
-  ];
-  const [left, top] = [Math.min(0, ...boxes.map((b) => b[0]!)), Math.min(0, ...boxes.map((b) => b[1]!))];
-  const [right, bottomEdge] = [Math.max(0, ...boxes.map((b) => b[2]!)), Math.max(0, ...boxes.map((b) => b[3]!))];
-  for (const p of [...positions.values(), ...via]) {
-    p.x -= left;
-    p.y -= top;
-  }
-  for (const [id, y] of wraps) wraps.set(id, y - top);
-  return { positions, nodeWidth: cell, routes, wraps, width: right - left, height: bottomEdge - top };
-}
-
-/** Below this zoom a node's key drops under 11 px (it is 14 px): the graph is panned rather than shrunk further. */
-const READABLE = 0.8;
-const PAD = 24;
-/** Above the graph: room for the zoom buttons, which would otherwise cover a node of a graph as wide as its box. */
-const TOP = 52;
-const MIN_HEIGHT = 150;
-/** Of the window's height: the page around the graph (the node panel under it) stays in reach. */
-const MAX_HEIGHT = 0.7;
-/** A box narrower than this (a phone) lays the graph out top to bottom, at most this much of the window high. */
-const NARROW = 600;
-const NARROW_MAX_HEIGHT = 0.55;
-/** In a narrow box, a graph that fits whole at this zoom or more opens whole rather than cut off. */
-const WHOLE_ON_NARROW = 0.5;
 /** Statuses someone opens a run's page to see: kept in view when the whole graph does not fit. */
 const WATCHED = ["failed", "running", "retrying"];
-
-/** How many columns of `cell`-wide nodes a box shows side by side at a readable zoom, with the returning edges beside them. */
-function bandColumns(box: number, cell: number): number {
-  if (box <= 0) return Number.POSITIVE_INFINITY;
-  return Math.max(2, Math.floor(((box - 2 * PAD) / READABLE - 2 * WRAP_OUT + RANK_SEP) / (cell + RANK_SEP)));
-}
-
-interface Frame {
-  height: number;
-  viewport: Viewport;
-  /** The graph at a readable size is larger than its box: panning shows the rest. */
-  overflows: boolean;
-}
-
-/**
- * The box's height and the initial viewport: the whole graph when it fits at a readable zoom,
- * otherwise a readable part of it around the node to watch.
- */
-function frame(graph: { width: number; height: number }, box: number, windowHeight: number, focus: Point | undefined): Frame {
-  const narrow = box < NARROW;
-  const maxHeight = Math.max(MIN_HEIGHT, Math.round(windowHeight * (narrow ? NARROW_MAX_HEIGHT : MAX_HEIGHT)));
-  const fit = Math.min(1, (box - 2 * PAD) / graph.width, (maxHeight - TOP - PAD) / graph.height);
-  const zoom = fit >= (narrow ? WHOLE_ON_NARROW : READABLE) ? fit : READABLE;
-  const [w, h] = [graph.width * zoom, graph.height * zoom];
-  const height = Math.min(maxHeight, Math.max(MIN_HEIGHT, Math.ceil(h + TOP + PAD)));
-  const overflows = w + 2 * PAD > box + 1 || h + TOP + PAD > height + 1;
-  // Centred along an axis that fits; along one that does not, the focus is centred, the graph's ends kept at the edges.
-  const place = (size: number, room: number, before: number, at: number | undefined) => {
-    if (size + before + PAD <= room) return before + (room - before - PAD - size) / 2;
-    const centred = at === undefined ? before : room / 2 - at * zoom;
-    return Math.min(before, Math.max(room - PAD - size, centred));
-  };
-  return { height, overflows, viewport: { x: place(w, box, PAD, focus?.x), y: place(h, height, TOP, focus?.y), zoom } };
-}
 
 function useBoxWidth(): [RefObject<HTMLDivElement | null>, number, number] {
   const ref = useRef<HTMLDivElement>(null);

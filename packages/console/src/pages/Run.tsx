@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from "react";
 import { api } from "../api";
-import { Dag, type DagNode } from "../components/Dag";
+import { Dag } from "../components/Dag";
+import type { DagNode } from "../components/dag-layout";
 import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel } from "../components/NodePanel";
 import { RunMeta } from "../components/RunMeta";
