@@ -18,8 +18,11 @@ function shownValue(o: EffectiveOption): string {
   return yamlValue(o.option, o.value);
 }
 
+/** A heading (`cluster`, `task send_mail`) and its options. */
+type Block = [string, EffectiveOption[]];
+
 /** Every block's option, value and source in columns as wide as the widest of all blocks. */
-function table(blocks: [string, EffectiveOption[]][]): string {
+function table(blocks: Block[]): string {
   const all = blocks.flatMap(([, options]) => options);
   const [name, value] = [Math.max(0, ...all.map((o) => o.option.length)), Math.max(0, ...all.map((o) => shownValue(o).length))];
   return blocks
@@ -98,10 +101,10 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
           return;
         }
         console.log(shown.version === null ? "no stored config version: code and defaults only" : `config v${shown.version} in force`);
-        const blocks: [string, EffectiveOption[]][] = [
-          ...(raw.task === undefined && raw.flow === undefined ? [["cluster", shown.cluster] as [string, EffectiveOption[]]] : []),
-          ...Object.entries(shown.tasks).map(([name, options]): [string, EffectiveOption[]] => [`task ${name}`, options]),
-          ...Object.entries(shown.flows).map(([name, options]): [string, EffectiveOption[]] => [`flow ${name}`, options]),
+        const blocks: Block[] = [
+          ...(raw.task === undefined && raw.flow === undefined ? [["cluster", shown.cluster] as Block] : []),
+          ...Object.entries(shown.tasks).map(([name, options]): Block => [`task ${name}`, options]),
+          ...Object.entries(shown.flows).map(([name, options]): Block => [`flow ${name}`, options]),
         ];
         if (blocks.length > 0) console.log(table(blocks));
       });

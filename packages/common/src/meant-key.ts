@@ -33,3 +33,9 @@ export function meantOption(key: string, known: readonly string[]): string | und
   const two = folded(key).length >= 6 ? distances.filter(([, d]) => d === 2) : [];
   return two.length === 1 ? two[0]![0] : undefined;
 }
+
+/** What to write instead of an unknown `key`: the one meant, or every `noun` there is when none is that close. */
+export function insteadOf(key: string, known: readonly string[], noun: string): string {
+  const meant = meantOption(key, known);
+  return meant ? `did you mean ${meant}?` : `the ${noun} are ${known.join(", ")}`;
+}

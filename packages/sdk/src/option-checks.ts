@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { meantOption, plainMessage } from "@ax/common";
+import { insteadOf, plainMessage } from "@ax/common";
 import { z } from "zod";
 import type { Flow } from "./definition/flow.js";
 
@@ -49,14 +49,7 @@ export function strictOptions<S extends z.ZodRawShape>(shape: S, at = "", expect
   return z.strictObject(shape, {
     error: (issue) => {
       if (issue.code !== "unrecognized_keys") return `must be ${expected}, got ${shown(issue.input)}`;
-      return issue.keys
-        .map((key) => {
-          const meant = meantOption(key, known);
-          return meant
-            ? `${at}${key}: unknown option; did you mean ${meant}?`
-            : `${at}${key}: unknown option; the options here are ${known.join(", ")}`;
-        })
-        .join("; ");
+      return issue.keys.map((key) => `${at}${key}: unknown option; ${insteadOf(key, known, "options here")}`).join("; ");
     },
   });
 }
@@ -100,10 +93,7 @@ export function formatIssues(error: z.ZodError, known?: readonly string[]): stri
   return unknownFirst
     .flatMap((i) => {
       if (i.code === "unrecognized_keys" && i.path.length === 0 && known) {
-        return i.keys.map((key) => {
-          const meant = meantOption(key, known);
-          return meant ? `${key}: unknown option; did you mean ${meant}?` : `${key}: unknown option; the options are ${known.join(", ")}`;
-        });
+        return i.keys.map((key) => `${key}: unknown option; ${insteadOf(key, known, "options")}`);
       }
       // strictOptions names the key and where it is itself; zod's own words say neither.
       if (i.code === "unrecognized_keys" && !/^Unrecognized keys?:/.test(i.message)) return [i.message];

@@ -1,4 +1,4 @@
-import { MAX_KEY_LENGTH, MAX_PRIORITY, meantOption, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
+import { insteadOf, MAX_KEY_LENGTH, MAX_PRIORITY, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/store";
 
@@ -111,12 +111,7 @@ function strictBody<S extends z.ZodRawShape>(shape: S) {
   return z.strictObject(shape, {
     error: (issue) => {
       if (issue.code !== "unrecognized_keys") return undefined;
-      return issue.keys
-        .map((key) => {
-          const meant = meantOption(key, known);
-          return meant ? `unknown key "${key}"; did you mean ${meant}?` : `unknown key "${key}"; the keys are ${known.join(", ")}`;
-        })
-        .join("; ");
+      return issue.keys.map((key) => `unknown key "${key}"; ${insteadOf(key, known, "keys")}`).join("; ");
     },
   });
 }

@@ -36,7 +36,7 @@ export async function claimAlert(db: Db, key: AlertKey, silenceMs: number, opts:
   const since = opts.since?.toISOString() ?? null;
   const silent = sql`d.last_sent_at > clock_timestamp() - make_interval(secs => ${silenceMs / 1000})`;
   const again = sql`(${since}::timestamptz is not null and d.counted_since is not null and ${since}::timestamptz <= d.counted_since)`;
-  const [row] = await rows<{ claim: string; suppressed: number; held: number; counted: string | null }>(
+  const [row] = await rows<{ claim: string; suppressed: number; before: number | null }>(
     db,
     sql`
     insert into alert_dedupe as d (kind, flow, task, fingerprint, last_sent_at, suppressed, claim, counted_since)
@@ -47,14 +47,12 @@ export async function claimAlert(db: Db, key: AlertKey, silenceMs: number, opts:
       suppressed = case when not ${silent} then 0 when ${again} then d.suppressed else d.suppressed + 1 end,
       counted_since = greatest(d.counted_since, ${since}::timestamptz)
     returning d.claim, d.suppressed, (select suppressed from alert_dedupe o
-      where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as held,
-      (select counted_since from alert_dedupe o
-      where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as counted`,
+      where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as before`,
   );
-  if (row!.claim === claim) return { send: true, suppressed: Number(row!.held ?? 0), held: false };
-  const countedBefore = row!.counted === null ? null : new Date(row!.counted).getTime();
-  const foundAgain = opts.since !== undefined && countedBefore !== null && opts.since.getTime() <= countedBefore;
-  return { send: false, suppressed: Number(row!.suppressed), held: !foundAgain };
+  // The subquery reads the row as it was before this statement: the count this claim started from.
+  const before = Number(row!.before ?? 0);
+  if (row!.claim === claim) return { send: true, suppressed: before, held: false };
+  return { send: false, suppressed: Number(row!.suppressed), held: Number(row!.suppressed) > before };
 }
 
 /** Counts one more terminal failure of a task in a row; answers the streak so far. */
