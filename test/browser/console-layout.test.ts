@@ -1,15 +1,11 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
-
-const CHROMIUM = process.env.AX_CHROMIUM ?? "/usr/bin/chromium";
-const ARTIFACTS = fileURLToPath(new URL("../artifacts/", import.meta.url));
-const CONSOLE_DIST = fileURLToPath(new URL("../../packages/console/dist/index.html", import.meta.url));
+import { ARTIFACTS, CHROMIUM, CONSOLE_DIST } from "./browser-env.js";
 
 const start = ax.task({ name: "layout_start" }, async (x: unknown) => x);
 const leaf = ax.task({ name: "layout_leaf" }, (input: unknown): number => JSON.stringify(input).length);
