@@ -245,15 +245,17 @@ describe("LimitGate", () => {
   });
 
   it("drops a holder that stops renewing after the lease, keeps one that renews", async () => {
-    const dead = newGate(500);
-    const live = newGate(500);
+    // A lease three times the first look: a loaded machine (the whole suite in parallel) may take
+    // hundreds of milliseconds between the acquire and that look.
+    const dead = newGate(1500);
+    const live = newGate(1500);
     const lost = permitOf(await dead.acquire(spec([sem("leased", 2)])));
     permitOf(await live.acquire(spec([sem("leased", 2)])));
-    const renewing = setInterval(() => void live.renew(), 150);
+    const renewing = setInterval(() => void live.renew(), 300);
     try {
-      await sleep(300);
+      await sleep(500);
       expect((await live.usage(["leased"])).get("leased")).toBe(2);
-      await sleep(400);
+      await sleep(1500);
       expect((await live.usage(["leased"])).get("leased")).toBe(1);
       // The stalled holder comes back: its work still runs, so it counts again.
       expect(await dead.renew()).toEqual([lost]);
