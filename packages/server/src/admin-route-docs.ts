@@ -10,10 +10,10 @@ import {
   tokenInfo,
   auditEntry,
   apiError,
-  jsonValue,
   configVersion,
   effectiveOption,
 } from "./api-schemas.js";
+import { configHistoryEntry } from "./response-schemas.js";
 import { badRequest, configUnavailable, type RouteDoc } from "./route-doc.js";
 
 /** Administration: configuration versions, the audit log, sent alerts, API tokens. */
@@ -27,7 +27,7 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
     scope: "read",
     summary: "stored config versions, newest first, with lines added and removed",
     responses: {
-      200: { description: "versions", schema: z.object({ versions: z.array(z.record(z.string(), jsonValue)) }) },
+      200: { description: "versions", schema: z.object({ versions: z.array(configHistoryEntry) }) },
       501: configUnavailable,
     },
   },

@@ -258,8 +258,6 @@ export const flowDescription = z.object({
   }),
 });
 
-export const runSummary = z.record(z.string(), jsonValue).meta({ description: "RunSummary (see docs/api.md)" });
-export const runInfo = z.record(z.string(), jsonValue).meta({ description: "RunInfo (see docs/api.md)" });
 export const pausedAnswer = z.object({ flow: z.string(), paused: z.boolean() });
 
 export const configVersion = z

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { backfillBody, backfillsQuery, flowParams, backfillIdParams, apiError, jsonValue, pausedAnswer } from "./api-schemas.js";
+import { backfillBody, backfillsQuery, flowParams, backfillIdParams, apiError, pausedAnswer } from "./api-schemas.js";
+import { backfillInfo, scheduleInfo } from "./response-schemas.js";
 import { badRequest, redisUnreachable, type RouteDoc } from "./route-doc.js";
 
 /** Operating the cluster: queues, busy keys, schedules, backfills, workers. */
@@ -46,7 +47,7 @@ export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
   "GET /api/schedules": {
     scope: "read",
     summary: "every stored schedule with its next fire times and last tick",
-    responses: { 200: { description: "schedules", schema: z.object({ schedules: z.array(z.record(z.string(), jsonValue)) }) } },
+    responses: { 200: { description: "schedules", schema: z.object({ schedules: z.array(scheduleInfo) }) } },
   },
   "POST /api/flows/:flow/schedule/pause": {
     scope: "admin",
@@ -90,7 +91,7 @@ export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: "backfills with their progress, newest first",
     query: backfillsQuery,
     responses: {
-      200: { description: "backfills", schema: z.object({ backfills: z.array(z.record(z.string(), jsonValue)) }) },
+      200: { description: "backfills", schema: z.object({ backfills: z.array(backfillInfo) }) },
       400: badRequest,
     },
   },
@@ -99,7 +100,7 @@ export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: "one backfill's progress",
     params: backfillIdParams,
     responses: {
-      200: { description: "the backfill", schema: z.record(z.string(), jsonValue) },
+      200: { description: "the backfill", schema: backfillInfo },
       404: { description: "unknown backfill", schema: apiError },
     },
   },

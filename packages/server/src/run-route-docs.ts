@@ -12,9 +12,8 @@ import {
   flowNameParams,
   apiError,
   flowDescription,
-  runSummary,
-  runInfo,
 } from "./api-schemas.js";
+import { runInfo, runSummary } from "./response-schemas.js";
 import { notFound, badRequest, redisUnreachable, type RouteDoc } from "./route-doc.js";
 
 /** Flows and runs: list, read, trigger, cancel, rerun, follow. */
