@@ -120,16 +120,41 @@ describe("the web console's layout: large graphs and phones", () => {
     return { inside, fontPx };
   }
 
-  it("frames a wide fan-out's failed leaf at a readable size, with a hint to pan to the rest", async () => {
+  it("stacks a wide fan-out's twenty leaves side by side in a frame, so the whole graph is seen at a readable size", async () => {
     const page = await open(`/runs/${runs.wide}`, { width: 1440, height: 900 });
     await page.locator('.dag-node[data-status="failed"]').waitFor();
-    const failed = await page.locator('.dag-node[data-status="failed"]').getAttribute("data-node");
-    const seen = await nodeOnScreen(page, failed!);
-    expect(seen.inside).toBe(true);
-    expect(seen.fontPx).toBeGreaterThanOrEqual(11);
-    await expect(page.getByTestId("dag-hint").textContent()).resolves.toMatch(/^22 nodes/);
+    const keys = [
+      "layout_start",
+      "layout_gather",
+      "layout_bad_leaf",
+      "layout_leaf",
+      ...Array.from({ length: 18 }, (_, i) => `layout_leaf#${i + 2}`),
+    ];
+    for (const key of keys) {
+      const seen = await nodeOnScreen(page, key);
+      expect(seen.inside, key).toBe(true);
+      expect(seen.fontPx, key).toBeGreaterThanOrEqual(11);
+    }
+    await expect(page.locator(".dag").getAttribute("data-overflows")).resolves.toBe("false");
+    await expect(page.getByTestId("dag-hint").count()).resolves.toBe(0);
     const dag = (await page.locator(".dag").boundingBox())!;
     expect(dag.height).toBeLessThanOrEqual(900 * 0.7 + 1);
+    // One frame around the leaves, captioned with their count and marked by the failed one; one edge into it, one out.
+    const stack = page.getByTestId("dag-stack");
+    await expect(stack.textContent()).resolves.toBe("20 nodes");
+    await expect(stack.getAttribute("class")).resolves.toContain("s-failed");
+    await expect(page.locator(".react-flow__edge").count()).resolves.toBe(2);
+    const frame = (await stack.boundingBox())!;
+    for (const key of ["layout_leaf", "layout_bad_leaf", "layout_leaf#19"]) {
+      const box = (await page.locator(`.dag-node[data-node="${key}"]`).boundingBox())!;
+      expect(
+        box.x >= frame.x && box.x + box.width <= frame.x + frame.width && box.y >= frame.y && box.y + box.height <= frame.y + frame.height,
+        key,
+      ).toBe(true);
+    }
+    // The leaves stay nodes of their own: a click opens the failed one's panel.
+    await page.locator('.dag-node[data-node="layout_bad_leaf"]').click();
+    await page.locator('[data-panel="layout_bad_leaf"]').waitFor();
     await page.screenshot({ path: `${ARTIFACTS}layout-run-wide.png` });
     await page.close();
   });

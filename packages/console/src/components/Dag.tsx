@@ -16,8 +16,9 @@ import {
 import { type KeyboardEvent, type RefObject, useEffect, useMemo, useRef, useState } from "react";
 import { type MessageKey, useI18n } from "../i18n";
 import "@xyflow/react/dist/style.css";
-import { bandColumns, frame, NARROW } from "./dag-frame";
+import { bandColumns, frame, NARROW, stackRows } from "./dag-frame";
 import { type DagNode, HEIGHT, layout, nodeWidth, type Point, shortKey, WRAP_OUT } from "./dag-layout";
+import type { Stack } from "./dag-stack";
 
 type Data = { node: DagNode; selected: boolean; vertical: boolean; width: number };
 
@@ -44,7 +45,27 @@ function TaskNode({ data }: NodeProps<Node<Data>>) {
   );
 }
 
-const nodeTypes = { task: TaskNode };
+type StackData = { label: string; status: string };
+
+/** The frame of a stack: drawn under its nodes, with the edges to and from them all ending at it. */
+function StackFrame({ data, width, height }: NodeProps<Node<StackData>>) {
+  return (
+    <div className={`dag-stack s-${data.status}`} data-testid="dag-stack" style={{ width, height }}>
+      <Handle type="target" position={Position.Left} />
+      <span className="dag-stack-label">{data.label}</span>
+      <Handle type="source" position={Position.Right} />
+    </div>
+  );
+}
+
+const nodeTypes = { task: TaskNode, stack: StackFrame };
+
+/** A stack's status as its frame and edges show it: the one most worth a look among its nodes'. */
+const STACK_STATUS = ["failed", "running", "retrying", "queued", "pending", "cancelled", "skipped", "success"];
+function stackStatus(stack: Stack, byKey: Map<string, DagNode>): string {
+  const statuses = new Set(stack.keys.map((k) => byKey.get(k)?.status));
+  return STACK_STATUS.find((s) => statuses.has(s)) ?? "none";
+}
 
 type Routed = Edge<{ via: Point[]; vertical: boolean; wrapY?: number | undefined }>;
 
@@ -135,9 +156,10 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
   const [box, boxWidth, windowHeight] = useBoxWidth();
   const vertical = boxWidth > 0 && boxWidth < NARROW;
   const perBand = bandColumns(boxWidth, nodeWidth(nodes));
+  const perColumn = stackRows(windowHeight);
   // biome-ignore lint/correctness/useExhaustiveDependencies: the layout changes with the DAG's shape only, not with states
-  const graph = useMemo(() => layout(nodes, vertical, perBand), [shape, vertical, perBand]);
-  const { positions, routes, wraps, nodeWidth: cell } = graph;
+  const graph = useMemo(() => layout(nodes, vertical, perBand, perColumn), [shape, vertical, perBand, perColumn]);
+  const { positions, routes, wraps, stacks, nodeWidth: cell } = graph;
   const [moved, setMoved] = useState(false);
   // Zoomed in past the frame (with +): the graph no longer fits, and dragging pans it.
   const [zoomed, setZoomed] = useState(false);
@@ -145,7 +167,21 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
   const watched = nodes.find((n) => WATCHED.includes(n.status ?? "")) ?? nodes.find((n) => n.upstream.length === 0);
   const at = watched && positions.get(watched.key);
   const shown = frame(graph, boxWidth, windowHeight, at && { x: at.x + cell / 2, y: at.y + HEIGHT / 2 });
-  const flowNodes: Node<Data>[] = nodes.map((n) => ({
+  const byKey = new Map(nodes.map((n) => [n.key, n]));
+  const stackOf = new Map(stacks.flatMap((stack) => stack.keys.map((key) => [key, stack] as const)));
+  const frames: Node<StackData>[] = stacks.map((stack) => ({
+    id: stack.id,
+    type: "stack",
+    position: { x: stack.box.x, y: stack.box.y },
+    width: stack.box.width,
+    height: stack.box.height,
+    measured: { width: stack.box.width, height: stack.box.height },
+    data: { label: `${stack.keys.length} ${t("flows.nodes")}`, status: stackStatus(stack, byKey) },
+    draggable: false,
+    selectable: false,
+    focusable: false,
+  }));
+  const tasks: Node<Data>[] = nodes.map((n) => ({
     id: n.key,
     type: "task",
     position: positions.get(n.key) ?? { x: 0, y: 0 },
@@ -160,18 +196,33 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
     ariaLabel: n.status ? `${n.key}: ${t(`status.${n.status}` as MessageKey)}` : `${n.key}: ${n.detail ?? n.task}`,
     ...(onSelect ? { ariaRole: "button" as const } : {}),
   }));
-  const byKey = new Map(nodes.map((n) => [n.key, n]));
-  const edges: Routed[] = nodes.flatMap((n) =>
-    n.upstream.map((up) => ({
-      id: `${up}->${n.key}`,
-      type: "routed",
-      data: { via: routes.get(`${up}->${n.key}`) ?? [], vertical, wrapY: wraps.get(`${up}->${n.key}`) },
-      source: up,
-      target: n.key,
-      animated: n.status === "running" || (byKey.get(up)?.status === "success" && n.status === "queued"),
-      className: `edge-${byKey.get(up)?.status ?? "none"}`,
-    })),
-  );
+  // Drawn first, so its nodes lie on top of it.
+  const flowNodes: Node[] = [...frames, ...tasks];
+  // An end in a stack is its frame: one edge per neighbour, not one per stacked node.
+  const endOf = (key: string) => stackOf.get(key)?.id ?? key;
+  const statusOf = (key: string) => {
+    const stack = stackOf.get(key);
+    return stack ? stackStatus(stack, byKey) : byKey.get(key)?.status;
+  };
+  const runs = (key: string) => (stackOf.get(key)?.keys ?? [key]).some((k) => byKey.get(k)?.status === "running");
+  const waits = (key: string) => (stackOf.get(key)?.keys ?? [key]).some((k) => byKey.get(k)?.status === "queued");
+  const edges = new Map<string, Routed>();
+  for (const n of nodes) {
+    for (const up of n.upstream) {
+      const [source, target] = [endOf(up), endOf(n.key)];
+      const id = `${source}->${target}`;
+      if (edges.has(id)) continue;
+      edges.set(id, {
+        id,
+        type: "routed",
+        data: { via: routes.get(id) ?? [], vertical, wrapY: wraps.get(id) },
+        source,
+        target,
+        animated: runs(n.key) || (statusOf(up) === "success" && waits(n.key)),
+        className: `edge-${statusOf(up) ?? "none"}`,
+      });
+    }
+  }
   // A graph shown whole has nothing to pan to: a drag over it (a swipe on a phone) scrolls the page.
   const pans = shown.overflows || zoomed;
   // React Flow's own Enter and Space only select the focused node in its store: opening its panel is ours.
@@ -197,7 +248,7 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
       {boxWidth > 0 && (
         <ReactFlow
           nodes={flowNodes}
-          edges={edges}
+          edges={[...edges.values()]}
           nodeTypes={nodeTypes}
           edgeTypes={edgeTypes}
           defaultViewport={shown.viewport}
@@ -205,7 +256,7 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
           // Edges do nothing when chosen: Tab goes from node to node.
           edgesFocusable={false}
           proOptions={{ hideAttribution: true }}
-          onNodeClick={(_, node) => onSelect?.(node.id)}
+          onNodeClick={(_, node) => node.type === "task" && onSelect?.(node.id)}
           // A programmatic move has no event: only the reader's own pan or zoom stops the following.
           onMoveStart={(event) => event && setMoved(true)}
           onMoveEnd={(_, viewport) => setZoomed(viewport.zoom > shown.viewport.zoom + 0.001)}

@@ -1,6 +1,7 @@
 /** What the graph's box shows first: its height, and the zoom and position that keep node names readable. */
 import type { Viewport } from "@xyflow/react";
-import { type Point, RANK_SEP, WRAP_OUT } from "./dag-layout";
+import { HEIGHT, NODE_SEP, type Point, RANK_SEP, WRAP_OUT } from "./dag-layout";
+import { STACK_PAD } from "./dag-stack";
 
 /** Below this zoom a node's key drops under 11 px (it is 14 px): the graph is panned rather than shrunk further. */
 const READABLE = 0.8;
@@ -19,6 +20,12 @@ const WHOLE_ON_NARROW = 0.5;
 export function bandColumns(box: number, cell: number): number {
   if (box <= 0) return Number.POSITIVE_INFINITY;
   return Math.max(2, Math.floor(((box - 2 * PAD) / READABLE - 2 * WRAP_OUT + RANK_SEP) / (cell + RANK_SEP)));
+}
+
+/** How many nodes of one column the tallest box shows one under the other at a readable zoom, in a stack's frame. */
+export function stackRows(windowHeight: number): number {
+  const room = (Math.max(MIN_HEIGHT, windowHeight * MAX_HEIGHT) - TOP - PAD) / READABLE - STACK_PAD.top - STACK_PAD.bottom;
+  return Math.max(3, Math.floor((room + NODE_SEP) / (HEIGHT + NODE_SEP)));
 }
 
 interface Frame {

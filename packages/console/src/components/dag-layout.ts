@@ -1,5 +1,6 @@
 /** Where a DAG's nodes and edges go: dagre's layout, folded into bands when it has more columns than its box shows. */
 import dagre from "@dagrejs/dagre";
+import { type Stack, stackColumns } from "./dag-stack";
 
 export interface DagNode {
   key: string;
@@ -55,9 +56,13 @@ export interface Layout {
   routes: Map<string, Point[]>;
   /** Per edge `up->key` from one band of a folded graph to a later one, the height of its run back to the left. */
   wraps: Map<string, number>;
+  /** Tall columns of alike nodes set out side by side in a frame; their edges are drawn to the frame. */
+  stacks: Stack[];
 }
 
 export const RANK_SEP = 64;
+/** Between two nodes of a column. */
+export const NODE_SEP = 28;
 /** Between two bands of a folded graph: room for the edges that run back to the left. */
 const BAND_GAP = 48;
 
@@ -65,17 +70,23 @@ const BAND_GAP = 48;
  * Layout by dagre: upstream nodes left of their dependants, or above them in a narrow box (a
  * phone), where a chain of a few nodes then fits whole at a readable size. A graph with more
  * columns than `perBand` is folded into bands of that many, one under the other, as text wraps
- * into lines: a 30-step chain is seen whole instead of as a strip panned sideways.
+ * into lines: a 30-step chain is seen whole instead of as a strip panned sideways. A column of more
+ * than `perColumn` alike nodes (a fan-out) is stacked side by side instead (`stackColumns`).
  */
-export function layout(nodes: DagNode[], vertical: boolean, perBand: number): Layout {
+export function layout(nodes: DagNode[], vertical: boolean, perBand: number, perColumn = Number.POSITIVE_INFINITY): Layout {
   const cell = nodeWidth(nodes);
   const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: vertical ? "TB" : "LR", nodesep: 28, ranksep: vertical ? 40 : RANK_SEP });
+  g.setGraph({ rankdir: vertical ? "TB" : "LR", nodesep: NODE_SEP, ranksep: vertical ? 40 : RANK_SEP });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of nodes) g.setNode(n.key, { width: cell, height: HEIGHT });
   for (const n of nodes) for (const up of n.upstream) g.setEdge(up, n.key);
   dagre.layout(g);
-  const centre = (key: string): Point => g.node(key);
+  const centres = new Map<string, Point>(nodes.map((n) => [n.key, { x: g.node(n.key).x, y: g.node(n.key).y }]));
+  const { stacks, shifted } = vertical
+    ? { stacks: [], shifted: (x: number) => x }
+    : stackColumns(nodes, centres, { cell, height: HEIGHT, nodeSep: NODE_SEP }, perColumn, perBand);
+  const stacked = new Set(stacks.flatMap((s) => s.keys));
+  const centre = (key: string): Point => centres.get(key)!;
   // Where a node's rank lies: its column, or its row in a top-to-bottom graph.
   const rank = (key: string) => (vertical ? centre(key).y : centre(key).x);
   const columns = [...new Set(nodes.map((n) => rank(n.key)))].sort((a, b) => a - b);
@@ -98,6 +109,8 @@ export function layout(nodes: DagNode[], vertical: boolean, perBand: number): La
   for (const n of nodes) {
     for (const up of n.upstream) {
       const id = `${up}->${n.key}`;
+      // Drawn to its stack's frame, from the neighbouring column.
+      if (stacked.has(up) || stacked.has(n.key)) continue;
       if (band(up) !== band(n.key)) {
         wraps.set(id, bottoms[band(up)]! + BAND_GAP / 2);
         continue;
@@ -110,7 +123,7 @@ export function layout(nodes: DagNode[], vertical: boolean, perBand: number): La
         g
           .edge(up, n.key)
           .points.slice(1, -1)
-          .map((p: Point) => moved(p, band(up))),
+          .map((p: Point) => moved({ x: shifted(p.x), y: p.y }, band(up))),
       );
     }
   }
@@ -125,14 +138,20 @@ export function layout(nodes: DagNode[], vertical: boolean, perBand: number): La
   const boxes = [
     ...[...positions.values()].map((p) => [p.x, p.y, p.x + cell, p.y + HEIGHT]),
     ...via.map((p) => [p.x, p.y, p.x, p.y]),
+    ...stacks.map(({ box }) => [box.x, box.y, box.x + box.width, box.y + box.height]),
     ...(wraps.size > 0 ? [[-WRAP_OUT, 0, Math.max(...[...positions.values()].map((p) => p.x + cell)) + WRAP_OUT, 0]] : []),
   ];
-  const [left, top] = [Math.min(0, ...boxes.map((b) => b[0]!)), Math.min(0, ...boxes.map((b) => b[1]!))];
-  const [right, bottomEdge] = [Math.max(0, ...boxes.map((b) => b[2]!)), Math.max(0, ...boxes.map((b) => b[3]!))];
+  // From what is drawn, not from 0: a stack shortens its column, leaving dagre's top rows empty.
+  const extent = (side: number, pick: (...xs: number[]) => number) => (boxes.length === 0 ? 0 : pick(...boxes.map((b) => b[side]!)));
+  const [left, top, right, bottomEdge] = [extent(0, Math.min), extent(1, Math.min), extent(2, Math.max), extent(3, Math.max)];
   for (const p of [...positions.values(), ...via]) {
     p.x -= left;
     p.y -= top;
   }
   for (const [id, y] of wraps) wraps.set(id, y - top);
-  return { positions, nodeWidth: cell, routes, wraps, width: right - left, height: bottomEdge - top };
+  for (const { box } of stacks) {
+    box.x -= left;
+    box.y -= top;
+  }
+  return { positions, nodeWidth: cell, routes, wraps, stacks, width: right - left, height: bottomEdge - top };
 }

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { layout } from "./dag-layout";
+
+const fanOut = (leaves: number, extra?: (key: string, i: number) => string[]) => [
+  { key: "start", task: "start", upstream: [] },
+  ...Array.from({ length: leaves }, (_, i) => ({ key: `leaf#${i + 1}`, task: "leaf", upstream: extra?.(`leaf#${i + 1}`, i) ?? ["start"] })),
+  { key: "gather", task: "gather", upstream: Array.from({ length: leaves }, (_, i) => `leaf#${i + 1}`) },
+];
+
+describe("stacking a tall column of alike nodes", () => {
+  it("sets twenty leaves out in three columns of seven, in the DAG's order, inside one frame between their neighbours", () => {
+    const graph = layout(fanOut(20), false, 10, 7);
+    expect(graph.stacks).toHaveLength(1);
+    const [stack] = graph.stacks;
+    expect(stack!.keys).toEqual(Array.from({ length: 20 }, (_, i) => `leaf#${i + 1}`));
+    expect(stack!.upstream).toEqual(["start"]);
+    expect(stack!.downstream).toEqual(["gather"]);
+    const at = (key: string) => graph.positions.get(key)!;
+    const xs = new Set(stack!.keys.map((k) => at(k).x));
+    expect(xs.size).toBe(3);
+    // Down the first column, then the next.
+    expect(at("leaf#2").x).toBe(at("leaf#1").x);
+    expect(at("leaf#2").y).toBeGreaterThan(at("leaf#1").y);
+    expect(at("leaf#8").x).toBeGreaterThan(at("leaf#7").x);
+    expect(at("leaf#8").y).toBe(at("leaf#1").y);
+    for (const key of stack!.keys) {
+      const p = at(key);
+      expect(p.x).toBeGreaterThanOrEqual(stack!.box.x);
+      expect(p.x + graph.nodeWidth).toBeLessThanOrEqual(stack!.box.x + stack!.box.width);
+      expect(p.y).toBeGreaterThanOrEqual(stack!.box.y);
+    }
+    expect(at("start").x + graph.nodeWidth).toBeLessThan(stack!.box.x);
+    expect(at("gather").x).toBeGreaterThan(stack!.box.x + stack!.box.width);
+    // Seven rows, not twenty: the graph is about as tall as the stack.
+    expect(graph.height).toBe(stack!.box.height);
+  });
+
+  it("leaves a column alone when its nodes differ in upstream, when it is short, and when the graph would be too wide", () => {
+    expect(
+      layout(
+        fanOut(20, (_, i) => (i === 3 ? [] : ["start"])),
+        false,
+        10,
+        7,
+      ).stacks,
+    ).toEqual([]);
+    expect(layout(fanOut(6), false, 10, 7).stacks).toEqual([]);
+    expect(layout(fanOut(20), false, 4, 7).stacks).toEqual([]);
+    expect(layout(fanOut(20), true, 10, 7).stacks).toEqual([]);
+  });
+});
