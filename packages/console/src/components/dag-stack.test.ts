@@ -35,7 +35,13 @@ describe("stacking a tall column of alike nodes", () => {
     expect(graph.height).toBe(stack!.box.height);
   });
 
-  it("leaves a column alone when its nodes differ in upstream, when it is short, and when the graph would be too wide", () => {
+  it("in a narrower box, stacks in as many columns as fit, taller ones", () => {
+    const graph = layout(fanOut(20), false, 4, 7);
+    expect(new Set(graph.stacks[0]!.keys.map((k) => graph.positions.get(k)!.x)).size).toBe(2);
+    expect(graph.positions.get("leaf#11")!.y).toBe(graph.positions.get("leaf#1")!.y);
+  });
+
+  it("leaves a column alone when its nodes differ in upstream, when it is short, when no second column fits, and top to bottom", () => {
     expect(
       layout(
         fanOut(20, (_, i) => (i === 3 ? [] : ["start"])),
@@ -45,7 +51,7 @@ describe("stacking a tall column of alike nodes", () => {
       ).stacks,
     ).toEqual([]);
     expect(layout(fanOut(6), false, 10, 7).stacks).toEqual([]);
-    expect(layout(fanOut(20), false, 4, 7).stacks).toEqual([]);
+    expect(layout(fanOut(20), false, 3, 7).stacks).toEqual([]);
     expect(layout(fanOut(20), true, 10, 7).stacks).toEqual([]);
   });
 });

@@ -21,9 +21,10 @@ export interface Stack {
  * Stacks each column of more than `rows` nodes that all share the same upstream and the same
  * downstream nodes (a fan-out's leaves), so twenty leaves read as a block of three short columns
  * instead of one column taller than the screen. Moves `centres` in place: a stack's nodes into its
- * grid, everything right of it by the width it gained. Stacks nothing when the graph would then have
- * more than `maxColumns` columns (it is then folded into bands instead). Returns the stacks, and
- * where a point at x moved to (for the points dagre routed edges by).
+ * grid, everything right of it by the width it gained. The graph keeps to `maxColumns` columns (past
+ * them it is folded into bands instead): a stack gets fewer, taller columns when the box is narrow,
+ * and a column is left alone when no room is left for a second. Returns the stacks, and where a
+ * point at x moved to (for the points dagre routed edges by).
  */
 export function stackColumns(
   nodes: DagNode[],
@@ -40,11 +41,18 @@ export function stackColumns(
     const x = centres.get(n.key)!.x;
     byColumn.set(x, [...(byColumn.get(x) ?? []), n]);
   }
-  const tall = [...byColumn.entries()]
-    .filter(([, column]) => column.length > rows && new Set(column.map((n) => signature(n.key, n))).size === 1)
-    .sort(([a], [b]) => a - b);
-  const widths = tall.map(([, column]) => Math.ceil(column.length / rows));
-  if (tall.length === 0 || byColumn.size + widths.reduce((sum, k) => sum + k - 1, 0) > maxColumns) return { stacks: [], shifted: (x) => x };
+  let spare = maxColumns - byColumn.size;
+  const tall: [number, DagNode[]][] = [];
+  const widths: number[] = [];
+  for (const [x, column] of [...byColumn.entries()].sort(([a], [b]) => a - b)) {
+    if (column.length <= rows || new Set(column.map((n) => signature(n.key, n))).size > 1) continue;
+    const k = Math.min(Math.ceil(column.length / rows), 1 + spare);
+    if (k < 2) continue;
+    spare -= k - 1;
+    tall.push([x, column]);
+    widths.push(k);
+  }
+  if (tall.length === 0) return { stacks: [], shifted: (x) => x };
 
   const { cell, height, nodeSep } = size;
   const gained = widths.map((k) => (k - 1) * (cell + STACK_GAP));
