@@ -120,6 +120,17 @@ describe("the web console's layout: large graphs and phones", () => {
     return { inside, fontPx };
   }
 
+  /** Every one of `keys` inside the graph's box at a readable size, with nothing left to pan to. */
+  async function expectSeenWhole(page: Page, keys: string[]) {
+    for (const key of keys) {
+      const seen = await nodeOnScreen(page, key);
+      expect(seen.inside, key).toBe(true);
+      expect(seen.fontPx, key).toBeGreaterThanOrEqual(11);
+    }
+    await expect(page.locator(".dag").getAttribute("data-overflows")).resolves.toBe("false");
+    await expect(page.getByTestId("dag-hint").count()).resolves.toBe(0);
+  }
+
   it("stacks a wide fan-out's twenty leaves side by side in a frame, so the whole graph is seen at a readable size", async () => {
     const page = await open(`/runs/${runs.wide}`, { width: 1440, height: 900 });
     await page.locator('.dag-node[data-status="failed"]').waitFor();
@@ -130,13 +141,7 @@ describe("the web console's layout: large graphs and phones", () => {
       "layout_leaf",
       ...Array.from({ length: 18 }, (_, i) => `layout_leaf#${i + 2}`),
     ];
-    for (const key of keys) {
-      const seen = await nodeOnScreen(page, key);
-      expect(seen.inside, key).toBe(true);
-      expect(seen.fontPx, key).toBeGreaterThanOrEqual(11);
-    }
-    await expect(page.locator(".dag").getAttribute("data-overflows")).resolves.toBe("false");
-    await expect(page.getByTestId("dag-hint").count()).resolves.toBe(0);
+    await expectSeenWhole(page, keys);
     const dag = (await page.locator(".dag").boundingBox())!;
     expect(dag.height).toBeLessThanOrEqual(900 * 0.7 + 1);
     // One frame around the leaves, captioned with their count and marked by the failed one; one edge into it, one out.
@@ -201,13 +206,7 @@ describe("the web console's layout: large graphs and phones", () => {
   it("folds a 30-node chain into bands, so it is seen whole at a readable size", async () => {
     const page = await open(`/runs/${runs.chain}`, { width: 1440, height: 900 });
     const keys = ["layout_step", ...Array.from({ length: 29 }, (_, i) => `layout_step#${i + 2}`)];
-    for (const key of keys) {
-      const seen = await nodeOnScreen(page, key);
-      expect(seen.inside, key).toBe(true);
-      expect(seen.fontPx, key).toBeGreaterThanOrEqual(11);
-    }
-    await expect(page.locator(".dag").getAttribute("data-overflows")).resolves.toBe("false");
-    await expect(page.getByTestId("dag-hint").count()).resolves.toBe(0);
+    await expectSeenWhole(page, keys);
     // Read as lines of text: each band left to right, the next one under it.
     const at = async (key: string) => (await page.locator(`.dag-node[data-node="${key}"]`).boundingBox())!;
     const [first, second] = [await at("layout_step"), await at("layout_step#2")];
