@@ -55,12 +55,12 @@ function expectDocumented(route: string, answer: { status: number; body: unknown
 }
 
 async function waitForRun(id: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     const run = (await call("GET", `/api/runs/${id}`)).body as { finishedAt: string | null };
     if (run.finishedAt) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`run ${id} did not finish in 10 s`);
+  throw new Error(`run ${id} did not finish in 30 s`);
 }
 
 beforeAll(async () => {
