@@ -1,13 +1,12 @@
-import { existsSync, mkdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
-import { chromium, type Browser, type Dialog, type Page } from "playwright-core";
+import type { Browser, Dialog, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, Client, type Runtime } from "ax-scheduler";
 import { migrate, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
-import { ARTIFACTS, CHROMIUM, CONSOLE_DIST } from "./browser-env.js";
+import { ARTIFACTS, launchChromium, requireConsoleAndBrowser } from "./browser-env.js";
 
 // A test may hold the task before a line, so what the page shows while the node runs does not
 // depend on how fast a loaded machine gets the page open.
@@ -49,9 +48,7 @@ describe("the web console against an API that checks tokens", () => {
   };
 
   beforeAll(async () => {
-    if (!existsSync(CONSOLE_DIST))
-      throw new Error("the console is not built: run `npx -y pnpm@9.15.9 --filter @ax/console build` (pnpm test does)");
-    mkdirSync(ARTIFACTS, { recursive: true });
+    requireConsoleAndBrowser();
     redis = new Redis(env.redis);
     runtime = testRuntime(env, {
       flows: [tailFlow, nightlyFlow],
@@ -66,7 +63,7 @@ describe("the web console against an API that checks tokens", () => {
     for (const scope of ["trigger", "admin"] as const)
       token[scope] = (await client.tokens.create({ name: `console_${scope}`, scope })).token;
     await runtime.start();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
   });
 

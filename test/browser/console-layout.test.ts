@@ -1,11 +1,10 @@
-import { existsSync, mkdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
-import { ARTIFACTS, CHROMIUM, CONSOLE_DIST } from "./browser-env.js";
+import { ARTIFACTS, launchChromium, requireConsoleAndBrowser } from "./browser-env.js";
 
 const start = ax.task({ name: "layout_start" }, async (x: unknown) => x);
 const leaf = ax.task({ name: "layout_leaf" }, (input: unknown): number => JSON.stringify(input).length);
@@ -59,11 +58,7 @@ describe("the web console's layout: large graphs and phones", () => {
   const runs: Record<string, string> = {};
 
   beforeAll(async () => {
-    if (!existsSync(CONSOLE_DIST))
-      throw new Error("the console is not built: run `npx -y pnpm@9.15.9 --filter @ax/console build` (pnpm test does)");
-    if (!existsSync(CHROMIUM))
-      throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
-    mkdirSync(ARTIFACTS, { recursive: true });
+    requireConsoleAndBrowser();
     runtime = testRuntime(env, {
       flows: [wide, chain, busy, small, longNames, longerNames],
       roles: ["coordinator", "worker", "api"],
@@ -89,7 +84,7 @@ describe("the web console's layout: large graphs and phones", () => {
         await sleep(200);
       }
     }
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {

@@ -1,12 +1,11 @@
-import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "ax-scheduler";
 import { flows } from "../../examples/order-payment/flows/order-flow.js";
 import { invoiceApi } from "../../examples/order-payment/services/invoice-api.js";
 import { isolate } from "../helpers/isolated.js";
-import { ARTIFACTS, CHROMIUM, CONSOLE_DIST } from "./browser-env.js";
+import { ARTIFACTS, launchChromium, requireConsoleAndBrowser } from "./browser-env.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 describe("the web console in a real browser", () => {
@@ -19,11 +18,7 @@ describe("the web console in a real browser", () => {
   const runIdOf = () => new URL(page.url()).pathname.split("/")[2]!;
 
   beforeAll(async () => {
-    if (!existsSync(CONSOLE_DIST))
-      throw new Error("the console is not built: run `npx -y pnpm@9.15.9 --filter @ax/console build` (pnpm test does)");
-    if (!existsSync(CHROMIUM))
-      throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does), or set AX_CHROMIUM`);
-    mkdirSync(ARTIFACTS, { recursive: true });
+    requireConsoleAndBrowser();
     runtime = testRuntime(env, {
       flows,
       config: fileURLToPath(new URL("../../examples/order-payment/config/runtime.yaml", import.meta.url)),
@@ -31,7 +26,7 @@ describe("the web console in a real browser", () => {
       port: 0,
     });
     await runtime.start();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
   });
 
