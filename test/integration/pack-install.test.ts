@@ -29,11 +29,10 @@ beforeAll(async () => {
   const started = Date.now();
   project = await mkdtemp(join(tmpdir(), "ax-packed-"));
   const tarballs = join(project, "tarballs");
-  await Promise.all(
-    PUBLISHED.map((pkg) =>
-      run("npx", [...PNPM, "pack", "--pack-destination", tarballs], { cwd: join(REPO_ROOT, "packages", pkg), env: plainEnv() }),
-    ),
-  );
+  // One pnpm that packs each package (with the `pnpm` that `exec` finds beside itself) instead of
+  // one `npx pnpm` per package: npx spends about 2.5 s of CPU resolving pnpm every time it starts.
+  const filters = PUBLISHED.flatMap((pkg) => ["--filter", `./packages/${pkg}`]);
+  await run("npx", [...PNPM, ...filters, "exec", "pnpm", "pack", "--pack-destination", tarballs], { cwd: REPO_ROOT, env: plainEnv() });
   await writeFile(join(project, "package.json"), JSON.stringify({ name: "packed-consumer", private: true, type: "module" }));
   for (const file of await readdir(FIXTURES)) await copyFile(join(FIXTURES, file), join(project, file));
   const files = (await readdir(tarballs)).map((file) => join(tarballs, file));
