@@ -81,7 +81,17 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     const cluster = await runAx([...connection(), "config", "show", "--cluster"]);
     expect(cluster.stdout).toContain("newest stored version: v3");
     expect(cluster.stdout).toMatch(
-      new RegExp(`${runtime.workerId}  pid \\d+  queues default\\.hello_greet,default\\.hello_measure  v3  live`),
+      new RegExp(
+        `${runtime.workerId}  pid \\d+  queues default\\.hello_greet,default\\.hello_measure  v3  live  roles coordinator,worker,api\n`,
+      ),
+    );
+    const json = JSON.parse((await runAx([...connection(), "config", "show", "--cluster", "--json"])).stdout) as {
+      version: number;
+      processes: { id: string; roles: string[]; configVersion: number; live: boolean }[];
+    };
+    expect(json.version).toBe(3);
+    expect(json.processes).toContainEqual(
+      expect.objectContaining({ id: runtime.processId, roles: ["coordinator", "worker", "api"], configVersion: 3, live: true }),
     );
   });
 

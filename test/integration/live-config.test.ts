@@ -219,6 +219,9 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
         [b.workerId, version],
       ]),
     );
+    const roles = new Map(cluster.map((p) => [p.id, p.roles]));
+    expect(roles.get(a.workerId!)).toEqual(["coordinator", "worker"]);
+    expect(roles.get(b.workerId!)).toEqual(["worker"]);
   });
 
   it("a Runtime started with a config file takes the stored version instead once one exists", async () => {
@@ -227,15 +230,27 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
     writeFileSync(file, "max_concurrency: 99\n");
     const newest = await latestConfigVersionNumber(openStoreDb());
     const late = testRuntime(env, { flows: [flakyA, flakyB], roles: ["api"], port: 0, config: file });
+    let lateId: string | undefined;
     try {
       await late.start();
       expect(late.configVersion).toBe(newest);
+      // A process without the worker role is listed too, so a straggling API or coordinator shows.
+      lateId = late.processId;
+      expect((await client.config.cluster()).find((p) => p.id === lateId)).toMatchObject({
+        roles: ["api"],
+        queues: [],
+        configVersion: newest,
+        concurrency: null,
+        live: true,
+      });
       expect(late.clusterLimits().maxConcurrency).toBeNull();
       expect(await latestConfigVersionNumber(openStoreDb())).toBe(newest);
     } finally {
       await late.stop({ timeout: 1 });
       rmSync(dir, { recursive: true, force: true });
     }
+    expect(lateId).toEqual(expect.any(String));
+    expect((await client.config.cluster()).map((p) => p.id)).not.toContain(lateId);
   });
 
   it("with configFileWins a differing file is stored as a new version every Runtime applies; the same file stores nothing", async () => {

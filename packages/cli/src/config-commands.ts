@@ -69,30 +69,31 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     .description("the effective value of every option and its source (yaml vN, code, default)")
     .option("--task <name>", "only this task")
     .option("--flow <name>", "only this flow")
-    .option("--cluster", "each worker process and the config version it runs")
+    .option("--cluster", "each process (workers, coordinators, API) and the config version it runs")
     .option("--json", "print as JSON")
     .action(async (raw: { task?: string; flow?: string; cluster?: boolean; json?: boolean }) => {
       await withClient(async (client) => {
         if (raw.cluster) {
-          const [workers, current] = await Promise.all([client.config.cluster(), client.config.current()]);
+          const [processes, current] = await Promise.all([client.config.cluster(), client.config.current()]);
           if (raw.json) {
-            console.log(JSON.stringify({ version: current?.version ?? null, workers }, null, 2));
+            console.log(JSON.stringify({ version: current?.version ?? null, processes }, null, 2));
             return;
           }
           console.log(current ? `newest stored version: v${current.version}` : "no config version stored");
-          for (const w of workers) {
-            const behind = current && w.configVersion !== current.version && w.live ? "  BEHIND" : "";
+          for (const p of processes) {
+            const behind = current && p.configVersion !== current.version && p.live ? "  BEHIND" : "";
             console.log(
               [
-                w.id,
-                `pid ${w.pid}`,
-                `queues ${w.queues.join(",")}`,
-                w.configVersion === null ? "no version" : `v${w.configVersion}`,
-                w.live ? "live" : `silent since ${w.heartbeatAt.toISOString()}`,
+                p.id,
+                `pid ${p.pid}`,
+                ...(p.roles.includes("worker") ? [`queues ${p.queues.join(",")}`] : []),
+                p.configVersion === null ? "no version" : `v${p.configVersion}`,
+                p.live ? "live" : `silent since ${p.heartbeatAt.toISOString()}`,
+                `roles ${p.roles.join(",")}`,
               ].join("  ") + behind,
             );
           }
-          if (workers.length === 0) console.log("no worker processes");
+          if (processes.length === 0) console.log("no ax processes");
           return;
         }
         const shown = await client.config.effective({ task: raw.task, flow: raw.flow });

@@ -33,7 +33,7 @@ export type { CancelResult } from "@ax/coordinator";
 export type { ScheduleInfo, QueueInfo, BusyKey } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
 export type { RerunOptions, BackfillStarted } from "@ax/coordinator";
-export type { BackfillInfo, LogLineInfo, TaskLogs, TaskLogQuery, PruneCounts, PruneResult } from "@ax/store";
+export type { BackfillInfo, LogLineInfo, TaskLogs, TaskLogQuery, PruneCounts, PruneResult, ProcessConfigState } from "@ax/store";
 export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunPage, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
 export type { TaskContext, AxEvent, AxEventName, ResolvedTaskOptions } from "@ax/worker";
 // Every error ax throws or stores, one family per module of @ax/common.

@@ -28,6 +28,7 @@ import { checkOptions } from "./option-checks.js";
 import { ROLES, runtimeOptionsSchema, type Role, type RuntimeOptions, type StopOptions } from "./runtime-options.js";
 import { CoordinatorRole, createWorker, startApi, type RoleContext } from "./runtime-roles.js";
 import { ConfigFollower, LiveConfig } from "./config/live-config.js";
+import { ProcessReport } from "./process-report.js";
 import { parseRuntimeConfig, readConfigFile } from "./config/runtime-config.js";
 import { openConnections, type Connections } from "./connections.js";
 import { durationMs } from "./duration.js";
@@ -58,6 +59,7 @@ export class Runtime {
   private appliedVersion = 0;
   private live: LiveConfig | undefined;
   private follower: ConfigFollower | undefined;
+  private report: ProcessReport | undefined;
   private detachEvents: (() => Promise<void>) | undefined;
   private unsignal: (() => void) | undefined;
   private stopping: Promise<void> | undefined;
@@ -73,6 +75,11 @@ export class Runtime {
   /** The worker's id in attempt history, once started with the worker role. */
   get workerId(): string | undefined {
     return this.worker?.id;
+  }
+
+  /** This process's id in `ax config show --cluster` (its worker's id with the worker role), once started. */
+  get processId(): string | undefined {
+    return this.report?.id;
   }
 
   /** The stored config version this process applies; null while none is stored. */
@@ -180,6 +187,14 @@ export class Runtime {
       pollMs: this.options.configPollMs,
     });
     await this.follower.start();
+    this.report = new ProcessReport({
+      db: store.leases,
+      id: this.worker?.id,
+      roles: this.roles,
+      configVersion: () => this.configVersion,
+      log: this.log,
+    });
+    await this.report.start();
   }
 
   /** A client sharing this runtime's connections (closing it leaves them open). */
@@ -221,10 +236,19 @@ export class Runtime {
     const deadline = Date.now() + timeoutMs;
     this.unsignal?.();
     this.unsignal = undefined;
-    const { server, metricsServer, coordinator, worker, connections, follower, detachEvents } = this;
-    this.server = this.metricsServer = this.coordinator = this.worker = this.connections = this.follower = this.detachEvents = undefined;
+    const { server, metricsServer, coordinator, worker, connections, follower, report, detachEvents } = this;
+    this.server =
+      this.metricsServer =
+      this.coordinator =
+      this.worker =
+      this.connections =
+      this.follower =
+      this.report =
+      this.detachEvents =
+        undefined;
     await within(
       Promise.all([
+        report?.stop(),
         coordinator?.alerts?.stop(),
         detachEvents?.(),
         follower?.stop(),

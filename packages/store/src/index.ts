@@ -12,6 +12,7 @@ export * from "./caller-tx.js";
 export * from "./repositories/ready-node.js";
 export * from "./attempts/index.js";
 export * from "./repositories/workers.js";
+export * from "./repositories/processes.js";
 export * from "./repositories/reconcile.js";
 export * from "./repositories/history.js";
 export * from "./repositories/once.js";

@@ -11,13 +11,13 @@ import {
   listCodeOptions,
   listConfigVersions,
   listFlowNames,
-  listWorkerConfigVersions,
+  listClusterProcesses,
   previousConfigVersion,
   servedQueues,
   type ConfigVersion,
   type Db,
   type Json,
-  type WorkerConfigState,
+  type ProcessConfigState,
 } from "@ax/store";
 import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, DEFAULT_LEASE_MS } from "@ax/common";
 import { shown } from "../option-checks.js";
@@ -177,9 +177,12 @@ export class LiveConfig {
     return diffText(await this.stored(a), await this.stored(b));
   }
 
-  /** Every worker with the version its last heartbeat reported; `live` when that was under `liveMs` ago. */
-  async cluster(liveMs = 10_000): Promise<WorkerConfigState[]> {
-    return listWorkerConfigVersions(this.db, liveMs);
+  /**
+   * Every process (workers, coordinators, API processes) with the version it last reported; `live`
+   * when that was under `liveMs` ago.
+   */
+  async cluster(liveMs = 10_000): Promise<ProcessConfigState[]> {
+    return listClusterProcesses(this.db, liveMs);
   }
 
   /**

@@ -17,6 +17,21 @@ export const workers = pgTable("workers", {
 });
 
 /**
+ * Every running Runtime, whatever its roles, and the config version it applies, for `ax config
+ * show --cluster`: a coordinator or an API process has no `workers` row. A worker process's row
+ * here shares its id with its `workers` row.
+ */
+export const processes = pgTable("processes", {
+  id: text("id").primaryKey(),
+  hostname: text("hostname").notNull(),
+  pid: integer("pid").notNull(),
+  roles: text("roles").array().notNull(),
+  configVersion: integer("config_version"),
+  startedAt: at("started_at").defaultNow().notNull(),
+  heartbeatAt: at("heartbeat_at").defaultNow().notNull(),
+});
+
+/**
  * `runtime.yaml` as applied with `ax config apply`, one row per version: every Runtime applies the
  * newest. Rolling back stores an older version's text as a new version, so versions only grow.
  */

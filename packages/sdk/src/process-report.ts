@@ -1,0 +1,71 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { DEFAULT_DEAD_WORKER_RETENTION_MS, DEFAULT_HEARTBEAT_MS } from "@ax/common";
+import { heartbeatProcess, removeDeadProcesses, removeProcess, type Db } from "@ax/store";
+import type { Logger } from "pino";
+
+/** How often a process looks for long-silent processes' rows to delete. */
+const PURGE_EVERY_MS = 60_000;
+
+export interface ProcessReportOptions {
+  /** `Store.leases`: a main pool busy with long transactions must not delay the report. */
+  db: Db;
+  /** The worker's id when the process has the worker role, so its two rows tell one process. */
+  id?: string | undefined;
+  roles: string[];
+  configVersion: () => number | null;
+  log: Logger;
+  intervalMs?: number | undefined;
+}
+
+/**
+ * Reports this process and the config version it applies, every second, in the `processes`
+ * table, so `ax config show --cluster` lists coordinators and API processes as well as workers
+ * and shows a straggler on an old version. The row goes at stop; one left by a killed process is
+ * deleted by the others an hour after it fell silent.
+ */
+export class ProcessReport {
+  readonly id: string;
+  private timer: NodeJS.Timeout | undefined;
+  private reporting = false;
+  private lastPurge = 0;
+
+  constructor(private readonly o: ProcessReportOptions) {
+    this.id = o.id ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  }
+
+  async start(): Promise<void> {
+    await this.report();
+    this.timer = setInterval(() => {
+      this.report().catch((err) => this.o.log.warn({ err }, "could not report this process in PostgreSQL; retrying"));
+    }, this.o.intervalMs ?? DEFAULT_HEARTBEAT_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await removeProcess(this.o.db, this.id);
+  }
+
+  private async report(): Promise<void> {
+    // A report still waiting is not doubled: a slow database gets one statement, not a queue of them.
+    if (this.reporting) return;
+    this.reporting = true;
+    try {
+      await heartbeatProcess(this.o.db, {
+        id: this.id,
+        hostname: hostname(),
+        pid: process.pid,
+        roles: this.o.roles,
+        configVersion: this.o.configVersion(),
+      });
+    } finally {
+      this.reporting = false;
+    }
+    if (Date.now() - this.lastPurge >= PURGE_EVERY_MS) {
+      this.lastPurge = Date.now();
+      await removeDeadProcesses(this.o.db, DEFAULT_DEAD_WORKER_RETENTION_MS);
+    }
+  }
+}
