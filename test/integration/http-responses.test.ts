@@ -122,6 +122,7 @@ describe("every JSON route answers what the OpenAPI document says", () => {
     "GET /api/config/versions": ["/api/config/versions"],
     "GET /api/config/versions/:version": [`/api/config/versions/${ids.version}`],
     "GET /api/config/effective": ["/api/config/effective"],
+    "GET /api/config/cluster": ["/api/config/cluster"],
     "GET /api/audit": ["/api/audit"],
     "GET /api/alerts": ["/api/alerts"],
     "GET /api/tokens": ["/api/tokens"],

@@ -13,7 +13,7 @@ import {
   configVersion,
   effectiveOption,
 } from "./api-schemas.js";
-import { configHistoryEntry } from "./response-schemas.js";
+import { configHistoryEntry, processConfigState } from "./response-schemas.js";
 import { badRequest, configUnavailable, type RouteDoc } from "./route-doc.js";
 
 /** Administration: configuration versions, the audit log, sent alerts, API tokens. */
@@ -77,6 +77,17 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
           tasks: z.record(z.string(), z.array(effectiveOption)),
           flows: z.record(z.string(), z.array(effectiveOption)),
         }),
+      },
+      501: configUnavailable,
+    },
+  },
+  "GET /api/config/cluster": {
+    scope: "read",
+    summary: "every process of the cluster (workers, coordinators, API processes) and the config version it applies, newest report first",
+    responses: {
+      200: {
+        description: "the newest stored version and each process; a live one on another version is a straggler",
+        schema: z.object({ version: z.number().int().nullable(), processes: z.array(processConfigState) }),
       },
       501: configUnavailable,
     },

@@ -15,11 +15,13 @@ export interface ConfigService {
   version(version: number, options: { redacted: boolean }): Promise<object>;
   apply(yaml: string, file: string, author: string): Promise<{ version: number; warnings: string[] }>;
   effective(): Promise<object>;
+  /** Every process of the cluster with the config version it last reported. */
+  cluster(): Promise<object[]>;
 }
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
-/** `GET /api/config`, `GET /api/config/effective`, `GET /api/config/versions[/:version]`, `POST /api/config`. */
+/** `GET /api/config`, `GET /api/config/effective`, `GET /api/config/cluster`, `GET /api/config/versions[/:version]`, `POST /api/config`. */
 export function registerConfigRoutes(app: App, service: ConfigService | undefined): void {
   const config = (): ConfigService => {
     if (!service) {
@@ -33,6 +35,11 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
   app.get("/api/config", async () => ({ config: (await config().current({ redacted: true })) ?? null }));
 
   app.get("/api/config/effective", async () => config().effective());
+
+  app.get("/api/config/cluster", async () => {
+    const [processes, current] = await Promise.all([config().cluster(), config().current({ redacted: true })]);
+    return { version: (current as { version?: number } | undefined)?.version ?? null, processes };
+  });
 
   app.get("/api/config/versions", async () => ({ versions: await config().history() }));
 

@@ -122,3 +122,15 @@ export const configHistoryEntry = z.strictObject({
   added: z.number().int().meta({ description: "lines added since the version before" }),
   removed: z.number().int().meta({ description: "lines removed since the version before" }),
 });
+
+export const processConfigState = z.strictObject({
+  id: z.string(),
+  hostname: z.string(),
+  pid: z.number().int(),
+  roles: z.array(z.string()).meta({ description: "coordinator, worker, api, client" }),
+  queues: z.array(z.string()).meta({ description: "the queues a worker serves; empty without the worker role" }),
+  configVersion: z.number().int().nullable().meta({ description: "the config version it applies; null while none is stored" }),
+  concurrency: z.number().int().nullable().meta({ description: "a worker's slots; null without the worker role" }),
+  heartbeatAt: instant,
+  live: z.boolean().meta({ description: "reported in the last 10 s" }),
+});
