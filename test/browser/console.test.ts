@@ -544,6 +544,27 @@ describe("the web console in a real browser", () => {
     await expect(cut.textContent()).resolves.toContain(long.trimEnd());
   });
 
+  it("lists coordinators and API processes beside the workers, each with the config version it applies", async () => {
+    const coordinator = testRuntime(env, { flows, roles: ["coordinator"] });
+    await coordinator.start();
+    try {
+      await page.goto(`${runtime.url}/workers`);
+      const row = page.locator("table.others tbody tr", { hasText: coordinator.processId! });
+      await row.waitFor();
+      await expect(row.locator(".pill").allTextContents()).resolves.toEqual(["coordinator"]);
+      const version = `v${runtime.configVersion}`;
+      await expect(row.locator("td[data-label=Config]").textContent()).resolves.toBe(version);
+      // The API process is also this worker: it is listed once, in the workers' table.
+      await expect(page.locator("table.others tbody tr", { hasText: runtime.workerId! }).count()).resolves.toBe(0);
+      const worker = page.locator("table tbody tr", { hasText: runtime.workerId! });
+      await expect(worker.locator("td[data-label=Config]").textContent()).resolves.toBe(version);
+      await expect(page.locator(".behind").count()).resolves.toBe(0);
+      await shot("09-workers-processes");
+    } finally {
+      await coordinator.stop({ timeout: 1 });
+    }
+  });
+
   it("switches to Chinese and shows the login screen on a 401", async () => {
     await page.goto(`${runtime.url}/workers`);
     await page.getByTestId("language").click();

@@ -118,6 +118,19 @@ export interface WorkerInfo {
   concurrency: number | null;
 }
 
+/** A process of the cluster and the config version it applies (`GET /api/config/cluster`). */
+export interface ProcessInfo {
+  id: string;
+  hostname: string;
+  pid: number;
+  roles: string[];
+  queues: string[];
+  configVersion: number | null;
+  concurrency: number | null;
+  heartbeatAt: string;
+  live: boolean;
+}
+
 export interface QueueInfo {
   name: string;
   group: string;

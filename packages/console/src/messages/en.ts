@@ -190,6 +190,11 @@ export const en = {
   "workers.running": "Running",
   "workers.version": "Config",
   "workers.heartbeat": "Heartbeat",
+  "workers.workerProcesses": "Worker processes",
+  "workers.others": "Coordinators and API processes",
+  "workers.othersNone": "No process without the worker role has reported recently.",
+  "workers.roles": "Roles",
+  "workers.behind": "behind v{version}",
   "alerts.empty":
     "No alert has been sent. Alert groups are set under alerts: in runtime.yaml; a task failing with no retry left alerts its group.",
   "alerts.sent": "Sent",

@@ -1,20 +1,34 @@
 import { Empty, ErrorNote } from "../components/Status";
 import { Time, Zone } from "../components/Time";
 import { useApi } from "../hooks";
-import { useI18n } from "../i18n";
+import { fill, useI18n } from "../i18n";
 import { serverOriginal, serverText } from "../server-reasons";
-import type { QueueInfo, WorkerInfo } from "../types";
+import type { ProcessInfo, QueueInfo, WorkerInfo } from "../types";
+
+/** The version a process applies; a live one not on the newest stored version is a straggler. */
+function AppliedVersion({ version, newest }: { version: number | null; newest: number | null }) {
+  const { t } = useI18n();
+  return (
+    <>
+      {version === null ? "—" : `v${version}`}
+      {newest !== null && version !== newest && <span className="pill warn behind">{fill(t("workers.behind"), { version: newest })}</span>}
+    </>
+  );
+}
 
 export function WorkersPage() {
   const { t, lang } = useI18n();
   const workers = useApi<{ workers: WorkerInfo[] }>("/api/workers", 2000);
   const queues = useApi<{ queues: QueueInfo[] }>("/api/queues", 2000);
+  const cluster = useApi<{ version: number | null; processes: ProcessInfo[] }>("/api/config/cluster", 2000);
   const live = (workers.data?.workers ?? []).filter((w) => w.live);
+  const others = (cluster.data?.processes ?? []).filter((p) => p.live && !p.roles.includes("worker"));
+  const newest = cluster.data?.version ?? null;
   return (
     <>
       <h1>{t("workers")}</h1>
-      <ErrorNote error={workers.error ?? queues.error} />
-      <h2>{t("workers.processes")}</h2>
+      <ErrorNote error={workers.error ?? queues.error ?? cluster.error} />
+      <h2>{t("workers.workerProcesses")}</h2>
       {workers.data && live.length === 0 ? (
         <Empty>{t("workers.none")}</Empty>
       ) : (
@@ -55,9 +69,56 @@ export function WorkersPage() {
                     {w.running}
                     {w.concurrency !== null && <span className="muted"> / {w.concurrency}</span>}
                   </td>
-                  <td data-label={t("workers.version")}>{w.configVersion === null ? "—" : `v${w.configVersion}`}</td>
+                  <td data-label={t("workers.version")}>
+                    <AppliedVersion version={w.configVersion} newest={newest} />
+                  </td>
                   <td className="muted" data-label={t("workers.heartbeat")}>
                     <Time iso={w.heartbeatAt} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <h2>{t("workers.others")}</h2>
+      {cluster.data && others.length === 0 ? (
+        <Empty>{t("workers.othersNone")}</Empty>
+      ) : (
+        <div className="table-wrap">
+          <table className="table stack others">
+            <thead>
+              <tr>
+                <th>id</th>
+                <th>{t("workers.host")}</th>
+                <th>{t("workers.roles")}</th>
+                <th>{t("workers.version")}</th>
+                <th>
+                  {t("workers.heartbeat")} <Zone />
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {others.map((p) => (
+                <tr key={p.id}>
+                  <td className="mono small stack-wide" data-label="id">
+                    {p.id}
+                  </td>
+                  <td className="stack-wide" data-label={t("workers.host")}>
+                    {p.hostname} <span className="muted">pid {p.pid}</span>
+                  </td>
+                  <td data-label={t("workers.roles")}>
+                    {p.roles.map((role) => (
+                      <span key={role} className="pill">
+                        {role}
+                      </span>
+                    ))}
+                  </td>
+                  <td data-label={t("workers.version")}>
+                    <AppliedVersion version={p.configVersion} newest={newest} />
+                  </td>
+                  <td className="muted" data-label={t("workers.heartbeat")}>
+                    <Time iso={p.heartbeatAt} />
                   </td>
                 </tr>
               ))}
