@@ -9,7 +9,7 @@ import { benchClient, startWorkerProcess, stopAll, TRIGGER_BATCH, waitReady, WOR
 
 const SAMPLE_MS = 100;
 /** How long an idle worker is watched: long enough for start-up garbage to be collected. */
-const IDLE_MS = 3000;
+const IDLE_MS = fixedSize("AX_BENCH_IDLE_MS", 3000);
 export const RSS_GOAL_MB = 200;
 
 export interface MemoryResult {

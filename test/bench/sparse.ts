@@ -6,7 +6,7 @@ import { isolate } from "../helpers/isolated.js";
 import { startChild, type Child } from "../helpers/processes.js";
 import { meterServerCpu, processCpuMs, type ServerCpu } from "./process-cpu.js";
 import { waitForRuns } from "./runs.js";
-import { round, scaledSize, type Row } from "./stats.js";
+import { fixedSize, round, scaledSize, type Row } from "./stats.js";
 import { benchClient, startWorkerProcesses, stopAll, waitReady, WORKER_CONCURRENCY, WORKER_FLOW } from "./workers.js";
 
 const BULLMQ_WORKER = fileURLToPath(new URL("../fixtures/bullmq-bench-worker.mjs", import.meta.url));
@@ -21,7 +21,7 @@ const GAP_MS = 2;
  * about a quarter of the workers' CPU in V8's optimising compiler, and the figure fell by a third
  * when the same processes served 3,000.
  */
-const WARM_UP = 500;
+const WARM_UP = fixedSize("AX_BENCH_SPARSE_WARMUP", 500);
 
 /** `count` sends one after the other, `GAP_MS` between one's answer and the next. */
 async function paced<T>(count: number, send: (i: number) => Promise<T>): Promise<T[]> {
