@@ -1,20 +1,9 @@
+import { Pills, ProcessTable } from "../components/ProcessTable";
 import { Empty, ErrorNote } from "../components/Status";
-import { Time, Zone } from "../components/Time";
 import { useApi } from "../hooks";
-import { fill, useI18n } from "../i18n";
+import { useI18n } from "../i18n";
 import { serverOriginal, serverText } from "../server-reasons";
 import type { ProcessInfo, QueueInfo, WorkerInfo } from "../types";
-
-/** The version a process applies; a live one not on the newest stored version is a straggler. */
-function AppliedVersion({ version, newest }: { version: number | null; newest: number | null }) {
-  const { t } = useI18n();
-  return (
-    <>
-      {version === null ? "—" : `v${version}`}
-      {newest !== null && version !== newest && <span className="pill warn behind">{fill(t("workers.behind"), { version: newest })}</span>}
-    </>
-  );
-}
 
 export function WorkersPage() {
   const { t, lang } = useI18n();
@@ -32,99 +21,34 @@ export function WorkersPage() {
       {workers.data && live.length === 0 ? (
         <Empty>{t("workers.none")}</Empty>
       ) : (
-        <div className="table-wrap">
-          <table className="table stack">
-            <thead>
-              <tr>
-                <th>id</th>
-                <th>{t("workers.host")}</th>
-                <th>{t("workers.queues")}</th>
-                <th>{t("workers.running")}</th>
-                <th>{t("workers.version")}</th>
-                <th>
-                  {t("workers.heartbeat")} <Zone />
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {live.map((w) => (
-                <tr key={w.id}>
-                  <td className="mono small stack-wide" data-label="id">
-                    {w.id}
-                  </td>
-                  <td className="stack-wide" data-label={t("workers.host")}>
-                    {w.hostname} <span className="muted">pid {w.pid}</span>
-                  </td>
-                  <td className="stack-wide" data-label={t("workers.queues")}>
-                    {w.queues.map((q) => (
-                      <span key={q} className="pill">
-                        {q}
-                      </span>
-                    ))}
-                  </td>
-                  <td
-                    className={w.concurrency !== null && w.running >= w.concurrency ? "full" : undefined}
-                    data-label={t("workers.running")}
-                  >
-                    {w.running}
-                    {w.concurrency !== null && <span className="muted"> / {w.concurrency}</span>}
-                  </td>
-                  <td data-label={t("workers.version")}>
-                    <AppliedVersion version={w.configVersion} newest={newest} />
-                  </td>
-                  <td className="muted" data-label={t("workers.heartbeat")}>
-                    <Time iso={w.heartbeatAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <ProcessTable
+          rows={live}
+          newest={newest}
+          columns={[
+            { label: t("workers.queues"), cell: (w) => <Pills items={w.queues} />, className: () => "stack-wide" },
+            {
+              label: t("workers.running"),
+              cell: (w) => (
+                <>
+                  {w.running}
+                  {w.concurrency !== null && <span className="muted"> / {w.concurrency}</span>}
+                </>
+              ),
+              className: (w) => (w.concurrency !== null && w.running >= w.concurrency ? "full" : undefined),
+            },
+          ]}
+        />
       )}
       <h2>{t("workers.others")}</h2>
       {cluster.data && others.length === 0 ? (
         <Empty>{t("workers.othersNone")}</Empty>
       ) : (
-        <div className="table-wrap">
-          <table className="table stack others">
-            <thead>
-              <tr>
-                <th>id</th>
-                <th>{t("workers.host")}</th>
-                <th>{t("workers.roles")}</th>
-                <th>{t("workers.version")}</th>
-                <th>
-                  {t("workers.heartbeat")} <Zone />
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {others.map((p) => (
-                <tr key={p.id}>
-                  <td className="mono small stack-wide" data-label="id">
-                    {p.id}
-                  </td>
-                  <td className="stack-wide" data-label={t("workers.host")}>
-                    {p.hostname} <span className="muted">pid {p.pid}</span>
-                  </td>
-                  <td data-label={t("workers.roles")}>
-                    {p.roles.map((role) => (
-                      <span key={role} className="pill">
-                        {role}
-                      </span>
-                    ))}
-                  </td>
-                  <td data-label={t("workers.version")}>
-                    <AppliedVersion version={p.configVersion} newest={newest} />
-                  </td>
-                  <td className="muted" data-label={t("workers.heartbeat")}>
-                    <Time iso={p.heartbeatAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <ProcessTable
+          rows={others}
+          newest={newest}
+          className="others"
+          columns={[{ label: t("workers.roles"), cell: (p) => <Pills items={p.roles} /> }]}
+        />
       )}
       <h2>{t("workers.queues")}</h2>
       {queues.data && queues.data.queues.length === 0 ? (
