@@ -65,7 +65,8 @@ export class ProcessReport {
     }
     if (Date.now() - this.lastPurge >= PURGE_EVERY_MS) {
       this.lastPurge = Date.now();
-      await removeDeadProcesses(this.o.db, DEFAULT_DEAD_WORKER_RETENTION_MS);
+      const removed = await removeDeadProcesses(this.o.db, DEFAULT_DEAD_WORKER_RETENTION_MS);
+      if (removed > 0) this.o.log.info({ removed }, "deleted the rows of processes silent for over an hour");
     }
   }
 }

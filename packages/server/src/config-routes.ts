@@ -10,7 +10,7 @@ import { bodyOf } from "./json-body.js";
  */
 export interface ConfigService {
   /** `redacted`: secrets, header values and webhook URLs masked (every read through the API). */
-  current(options: { redacted: boolean }): Promise<object | undefined>;
+  current(options: { redacted: boolean }): Promise<{ version: number } | undefined>;
   history(limit?: number): Promise<object[]>;
   version(version: number, options: { redacted: boolean }): Promise<object>;
   apply(yaml: string, file: string, author: string): Promise<{ version: number; warnings: string[] }>;
@@ -38,7 +38,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
 
   app.get("/api/config/cluster", async () => {
     const [processes, current] = await Promise.all([config().cluster(), config().current({ redacted: true })]);
-    return { version: (current as { version?: number } | undefined)?.version ?? null, processes };
+    return { version: current?.version ?? null, processes };
   });
 
   app.get("/api/config/versions", async () => ({ versions: await config().history() }));

@@ -127,7 +127,7 @@ export const processConfigState = z.strictObject({
   id: z.string(),
   hostname: z.string(),
   pid: z.number().int(),
-  roles: z.array(z.string()).meta({ description: "coordinator, worker, api, client" }),
+  roles: z.array(z.string()).meta({ description: "its Runtime roles: coordinator, worker, api" }),
   queues: z.array(z.string()).meta({ description: "the queues a worker serves; empty without the worker role" }),
   configVersion: z.number().int().nullable().meta({ description: "the config version it applies; null while none is stored" }),
   concurrency: z.number().int().nullable().meta({ description: "a worker's slots; null without the worker role" }),

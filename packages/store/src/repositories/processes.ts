@@ -40,7 +40,7 @@ export interface ProcessConfigState {
   id: string;
   hostname: string;
   pid: number;
-  /** `worker`, `coordinator`, `api`, `client`; a worker older than 0.14 has no process row and shows as `worker`. */
+  /** Its `Runtime` roles (`coordinator`, `worker`, `api`); a worker older than 0.14 has no process row and shows as `worker`. */
   roles: string[];
   /** The queues a worker serves; empty for a process without the worker role. */
   queues: string[];
