@@ -1,4 +1,7 @@
+import { execFile } from "node:child_process";
 import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import pino from "pino";
@@ -6,6 +9,7 @@ import { closeRedis, connectRedis, QueueRegistry } from "@ax/coordinator";
 import { openQueue } from "../../packages/worker/src/dispatch/queue-state.js";
 import { RepeatedErrors } from "../../packages/worker/src/dispatch/repeated-errors.js";
 import { freePort } from "../helpers/processes.js";
+import { REDIS_URL } from "../helpers/isolated.js";
 
 const log = pino({ level: "silent" });
 
@@ -66,5 +70,30 @@ describe("closing queues while their Redis connection is mid-connect to a server
     await closing;
     await sleep(200);
     expect(unhandled).toEqual([]);
+  });
+});
+
+/**
+ * A command that never needed Redis closes its connection while ioredis's ready check is still in
+ * flight. The check then fails, and ioredis disconnects the closed socket again behind a timer
+ * nothing clears: at ioredis's default of 2 s, `ax runs` and `ax queues` lingered 2 s after
+ * printing their answer.
+ */
+describe("closing a connection whose ready check is in flight", () => {
+  it("lets the process end at once", async () => {
+    const script = `
+      import { closeRedis, connectRedis } from "@ax/coordinator";
+      import pino from "pino";
+      const redis = connectRedis(process.argv[1], pino({ level: "silent" }));
+      let closedAt = 0;
+      redis.once("connect", () => { closedAt = performance.now(); closeRedis(redis); });
+      process.on("exit", () => console.log(JSON.stringify({ status: redis.status, lingerMs: performance.now() - closedAt })));
+    `;
+    const cwd = fileURLToPath(new URL("..", import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script, REDIS_URL], { cwd });
+    const { status, lingerMs } = JSON.parse(stdout) as { status: string; lingerMs: number };
+    expect(status).toBe("end");
+    // 2,000 ms when the timer kept the process; 50 ms now, with room for a busy machine.
+    expect(lingerMs).toBeLessThan(1500);
   });
 });

@@ -7,6 +7,8 @@ export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 
 /** Reconnects back off to this, so a long outage costs one attempt every 2 s. */
 const MAX_RECONNECT_DELAY_MS = 2000;
+/** How long a closed connection waits for the server to close its side before dropping the socket. */
+const DISCONNECT_TIMEOUT_MS = 50;
 
 /**
  * Sends a connection's errors to the log instead of ioredis's "Unhandled error event" on stderr.
@@ -116,6 +118,12 @@ export function connectRedis(url: string, log: Logger): Redis {
     enableReadyCheck: true,
     connectTimeout: 5000,
     retryStrategy: (times) => Math.min(times * 100, MAX_RECONNECT_DELAY_MS),
+    // Closing while the connection's ready check is in flight (a short CLI command that never
+    // needed Redis) fails that check, and ioredis then disconnects the closed socket again behind a
+    // timer of this length that nothing clears: at its default of 2 s every such command lingered
+    // 2 s after its answer. Our closes drop the socket anyway (`closeRedis`), so waiting long for
+    // the server's side of the close buys nothing.
+    disconnectTimeout: DISCONNECT_TIMEOUT_MS,
   };
   const target = redisConnectionOptions(url);
   const redis = typeof target === "string" ? new Redis(target, options) : new Redis({ ...target, ...options });
