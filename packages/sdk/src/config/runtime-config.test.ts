@@ -76,7 +76,7 @@ describe("runtime.yaml", () => {
     );
   });
 
-  it("reports every problem of a file at once, one per line (keys first), the first one's place on the error", () => {
+  it("reports every problem of a file at once, one per line in the file's order, the first one's place on the error", () => {
     const error = refusal(
       [
         "tasks:",
@@ -90,12 +90,12 @@ describe("runtime.yaml", () => {
     );
     expect(error.message.split("\n")).toEqual([
       expect.stringMatching(/^config\/runtime\.yaml:3:5: tasks\.create_invoice\.retriess: unknown key; did you mean retries\?$/),
+      expect.stringMatching(/^config\/runtime\.yaml:4:5: tasks\.create_invoice\.timeout: "soon" is not a duration/),
+      expect.stringMatching(/^config\/runtime\.yaml:5:3: tasks\.send_notfication: unknown task "send_notfication"/),
       expect.stringMatching(
         /^config\/runtime\.yaml:7:25: flows\.order_payment_flow\.maxConcurrentRuns: unknown key; did you mean max_concurrent_runs\?$/,
       ),
-      expect.stringMatching(/^config\/runtime\.yaml:4:5: tasks\.create_invoice\.timeout: "soon" is not a duration/),
       expect.stringMatching(/^config\/runtime\.yaml:7:\d+: flows\.order_payment_flow\.maxConcurrentRuns: /),
-      expect.stringMatching(/^config\/runtime\.yaml:5:3: tasks\.send_notfication: unknown task "send_notfication"/),
     ]);
     expect(error).toMatchObject({ line: 3, column: 5, key: "tasks.create_invoice.retriess" });
     // Task and flow names are checked even when a value is wrong; pools once every value is valid.
@@ -107,8 +107,8 @@ describe("runtime.yaml", () => {
     const names = refusal(["tasks:", "  send_notfication: { retries: 1, pool: db }", "flows: { order_flow: {} }"].join("\n"));
     expect(names.message.split("\n")).toEqual([
       expect.stringMatching(/^config\/runtime\.yaml:2:3: tasks\.send_notfication: unknown task "send_notfication"/),
-      expect.stringMatching(/^config\/runtime\.yaml:3:10: flows\.order_flow: unknown flow "order_flow"/),
       expect.stringMatching(/^config\/runtime\.yaml:2:\d+: tasks\.send_notfication\.pool: pool "db" is not defined under pools:$/),
+      expect.stringMatching(/^config\/runtime\.yaml:3:10: flows\.order_flow: unknown flow "order_flow"/),
     ]);
   });
 

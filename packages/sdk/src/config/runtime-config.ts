@@ -128,14 +128,20 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
   const fail = (path: YamlPath, message: string): void => {
     problems.push({ path, message });
   };
-  /** Every problem found, one per line, the first one's place on the error: a file is fixed in one pass. */
+  /**
+   * Every problem found, one per line in the file's order of lines (the checks find them in their
+   * own), the first one's place on the error: a file is fixed in one pass, top to bottom.
+   */
   const refuseProblems = (): void => {
     if (problems.length === 0) return;
-    const described = problems.map(({ path, message }) => {
-      const at = keyPositionOf(path);
-      const key = path.join(".");
-      return { at, key, text: `${file}${at ? `:${at.line}:${at.col}` : ""}: ${key ? `${key}: ` : ""}${message}` };
-    });
+    const described = problems
+      .map(({ path, message }) => {
+        const at = keyPositionOf(path);
+        const key = path.join(".");
+        return { at, key, text: `${file}${at ? `:${at.line}:${at.col}` : ""}: ${key ? `${key}: ` : ""}${message}` };
+      })
+      // By line only: on one line an unknown key stays ahead of the value it leaves missing.
+      .sort((a, b) => (a.at?.line ?? Infinity) - (b.at?.line ?? Infinity));
     const first = described[0]!;
     throw new AxConfigError(described.map((d) => d.text).join("\n"), file, first.at?.line, first.key || undefined, first.at?.col);
   };
