@@ -35,6 +35,7 @@ describe("ax commands that need Redis, with Redis unreachable", { timeout: 120_0
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain("AxRedisUnreachableError: Redis did not answer within 5 s, so listing the queues could not finish");
+    expect(result.stderr).toMatch(/Its connection fails with: connect ECONNREFUSED 127\.0\.0\.1:\d+\. Check that Redis is running/);
     expect(result.stderr).toContain("--redis / REDIS_URL");
     // The connection's warning is one plain line, not a JSON record with a stack.
     expect(result.stderr).toMatch(/^ax: Redis connection failed; reconnecting \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)$/m);

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { Redis } from "ioredis";
 import { axLogger } from "ax-scheduler";
-import { closeRedis, connectRedis } from "@ax/coordinator";
+import { AxRedisUnreachableError } from "@ax/common";
+import { busyKeys, closeRedis, connectRedis, QueueRegistry } from "@ax/coordinator";
 import { startPrivateRedis, type Child } from "../helpers/processes.js";
 
 /** Every line a logger writes, parsed. */
@@ -41,6 +42,23 @@ describe("a Redis connection refused for its password", () => {
       expect(lines[0]).toMatchObject({ msg: "Redis connection failed; reconnecting", err: { command: { name: "auth" } } });
       expect(text).not.toContain("wr0ng-p4ss");
     } finally {
+      closeRedis(redis);
+    }
+  });
+
+  it("fails a call that needs Redis saying that the password is refused, without the password", async () => {
+    const silent = pino({ level: "silent" });
+    const redis = connectRedis(`redis://ops:wr0ng-p4ss@127.0.0.1:${server.port}`, silent);
+    const queues = new QueueRegistry(redis, "ax_auth_refused", silent);
+    try {
+      const error = (await busyKeys(queues, "t").catch((e: unknown) => e)) as Error;
+      expect(error).toBeInstanceOf(AxRedisUnreachableError);
+      expect(error.message).toMatch(
+        /^Redis refuses the user or password \(WRONGPASS invalid username-password pair or user is disabled\), so listing the busy keys could not finish\. Check them in --redis \/ REDIS_URL/,
+      );
+      expect(error.message).not.toContain("wr0ng-p4ss");
+    } finally {
+      await queues.close(500);
       closeRedis(redis);
     }
   });

@@ -48,6 +48,7 @@ export async function cancelRun(deps: CancelDeps, runId: string, reason?: string
     deps.queues.events.publish({ name: "run_cancelled", runId, flow: outcome.flow, businessKey: outcome.businessKey ?? null });
   }
   const removed = await answeredByRedis(
+    deps.queues.connection,
     stopInRedis(deps.queues, runId, outcome.nodes),
     `cancelling run ${runId}`,
     "the run is cancelled in PostgreSQL, but its running attempts were not told to stop and its jobs are still in Redis (workers drop them when they fetch them). Cancel it again once Redis answers",

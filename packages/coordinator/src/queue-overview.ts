@@ -40,7 +40,7 @@ export async function queueOverview(db: Db, queues: QueueRegistry): Promise<Queu
     if (!names.has(name)) names.set(name, { group: name.slice(0, dot), task: name.slice(dot + 1) });
   }
   const sorted = [...names.keys()].sort();
-  return answeredByRedis(countJobs(queues, sorted, names, served), "listing the queues");
+  return answeredByRedis(queues.connection, countJobs(queues, sorted, names, served), "listing the queues");
 }
 
 /** The queues' job counts and what holds each, all read from Redis. */
@@ -76,7 +76,11 @@ async function countJobs(
 
 /** The keys of `task`'s per-key limit that have runs waiting, busiest first (`ax queues --keys`). */
 export function busyKeys(queues: QueueRegistry, task: string, limit = 20): Promise<BusyKey[]> {
-  return answeredByRedis(new Waitlist(queues.connection, queues.prefix).busiest(`key:${task}:`, limit), "listing the busy keys");
+  return answeredByRedis(
+    queues.connection,
+    new Waitlist(queues.connection, queues.prefix).busiest(`key:${task}:`, limit),
+    "listing the busy keys",
+  );
 }
 
 /** "concurrency key: 5 runs waiting on 2 keys" when the task's per-key limit parks runs; undefined when none. */

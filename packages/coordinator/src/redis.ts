@@ -1,6 +1,6 @@
 import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { AxConfigError, AxRedisUnreachableError } from "@ax/common";
+import { AxConfigError, AxRedisUnreachableError, isRedisAuthRefusal } from "@ax/common";
 import { within } from "@ax/store";
 
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
@@ -18,16 +18,21 @@ const DISCONNECT_TIMEOUT_MS = 50;
 export function reportRedisErrors(redis: Redis, log: Logger, connection: string): void {
   let failing = false;
   redis.on("error", (err: Error) => {
+    lastFailure.set(redis, err.message);
     if (failing) return;
     failing = true;
     log.warn({ err: withoutCommandArguments(err), connection }, "Redis connection failed; reconnecting");
   });
   redis.on("ready", () => {
+    lastFailure.delete(redis);
     if (!failing) return;
     failing = false;
     log.info({ connection }, "Redis connection is back");
   });
 }
+
+/** Why each reported connection is failing (the message of its last error), until it is ready again. */
+const lastFailure = new WeakMap<Redis, string>();
 
 /**
  * `err` without the arguments of the command that failed: ioredis attaches the command to its
@@ -153,12 +158,24 @@ export function closeRedis(redis: Redis): void {
 export const REDIS_ANSWER_MS = 5000;
 
 /**
- * `work`'s answer, or AxRedisUnreachableError once `ms` have passed: ioredis queues commands
- * behind a reconnect that may never succeed. `what` names the call ("listing the queues").
+ * `work`'s answer, or AxRedisUnreachableError once `ms` have passed (ioredis queues commands
+ * behind a reconnect that may never succeed) or as soon as Redis refuses `redis`'s password; the
+ * error names the connection's last failure. `what` names the call ("listing the queues").
  */
-export async function answeredByRedis<T>(work: Promise<T>, what: string, consequence?: string, ms = REDIS_ANSWER_MS): Promise<T> {
+export async function answeredByRedis<T>(
+  redis: Redis,
+  work: Promise<T>,
+  what: string,
+  consequence?: string,
+  ms = REDIS_ANSWER_MS,
+): Promise<T> {
   const answer = await within(work, ms);
   if (answer.done) return answer.value;
-  if ("error" in answer) throw answer.error;
-  throw new AxRedisUnreachableError(what, ms, consequence);
+  if ("error" in answer) {
+    // A refused password fails the command at once, with Redis's terse reply and no next step.
+    const message = (answer.error as Error | undefined)?.message;
+    if (message !== undefined && isRedisAuthRefusal(message)) throw new AxRedisUnreachableError(what, ms, consequence, message);
+    throw answer.error;
+  }
+  throw new AxRedisUnreachableError(what, ms, consequence, lastFailure.get(redis));
 }

@@ -57,14 +57,27 @@ export class AxRedisVersionError extends Error {
 
 /**
  * Redis did not answer, within the time allowed, a call that cannot finish without it (down,
- * unreachable, a wrong URL): commands wait for a reconnect, so without a deadline the call would hang.
+ * unreachable, a wrong URL): commands wait for a reconnect, so without a deadline the call would
+ * hang. `failure` is the connection's last error, when it has one; when it is Redis refusing the
+ * user or password (`WRONGPASS`, `NOAUTH`), that is what the message says, however long it took.
  */
 export class AxRedisUnreachableError extends Error {
   override name = "AxRedisUnreachableError";
-  constructor(what: string, waitedMs: number, consequence?: string) {
+  constructor(what: string, waitedMs: number, consequence?: string, failure?: string) {
+    const then = `so ${what} could not finish${consequence ? `: ${consequence}` : ""}.`;
+    const reason = failure?.replace(/\.$/, "");
     super(
-      `Redis did not answer within ${waitedMs / 1000} s, so ${what} could not finish${consequence ? `: ${consequence}` : ""}. ` +
-        "Check that Redis is running and that --redis / REDIS_URL (the Runtime's or Client's redis option) points at it.",
+      reason !== undefined && isRedisAuthRefusal(reason)
+        ? `Redis refuses the user or password (${reason}), ${then} ` +
+            "Check them in --redis / REDIS_URL (redis://user:password@host:6379; the Runtime's or Client's redis option)."
+        : `Redis did not answer within ${waitedMs / 1000} s, ${then} ` +
+            (reason ? `Its connection fails with: ${reason}. ` : "") +
+            "Check that Redis is running and that --redis / REDIS_URL (the Runtime's or Client's redis option) points at it.",
     );
   }
+}
+
+/** Redis's answer to a connection whose user or password it does not accept. */
+export function isRedisAuthRefusal(message: string): boolean {
+  return /^(WRONGPASS|NOAUTH)\b/.test(message);
 }
