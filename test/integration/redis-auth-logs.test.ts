@@ -3,10 +3,17 @@ import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { Redis } from "ioredis";
-import { axLogger } from "ax-scheduler";
+import { ax, axLogger } from "ax-scheduler";
 import { AxRedisUnreachableError } from "@ax/common";
 import { busyKeys, closeRedis, connectRedis, QueueRegistry } from "@ax/coordinator";
+import { isolate } from "../helpers/isolated.js";
 import { startPrivateRedis, type Child } from "../helpers/processes.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const authTask = ax.task({ name: "redis_auth_task" }, () => "done");
+const authFlow = ax.flow({ name: "redis_auth_flow" }, () => {
+  authTask();
+});
 
 /** Every line a logger writes, parsed. */
 function capture(): { stream: Writable; lines: Record<string, unknown>[] } {
@@ -60,6 +67,22 @@ describe("a Redis connection refused for its password", () => {
     } finally {
       await queues.close(500);
       closeRedis(redis);
+    }
+  });
+
+  it("fails a Runtime's start at once, saying that the password is refused", async () => {
+    const env = isolate("redisauth");
+    try {
+      const runtime = testRuntime(
+        { ...env, redis: `redis://ops:wr0ng-p4ss@127.0.0.1:${server.port}` },
+        { flows: [authFlow], logLevel: "silent" },
+      );
+      const error = (await runtime.start().catch((e: unknown) => e)) as Error;
+      expect(error).toBeInstanceOf(AxRedisUnreachableError);
+      expect(error.message).toMatch(/^Redis refuses the user or password \(WRONGPASS .*\), so starting this process could not finish\./);
+      expect(error.message).not.toContain("wr0ng-p4ss");
+    } finally {
+      await env.cleanup();
     }
   });
 

@@ -1,4 +1,5 @@
 import { AxRedisVersionError } from "@ax/common";
+import { explainRedisRefusal } from "./redis.js";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 
@@ -25,7 +26,10 @@ function below(version: string, floor: string): boolean {
  * say its version (a proxy) is let through.
  */
 export async function checkRedisVersion(redis: Redis, log: Logger): Promise<string | null> {
-  const info = await redis.info("server");
+  // The first command a starting process sends (a Runtime, `ax server`): a refused password fails the start here.
+  const info = await redis.info("server").catch((error: unknown) => {
+    throw explainRedisRefusal(error, "starting this process");
+  });
   const version = /^redis_version:(\S+)/m.exec(info)?.[1] ?? null;
   if (version === null) return null;
   if (below(version, MINIMUM)) throw new AxRedisVersionError(version, MINIMUM);

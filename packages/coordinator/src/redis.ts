@@ -171,11 +171,16 @@ export async function answeredByRedis<T>(
 ): Promise<T> {
   const answer = await within(work, ms);
   if (answer.done) return answer.value;
-  if ("error" in answer) {
-    // A refused password fails the command at once, with Redis's terse reply and no next step.
-    const message = (answer.error as Error | undefined)?.message;
-    if (message !== undefined && isRedisAuthRefusal(message)) throw new AxRedisUnreachableError(what, ms, consequence, message);
-    throw answer.error;
-  }
+  if ("error" in answer) throw explainRedisRefusal(answer.error, what, consequence);
   throw new AxRedisUnreachableError(what, ms, consequence, lastFailure.get(redis));
+}
+
+/**
+ * `error` as AxRedisUnreachableError when it is Redis refusing the connection's user or password,
+ * else `error` itself: a refused password fails commands at once, with Redis's terse reply
+ * (`WRONGPASS …`) and no next step.
+ */
+export function explainRedisRefusal(error: unknown, what: string, consequence?: string): unknown {
+  const message = error instanceof Error ? error.message : undefined;
+  return message !== undefined && isRedisAuthRefusal(message) ? new AxRedisUnreachableError(what, 0, consequence, message) : error;
 }
