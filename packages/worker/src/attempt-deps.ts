@@ -4,6 +4,7 @@ import type { BatchedEnqueue, EventPublisher, NodeJobData } from "@ax/coordinato
 import type { Logger } from "pino";
 import type { AttemptWrites } from "./attempt-writes.js";
 import type { DagCache } from "./dag-cache.js";
+import type { ForeignJobs } from "./foreign-jobs.js";
 import type { WorkerMetrics } from "./metrics.js";
 import type { AttemptStore } from "./once-scope.js";
 import type { TaskLogWriter } from "./task-logs.js";
@@ -30,6 +31,8 @@ export interface AttemptDeps {
   taskLogs: TaskLogWriter;
   /** Where this worker's attempts claim `ax.once` keys. */
   onceStore: AttemptStore;
+  /** Where jobs this history has no run for are dropped, and said to be. */
+  foreignJobs: ForeignJobs;
   /**
    * Whether a node this attempt made ready may start in this process at once (local continuation)
    * instead of going through Redis: its task is served here and holds no limits.

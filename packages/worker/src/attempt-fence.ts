@@ -31,6 +31,10 @@ export async function fence(deps: AttemptDeps, dag: CachedDag, node: DagNode, re
   const started = await withDbRetry(() => deps.writes.start(request));
   if (started) return started;
   const verdict = await awaitLeaseVerdict(deps, ref);
+  if (verdict === "missing") {
+    deps.foreignJobs.drop({ ...ref, flowVersionId: dag.versionId }, "run");
+    return undefined;
+  }
   // Our own start committed (its reply was lost, or it committed after the retried start's
   // snapshot): asked to resume, the fence answers it.
   if (verdict === "ours") return withDbRetry(() => deps.writes.start({ ...request, resume: true }));
@@ -87,12 +91,14 @@ async function closeCrashed(deps: AttemptDeps, dag: CachedDag, node: DagNode, re
  * waits for the lease to decide: lapsed (or given up) means crashed; the attempt closing, or its
  * worker still heartbeating after two leases, means it is alive and this job is a duplicate.
  * "ours": the attempt runs under this very worker, which no job of this process executes.
+ * "missing": this history has no such node, so the job is not this cluster's.
  */
-async function awaitLeaseVerdict(deps: AttemptDeps, ref: AttemptRef): Promise<RunningAttempt | "ours" | undefined> {
+async function awaitLeaseVerdict(deps: AttemptDeps, ref: AttemptRef): Promise<RunningAttempt | "ours" | "missing" | undefined> {
   const giveUpAt = Date.now() + 2 * deps.leaseMs;
   for (;;) {
     const found = await withDbRetry(() => inspectAttempt(deps.db, ref, deps.leaseMs));
-    if (found?.status !== "running" || found.attempt !== ref.attempt) return undefined;
+    if (!found) return "missing";
+    if (found.status !== "running" || found.attempt !== ref.attempt) return undefined;
     if (found.workerLost) return found;
     // runAttempt let only this job through for the attempt, so nothing here executes it.
     if (found.worker === deps.workerId) return "ours";

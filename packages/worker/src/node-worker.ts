@@ -16,6 +16,7 @@ import { BatchedEnqueue, cancelRun, LimitGate, taskQueueName, Waitlist, type Nod
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
 import { AttemptWrites, DEFAULT_DURABILITY, type Durability } from "./attempt-writes.js";
 import { DagCache } from "./dag-cache.js";
+import { ForeignJobs } from "./foreign-jobs.js";
 import { Dispatcher, type ServedQueue } from "./dispatch/dispatcher.js";
 import { KeyedAdmission, PARKED_SWEEP_MS, promoteParked } from "./dispatch/keyed-admission.js";
 import { isLimited, limitSpecOf, NO_CLUSTER_LIMITS, type ClusterLimits } from "./dispatch/limit-spec.js";
@@ -158,6 +159,7 @@ export class NodeWorker {
       events: o.queues.events,
       taskLogs,
       onceStore: { db: o.db, workerId: this.id },
+      foreignJobs: new ForeignJobs(log, o.queues.prefix),
       continuesHere,
     };
     const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });

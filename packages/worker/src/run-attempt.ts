@@ -47,7 +47,11 @@ import { fence } from "./attempt-fence.js";
 export async function runAttempt(shared: AttemptDeps, job: AttemptJob, cancel?: AttemptCancel): Promise<AttemptJob | undefined> {
   const deps = withRunPriority(shared, job.priority);
   const { runId, nodeKey, attempt, flowVersionId } = job;
-  const dag = await withDbRetry(() => deps.dags.get(flowVersionId));
+  const dag = await withDbRetry(() => deps.dags.find(flowVersionId));
+  if (!dag) {
+    deps.foreignJobs.drop(job, "flow version");
+    return undefined;
+  }
   const node = dag.nodes.get(nodeKey);
   if (!node) {
     deps.log.error({ runId, nodeKey, flowVersionId }, "job names a node its flow version does not have; dropped");
