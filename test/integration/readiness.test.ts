@@ -225,7 +225,7 @@ describe("an API without authentication says so at start", { timeout: 120_000 },
     expect(await get(`${runtime.url}/readyz`)).toEqual({ status: 200, body: { ok: true } });
   });
 
-  it("ax server --insecure-no-auth logs it too", async () => {
+  it("ax server --insecure-no-auth logs it too, and is listed as an API process though it has no entry", async () => {
     const port = await freePort();
     server = startAx(
       ["server", "--storage", env.storage, "--redis", env.redis, "--prefix", env.prefix, "--port", String(port), "--insecure-no-auth"],
@@ -239,5 +239,13 @@ describe("an API without authentication says so at start", { timeout: 120_000 },
     expect(line, server.output()).toBeDefined();
     expect(JSON.parse(line!).level).toBe(40);
     expect(await get(`http://127.0.0.1:${port}/readyz`)).toEqual({ status: 200, body: { ok: true } });
+    // Not a Runtime, yet one of the cluster's processes: `ax config show --cluster` lists it.
+    const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+    try {
+      const listed = (await client.config.cluster()).find((p) => p.pid === server!.process.pid);
+      expect(listed).toMatchObject({ roles: ["api"], queues: [], concurrency: null, live: true });
+    } finally {
+      await client.close();
+    }
   });
 });

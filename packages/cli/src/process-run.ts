@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { userInfo } from "node:os";
 import { Registry } from "prom-client";
-import { axLogger, LiveConfig, parseDuration, Runtime, type Duration, type Role } from "ax-scheduler";
+import { axLogger, LiveConfig, parseDuration, reportStandaloneApi, Runtime, type Duration, type Role } from "ax-scheduler";
 import { advertiseApi, migrate, NEW_SCHEMA, openStore } from "@ax/store";
 import { checkEvictionPolicy, checkRedisVersion, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { DEFAULT_DATA_DIR } from "@ax/common";
@@ -174,6 +174,8 @@ export async function runServer(c: ConnectionFlags, entry: string | undefined, f
       flags.metricsPort === undefined
         ? undefined
         : await startMetricsServer(registry, flags.metricsPort, flags.host, { db: store.db, redis });
+    // Listed by `ax config show --cluster` and the console's Workers page, as a Runtime's API is.
+    const report = await reportStandaloneApi({ store, redis, prefix: queues.prefix, log });
     log.info(
       { url: server.url, console: `${server.url}/` },
       "ax server started without flow code: triggers take their keys from the request only (give the entry file to apply the flows' key functions)",
@@ -182,6 +184,7 @@ export async function runServer(c: ConnectionFlags, entry: string | undefined, f
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);
     });
+    await report.stop();
     await server.close();
     await metrics?.close();
   } finally {

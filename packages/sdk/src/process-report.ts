@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { DEFAULT_DEAD_WORKER_RETENTION_MS, DEFAULT_HEARTBEAT_MS } from "@ax/common";
-import { heartbeatProcess, removeDeadProcesses, removeProcess, type Db } from "@ax/store";
+import { heartbeatProcess, latestConfigVersionNumber, removeDeadProcesses, removeProcess, type Db, type Store } from "@ax/store";
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { ConfigFollower } from "./config/live-config.js";
 
 /** How often a process looks for long-silent processes' rows to delete. */
 const PURGE_EVERY_MS = 60_000;
@@ -69,4 +71,39 @@ export class ProcessReport {
       if (removed > 0) this.o.log.info({ removed }, "deleted the rows of processes silent for over an hour");
     }
   }
+}
+
+export interface StandaloneApiReportOptions {
+  store: Store;
+  redis: Redis;
+  prefix: string;
+  log: Logger;
+}
+
+/**
+ * `ax server` without an entry is no Runtime, yet it is an API process of the cluster: this lists
+ * it in `processes` (roles `api`) with the config version it serves, the newest stored one, which
+ * it follows as a Runtime does. Stop it before closing the connections.
+ */
+export async function reportStandaloneApi(o: StandaloneApiReportOptions): Promise<{ stop(): Promise<void> }> {
+  let served = await latestConfigVersionNumber(o.store.db);
+  const follower = new ConfigFollower({
+    db: o.store.db,
+    redis: o.redis,
+    prefix: o.prefix,
+    log: o.log,
+    applied: () => served,
+    apply: async (version) => {
+      served = version.version;
+    },
+  });
+  const report = new ProcessReport({ db: o.store.leases, roles: ["api"], configVersion: () => served || null, log: o.log });
+  await follower.start();
+  await report.start();
+  return {
+    async stop() {
+      await follower.stop();
+      await report.stop();
+    },
+  };
 }
