@@ -243,4 +243,19 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(await openEmbedded(dataDir)).toEqual({ opened: true, runs: 5 });
     expect(existsSync(`${dataDir}.lock`)).toBe(false);
   });
+
+  it("ax worker on an embedded history warns that nothing else can reach it", async () => {
+    const worker = startAx(["worker", "test/fixtures/dev-cli-flows.ts", ...connection], { AX_LOG_LEVEL: "warn", DATABASE_URL: undefined });
+    try {
+      await worker.waitFor(/ax worker keeps its history in embedded PGlite, which only this process can open/, 120_000);
+      const line = worker
+        .output()
+        .split("\n")
+        .find((l) => l.includes("keeps its history in embedded PGlite"));
+      expect(JSON.parse(line!)).toMatchObject({ level: 40, history: dataDir });
+      expect(line).toContain("give every process the same PostgreSQL URL (--storage or DATABASE_URL)");
+    } finally {
+      await worker.stop();
+    }
+  });
 });

@@ -109,6 +109,13 @@ export async function runRole(
     // `ax dev` is a developer's own machine: its API and console need no token (docs/security.md).
     insecureNoAuth: name === "dev",
   });
+  if (!c.storage && name !== "dev") {
+    // PGlite serves one process: a worker or coordinator on it is a cluster of one that nothing else can reach.
+    runtime.log.warn(
+      { history: historyOf(c) },
+      `ax ${name} keeps its history in embedded PGlite, which only this process can open: no other process (ax trigger, a coordinator, another worker) can reach it. For a cluster, give every process the same PostgreSQL URL (--storage or DATABASE_URL); on one machine, ax dev runs every role in one process and serves the CLI.`,
+    );
+  }
   // `ax dev` applies the file on every save.
   const watchConfig =
     name === "dev" && config !== undefined
