@@ -57,4 +57,15 @@ describe("ax commands that need Redis, with Redis unreachable", { timeout: 120_0
     const again = await runAx(["cancel", runId, "--storage", env.storage, "--prefix", env.prefix, "--redis", env.redis]);
     expect(again.code).toBe(0);
   });
+
+  it("ax trigger writes the run in PostgreSQL and prints only its id on stdout; the warning is one plain line on stderr", async () => {
+    const result = await runAx(["trigger", "redis_down_flow", ...down], { AX_LOG_LEVEL: "" });
+    expect(result.code).toBe(0);
+    // Captured as `RUN=$(ax trigger …)`, stdout must be the id alone.
+    expect(result.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
+    expect(result.stderr).toMatch(/^ax: Redis did not answer in time; the jobs are added when it is back, or by the reconciler$/m);
+    expect(result.stderr).not.toContain('"level"');
+    const shown = await runAx(["run", result.stdout.trim(), "--json", ...down]);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: result.stdout.trim(), flow: "redis_down_flow" });
+  });
 });

@@ -1,6 +1,5 @@
-import { envLogLevel } from "@ax/common";
 import { GroupCommit, type ReadyNode } from "@ax/store";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import { nodeJobId, taskQueueName, type QueueRegistry } from "./queues.js";
 import { publishWake } from "./wake.js";
 
@@ -83,7 +82,7 @@ export class BatchedEnqueue {
 
   constructor(
     queues: QueueRegistry,
-    private readonly log: Logger = pino({ level: envLogLevel("info") }),
+    private readonly log: Logger,
   ) {
     this.batches = new GroupCommit(async (lists) => {
       await enqueueNodes(queues, lists.flat());

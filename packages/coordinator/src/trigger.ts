@@ -46,7 +46,7 @@ export class RunWriter {
   constructor(
     readonly db: Db,
     queues: QueueRegistry,
-    log?: Logger,
+    log: Logger,
   ) {
     this.runs = new GroupCommit((batch) => createRuns(db, batch));
     this.jobs = new BatchedEnqueue(queues, log);

@@ -54,7 +54,7 @@ export function openConnections(options: ConnectionOptions, log: Logger = defaul
     store,
     redis,
     queues,
-    writer: new RunWriter(store.db, queues),
+    writer: new RunWriter(store.db, queues, log),
     redisUrl,
     async close(timeoutMs = 5000) {
       await Promise.all([queues.close(timeoutMs).then(() => closeRedis(redis)), store.close(timeoutMs)]);

@@ -25,7 +25,10 @@ export interface RouteDoc {
 
 export const notFound = { description: "unknown run", schema: apiError };
 export const badRequest = { description: "the request does not match its schema", schema: apiError };
-export const redisUnreachable = { description: "Redis did not answer within 5 s, or refuses the password (AxRedisUnreachableError)", schema: apiError };
+export const redisUnreachable = {
+  description: "Redis did not answer within 5 s, or refuses the password (AxRedisUnreachableError)",
+  schema: apiError,
+};
 export const configUnavailable = { description: "this server was started without a config service", schema: apiError };
 
 /** Every route of the HTTP API, keyed `METHOD url` as fastify registers it. */

@@ -92,7 +92,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (!options.auth?.insecureNoAuth && (await countApiTokens(options.db)) === 0) throw new AxNoTokensError();
   registerClusterMetrics(options);
   addProcessMetrics(options.registry);
-  const writer = new RunWriter(options.db, options.queues);
+  const writer = new RunWriter(options.db, options.queues, options.log);
   const flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
   const openApi = openApiDocument(API_VERSION);
   const app = Fastify({

@@ -155,7 +155,7 @@ export class NodeWorker {
       leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS,
       executing,
       writes: new AttemptWrites(o.db, o.relaxedDb ?? o.db, this.id, o.durability ?? DEFAULT_DURABILITY),
-      jobs: new BatchedEnqueue(o.queues),
+      jobs: new BatchedEnqueue(o.queues, log),
       events: o.queues.events,
       taskLogs,
       onceStore: { db: o.db, workerId: this.id },
