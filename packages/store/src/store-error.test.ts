@@ -19,10 +19,23 @@ describe("toStoreError", () => {
   it("still reads as a connection error, so callers retry it", () => {
     const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
     const error = toStoreError(new DrizzleQueryError("select 1", [], refused));
-    expect((error as Error).message).toBe("PostgreSQL refused the statement: connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED)");
+    expect((error as Error).message).toBe(
+      "could not reach PostgreSQL: connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED). Check that it is running and that --storage / DATABASE_URL (the Runtime's or Client's storage option) points at it.",
+    );
     expect(isConnectionError(error)).toBe(true);
     expect(isConnectionError(toStoreError(new DrizzleQueryError("select 1", [], new Error("Connection terminated unexpectedly"))))).toBe(
       true,
+    );
+  });
+
+  it("says what to fix when the database or the login is refused", () => {
+    const noDatabase = Object.assign(new Error('database "nope_db" does not exist'), { code: "3D000" });
+    expect((toStoreError(new DrizzleQueryError("select 1", [], noDatabase)) as Error).message).toBe(
+      "PostgreSQL has no such database: database \"nope_db\" does not exist (SQLSTATE 3D000). Create it, or fix the database name in --storage / DATABASE_URL (the Runtime's or Client's storage option).",
+    );
+    const noRole = Object.assign(new Error('role "nobody" does not exist'), { code: "28000" });
+    expect((toStoreError(new DrizzleQueryError("select 1", [], noRole)) as Error).message).toMatch(
+      /^PostgreSQL refuses the user or password: role "nobody" does not exist \(SQLSTATE 28000\)\. Fix them in --storage \/ DATABASE_URL/,
     );
   });
 

@@ -53,14 +53,28 @@ export class AxStoreError extends Error {
     const code = (driverError as { code?: unknown } | undefined)?.code;
     const reason = driverError instanceof Error ? driverError.message : "the statement failed";
     const shownCode = typeof code === "string" ? code : undefined;
-    super(
-      `PostgreSQL refused the statement: ${reason}${shownCode ? ` (${/^[0-9A-Z]{5}$/.test(shownCode) ? "SQLSTATE " : ""}${shownCode})` : ""}`,
-      {
-        cause: driverError,
-      },
-    );
+    const coded = `${reason}${shownCode ? ` (${/^[0-9A-Z]{5}$/.test(shownCode) ? "SQLSTATE " : ""}${shownCode})` : ""}`;
+    super(storeProblem(coded, shownCode, reason), { cause: driverError });
     this.code = shownCode;
   }
+}
+
+const WHERE = "--storage / DATABASE_URL (the Runtime's or Client's storage option)";
+
+/** The connection never worked, or was lost: no statement was refused. */
+const UNREACHABLE_CODES = /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|57P0[123]|08...)$/;
+const UNREACHABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect)/;
+
+/** What went wrong, and for a connection that failed, what to check. */
+function storeProblem(coded: string, code: string | undefined, reason: string): string {
+  if (code === "3D000") return `PostgreSQL has no such database: ${coded}. Create it, or fix the database name in ${WHERE}.`;
+  if (code === "28000" || code === "28P01") {
+    return `PostgreSQL refuses the user or password: ${coded}. Fix them in --storage / DATABASE_URL (postgres://user:password@host:5432/db, with @ : / in a password percent-encoded; the Runtime's or Client's storage option), or create that role.`;
+  }
+  if ((code !== undefined && UNREACHABLE_CODES.test(code)) || UNREACHABLE_MESSAGE.test(reason)) {
+    return `could not reach PostgreSQL: ${coded}. Check that it is running and that ${WHERE} points at it.`;
+  }
+  return `PostgreSQL refused the statement: ${coded}`;
 }
 
 /** A call on a `Client` (or a Runtime's store) after `close()` released its connections. */
