@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import pino from "pino";
 import { closeRedis, connectRedis, QueueRegistry } from "@ax/coordinator";
 import { openQueue } from "../../packages/worker/src/dispatch/queue-state.js";
-import { RepeatedErrors } from "../../packages/worker/src/dispatch/repeated-errors.js";
+import { RepeatedErrors } from "@ax/coordinator";
 import { freePort } from "../helpers/processes.js";
 import { REDIS_URL } from "../helpers/isolated.js";
 

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { cancelRun } from "./cancel.js";
 import { enqueueNodes } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
+import { RepeatedErrors } from "./repeated-errors.js";
 
 export interface AdmissionDeps {
   db: Db;
@@ -33,18 +34,21 @@ export interface AdmissionOptions {
 export class Admission {
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<number> | undefined;
+  private readonly errors: RepeatedErrors;
 
   constructor(
     private readonly deps: AdmissionDeps,
-    private readonly log: Logger,
+    log: Logger,
     private readonly options: AdmissionOptions = {},
-  ) {}
+  ) {
+    this.errors = new RepeatedErrors(log);
+  }
 
   start(): void {
     const interval = this.options.intervalMs ?? 250;
     const tick = () => {
       this.pass = this.runOnce().catch((error) => {
-        this.log.warn({ err: error }, "admission pass failed; will retry");
+        this.errors.warn(error, {}, "admission pass failed; will retry");
         return 0;
       });
       void this.pass.finally(() => {

@@ -1,4 +1,5 @@
 export * from "./redis.js";
+export * from "./repeated-errors.js";
 export * from "./eviction-policy.js";
 export * from "./redis-version.js";
 export * from "./queues.js";

@@ -5,6 +5,7 @@ import { nodesToRequeue, type Db, type ReconcileCursor, type RequeueCandidate, t
 import type { Logger } from "pino";
 import { enqueueNodes, jobsMissingFromRedis } from "./enqueue.js";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
+import { RepeatedErrors } from "./repeated-errors.js";
 import { SeenJobs } from "./seen-jobs.js";
 import { failUnservedNodes } from "./unserved.js";
 
@@ -57,6 +58,8 @@ export class Reconciler {
   /** The last completed pass. */
   lastPass: ReconcilePass | undefined;
 
+  private readonly errors: RepeatedErrors;
+
   constructor(
     private readonly db: Db,
     private readonly queues: QueueRegistry,
@@ -64,6 +67,7 @@ export class Reconciler {
     private readonly options: ReconcilerOptions = {},
   ) {
     this.seen = new SeenJobs(options.recheckMs ?? 60_000, options.remember ?? 100_000);
+    this.errors = new RepeatedErrors(log);
   }
 
   start(): void {
@@ -145,7 +149,7 @@ export class Reconciler {
   private tick(): void {
     this.timer = undefined;
     this.pass = this.runPass()
-      .catch((error: unknown) => this.log.warn({ err: error }, "reconcile pass failed; will retry"))
+      .catch((error: unknown) => this.errors.warn(error, {}, "reconcile pass failed; will retry"))
       .finally(() => {
         this.pass = undefined;
         if (this.running) this.schedule(this.options.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);

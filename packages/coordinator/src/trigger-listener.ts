@@ -2,6 +2,7 @@ import { firstReadyNodes, GroupCommit, runsChannel, type Listening, type Store }
 import type { Logger } from "pino";
 import { enqueueNodes } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
+import { RepeatedErrors } from "./repeated-errors.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -15,12 +16,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class TriggerListener {
   private listening: Listening | undefined;
   private readonly dispatch: GroupCommit<string, void>;
+  private readonly errors: RepeatedErrors;
 
   constructor(
     private readonly store: Store,
     queues: QueueRegistry,
     private readonly log: Logger,
   ) {
+    // While PostgreSQL is down each reconnect fails again: one line a minute, not one per attempt.
+    this.errors = new RepeatedErrors(log);
     this.dispatch = new GroupCommit(async (runIds) => {
       await enqueueNodes(queues, await firstReadyNodes(store.db, runIds));
       return runIds.map(() => undefined);
@@ -39,8 +43,9 @@ export class TriggerListener {
           );
       },
       (error) =>
-        this.log.warn(
-          { err: error },
+        this.errors.warn(
+          error,
+          {},
           "lost the connection listening for runs created in transactions; reconnecting (the reconciler enqueues what was missed)",
         ),
     );

@@ -4,6 +4,7 @@ import { DEFAULT_DEAD_WORKER_RETENTION_MS, DEFAULT_HEARTBEAT_MS } from "@ax/comm
 import { heartbeatProcess, latestConfigVersionNumber, removeDeadProcesses, removeProcess, type Db, type Store } from "@ax/store";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { RepeatedErrors } from "@ax/coordinator";
 import { ConfigFollower } from "./config/live-config.js";
 
 /** How often a process looks for long-silent processes' rows to delete. */
@@ -32,14 +33,17 @@ export class ProcessReport {
   private reporting = false;
   private lastPurge = 0;
 
+  private readonly errors: RepeatedErrors;
+
   constructor(private readonly o: ProcessReportOptions) {
     this.id = o.id ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+    this.errors = new RepeatedErrors(o.log);
   }
 
   async start(): Promise<void> {
     await this.report();
     this.timer = setInterval(() => {
-      this.report().catch((err) => this.o.log.warn({ err }, "could not report this process in PostgreSQL; retrying"));
+      this.report().catch((err) => this.errors.warn(err, {}, "could not report this process in PostgreSQL; retrying"));
     }, this.o.intervalMs ?? DEFAULT_HEARTBEAT_MS);
     this.timer.unref();
   }

@@ -12,7 +12,16 @@ import {
   DEFAULT_STOP_TIMEOUT_MS,
 } from "@ax/common";
 import { msUntil, removeWorker, within, type Db, type ReadyNode } from "@ax/store";
-import { BatchedEnqueue, cancelRun, LimitGate, taskQueueName, Waitlist, type NodeJobData, type QueueRegistry } from "@ax/coordinator";
+import {
+  BatchedEnqueue,
+  cancelRun,
+  LimitGate,
+  RepeatedErrors,
+  taskQueueName,
+  Waitlist,
+  type NodeJobData,
+  type QueueRegistry,
+} from "@ax/coordinator";
 import { CancelListener, InFlightAttempts } from "./cancel-listener.js";
 import { AttemptWrites, DEFAULT_DURABILITY, type Durability } from "./attempt-writes.js";
 import { DagCache } from "./dag-cache.js";
@@ -127,6 +136,7 @@ export class NodeWorker {
     await cancels.start();
     const executing = new Set<string>();
     let nextSweep = Date.now() + LOST_OUTCOME_SWEEP_MS;
+    const errors = new RepeatedErrors(log);
     this.heartbeat = setInterval(() => {
       lease
         .renew()
@@ -137,8 +147,8 @@ export class NodeWorker {
           await requeueLostOutcomes({ db: o.db, queues: o.queues, workerId: this.id, executing, log });
           nextSweep = Date.now() + LOST_OUTCOME_SWEEP_MS;
         })
-        .catch((err) => o.log.warn({ err }, "worker heartbeat failed; retrying"));
-      cancels.sweep().catch((err) => o.log.warn({ err }, "could not check in-flight runs for cancels; retrying"));
+        .catch((err) => errors.warn(err, {}, "worker heartbeat failed; retrying"));
+      cancels.sweep().catch((err) => errors.warn(err, {}, "could not check in-flight runs for cancels; retrying"));
     }, o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeat.unref();
 
@@ -180,7 +190,7 @@ export class NodeWorker {
       // While Redis is away the sweep would only queue up behind the reconnect; the next one after it does the work.
       if (o.connection.status !== "ready") return;
       const tasks = served.flatMap((q) => o.tasks.get(q.task)?.options ?? []);
-      keyed.sweep(tasks).catch((err) => log.warn({ err }, "could not look for parked jobs whose key came free; retrying"));
+      keyed.sweep(tasks).catch((err) => errors.warn(err, {}, "could not look for parked jobs whose key came free; retrying"));
     }, PARKED_SWEEP_MS);
     this.sweeper.unref();
     this.dispatcher = new Dispatcher({

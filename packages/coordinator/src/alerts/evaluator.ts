@@ -20,6 +20,7 @@ import { closeRedis, duplicateRedis } from "../redis.js";
 import { errorFingerprint } from "./fingerprint.js";
 import { deliverAlert, type DeliveryResult } from "./sinks.js";
 import { DEFAULT_ALERT_GROUP, type Alert, type AlertGroup, type AlertKind } from "./types.js";
+import { RepeatedErrors } from "../repeated-errors.js";
 
 /** The consumer group of every coordinator of a cluster: each event goes to one of them. */
 export const ALERTS_CONSUMER_GROUP = "ax:alerts";
@@ -84,9 +85,12 @@ export class AlertEvaluator {
   /** Deliveries under way: a webhook retrying with backoff must not hold up the evaluation of later events. */
   private readonly sending = new Set<Promise<unknown>>();
 
+  private readonly errors: RepeatedErrors;
+
   constructor(private readonly o: AlertEvaluatorOptions) {
     this.key = eventStreamKey(o.prefix);
     this.deliveries = alertDeliveriesMetric(o.registry);
+    this.errors = new RepeatedErrors(o.log);
   }
 
   async start(): Promise<void> {
@@ -98,7 +102,7 @@ export class AlertEvaluator {
     }
     this.running = this.loop();
     this.stuckTimer = setInterval(() => {
-      this.scanStuck().catch((err: unknown) => this.o.log.warn({ err }, "stuck-run scan failed; retrying"));
+      this.scanStuck().catch((err: unknown) => this.errors.warn(err, {}, "stuck-run scan failed; retrying"));
     }, this.o.stuckScanMs ?? 30_000);
     this.stuckTimer.unref();
   }
@@ -200,7 +204,7 @@ export class AlertEvaluator {
           // The stream was deleted (FLUSHALL): the group goes with it.
           await this.o.redis.xgroup("CREATE", this.key, ALERTS_CONSUMER_GROUP, "$", "MKSTREAM").catch(() => {});
         } else {
-          this.o.log.warn({ err: error }, "alert evaluation failed; retrying");
+          this.errors.warn(error, {}, "alert evaluation failed; retrying");
         }
         await new Promise((resolve) => setTimeout(resolve, 500));
       }

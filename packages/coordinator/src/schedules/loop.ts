@@ -4,6 +4,7 @@ import { catchUpTicks } from "./catch-up.js";
 import { fireTimesBetween, nextFireTimes } from "./fire-times.js";
 import type { LagObserver } from "./lag-metric.js";
 import { claimTick, releaseQueuedTick, type TickDeps } from "./tick-claim.js";
+import { RepeatedErrors } from "../repeated-errors.js";
 
 export interface ScheduleLoopOptions extends TickDeps {
   /** The flows this coordinator defines; their stored schedules are the ones it ticks. */
@@ -40,7 +41,11 @@ export class ScheduleLoop {
   /** A claim found the stored schedule changed under this process: read the schedules again. */
   private stale = false;
 
-  constructor(private readonly options: ScheduleLoopOptions) {}
+  private readonly errors: RepeatedErrors;
+
+  constructor(private readonly options: ScheduleLoopOptions) {
+    this.errors = new RepeatedErrors(options.log);
+  }
 
   async start(): Promise<void> {
     this.schedules = await getSchedules(this.options.db, this.options.flows);
@@ -92,7 +97,7 @@ export class ScheduleLoop {
         await this.releaseQueued();
         delay = (await this.tickDue()) ? this.sleepMs() : (this.options.retryMs ?? 1000);
       } catch (error) {
-        this.options.log.warn({ err: error }, "schedule loop pass failed; will retry");
+        this.errors.warn(error, {}, "schedule loop pass failed; will retry");
         delay = this.options.retryMs ?? 1000;
       }
       await sleep(delay, undefined, { signal: AbortSignal.any([this.wake.signal, this.nudge.signal]) }).catch(() => undefined);
@@ -111,7 +116,7 @@ export class ScheduleLoop {
         const claimed = await this.claim(schedule, tick, true).then(
           () => true,
           (error: unknown) => {
-            this.options.log.warn({ err: error, flow: schedule.flow, tick }, "could not claim a schedule tick; will retry");
+            this.errors.warn(error, { flow: schedule.flow, tick }, "could not claim a schedule tick; will retry");
             return false;
           },
         );

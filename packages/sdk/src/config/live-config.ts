@@ -1,7 +1,7 @@
 import { createTwoFilesPatch, diffLines } from "diff";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { closeRedis, subscribeTo } from "@ax/coordinator";
+import { closeRedis, RepeatedErrors, subscribeTo } from "@ax/coordinator";
 import {
   getConfigVersion,
   insertConfigVersion,
@@ -231,7 +231,11 @@ export class ConfigFollower {
   /** A version this process could not apply: not retried at every poll, only when a newer one comes. */
   private refused = 0;
 
-  constructor(private readonly options: ConfigFollowerOptions) {}
+  private readonly errors: RepeatedErrors;
+
+  constructor(private readonly options: ConfigFollowerOptions) {
+    this.errors = new RepeatedErrors(options.log);
+  }
 
   async start(): Promise<void> {
     const o = this.options;
@@ -255,7 +259,7 @@ export class ConfigFollower {
       return;
     }
     this.checking = this.follow()
-      .catch((err) => this.options.log.warn({ err }, "could not look for a new config version; will retry"))
+      .catch((err) => this.errors.warn(err, {}, "could not look for a new config version; will retry"))
       .finally(() => {
         this.checking = undefined;
         if (this.again && this.subscriber) {

@@ -33,7 +33,7 @@ import {
   type ServedQueue,
 } from "./queue-state.js";
 import { Wakeup } from "./wakeup.js";
-import { RepeatedErrors } from "./repeated-errors.js";
+import { RepeatedErrors } from "@ax/coordinator";
 import { RunningSlots, type AdoptKey } from "./running-slots.js";
 
 export type { ServedQueue };
@@ -96,12 +96,13 @@ export class Dispatcher {
   private subscriber: Redis | undefined;
   private unsubscribeFreed: (() => Promise<void>) | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
+  private readonly errors: RepeatedErrors;
 
   constructor(private readonly o: DispatcherOptions) {
     this.free = o.concurrency;
     this.locks = new LockExtender(o.lockDurationMs, o.log);
-    const errors = new RepeatedErrors(o.log);
-    this.states = o.queues.map((q) => openQueue(q, { ...o, errors }));
+    this.errors = new RepeatedErrors(o.log);
+    this.states = o.queues.map((q) => openQueue(q, { ...o, errors: this.errors }));
     this.byName = new Map(this.states.map((s) => [s.name, s]));
     this.markers = new MarkerWatch({
       connection: o.connection,
@@ -130,7 +131,7 @@ export class Dispatcher {
       this.slots.adoptAddedLimits(this.o.limitsOf, this.o.gate);
       if (this.o.hasKeyLimit && this.o.adoptKey) {
         const adopted = this.slots.adoptAddedKeys(this.o.hasKeyLimit, this.o.adoptKey, (err) =>
-          this.o.log.warn({ err }, "could not count a running attempt against its key's new limit; retrying"),
+          this.errors.warn(err, {}, "could not count a running attempt against its key's new limit; retrying"),
         );
         // Into Redis once they are all read rather than at the next renewal, a second later: starts of those keys check them meanwhile.
         void adopted.then((n) => (n > 0 ? this.renewLimits() : undefined));
@@ -142,7 +143,7 @@ export class Dispatcher {
   }
 
   private async renewLimits(): Promise<void> {
-    await this.o.gate.renew().catch((err) => this.o.log.warn({ err }, "could not renew limit leases; retrying"));
+    await this.o.gate.renew().catch((err) => this.errors.warn(err, {}, "could not renew limit leases; retrying"));
   }
 
   /** Fetches no more jobs; those running go on. */

@@ -2,7 +2,7 @@ import type { EventEmitter } from "node:events";
 import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { RepeatedErrors } from "./repeated-errors.js";
+import type { RepeatedErrors } from "@ax/coordinator";
 import type { NodeJobData } from "@ax/coordinator";
 import { LimitBlock } from "./limit-block.js";
 import { ReasonPublisher } from "./reason-publisher.js";

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { withoutCommandArguments } from "@ax/coordinator";
+import { withoutCommandArguments } from "./redis.js";
 
 /** Within this window, an error already logged is counted, not logged again. */
 const WINDOW_MS = 60_000;
@@ -8,7 +8,9 @@ const WINDOW_MS = 60_000;
  * Logs each distinct error once a minute at most, with how many like it were held back since.
  * During a Redis outage every BullMQ worker of a process (one per task queue) reports each failed
  * reconnect: about ten identical lines a second for seven queues, which bury the one line that
- * says what happened.
+ * says what happened. During a PostgreSQL outage every periodic pass (admission every 250 ms,
+ * heartbeats, the reconciler, schedules) fails alike, and logged one by one, a coordinator wrote
+ * six lines a second.
  */
 export class RepeatedErrors {
   private readonly logged = new Map<string, { at: number; held: number }>();
@@ -18,14 +20,17 @@ export class RepeatedErrors {
     private readonly windowMs = WINDOW_MS,
   ) {}
 
-  warn(err: Error, fields: Record<string, unknown>, msg: string, now = Date.now()): void {
-    const key = `${err.name}: ${err.message}`;
+  warn(err: unknown, fields: Record<string, unknown>, msg: string, now = Date.now()): void {
+    const key = `${msg}|${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
     const seen = this.logged.get(key);
     if (seen && now - seen.at < this.windowMs) {
       seen.held++;
       return;
     }
     this.logged.set(key, { at: now, held: 0 });
-    this.log.warn({ err: withoutCommandArguments(err), ...fields, ...(seen?.held ? { heldBack: seen.held } : {}) }, msg);
+    this.log.warn(
+      { err: err instanceof Error ? withoutCommandArguments(err) : err, ...fields, ...(seen?.held ? { heldBack: seen.held } : {}) },
+      msg,
+    );
   }
 }
