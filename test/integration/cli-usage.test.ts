@@ -170,6 +170,13 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     const [storage, redis] = await Promise.all([runAx(["--storage", "mysql://x", "runs"]), runAx(["--redis", "http://x", "runs"])]);
     expect(storage.stderr).toMatch(/^AxUsageError: ax: --storage: a postgres:\/\/ or postgresql:\/\/ URL/);
     expect(redis.stderr).toMatch(/^AxUsageError: ax: --redis: a redis:\/\/, rediss:\/\/ or redis\+sentinel:\/\/ URL/);
+    // A value from the environment is named by its variable; a URL that cannot be read says what to check.
+    const [fromEnv, unreadable] = await Promise.all([
+      runAx(["runs"], { DATABASE_URL: "mysql://x", REDIS_URL: "http://x" }),
+      runAx(["--storage", "postgres://postgres@127.0.0.1:notaport/test", "runs"]),
+    ]);
+    expect(fromEnv.stderr).toMatch(/^AxUsageError: ax: DATABASE_URL: a postgres:\/\/ or postgresql:\/\/ URL.*; REDIS_URL: a redis:\/\//);
+    expect(unreadable.stderr).toMatch(/^AxUsageError: ax: --storage: not a URL that can be read: the port must be a number/);
   });
 
   it("a flag value the runtime could not use is an AxUsageError naming the flag, before anything starts", async ({ expect }) => {

@@ -7,9 +7,10 @@ import { AxUsageError } from "./errors.js";
 export const connectionFlags = z.object({
   storage: z
     .string()
+    .refine((url) => /^postgres(ql)?:\/\//.test(url), "a postgres:// or postgresql:// URL (leave it out for the embedded history)")
     .refine(
-      (url) => /^postgres(ql)?:\/\//.test(url) && URL.canParse(url),
-      "a postgres:// or postgresql:// URL (leave it out for the embedded history)",
+      (url) => !/^postgres(ql)?:\/\//.test(url) || URL.canParse(url),
+      "not a URL that can be read: the port must be a number, and @ : / in the user or password percent-encoded (%40 %3A %2F)",
     )
     .refine((url) => !URL.canParse(url) || SCHEMA_NAME.test(new URL(url).searchParams.get("schema") ?? "public"), {
       error: (issue) => `schema "${new URL(issue.input as string).searchParams.get("schema")}": ${SCHEMA_NAME_RULE}`,
@@ -32,16 +33,22 @@ export const connectionFlags = z.object({
 
 export type ConnectionFlags = z.infer<typeof connectionFlags>;
 
-/** Parses a command's flags (`command` undefined: the global flags) or throws AxUsageError naming each wrong one. */
-export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown, command: string | undefined): z.infer<S> {
+/**
+ * Parses a command's flags (`command` undefined: the global flags) or throws AxUsageError naming
+ * each wrong one; `names` names a value that came from elsewhere (`DATABASE_URL` for `storage`).
+ */
+export function parseFlags<S extends z.ZodType>(
+  schema: S,
+  raw: unknown,
+  command: string | undefined,
+  names: Record<string, string> = {},
+): z.infer<S> {
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
+    const flag = (key: string) => names[key] ?? `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
     const problems = parsed.error.issues.map(
       // A problem of several flags together names them in its message.
-      (i) =>
-        i.path.length === 0
-          ? i.message
-          : `--${String(i.path[0]).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${plainMessage(i.message)}`,
+      (i) => (i.path.length === 0 ? i.message : `${flag(String(i.path[0]))}: ${plainMessage(i.message)}`),
     );
     throw new AxUsageError(`${command === undefined ? "ax" : `ax ${command}`}: ${problems.join("; ")}`);
   }

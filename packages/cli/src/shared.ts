@@ -10,16 +10,24 @@ import type { RunsApi } from "./runs-api.js";
 
 export function connection(program: Command): ConnectionFlags {
   const o = program.opts();
+  // A wrong value is named where it was set: a flag, or the environment variable behind its default.
+  const names: Record<string, string> = {};
+  const fromEnv = (key: string, flag: unknown, variable: string): string | undefined => {
+    if (flag !== undefined) return flag as string;
+    names[key] = variable;
+    // An empty variable (`DATABASE_URL=` in an env file) is an unset one.
+    return process.env[variable] || undefined;
+  };
   return parseFlags(
     connectionFlags,
     {
-      // An empty variable (`DATABASE_URL=` in an env file) is an unset one.
-      storage: o.storage ?? (process.env.DATABASE_URL || undefined),
-      redis: o.redis ?? (process.env.REDIS_URL || undefined),
-      prefix: o.prefix ?? (process.env.AX_PREFIX || undefined),
+      storage: fromEnv("storage", o.storage, "DATABASE_URL"),
+      redis: fromEnv("redis", o.redis, "REDIS_URL"),
+      prefix: fromEnv("prefix", o.prefix, "AX_PREFIX"),
       dataDir: o.dataDir,
     },
     undefined,
+    names,
   );
 }
 
