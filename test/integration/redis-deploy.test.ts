@@ -8,7 +8,7 @@ import pino from "pino";
 import { Registry } from "prom-client";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { AxRedisVersionError } from "@ax/common";
-import { checkEvictionPolicy, checkRedisVersion, redisConnectionOptions } from "@ax/coordinator";
+import { checkEvictionPolicy, checkRedisVersion, closeRedis, connectRedis, redisConnectionOptions } from "@ax/coordinator";
 import { startMetricsServer } from "@ax/server";
 import { ax } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
@@ -114,6 +114,27 @@ describe("Redis's version is checked once at start", () => {
       expect(lines).toEqual([]);
     } finally {
       connection.disconnect();
+    }
+  });
+
+  it("says every so often that a start waits for a Redis that does not answer, and goes on once it does", async () => {
+    const port = await freePort();
+    const connection = connectRedis(`redis://127.0.0.1:${port}`, pino({ level: "silent" }));
+    const { log, lines } = capturingLogger();
+    try {
+      const checked = checkRedisVersion(connection, log, 100);
+      const waiting = () => lines.filter((l) => String(l.msg).startsWith("still waiting for Redis to answer before starting"));
+      await vi.waitFor(() => expect(waiting().length).toBeGreaterThanOrEqual(2), { timeout: 10_000 });
+      expect(waiting()[0]).toMatchObject({ level: 40, redis: `127.0.0.1:${port}` });
+      expect(String(waiting()[0]!.msg)).toContain("--redis / REDIS_URL");
+      const server = await startPrivateRedis(port);
+      redisServers.push(server.child);
+      expect(await checked).toMatch(/^\d+\.\d+\.\d+$/);
+      const said = waiting().length;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(waiting()).toHaveLength(said);
+    } finally {
+      closeRedis(connection);
     }
   });
 

@@ -3,6 +3,9 @@ import { explainRedisRefusal } from "./redis.js";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 
+/** While a start waits for Redis, a line this often. */
+const WAITING_LOG_MS = 10_000;
+
 /** BullMQ's own floor: its scripts use commands older servers lack. */
 const MINIMUM = "5.0.0";
 /** Below this BullMQ's blocking waits and some of its scripts fall back to slower forms. */
@@ -25,11 +28,25 @@ function below(version: string, floor: string): boolean {
  * `console.warn` in plain text, once per queue, into logs that are JSON. A server that does not
  * say its version (a proxy) is let through.
  */
-export async function checkRedisVersion(redis: Redis, log: Logger): Promise<string | null> {
+export async function checkRedisVersion(redis: Redis, log: Logger, waitingLogMs = WAITING_LOG_MS): Promise<string | null> {
+  // A start waits for Redis (a pod may start before it); said every so often, so that a wrong
+  // address does not look like a hung process.
+  const began = Date.now();
+  const waiting = setInterval(() => {
+    const { host, port } = redis.options;
+    log.warn(
+      { redis: host ? `${host}:${port}` : undefined, waitedS: Math.round((Date.now() - began) / 1000) },
+      "still waiting for Redis to answer before starting: check that it is running and that --redis / REDIS_URL (the redis option) points at it",
+    );
+  }, waitingLogMs);
+  waiting.unref();
   // The first command a starting process sends (a Runtime, `ax server`): a refused password fails the start here.
-  const info = await redis.info("server").catch((error: unknown) => {
-    throw explainRedisRefusal(error, "starting this process");
-  });
+  const info = await redis
+    .info("server")
+    .catch((error: unknown) => {
+      throw explainRedisRefusal(error, "starting this process");
+    })
+    .finally(() => clearInterval(waiting));
   const version = /^redis_version:(\S+)/m.exec(info)?.[1] ?? null;
   if (version === null) return null;
   if (below(version, MINIMUM)) throw new AxRedisVersionError(version, MINIMUM);
