@@ -138,10 +138,13 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
       .map(({ path, message }) => {
         const at = keyPositionOf(path);
         const key = path.join(".");
-        return { at, key, text: `${file}${at ? `:${at.line}:${at.col}` : ""}: ${key ? `${key}: ` : ""}${message}` };
+        // A problem of a key the file does not have (one it misspelt, one missing) is placed at an
+        // enclosing key; it sorts after the problems the file shows where they are.
+        const line = doc.hasIn(path) ? (at?.line ?? Infinity) : Infinity;
+        return { at, key, line, text: `${file}${at ? `:${at.line}:${at.col}` : ""}: ${key ? `${key}: ` : ""}${message}` };
       })
       // By line only: on one line an unknown key stays ahead of the value it leaves missing.
-      .sort((a, b) => (a.at?.line ?? Infinity) - (b.at?.line ?? Infinity));
+      .sort((a, b) => a.line - b.line);
     const first = described[0]!;
     throw new AxConfigError(described.map((d) => d.text).join("\n"), file, first.at?.line, first.key || undefined, first.at?.col);
   };
