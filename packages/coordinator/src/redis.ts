@@ -115,10 +115,12 @@ export function redisConnectionOptions(url: string): RedisOptions | string {
 /**
  * BullMQ needs `maxRetriesPerRequest: null` so blocking commands survive reconnects. Errors go to
  * `log`; closing never waits on a server that is gone (see `closeRedis`). `url` may name a
- * Sentinel-managed master (see `redisConnectionOptions`).
+ * Sentinel-managed master (see `redisConnectionOptions`). `lazy`: connect at the first command,
+ * for a client whose calls may need PostgreSQL only.
  */
-export function connectRedis(url: string, log: Logger): Redis {
+export function connectRedis(url: string, log: Logger, { lazy = false }: { lazy?: boolean } = {}): Redis {
   const options: RedisOptions = {
+    lazyConnect: lazy,
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     connectTimeout: 5000,

@@ -114,7 +114,9 @@ export class Client {
       const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
       if (!existsSync(dataDir)) throw new AxNoEmbeddedHistoryError(dataDir);
     }
-    this.connections = shared ?? openConnections(options, options.logger);
+    // Reads of history need PostgreSQL only: Redis is reached at the first call that needs it, so
+    // such a call neither waits for it nor warns while it is down (`ax runs` with Redis away).
+    this.connections = shared ?? openConnections(options, options.logger, { lazyRedis: true });
     this.ownsConnections = !shared;
     this.flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
     this.caps = new FlowCaps(this.connections.store.db);

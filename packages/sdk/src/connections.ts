@@ -45,10 +45,14 @@ function defaultLogger(): Logger {
   return pino({ level: envLogLevel("warn") }, pino.destination(2));
 }
 
-export function openConnections(options: ConnectionOptions, log: Logger = defaultLogger()): Connections {
+export function openConnections(
+  options: ConnectionOptions,
+  log: Logger = defaultLogger(),
+  { lazyRedis = false }: { lazyRedis?: boolean } = {},
+): Connections {
   const store = openStore({ url: options.storage, dataDir: options.dataDir });
   const redisUrl = options.redis ?? DEFAULT_REDIS_URL;
-  const redis = connectRedis(redisUrl, log);
+  const redis = connectRedis(redisUrl, log, { lazy: lazyRedis });
   const queues = new QueueRegistry(redis, options.prefix ?? "ax", log);
   return {
     store,
