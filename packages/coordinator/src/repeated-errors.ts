@@ -33,4 +33,15 @@ export class RepeatedErrors {
       msg,
     );
   }
+
+  /**
+   * The work went through: after errors, `msg` is logged once at info, so an outage's end is seen
+   * as well as its start, and the next error is logged at once.
+   */
+  recovered(msg: string): void {
+    if (this.logged.size === 0) return;
+    const heldBack = [...this.logged.values()].reduce((sum, e) => sum + e.held, 0);
+    this.logged.clear();
+    this.log.info(heldBack > 0 ? { heldBack } : {}, msg);
+  }
 }

@@ -43,7 +43,11 @@ export class ProcessReport {
   async start(): Promise<void> {
     await this.report();
     this.timer = setInterval(() => {
-      this.report().catch((err) => this.errors.warn(err, {}, "could not report this process in PostgreSQL; retrying"));
+      // Every process reports each second, so its report is what says when PostgreSQL answers again.
+      this.report().then(
+        () => this.errors.recovered("PostgreSQL answers again: this process's report went through"),
+        (err) => this.errors.warn(err, {}, "could not report this process in PostgreSQL; retrying"),
+      );
     }, this.o.intervalMs ?? DEFAULT_HEARTBEAT_MS);
     this.timer.unref();
   }
