@@ -177,6 +177,9 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     ]);
     expect(fromEnv.stderr).toMatch(/^AxUsageError: ax: DATABASE_URL: a postgres:\/\/ or postgresql:\/\/ URL.*; REDIS_URL: a redis:\/\//);
     expect(unreadable.stderr).toMatch(/^AxUsageError: ax: --storage: not a URL that can be read: the port must be a number/);
+    // Two schemas would silently mean the first.
+    const twice = await runAx(["--storage", `${env.storage}&schema=other`, "runs"]);
+    expect(twice.stderr).toMatch(/^AxUsageError: ax: --storage: give \?schema= once/);
   });
 
   it("a flag value the runtime could not use is an AxUsageError naming the flag, before anything starts", async ({ expect }) => {

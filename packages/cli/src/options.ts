@@ -12,6 +12,7 @@ export const connectionFlags = z.object({
       (url) => !/^postgres(ql)?:\/\//.test(url) || URL.canParse(url),
       "not a URL that can be read: the port must be a number, and @ : / in the user or password percent-encoded (%40 %3A %2F)",
     )
+    .refine((url) => !URL.canParse(url) || new URL(url).searchParams.getAll("schema").length <= 1, "give ?schema= once")
     .refine((url) => !URL.canParse(url) || SCHEMA_NAME.test(new URL(url).searchParams.get("schema") ?? "public"), {
       error: (issue) => `schema "${new URL(issue.input as string).searchParams.get("schema")}": ${SCHEMA_NAME_RULE}`,
     })

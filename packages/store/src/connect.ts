@@ -55,7 +55,10 @@ export interface Store {
 
 export function splitSchema(url: string): { url: string; schema: string } {
   const parsed = new URL(url);
-  const schemaName = parsed.searchParams.get("schema") ?? "public";
+  const given = parsed.searchParams.getAll("schema");
+  // Two would silently mean the first: a history the user may not have meant.
+  if (given.length > 1) throw new AxConfigError(`storage URL names ${given.length} schemas (${given.join(", ")}): give ?schema= once`);
+  const schemaName = given[0] ?? "public";
   if (!SCHEMA_NAME.test(schemaName)) {
     throw new AxConfigError(`storage URL has schema "${schemaName}": ${SCHEMA_NAME_RULE}`);
   }
