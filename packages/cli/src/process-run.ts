@@ -109,10 +109,11 @@ export async function runRole(
     // `ax dev` is a developer's own machine: its API and console need no token (docs/security.md).
     insecureNoAuth: name === "dev",
   });
+  const history = historyOf(c);
   if (!c.storage && name !== "dev") {
     // PGlite serves one process: a worker or coordinator on it is a cluster of one that nothing else can reach.
     runtime.log.warn(
-      { history: historyOf(c) },
+      { history },
       `ax ${name} keeps its history in embedded PGlite, which only this process can open: no other process (ax trigger, a coordinator, another worker) can reach it. For a cluster, give every process the same PostgreSQL URL (--storage or DATABASE_URL); on one machine, ax dev runs every role in one process and serves the CLI.`,
     );
   }
@@ -121,7 +122,7 @@ export async function runRole(
     name === "dev" && config !== undefined
       ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER || userInfo().username} (ax dev)`, runtime.log)
       : undefined;
-  await serve(runtime, name, flags.stopTimeout, watchConfig, historyOf(c));
+  await serve(runtime, name, flags.stopTimeout, watchConfig, history);
 }
 
 /** The flags of `ax server`, read. */

@@ -28,10 +28,9 @@ export class RepeatedErrors {
       return;
     }
     this.logged.set(key, { at: now, held: 0 });
-    this.log.warn(
-      { err: err instanceof Error ? withoutCommandArguments(err) : err, ...fields, ...(seen?.held ? { heldBack: seen.held } : {}) },
-      msg,
-    );
+    // A warning without an error (`err` undefined) is throttled the same way, by its message.
+    const shown = err === undefined ? {} : { err: err instanceof Error ? withoutCommandArguments(err) : err };
+    this.log.warn({ ...shown, ...fields, ...(seen?.held ? { heldBack: seen.held } : {}) }, msg);
   }
 
   /**

@@ -27,10 +27,10 @@ export class DagCache {
         return { versionId: flowVersionId, dag: version.dag, nodes: new Map(version.dag.nodes.map((n) => [n.key, n])) };
       });
       // Ids are a sequence: one missing now may name a version registered later, so neither an absence nor an error is kept.
-      entry.then(
-        (found) => found ?? this.cache.delete(flowVersionId),
-        () => this.cache.delete(flowVersionId),
-      );
+      const forget = () => this.cache.delete(flowVersionId);
+      entry.then((found) => {
+        if (!found) forget();
+      }, forget);
       this.cache.set(flowVersionId, entry);
     }
     return entry;
