@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { RepeatedErrors } from "../repeated-errors.js";
 import { EVENT_FIELD, eventStreamKey, type NewAxEvent } from "./event.js";
 
 /** Entries the stream keeps, roughly (XADD MAXLEN ~ trims whole radix-tree nodes, so cheaply). */
@@ -40,16 +41,18 @@ export class EventPublisher {
   private scheduled = false;
   private flushing: Promise<void> = Promise.resolve();
   private dropped = 0;
-  private lastWarnAt = 0;
+  /** A Redis outage must not flood the log: each kind of loss is logged once a minute, with a count. */
+  private readonly errors: RepeatedErrors;
   private readonly key: string;
   private readonly commands: PublisherCommands;
 
   constructor(
     redis: Redis,
     prefix: string,
-    private readonly log: Logger,
+    log: Logger,
     private readonly maxLen = EVENT_STREAM_MAX_LEN,
   ) {
+    this.errors = new RepeatedErrors(log);
     this.key = eventStreamKey(prefix);
     redis.defineCommand("axEventsAdd", { lua: ADD_EVENTS, numberOfKeys: 1 });
     this.commands = redis as unknown as PublisherCommands;
@@ -58,7 +61,7 @@ export class EventPublisher {
   publish(event: NewAxEvent): void {
     if (this.buffer.length >= MAX_BUFFERED) {
       this.dropped++;
-      this.warn("event buffer full (Redis is not taking events); dropping events");
+      this.errors.warn(undefined, { dropped: this.dropped }, "event buffer full (Redis is not taking events); dropping events");
       return;
     }
     this.buffer.push(JSON.stringify({ ...event, at: new Date().toISOString() }));
@@ -91,21 +94,15 @@ export class EventPublisher {
         const [failed, first] = await this.commands.axEventsAdd(this.key, this.maxLen, ...part);
         if (failed > 0) {
           this.dropped += failed;
-          this.warn(`Redis refused ${failed} event(s); they are dropped`, new Error(first));
+          this.errors.warn(new Error(first), { events: failed, dropped: this.dropped }, "Redis refused events; they are dropped");
+        } else {
+          this.errors.recovered("Redis takes events again");
         }
       } catch (error) {
         // Unanswered (Redis gone mid-call) they may have been added; they count as dropped, the safe side for a warning.
         this.dropped += part.length;
-        this.warn(`could not publish ${part.length} event(s); they are dropped`, error);
+        this.errors.warn(error, { events: part.length, dropped: this.dropped }, "could not publish events; they are dropped");
       }
     }
-  }
-
-  /** One line per 10 s at most: a Redis outage must not flood the log. */
-  private warn(message: string, err?: unknown): void {
-    const now = Date.now();
-    if (now - this.lastWarnAt < 10_000) return;
-    this.lastWarnAt = now;
-    this.log.warn({ err, dropped: this.dropped }, message);
   }
 }
