@@ -252,6 +252,53 @@ describe("the web console's layout: large graphs and phones", () => {
     await page.screenshot({ path: `${ARTIFACTS}layout-run-not-found-zh.png` });
     await page.getByRole("link", { name: "← 前往运行列表" }).click();
     await page.waitForURL((url) => url.pathname === "/runs");
+    // So does a flow name nobody defined: not the API's advice to whoever triggers it.
+    await page.goto(`${runtime.url}/flows/nonexistent_flow`);
+    await page.getByRole("heading", { name: "找不到这个流程" }).waitFor();
+    await expect(page.locator(".empty").textContent()).resolves.toContain("没有名为 nonexistent_flow 的流程");
+    await expect(page.locator(".error-note").count()).resolves.toBe(0);
+    await page.close();
+  });
+
+  it("lists the busy task queues first and folds a cluster's many idle ones away", async () => {
+    const queue = (name: string, busy: Partial<{ waiting: number; active: number; limited: string }> = {}) => ({
+      name: `default.${name}`,
+      group: "default",
+      task: name,
+      waiting: 0,
+      active: 0,
+      delayed: 0,
+      limited: null,
+      workers: 1,
+      slots: { running: 0, capacity: null },
+      ...busy,
+    });
+    const idle = ["a_idle", "b_idle", "c_idle", "d_idle", "e_idle", "f_idle"];
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
+    await page.addInitScript(`localStorage.setItem("ax.lang", "en")`);
+    await page.route("**/api/queues", (route) =>
+      route.fulfill({
+        contentType: "application/json",
+        body: JSON.stringify({
+          queues: [
+            ...idle.slice(0, 3).map((n) => queue(n)),
+            queue("gpu_render", { waiting: 2, active: 1, limited: "pool gpu (1/1)" }),
+            ...idle.slice(3).map((n) => queue(n)),
+            queue("import", { active: 1 }),
+          ],
+        }),
+      }),
+    );
+    await page.goto(`${runtime.url}/workers`);
+    const names = () => page.locator("table:not(.others) tbody tr td.stack-title").allTextContents();
+    await expect.poll(names).toEqual(["default.gpu_render", "default.import"]);
+    await page.getByRole("button", { name: "Show 6 idle queues" }).click();
+    await expect.poll(names).toEqual(["default.gpu_render", "default.import", ...idle.map((n) => `default.${n}`)]);
+    await page.getByRole("button", { name: "Hide idle queues" }).waitFor();
+    // This runtime runs every role: its row says so, so no coordinator seems missing.
+    const self = page.locator("table tbody tr", { hasText: runtime.workerId! });
+    await expect(self.locator("td[data-label=Roles] .pill").allTextContents()).resolves.toEqual(["coordinator", "worker", "api"]);
+    await expect(page.locator(".empty").textContent()).resolves.toContain("also runs tasks");
     await page.close();
   });
 
@@ -342,6 +389,30 @@ describe("the web console's layout: large graphs and phones", () => {
       await page.locator(".dag-node").first().waitFor();
       expect((await dag.boundingBox())!.height).toBeLessThanOrEqual(844 * 0.55 + 1);
     }
+    await page.close();
+  });
+
+  it("stacks a fan-out's leaves one under the other on a phone, in the flow's order, with the failed one in view", async () => {
+    const page = await open(`/runs/${runs.wide}`, { width: 390, height: 844 });
+    await page.locator('.dag-node[data-status="failed"]').waitFor();
+    const stack = page.getByTestId("dag-stack");
+    await expect(stack.textContent()).resolves.toBe("20 nodes");
+    await expect(page.locator(".react-flow__edge").count()).resolves.toBe(2);
+    const leaves = [
+      "layout_leaf",
+      ...Array.from({ length: 16 }, (_, i) => `layout_leaf#${i + 2}`),
+      "layout_bad_leaf",
+      "layout_leaf#18",
+      "layout_leaf#19",
+    ];
+    const boxes = await Promise.all(leaves.map(async (key) => (await page.locator(`.dag-node[data-node="${key}"]`).boundingBox())!));
+    // One column, read down in the order the flow added them.
+    expect(new Set(boxes.map((b) => Math.round(b.x))).size).toBe(1);
+    for (let i = 1; i < boxes.length; i++) expect(boxes[i]!.y, leaves[i]).toBeGreaterThan(boxes[i - 1]!.y);
+    const failed = await nodeOnScreen(page, "layout_bad_leaf");
+    expect(failed).toMatchObject({ inside: true });
+    expect(failed.fontPx).toBeGreaterThanOrEqual(11);
+    await page.screenshot({ path: `${ARTIFACTS}layout-phone-fanout.png`, fullPage: true });
     await page.close();
   });
 

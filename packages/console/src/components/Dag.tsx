@@ -16,7 +16,7 @@ import {
 import { type KeyboardEvent, type RefObject, useEffect, useMemo, useRef, useState } from "react";
 import { type MessageKey, useI18n } from "../i18n";
 import "@xyflow/react/dist/style.css";
-import { bandColumns, frame, NARROW, stackRows } from "./dag-frame";
+import { bandColumns, frame, NARROW, stackAcross, stackRows } from "./dag-frame";
 import { type DagNode, HEIGHT, layout, nodeWidth, type Point, shortKey, WRAP_OUT } from "./dag-layout";
 import type { Stack } from "./dag-stack";
 
@@ -45,15 +45,15 @@ function TaskNode({ data }: NodeProps<Node<Data>>) {
   );
 }
 
-type StackData = { label: string; status: string };
+type StackData = { label: string; status: string; vertical: boolean };
 
 /** The frame of a stack: drawn under its nodes, with the edges to and from them all ending at it. */
 function StackFrame({ data, width, height }: NodeProps<Node<StackData>>) {
   return (
     <div className={`dag-stack s-${data.status}`} data-testid="dag-stack" style={{ width, height }}>
-      <Handle type="target" position={Position.Left} />
+      <Handle type="target" position={data.vertical ? Position.Top : Position.Left} />
       <span className="dag-stack-label">{data.label}</span>
-      <Handle type="source" position={Position.Right} />
+      <Handle type="source" position={data.vertical ? Position.Bottom : Position.Right} />
     </div>
   );
 }
@@ -157,8 +157,9 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
   const vertical = boxWidth > 0 && boxWidth < NARROW;
   const perBand = bandColumns(boxWidth, nodeWidth(nodes));
   const perColumn = stackRows(windowHeight);
+  const perRow = stackAcross(boxWidth, nodeWidth(nodes));
   // biome-ignore lint/correctness/useExhaustiveDependencies: the layout changes with the DAG's shape only, not with states
-  const graph = useMemo(() => layout(nodes, vertical, perBand, perColumn), [shape, vertical, perBand, perColumn]);
+  const graph = useMemo(() => layout(nodes, vertical, perBand, perColumn, perRow), [shape, vertical, perBand, perColumn, perRow]);
   const { positions, routes, wraps, stacks, nodeWidth: cell } = graph;
   const [moved, setMoved] = useState(false);
   // Zoomed in past the frame (with +): the graph no longer fits, and dragging pans it.
@@ -176,7 +177,7 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
     width: stack.box.width,
     height: stack.box.height,
     measured: { width: stack.box.width, height: stack.box.height },
-    data: { label: `${stack.keys.length} ${t("flows.nodes")}`, status: stackStatus(stack, byKey) },
+    data: { label: `${stack.keys.length} ${t("flows.nodes")}`, status: stackStatus(stack, byKey), vertical },
     draggable: false,
     selectable: false,
     focusable: false,

@@ -60,7 +60,7 @@ export function ProcessTable<T extends ProcessRow>({
         <tbody>
           {rows.map((row) => (
             <tr key={row.id}>
-              <td className="mono small stack-wide" data-label="id">
+              <td className="mono small stack-wide process-id" data-label="id">
                 {row.id}
               </td>
               <td className="stack-wide" data-label={t("workers.host")}>

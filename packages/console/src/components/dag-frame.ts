@@ -28,6 +28,12 @@ export function stackRows(windowHeight: number): number {
   return Math.max(3, Math.floor((room + NODE_SEP) / (HEIGHT + NODE_SEP)));
 }
 
+/** How many `cell`-wide nodes a narrow box shows side by side at a readable zoom (a top-to-bottom graph's stacked rows). */
+export function stackAcross(box: number, cell: number): number {
+  if (box <= 0) return Number.POSITIVE_INFINITY;
+  return Math.max(1, Math.floor(((box - 2 * PAD) / READABLE - 2 * STACK_PAD.x + NODE_SEP) / (cell + NODE_SEP)));
+}
+
 interface Frame {
   height: number;
   viewport: Viewport;

@@ -1,6 +1,6 @@
 /** Where a DAG's nodes and edges go: dagre's layout, folded into bands when it has more columns than its box shows. */
 import dagre from "@dagrejs/dagre";
-import { type Stack, stackColumns } from "./dag-stack";
+import { type Stack, stackColumns, stackRows } from "./dag-stack";
 
 export interface DagNode {
   key: string;
@@ -71,9 +71,16 @@ const BAND_GAP = 48;
  * phone), where a chain of a few nodes then fits whole at a readable size. A graph with more
  * columns than `perBand` is folded into bands of that many, one under the other, as text wraps
  * into lines: a 30-step chain is seen whole instead of as a strip panned sideways. A column of more
- * than `perColumn` alike nodes (a fan-out) is stacked side by side instead (`stackColumns`).
+ * than `perColumn` alike nodes (a fan-out) is stacked side by side instead (`stackColumns`); top to
+ * bottom, a row of them wider than the screen is set out `perRow` to a row under each other (`stackRows`).
  */
-export function layout(nodes: DagNode[], vertical: boolean, perBand: number, perColumn = Number.POSITIVE_INFINITY): Layout {
+export function layout(
+  nodes: DagNode[],
+  vertical: boolean,
+  perBand: number,
+  perColumn = Number.POSITIVE_INFINITY,
+  perRow = Number.POSITIVE_INFINITY,
+): Layout {
   const cell = nodeWidth(nodes);
   const g = new dagre.graphlib.Graph();
   g.setGraph({ rankdir: vertical ? "TB" : "LR", nodesep: NODE_SEP, ranksep: vertical ? 40 : RANK_SEP });
@@ -82,9 +89,13 @@ export function layout(nodes: DagNode[], vertical: boolean, perBand: number, per
   for (const n of nodes) for (const up of n.upstream) g.setEdge(up, n.key);
   dagre.layout(g);
   const centres = new Map<string, Point>(nodes.map((n) => [n.key, { x: g.node(n.key).x, y: g.node(n.key).y }]));
-  const { stacks, shifted } = vertical
-    ? { stacks: [], shifted: (x: number) => x }
-    : stackColumns(nodes, centres, { cell, height: HEIGHT, nodeSep: NODE_SEP }, perColumn, perBand);
+  const size = { cell, height: HEIGHT, nodeSep: NODE_SEP };
+  // Two alike nodes side by side still fit a phone's screen whole, zoomed out a little.
+  const stacking = vertical
+    ? stackRows(nodes, centres, size, perRow, Math.max(2, perRow))
+    : stackColumns(nodes, centres, size, perColumn, perBand);
+  const { stacks } = stacking;
+  const shifted = (p: Point): Point => (vertical ? { x: p.x, y: stacking.shifted(p.y) } : { x: stacking.shifted(p.x), y: p.y });
   const stacked = new Set(stacks.flatMap((s) => s.keys));
   const centre = (key: string): Point => centres.get(key)!;
   // Where a node's rank lies: its column, or its row in a top-to-bottom graph.
@@ -123,7 +134,7 @@ export function layout(nodes: DagNode[], vertical: boolean, perBand: number, per
         g
           .edge(up, n.key)
           .points.slice(1, -1)
-          .map((p: Point) => moved({ x: shifted(p.x), y: p.y }, band(up))),
+          .map((p: Point) => moved(shifted(p), band(up))),
       );
     }
   }

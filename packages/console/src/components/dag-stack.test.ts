@@ -55,3 +55,37 @@ describe("stacking a tall column of alike nodes", () => {
     expect(layout(fanOut(20), true, 10, 7).stacks).toEqual([]);
   });
 });
+
+describe("stacking a wide row of alike nodes, top to bottom (a phone)", () => {
+  const inf = Number.POSITIVE_INFINITY;
+
+  it("sets twelve leaves one under the other, in the DAG's order, inside one frame between their neighbours", () => {
+    const graph = layout(fanOut(12), true, inf, inf, 1);
+    expect(graph.stacks).toHaveLength(1);
+    const [stack] = graph.stacks;
+    expect(stack!.keys).toEqual(Array.from({ length: 12 }, (_, i) => `leaf#${i + 1}`));
+    const at = (key: string) => graph.positions.get(key)!;
+    expect(new Set(stack!.keys.map((k) => at(k).x)).size).toBe(1);
+    for (let i = 1; i < 12; i++) expect(at(`leaf#${i + 1}`).y).toBeGreaterThan(at(`leaf#${i}`).y);
+    for (const key of stack!.keys) {
+      const p = at(key);
+      expect(p.x).toBeGreaterThanOrEqual(stack!.box.x);
+      expect(p.x + graph.nodeWidth).toBeLessThanOrEqual(stack!.box.x + stack!.box.width);
+      expect(p.y).toBeGreaterThanOrEqual(stack!.box.y);
+      expect(p.y + 64).toBeLessThanOrEqual(stack!.box.y + stack!.box.height);
+    }
+    expect(at("start").y + 64).toBeLessThan(stack!.box.y);
+    expect(at("gather").y).toBeGreaterThan(stack!.box.y + stack!.box.height);
+    // One node wide: the graph is no wider than the frame.
+    expect(graph.width).toBe(stack!.box.width);
+  });
+
+  it("puts as many side by side as fit, and leaves two alike nodes side by side", () => {
+    const graph = layout(fanOut(12), true, inf, inf, 2);
+    const at = (key: string) => graph.positions.get(key)!;
+    expect(at("leaf#2").y).toBe(at("leaf#1").y);
+    expect(at("leaf#2").x).toBeGreaterThan(at("leaf#1").x);
+    expect(at("leaf#3").y).toBeGreaterThan(at("leaf#1").y);
+    expect(layout(fanOut(2), true, inf, inf, 1).stacks).toEqual([]);
+  });
+});

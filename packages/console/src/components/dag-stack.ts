@@ -32,7 +32,10 @@ export function stackColumns(
   size: { cell: number; height: number; nodeSep: number },
   rows: number,
   maxColumns: number,
+  options: { pad?: typeof STACK_PAD; tallerThan?: number } = {},
 ): { stacks: Stack[]; shifted: (x: number) => number } {
+  const pad = options.pad ?? STACK_PAD;
+  const tallerThan = options.tallerThan ?? rows;
   const downstream = new Map<string, string[]>(nodes.map((n) => [n.key, []]));
   for (const n of nodes) for (const up of n.upstream) downstream.get(up)?.push(n.key);
   const signature = (key: string, n: DagNode) => `${[...n.upstream].sort().join(",")}|${[...downstream.get(key)!].sort().join(",")}`;
@@ -45,7 +48,7 @@ export function stackColumns(
   const tall: [number, DagNode[]][] = [];
   const widths: number[] = [];
   for (const [x, column] of [...byColumn.entries()].sort(([a], [b]) => a - b)) {
-    if (column.length <= rows || new Set(column.map((n) => signature(n.key, n))).size > 1) continue;
+    if (column.length <= tallerThan || new Set(column.map((n) => signature(n.key, n))).size > 1) continue;
     const k = Math.min(Math.ceil(column.length / rows), 1 + spare);
     if (k < 2) continue;
     spare -= k - 1;
@@ -77,10 +80,10 @@ export function stackColumns(
       upstream: first.upstream,
       downstream: downstream.get(first.key)!,
       box: {
-        x: left - STACK_PAD.x,
-        y: top - STACK_PAD.top,
-        width: k * cell + (k - 1) * STACK_GAP + 2 * STACK_PAD.x,
-        height: tallness + STACK_PAD.top + STACK_PAD.bottom,
+        x: left - pad.x,
+        y: top - pad.top,
+        width: k * cell + (k - 1) * STACK_GAP + 2 * pad.x,
+        height: tallness + pad.top + pad.bottom,
       },
     };
   });
@@ -89,6 +92,35 @@ export function stackColumns(
     if (stacked.has(n.key)) continue;
     const c = centres.get(n.key)!;
     centres.set(n.key, { x: shifted(c.x), y: c.y });
+  }
+  return { stacks, shifted };
+}
+
+/** Around a stack in a top-to-bottom graph, given across (its left and right) and along (top and bottom, the top holding its caption). */
+const ROW_STACK_PAD = { x: STACK_PAD.top, top: STACK_PAD.x, bottom: STACK_PAD.x };
+
+const across = (p: Point): Point => ({ x: p.y, y: p.x });
+
+/**
+ * `stackColumns` for a top-to-bottom graph (a phone), where a fan-out's leaves form one row far
+ * wider than the screen: a row of more than `tallerThan` alike nodes is set out `perRow` to a row,
+ * in the DAG's order, one row under the other inside one frame. Laid out as `stackColumns` does
+ * with the axes swapped. Returns the stacks, and where a point at y moved to.
+ */
+export function stackRows(
+  nodes: DagNode[],
+  centres: Map<string, Point>,
+  size: { cell: number; height: number; nodeSep: number },
+  perRow: number,
+  tallerThan: number,
+): { stacks: Stack[]; shifted: (y: number) => number } {
+  const swapped = new Map([...centres].map(([key, p]) => [key, across(p)]));
+  const turned = { cell: size.height, height: size.cell, nodeSep: size.nodeSep };
+  const { stacks, shifted } = stackColumns(nodes, swapped, turned, perRow, Number.POSITIVE_INFINITY, { pad: ROW_STACK_PAD, tallerThan });
+  for (const [key, p] of swapped) centres.set(key, across(p));
+  for (const stack of stacks) {
+    const { x, y, width, height } = stack.box;
+    stack.box = { x: y, y: x, width: height, height: width };
   }
   return { stacks, shifted };
 }

@@ -109,6 +109,9 @@ export const en = {
   "run.notFound.body":
     "No run has the id {id}. Finished runs older than the retention (90 days unless runtime.yaml sets retention) are pruned; `ax prune --archive` keeps them in the runs_archive table.",
   "run.notFound.back": "Go to runs",
+  "flow.notFound.title": "Flow not found",
+  "flow.notFound.body":
+    "No flow is named {name}. A flow is listed once a process that defines it (ax dev, ax worker or ax coordinator with its entry, or a Runtime given it) has started; check the name.",
   "flow.missing": "Back to flows",
   "run.cancel": "Cancel run",
   "run.rerunFailed": "Rerun failed",
@@ -193,6 +196,9 @@ export const en = {
   "workers.workerProcesses": "Worker processes",
   "workers.others": "Coordinators and API processes",
   "workers.othersNone": "No process without the worker role has reported recently.",
+  "workers.othersInWorkers": "Every coordinator and API process here also runs tasks: see the Roles of the worker processes above.",
+  "queues.showIdle": "Show {count} idle queues",
+  "queues.hideIdle": "Hide idle queues",
   "workers.roles": "Roles",
   "workers.behind": "behind v{version}",
   "alerts.empty":

@@ -110,6 +110,9 @@ export const zh: Record<MessageKey, string> = {
   "run.notFound.body":
     "没有 id 为 {id} 的运行。早于保留期（默认 90 天，可在 runtime.yaml 的 retention 中设置）的已结束运行会被清理；`ax prune --archive` 会把它们保存在 runs_archive 表中。",
   "run.notFound.back": "前往运行列表",
+  "flow.notFound.title": "找不到这个流程",
+  "flow.notFound.body":
+    "没有名为 {name} 的流程。定义它的进程（带入口的 ax dev、ax worker 或 ax coordinator，或传入它的 Runtime）启动后，流程才会列出；请检查名称。",
   "flow.missing": "返回流程",
   "run.cancel": "取消运行",
   "run.rerunFailed": "重跑失败节点",
@@ -194,6 +197,9 @@ export const zh: Record<MessageKey, string> = {
   "workers.workerProcesses": "工作进程",
   "workers.others": "协调进程与 API 进程",
   "workers.othersNone": "最近没有非工作角色的进程上报。",
+  "workers.othersInWorkers": "这里的协调器和 API 进程同时也执行任务：见上方工作进程的“角色”列。",
+  "queues.showIdle": "显示 {count} 个空闲队列",
+  "queues.hideIdle": "隐藏空闲队列",
   "workers.roles": "角色",
   "workers.behind": "落后于 v{version}",
   "alerts.empty": "尚未发送任何告警。告警组在 runtime.yaml 的 alerts: 中配置；任务在重试用尽后失败时会向其告警组发送告警。",

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { api } from "../api";
+import { ApiError, api } from "../api";
 import { FlowBackfills } from "../components/Backfills";
 import { Dag } from "../components/Dag";
 import { RunStrip } from "../components/RunStrip";
@@ -9,7 +9,7 @@ import { TriggerDialog } from "../components/TriggerDialog";
 import { fireSeconds } from "../format";
 import { useAction, useApi } from "../hooks";
 import { serverOriginal, serverText } from "../server-reasons";
-import { useI18n } from "../i18n";
+import { fill, useI18n } from "../i18n";
 import { Link } from "../router";
 import type { FlowDescription, FlowOverview, RunSummary, ScheduleInfo } from "../types";
 
@@ -110,6 +110,16 @@ export function FlowPage({ name }: { name: string }) {
   const runs = useApi<{ runs: RunSummary[] }>(`/api/runs?flow=${encodeURIComponent(name)}&limit=50`, 3000);
   const schedule = schedules.data?.schedules.find((s) => s.flow === name);
   const scheduleAction = useAction();
+  if (flow.error instanceof ApiError && flow.error.status === 404)
+    return (
+      <>
+        <h1>{t("flow.notFound.title")}</h1>
+        <Empty>{fill(t("flow.notFound.body"), { name })}</Empty>
+        <Link to="/flows" className="back-link">
+          ← {t("flow.missing")}
+        </Link>
+      </>
+    );
   if (flow.error)
     return (
       <>

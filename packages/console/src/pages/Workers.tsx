@@ -1,9 +1,13 @@
+import { useState } from "react";
 import { Pills, ProcessTable } from "../components/ProcessTable";
 import { Empty, ErrorNote } from "../components/Status";
 import { useApi } from "../hooks";
-import { useI18n } from "../i18n";
+import { fill, useI18n } from "../i18n";
 import { serverOriginal, serverText } from "../server-reasons";
 import type { ProcessInfo, QueueInfo, WorkerInfo } from "../types";
+
+/** Idle queues shown beside busy ones without a click: a few do not hide anything. */
+const IDLE_SHOWN = 5;
 
 export function WorkersPage() {
   const { t, lang } = useI18n();
@@ -11,8 +15,19 @@ export function WorkersPage() {
   const queues = useApi<{ queues: QueueInfo[] }>("/api/queues", 2000);
   const cluster = useApi<{ version: number | null; processes: ProcessInfo[] }>("/api/config/cluster", 2000);
   const live = (workers.data?.workers ?? []).filter((w) => w.live);
-  const others = (cluster.data?.processes ?? []).filter((p) => p.live && !p.roles.includes("worker"));
+  const processes = cluster.data?.processes ?? [];
+  const others = processes.filter((p) => p.live && !p.roles.includes("worker"));
+  const rolesOf = new Map(processes.map((p) => [p.id, p.roles]));
+  // `ax dev` and a Runtime of every role: its coordinator is a worker row, which says so.
+  const coordinatesToo = live.some((w) => rolesOf.get(w.id)?.some((r) => r !== "worker"));
   const newest = cluster.data?.version ?? null;
+  const [showIdle, setShowIdle] = useState(false);
+  const all = queues.data?.queues ?? [];
+  // Queues with something waiting, running, delayed or held come first; a cluster's many idle ones fold away.
+  const busy = all.filter((q) => q.waiting + q.active + q.delayed > 0 || q.limited);
+  const idle = all.filter((q) => !busy.includes(q));
+  const folds = busy.length > 0 && idle.length > IDLE_SHOWN;
+  const shown = folds && !showIdle ? busy : [...busy, ...idle];
   return (
     <>
       <h1>{t("workers")}</h1>
@@ -25,6 +40,7 @@ export function WorkersPage() {
           rows={live}
           newest={newest}
           columns={[
+            { label: t("workers.roles"), cell: (w) => <Pills items={rolesOf.get(w.id) ?? ["worker"]} /> },
             { label: t("workers.queues"), cell: (w) => <Pills items={w.queues} />, className: () => "stack-wide" },
             {
               label: t("workers.running"),
@@ -41,7 +57,7 @@ export function WorkersPage() {
       )}
       <h2>{t("workers.others")}</h2>
       {cluster.data && others.length === 0 ? (
-        <Empty>{t("workers.othersNone")}</Empty>
+        <Empty>{t(coordinatesToo ? "workers.othersInWorkers" : "workers.othersNone")}</Empty>
       ) : (
         <ProcessTable
           rows={others}
@@ -67,7 +83,7 @@ export function WorkersPage() {
               </tr>
             </thead>
             <tbody>
-              {(queues.data?.queues ?? []).map((q) => (
+              {shown.map((q) => (
                 <tr key={q.name}>
                   <td className="mono stack-title">{q.name}</td>
                   <td data-label={t("queues.waiting")}>{q.waiting}</td>
@@ -81,6 +97,11 @@ export function WorkersPage() {
               ))}
             </tbody>
           </table>
+          {folds && (
+            <button type="button" className="link idle-queues" onClick={() => setShowIdle(!showIdle)}>
+              {fill(t(showIdle ? "queues.hideIdle" : "queues.showIdle"), { count: idle.length })}
+            </button>
+          )}
         </div>
       )}
     </>
