@@ -78,6 +78,30 @@ describe("flow concurrency per business key: at most one run per key, many keys 
     expect((await client.waitForRun(second, { timeout: "10s" })).status).toBe("success");
   });
 
+  it("cancel_in_progress: of a burst of runs of one key, only the newest runs, whatever order admission sees them in", async () => {
+    const first = await client.triggerFlow("latest_user", { user: { id: "b1" } });
+    await waitUntil(async () => (await client.getRun(first)).tasks[0]!.status === "running", 10_000);
+    const burst = await client.triggerFlows(
+      "latest_user",
+      Array.from({ length: 4 }, () => ({ user: { id: "b1" } })),
+    );
+    const newest = burst.at(-1)!;
+    expect((await client.waitForRun(newest, { timeout: "10s" })).status).toBe("success");
+    for (const id of [first, ...burst.slice(0, -1)]) {
+      const run = await client.waitForRun(id, { timeout: "10s" });
+      expect(run.status, id).toBe("cancelled");
+      expect(run.tasks[0]!.error?.message, id).toContain(`superseded by run ${newest} on concurrency key b1 (1/1)`);
+    }
+    // A burst with no run holding the key: the newest alone starts.
+    const alone = await client.triggerFlows(
+      "latest_user",
+      Array.from({ length: 3 }, () => ({ user: { id: "b2" } })),
+    );
+    const runs = await Promise.all(alone.map((id) => client.waitForRun(id, { timeout: "10s" })));
+    expect(runs.map((r) => r.status)).toEqual(["cancelled", "cancelled", "success"]);
+    expect(runs.every((r) => r.startedAt === null || r.id === alone[2])).toBe(true);
+  });
+
   it("300 held runs of one key do not hold back other keys: each starts within 1 s", async () => {
     await client.triggerFlows(
       "sync_user",

@@ -89,6 +89,29 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
     );
   });
 
+  it("cancel_in_progress: of a burst of runs of one key, only the newest runs, whichever job reaches a worker first", async () => {
+    const first = await client.triggerFlow("sync_latest", { user_id: "u_burst" });
+    await waitUntil(async () => (await client.getRun(first)).tasks[0]!.status === "running", 10_000);
+    for (const burst of [
+      await client.triggerFlows("sync_latest", Array.from({ length: 4 }, () => ({ user_id: "u_burst" }))),
+      // No run holds this key: the jobs of the burst race for it across both processes.
+      await client.triggerFlows("sync_latest", Array.from({ length: 5 }, () => ({ user_id: "u_burst2" }))),
+    ]) {
+      const newest = burst.at(-1)!;
+      expect((await client.waitForRun(newest, { timeout: "20s" })).status).toBe("success");
+      for (const id of burst.slice(0, -1)) {
+        const run = await client.waitForRun(id, { timeout: "20s" });
+        expect(run.status, id).toBe("cancelled");
+        expect(run.tasks[0]!.error?.message, id).toMatch(/superseded by run [0-9a-f-]{36} on concurrency key u_burst2? \(1\/1\): strategy cancel_in_progress/);
+      }
+    }
+    expect((await client.getRun(first)).status).toBe("cancelled");
+    // Never two attempts of one key at once.
+    for (const [key, spans] of byKey((await keyedSpans("sync_latest")).filter((s) => s.key.startsWith("u_burst")))) {
+      expect(maxOverlap(spans), key).toBe(1);
+    }
+  });
+
   it("rateLimit { max: 2, per: 1s, key }: at most 2 starts per key per second while other keys proceed", async () => {
     const payloads = ["r1", "r2", "r3"].flatMap((user_id) => Array.from({ length: 6 }, (_, i) => ({ user_id, i })));
     const triggeredAt = Date.now();

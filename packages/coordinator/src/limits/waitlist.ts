@@ -205,6 +205,18 @@ export class Waitlist {
     return this.redis.hvals(`${this.semPrefix}${key}:holders`);
   }
 
+  /** The waiters (`queue|jobId`) in `key`'s line and those woken and on their way. */
+  async waiters(key: string): Promise<string[]> {
+    const sem = this.semPrefix + key;
+    const [line, woken] = await Promise.all([this.redis.lrange(`${sem}:waiting`, 0, -1), this.redis.zrange(`${sem}:woken`, 0, -1)]);
+    return [...line, ...woken];
+  }
+
+  /** Takes `waiter` out of `key`'s line: its run was cancelled before it was woken. */
+  async leave(key: string, waiter: string): Promise<void> {
+    await this.redis.lrem(`${this.semPrefix}${key}:waiting`, 0, waiter);
+  }
+
   /** Keys starting with `keyPrefix` that have waiters, busiest first. */
   async busiest(keyPrefix: string, limit: number): Promise<BusyKey[]> {
     const keys = (await this.redis.smembers(this.waitingKeys)).filter((k) => k.startsWith(keyPrefix));

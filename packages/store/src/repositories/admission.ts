@@ -86,10 +86,23 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<Admitted> {
       sql`select s.max_concurrent_runs as cap, s.concurrency, (${activeOfFlow(flow)}) as active
         from (select 1) one left join flow_settings s on s.flow = ${flow}`,
     );
-    const none: Admitted = { ready: [], cancel: [] };
     let free = state?.cap == null ? Number.POSITIVE_INFINITY : state.cap - state.active;
-    if (free <= 0) return none;
     const keyed = state?.concurrency ?? null;
+    const cancel: RunToCancel[] = [];
+    // Runs superseded on their key, and keys whose holders are letting go: their newest run starts at the next pass.
+    const superseded = new Set<string>();
+    const lettingGo = new Set<string>();
+    if (keyed?.strategy === "cancel_in_progress") {
+      for (const s of await supersededRuns(tx, flow, keyed)) {
+        cancel.push({
+          runId: s.run_id,
+          reason: `superseded by run ${s.newest} on concurrency key ${s.key} (${keyed.max}/${keyed.max}): strategy cancel_in_progress`,
+        });
+        superseded.add(s.run_id);
+        if (!s.held) lettingGo.add(s.key);
+      }
+    }
+    if (free <= 0) return { ready: [], cancel };
     const held = await heldCandidates(tx, flow, keyed);
     const perKey = keyed ? await activeByKey(tx, flow, keyed) : new Map<string, string[]>();
     const backfillIds = [...new Set(held.flatMap((h) => (h.backfill_id ? [h.backfill_id] : [])))];
@@ -105,9 +118,9 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<Admitted> {
           ).map((b) => [b.id, { free: b.status === "active" ? b.cap - b.active : 0 }]),
     );
     const released: string[] = [];
-    const cancel: RunToCancel[] = [];
     for (const h of held) {
       if (free <= 0) break;
+      if (superseded.has(h.run_id) || lettingGo.has(h.key!)) continue;
       const backfill = h.backfill_id ? backfills.get(h.backfill_id) : undefined;
       // A backfill at its own cap waits without holding back the flow's other runs.
       if (backfill && backfill.free <= 0) continue;
@@ -116,12 +129,6 @@ export async function admitHeldRuns(db: Db, flow: string): Promise<Admitted> {
         if (holders.length >= keyed.max) {
           const reason = `concurrency key ${h.key} (${holders.length}/${keyed.max})`;
           if (keyed.strategy === "cancel_newest") cancel.push({ runId: h.run_id, reason: `${reason} was busy: strategy cancel_newest` });
-          if (keyed.strategy === "cancel_in_progress") {
-            for (const holder of holders)
-              cancel.push({ runId: holder, reason: `superseded by run ${h.run_id} on ${reason}: strategy cancel_in_progress` });
-            // The key is free once they are cancelled: the next pass admits this run.
-            perKey.set(h.key!, []);
-          }
           continue;
         }
         perKey.set(h.key!, [...holders, h.run_id]);
@@ -172,7 +179,8 @@ const isDue = sql`(r.run_at is null or r.run_at <= now())`;
 /**
  * Held runs to consider, oldest first: the flow's own, and of each active backfill only as many
  * as its cap lets start, so that a backfill of a million ticks cannot fill the window and hide
- * the runs triggered after it. With a limit per key, at most `max` per key too, so that one key's
+ * the runs triggered after it. With a limit per key, at most `max` per key too (the newest for
+ * `cancel_in_progress`, whose older runs are superseded), so that one key's
  * long line does not hide the other keys' runs.
  */
 async function heldCandidates(
@@ -197,11 +205,53 @@ async function heldCandidates(
     sql`
     select run_id, backfill_id, key from (
       select h.run_id, h.backfill_id, h.seq, ${keyOf(keyed)} as key,
-        row_number() over (partition by ${keyOf(keyed)} order by h.seq) as nth
+        row_number() over (partition by ${keyOf(keyed)} order by h.seq ${keyed.strategy === "cancel_in_progress" ? sql`desc` : sql`asc`}) as nth
       from held_runs h join runs r on r.id = h.run_id where h.flow = ${flow} and ${isDue}
         and (h.backfill_id is null or h.run_id in (select run_id from (${held}) c where c.backfill_id is not null))
     ) x where nth <= ${keyed.max} order by seq limit ${ADMIT_WINDOW}`,
   );
+}
+
+/**
+ * For `cancel_in_progress`: the runs of each key older than its newest `max`, among the runs
+ * holding it and the held runs that are due, with the newest run of their key. A burst of runs of
+ * one key leaves only the newest, whatever order admission passes see them in.
+ */
+async function supersededRuns(
+  tx: Db,
+  flow: string,
+  keyed: FlowConcurrency,
+): Promise<{ run_id: string; key: string; newest: string; held: boolean }[]> {
+  return rows(
+    tx,
+    sql`
+    select run_id, key, newest, held from (
+      select c.id as run_id, c.key, c.held, first_value(c.id) over w as newest, row_number() over w as nth
+      from (
+        select r.id::text as id, ${keyOf(keyed)} as key, r.created_at, ${isDue} as due,
+          exists (select 1 from held_runs h where h.run_id = r.id) as held
+        from runs r
+        where r.flow = ${flow} and r.status in ('pending', 'running')
+      ) c
+      -- A held run not due yet (a trigger's delay) supersedes nothing until it is.
+      where not c.held or c.due
+      window w as (partition by c.key order by c.created_at desc, c.id desc)
+    ) x where nth > ${keyed.max}`,
+  );
+}
+
+/**
+ * Of `runIds`, the runs not finished, oldest first (by creation, ties by id): who a task's
+ * `cancel_in_progress` key keeps, the newest, and who it supersedes.
+ */
+export async function unfinishedOldestFirst(db: Db, runIds: readonly string[]): Promise<string[]> {
+  if (runIds.length === 0) return [];
+  const found = await rows<{ id: string }>(
+    db,
+    sql`select id::text as id from runs where id in ${uuidList([...runIds])} and status in ('pending', 'running')
+      order by created_at, id`,
+  );
+  return found.map((r) => r.id);
 }
 
 /** The flow's admitted, unfinished runs by business key. */

@@ -2,7 +2,16 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { GroupCommit, nodeInputsAnyStatus, waitingNodeInputs, type DagNode, type Db, type InputRequest, type NodeInputs } from "@ax/store";
+import {
+  GroupCommit,
+  nodeInputsAnyStatus,
+  unfinishedOldestFirst,
+  waitingNodeInputs,
+  type DagNode,
+  type Db,
+  type InputRequest,
+  type NodeInputs,
+} from "@ax/store";
 import {
   describeBlocked,
   setParkedReason,
@@ -115,14 +124,35 @@ export class KeyedAdmission {
       await d.cancelRun(runId, `${reason} was busy: strategy cancel_newest`);
       return { ok: false, finish: "complete" };
     }
-    if (concurrencyKey!.strategy === "cancel_in_progress") {
-      for (const holder of new Set(await d.waitlist.holders(semKey))) {
-        if (holder !== runId) await d.cancelRun(holder, `superseded by run ${runId} on ${reason}: strategy cancel_in_progress`);
-      }
+    if (concurrencyKey!.strategy === "cancel_in_progress" && (await this.supersede(runId, semKey, `${queue}|${job.id}`, reason))) {
+      return { ok: false, finish: "complete" };
     }
     // Already in the key's line (the refusal put it there): now out of the fetchable queue.
     await job.moveToDelayed(Date.now() + PARK_SAFETY_MS, token);
     return { ok: false, finish: "none" };
+  }
+
+  /**
+   * `cancel_in_progress` for a run refused on its key (and put in its line): the newest run of
+   * those holding the key or waiting for it keeps its place and every older one is cancelled, so
+   * that a burst of runs of one key leaves the newest, whichever of their jobs reached a worker
+   * first. Answers true when this run is the one superseded.
+   */
+  private async supersede(runId: string, semKey: string, waiter: string, reason: string): Promise<boolean> {
+    const d = this.deps;
+    const waiting = (await d.waitlist.waiters(semKey)).map((w) => w.slice(w.indexOf("|") + 1, w.indexOf("|") + 1 + RUN_ID_LENGTH));
+    const runs = [...new Set([runId, ...(await d.waitlist.holders(semKey)), ...waiting])].filter((id) => RUN_ID.test(id));
+    const unfinished = await withDbRetry(() => unfinishedOldestFirst(d.db, runs));
+    const newest = unfinished.at(-1) ?? runId;
+    if (newest !== runId) {
+      await d.waitlist.leave(semKey, waiter);
+      await d.cancelRun(runId, `superseded by run ${newest} on ${reason}: strategy cancel_in_progress`);
+      return true;
+    }
+    for (const older of unfinished.slice(0, -1)) {
+      await d.cancelRun(older, `superseded by run ${runId} on ${reason}: strategy cancel_in_progress`);
+    }
+    return false;
   }
 
   /**
@@ -216,6 +246,10 @@ export class KeyedAdmission {
     await this.promoteLine(semKey, capacity, await d.waitlist.wake(semKey, capacity, permit.id));
   }
 }
+
+/** A job id starts with its run's id (`nodeJobId`). */
+const RUN_ID_LENGTH = 36;
+const RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Where a task's semaphores per key start: `key:<task>:<key>`. */
 const semaphorePrefix = (task: string) => `key:${task}:`;
