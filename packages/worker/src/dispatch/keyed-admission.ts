@@ -124,7 +124,10 @@ export class KeyedAdmission {
       await d.cancelRun(runId, `${reason} was busy: strategy cancel_newest`);
       return { ok: false, finish: "complete" };
     }
-    if (concurrencyKey!.strategy === "cancel_in_progress" && (await this.supersede(runId, semKey, `${queue}|${job.id}`, reason))) {
+    if (
+      concurrencyKey!.strategy === "cancel_in_progress" &&
+      (await this.supersede(runId, semKey, `${queue}|${job.id}`, reason, concurrencyKey!.max))
+    ) {
       return { ok: false, finish: "complete" };
     }
     // Already in the key's line (the refusal put it there): now out of the fetchable queue.
@@ -133,24 +136,25 @@ export class KeyedAdmission {
   }
 
   /**
-   * `cancel_in_progress` for a run refused on its key (and put in its line): the newest run of
-   * those holding the key or waiting for it keeps its place and every older one is cancelled, so
-   * that a burst of runs of one key leaves the newest, whichever of their jobs reached a worker
-   * first. Answers true when this run is the one superseded.
+   * `cancel_in_progress` for a run refused on its key (and put in its line): of the runs holding
+   * the key or waiting for it, the newest `max` keep their places and every older one is
+   * cancelled, so that a burst of runs of one key leaves the newest, whichever of their jobs
+   * reached a worker first. Answers true when this run is one of those superseded.
    */
-  private async supersede(runId: string, semKey: string, waiter: string, reason: string): Promise<boolean> {
+  private async supersede(runId: string, semKey: string, waiter: string, reason: string, max: number): Promise<boolean> {
     const d = this.deps;
     const waiting = (await d.waitlist.waiters(semKey)).map((w) => w.slice(w.indexOf("|") + 1, w.indexOf("|") + 1 + RUN_ID_LENGTH));
     const runs = [...new Set([runId, ...(await d.waitlist.holders(semKey)), ...waiting])].filter((id) => RUN_ID.test(id));
     const unfinished = await withDbRetry(() => unfinishedOldestFirst(d.db, runs));
-    const newest = unfinished.at(-1) ?? runId;
-    if (newest !== runId) {
+    const kept = unfinished.slice(-max);
+    const newest = kept.at(-1) ?? runId;
+    if (kept.length > 0 && !kept.includes(runId)) {
       await d.waitlist.leave(semKey, waiter);
       await d.cancelRun(runId, `superseded by run ${newest} on ${reason}: strategy cancel_in_progress`);
       return true;
     }
-    for (const older of unfinished.slice(0, -1)) {
-      await d.cancelRun(older, `superseded by run ${runId} on ${reason}: strategy cancel_in_progress`);
+    for (const older of unfinished.slice(0, -max)) {
+      await d.cancelRun(older, `superseded by run ${newest} on ${reason}: strategy cancel_in_progress`);
     }
     return false;
   }
