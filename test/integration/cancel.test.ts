@@ -12,7 +12,10 @@ import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 /** What the tasks saw, by run id: the test process runs the worker, so memory is the witness. */
-const seen = new Map<string, { started: number; abortedWith?: string; abortedAt?: number; returned?: boolean; ranAfter?: boolean }>();
+const seen = new Map<
+  string,
+  { started: number; abortedWith?: string; abortedAt?: number; listenerSaw?: string; returned?: boolean; ranAfter?: boolean }
+>();
 const entry = (runId: string) => {
   const e = seen.get(runId) ?? { started: 0 };
   seen.set(runId, e);
@@ -27,6 +30,8 @@ const sleeper = ax.task({ name: "sleeper", retries: 2, retryBackoff: "50ms" }, a
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, 60_000);
     signal.addEventListener("abort", () => {
+      // A cancel arrives from outside the attempt (a Redis message): the listener still has its context.
+      e.listenerSaw = `${ax.context().runId}/${ax.context().nodeKey}`;
       e.abortedWith = (signal.reason as Error)?.name;
       e.abortedAt = Date.now();
       clearTimeout(timer);
@@ -155,6 +160,7 @@ describe("cancel(runId)", () => {
 
     await waitFor("the sleeping task to see its signal abort", () => entry(runId).returned === true, 3000);
     expect(entry(runId).abortedWith).toBe("AxCancelledError");
+    expect(entry(runId).listenerSaw).toBe(`${runId}/sleeper`);
     expect(entry(runId).abortedAt! - t0).toBeLessThan(1000);
 
     // The aborted attempt's late end (it returned "woke up", and sleeper has retries) changed nothing.

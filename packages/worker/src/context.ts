@@ -61,6 +61,15 @@ function attemptEnded({ runId, nodeKey, attempt }: TaskContext): AxDefinitionErr
   );
 }
 
+/**
+ * Runs `fn` with `context` as `ax.context()`. An attempt's `signal` is aborted from outside it (a
+ * cancel message, a timer), so its abort listeners would otherwise run with no context, and one
+ * that calls `ax.context()` would throw out of the abort and crash the process.
+ */
+export function withTaskContext<T>(context: TaskContext, fn: () => T): T {
+  return storage.run({ context, settled: false }, fn);
+}
+
 /** Task functions called through `runInTaskContext` whose promise has not settled yet. */
 let pendingTaskFunctions = 0;
 

@@ -1,6 +1,6 @@
 import type { AttemptOutcome, Json } from "@ax/store";
 import type { AttemptCancel } from "../attempt-cancel.js";
-import { runInTaskContext, type TaskContext } from "../context.js";
+import { runInTaskContext, type TaskContext, withTaskContext } from "../context.js";
 import { bindAttemptStore, type AttemptStore } from "../once-scope.js";
 import type { CapturedLine } from "../log-capture.js";
 import type { RunnableTask } from "../task-definition.js";
@@ -38,7 +38,9 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
   const finished = new Promise<AttemptResult>((resolve) => (settle = resolve));
   const end = (error: Error, outcome: AttemptOutcome) => {
     endedBy ??= error;
-    controller?.abort(error);
+    // Listeners run inside abort(); a controller exists only once the function read its signal, after `context` is made.
+    const made = controller;
+    if (made) withTaskContext(context, () => made.abort(error));
     settle({ ok: false, error, outcome });
   };
 
