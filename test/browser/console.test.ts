@@ -114,7 +114,10 @@ describe("the web console in a real browser", () => {
     // The business key filter applies as it is typed, once typing pauses, as the selects do: no Enter, no blur.
     await page.locator("input[name=businessKey]").pressSequentially("no-such-key", { delay: 20 });
     await page.waitForURL((url) => url.searchParams.get("businessKey") === "no-such-key");
-    await page.getByText("No runs match these filters.").waitFor();
+    // The key is matched whole: the empty list says so, and which key found nothing.
+    await page
+      .getByText('No runs match these filters. The business key matches whole keys only: no run has the key "no-such-key".')
+      .waitFor();
     await expect(page.getByRole("button", { name: "Clear filters" }).isVisible()).resolves.toBe(true);
     await expect(page.evaluate(`document.activeElement?.name`)).resolves.toBe("businessKey");
     await page.getByRole("button", { name: "Clear filters" }).click();
@@ -499,9 +502,12 @@ describe("the web console in a real browser", () => {
     await expect(failedPill.getAttribute("title")).resolves.toBe("https://pager.example/hook: failed 3 time(s), last: HTTP 502");
     // Written out too: a touch screen has no hover.
     await expect(rows.nth(0).locator(".delivery-error").textContent()).resolves.toBe("failed 3 time(s), last: HTTP 502");
-    // The summary links to the run, and looks like a link (the accent colour).
+    // The summary links to the run and looks like a link, underlined, in the text's colour: a paragraph in link blue reads badly.
+    await expect(page.evaluate(`getComputedStyle(document.querySelector("table.alerts .al-summary a")).textDecorationLine`)).resolves.toBe(
+      "underline",
+    );
     await expect(page.evaluate(`getComputedStyle(document.querySelector("table.alerts .al-summary a")).color`)).resolves.toBe(
-      "rgb(79, 70, 229)",
+      "rgb(17, 24, 39)",
     );
     await expect(rows.nth(1).locator(".al-delivery .pill.o-success").count()).resolves.toBe(1);
     await rows.nth(1).locator(".al-summary a").click();

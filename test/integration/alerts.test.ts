@@ -252,7 +252,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
       expect(result.code).toBe(1);
       expect(result.stdout).toContain(`FAILED webhook ${failing.url.replace("/hook", "/[redacted]")}`);
       expect(result.stdout).not.toContain("/hook");
-      expect(result.stdout).toMatch(/failed 3 time\(s\), last: HTTP 500/);
+      expect(result.stdout).toMatch(/HTTP 500: alert webhook \S+ failed 3 time\(s\)/);
       expect(failing.hits()).toBe(3);
       // 200 ms then 400 ms between the three tries.
       expect(Date.now() - started).toBeGreaterThanOrEqual(600);
@@ -288,6 +288,6 @@ describe("alerts: terminal failures only, one per silence window across coordina
     writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${gone.url}", retries: 0 }]\n`);
     const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
     expect(result.code).toBe(1);
-    expect(result.stdout).toContain("last: fetch failed: connect ECONNREFUSED");
+    expect(result.stdout).toMatch(/FAILED webhook \S+ fetch failed: connect ECONNREFUSED [^:]+:\d+: alert webhook /);
   });
 });

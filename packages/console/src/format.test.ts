@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { between, dateTime, duration, durationTick, fireSeconds, setFormatLanguage, waitingFor, zoneName } from "./format";
+import { between, dateTime, duration, durationTick, fireSeconds, progressText, setFormatLanguage, waitingFor, zoneName } from "./format";
 
 afterEach(() => setFormatLanguage("en"));
 
@@ -61,3 +61,14 @@ describe("fire times", () => {
 function weekday(year: number): string {
   return new Date(Date.UTC(year, 11, 2, 12)).toLocaleDateString("en-GB", { weekday: "short", timeZone: "UTC" });
 }
+
+describe("progressText", () => {
+  it("says what a node has done in the few characters it has", () => {
+    expect(progressText(42, 24)).toBe("42%");
+    expect(progressText({ done: 75, total: 900 }, 24)).toBe("75/900 (8%)");
+    expect(progressText({ total: 10, processed: 10 }, 24)).toBe("10/10 (100%)");
+    expect(progressText({ stage: "upload", files: 3 }, 24)).toBe("stage upload · files 3");
+    expect(progressText("copying table 3 of 12 (orders_archive)", 24)).toBe("copying table 3 of 12 (…");
+    expect(progressText({ nested: { a: 1 } }, 24)).toBe('{"nested":{"a":1}}');
+  });
+});

@@ -134,6 +134,31 @@ export function shortId(id: string): string {
 }
 
 /** A JSON value on a few lines at most, for summaries in tables and panels. */
+/** Names a task may give what it has done so far beside a `total`. */
+const DONE_KEYS = ["done", "completed", "processed", "current", "count"];
+
+/**
+ * A task's `heartbeat(progress)` in a line: a number as a percentage, `{ done, total }` (or
+ * completed, processed …) as `75/900 (8%)`, a flat object as `key value · key value`, anything
+ * else as JSON cut at `max`. A node is 200 px wide: pretty-printed JSON would show its brace and
+ * a key before the cut.
+ */
+export function progressText(progress: unknown, max: number): string {
+  const cut = (text: string) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+  if (typeof progress === "number") return `${progress}%`;
+  if (typeof progress === "string" || typeof progress === "boolean") return cut(String(progress));
+  if (progress === null || typeof progress !== "object" || Array.isArray(progress)) return cut(JSON.stringify(progress) ?? "null");
+  const fields = progress as Record<string, unknown>;
+  const doneKey = DONE_KEYS.find((k) => typeof fields[k] === "number");
+  if (typeof fields.total === "number" && doneKey) {
+    const [done, total] = [fields[doneKey] as number, fields.total];
+    return cut(`${done}/${total}${total > 0 ? ` (${Math.floor((100 * done) / total)}%)` : ""}`);
+  }
+  const entries = Object.entries(fields);
+  if (entries.every(([, v]) => v === null || typeof v !== "object")) return cut(entries.map(([k, v]) => `${k} ${v}`).join(" · "));
+  return cut(JSON.stringify(progress));
+}
+
 export function summary(value: unknown, max = 400): string {
   const text = JSON.stringify(value, null, 2) ?? "null";
   return text.length > max ? `${text.slice(0, max)}…` : text;

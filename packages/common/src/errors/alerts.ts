@@ -10,7 +10,8 @@ export class AxAlertDeliveryError extends Error {
     reason: string,
   ) {
     super(
-      `alert webhook ${url} failed ${attempts} time(s), last: ${reason}; check that the URL is reachable and answers 2xx, or raise the sink's timeout/retries`,
+      // The reason first: the console's alerts page shows one line of this, and the URL is on its pill.
+      `${reason}: alert webhook ${url} failed ${attempts} time(s); check that the URL is reachable and answers 2xx, or raise the sink's timeout/retries`,
     );
   }
 }

@@ -1,5 +1,5 @@
 import { useEffect } from "react";
-import { duration, summary, waitingDue, waitingFor } from "../format";
+import { duration, progressText, summary, waitingDue, waitingFor } from "../format";
 import { fill, type MessageKey, useI18n } from "../i18n";
 import { Link } from "../router";
 import { serverOriginal, serverText } from "../server-reasons";
@@ -185,14 +185,14 @@ export function NodePanel({
         {task.nextRetryAt && task.status === "retrying" && <RetryIn at={task.nextRetryAt} attempts={task.attempts.length} now={now} />}
         {task.progress !== null && (
           <span>
-            {t("node.progress")} {summary(task.progress, 60)}
+            {t("node.progress")} {progressText(task.progress, 80)}
           </span>
         )}
       </div>
       {reused && <ReusedNote task={reused} />}
       {task.status === "skipped" && !reused && <SkipNote task={task} run={run} onSelect={onSelect} />}
       {task.error && (
-        <div className="error-box" data-error={task.error.name}>
+        <div className={`error-box${task.status === "cancelled" ? " quiet" : ""}`} data-error={task.error.name}>
           <strong>{task.error.name}</strong>: {task.error.message}
           {task.error.notRetried && (
             <p className="not-retried" title={serverOriginal(task.error.notRetried, lang)}>

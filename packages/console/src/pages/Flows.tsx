@@ -4,7 +4,7 @@ import { FlowBackfills } from "../components/Backfills";
 import { Dag } from "../components/Dag";
 import { RunStrip } from "../components/RunStrip";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
-import { Time } from "../components/Time";
+import { Time, Zone } from "../components/Time";
 import { TriggerDialog } from "../components/TriggerDialog";
 import { fireSeconds } from "../format";
 import { useAction, useApi } from "../hooks";
@@ -163,20 +163,27 @@ export function FlowPage({ name }: { name: string }) {
       )}
       <div className="grid-3">
         <section className="panel">
-          <h3>{t("flows.recent")}</h3>
+          <h3>
+            {t("flows.recent")} <Zone />
+          </h3>
           <RunStrip runs={runs.data?.runs ?? []} />
-          <ul className="plain">
+          <ul className="plain recent-runs">
             {(runs.data?.runs ?? []).slice(0, 6).map((r) => (
               <li key={r.id}>
                 <Link to={`/runs/${r.id}`}>
                   <StatusBadge status={r.status} /> <span className="mono">{r.id.slice(0, 8)}</span>{" "}
-                  <span className="muted">
-                    <Time iso={r.createdAt} zone />
+                  <span className="muted ellipsis">
+                    <Time iso={r.createdAt} />
                   </span>
                 </Link>
               </li>
             ))}
           </ul>
+          {(runs.data?.runs.length ?? 0) > 0 && (
+            <Link to={`/runs?${new URLSearchParams({ flow: name })}`} className="all-runs">
+              {t("flows.allRuns")}
+            </Link>
+          )}
         </section>
         <section className="panel">
           <h3>{t("flows.schedule")}</h3>

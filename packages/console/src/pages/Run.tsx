@@ -6,7 +6,7 @@ import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel } from "../components/NodePanel";
 import { RunMeta } from "../components/RunMeta";
 import { Empty, ErrorNote, Modal, StatusBadge } from "../components/Status";
-import { between, duration, summary, waitingFor } from "../format";
+import { between, duration, progressText, summary, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
 import { fill, type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, replace, useLocation } from "../router";
@@ -22,8 +22,7 @@ function nodeDetail(task: TaskRunInfo, now: number, { t, lang }: ReturnType<type
     return `${left > 0 ? `${t("node.retryIn")} ${duration(left)}` : t("node.retryDue")} · #${task.attempts.length + 1}`;
   }
   if (task.status === "running") {
-    const progress =
-      task.progress === null ? "" : ` · ${typeof task.progress === "number" ? `${task.progress}%` : summary(task.progress, 24)}`;
+    const progress = task.progress === null ? "" : ` · ${progressText(task.progress, 24)}`;
     return `${between(task.startedAt, null, now)}${progress}`;
   }
   if ((task.status === "queued" || task.status === "pending") && task.waitingFor)

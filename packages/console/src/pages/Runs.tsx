@@ -4,7 +4,7 @@ import { Empty, ErrorNote, StatusBadge } from "../components/Status";
 import { Time, Zone } from "../components/Time";
 import { between } from "../format";
 import { useApi } from "../hooks";
-import { label, type MessageKey, useI18n } from "../i18n";
+import { fill, label, type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, useLocation } from "../router";
 import type { RunSummary } from "../types";
 
@@ -136,7 +136,7 @@ export function RunsPage() {
           </select>
         </label>
         <TypedFilter
-          caption={t("runs.businessKey")}
+          caption={t("runs.businessKeyFilter")}
           name="businessKey"
           value={params.get("businessKey") ?? ""}
           onApply={(v) => set("businessKey", v)}
@@ -158,7 +158,13 @@ export function RunsPage() {
       </div>
       <ErrorNote error={runs.error} />
       {runs.data && runs.data.runs.length === 0 ? (
-        <Empty>{t("runs.empty")}</Empty>
+        <Empty>
+          {!filtered
+            ? t("runs.none")
+            : params.get("businessKey")
+              ? fill(t("runs.emptyKey"), { key: params.get("businessKey")! })
+              : t("runs.empty")}
+        </Empty>
       ) : (
         <div className="table-wrap">
           <table className="table runs">
