@@ -211,6 +211,11 @@ describe("the web console's layout: large graphs and phones", () => {
     expect(last.y).toBeGreaterThan(first.y + first.height);
     // Every edge is drawn, the ones back to the next band's start included.
     await expect(page.locator(".react-flow__edge").count()).resolves.toBe(29);
+    // Each ends in an arrowhead: the edge back to a band's start runs right to left.
+    const arrows = await page.evaluate<string[]>(
+      `[...document.querySelectorAll(".react-flow__edge-path")].map((p) => p.getAttribute("marker-end") ?? "")`,
+    );
+    expect(arrows.filter((m) => m.includes("arrowclosed"))).toHaveLength(29);
     await page.screenshot({ path: `${ARTIFACTS}layout-run-chain.png` });
     await page.close();
   });

@@ -52,3 +52,37 @@ describe("a 1-second schedule with two coordinator processes", () => {
     }
   }, 60_000);
 });
+
+describe("a coordinator frozen for 9 s (SIGSTOP, as a suspended machine)", () => {
+  const env = isolate("sched_frozen");
+  let coordinator: Child | undefined;
+
+  afterAll(async () => {
+    coordinator?.process.kill("SIGCONT");
+    await coordinator?.stop();
+    await env.cleanup();
+  });
+
+  it("does not replay the ticks it missed when catchUp is none: only those a few seconds late run", async () => {
+    const args = ["coordinator", "test/fixtures/every-second-flow.ts", "--storage", env.storage, "--prefix", env.prefix];
+    coordinator = startAx(args, { DATABASE_URL: env.storage, AX_LOG_LEVEL: "info" });
+    await coordinator.waitFor(/ax coordinator started/, 50_000);
+    const deadline = Date.now() + 20_000;
+    while ((await ticksOf(env, "every_second")).length < 2 && Date.now() < deadline) await sleep(200);
+    const frozenAt = Date.now();
+    coordinator.process.kill("SIGSTOP");
+    await sleep(9000);
+    coordinator.process.kill("SIGCONT");
+    const resumedAt = Date.now();
+    await coordinator.waitFor(/missed while this coordinator could not run or reach PostgreSQL are skipped/, 10_000);
+    await sleep(2500);
+    await coordinator.stop();
+    const ticks = await ticksOf(env, "every_second");
+    const inGap = ticks.filter((t) => t.at > frozenAt && t.at <= resumedAt);
+    // Nine ticks fell due while frozen; those over 5 s late when it woke were missed and are skipped.
+    expect(inGap.length).toBeLessThanOrEqual(6);
+    const after = ticks.filter((t) => t.at > resumedAt);
+    expect(after.length).toBeGreaterThanOrEqual(1);
+    expect(steps(after).every((s) => s === 1)).toBe(true);
+  }, 60_000);
+});

@@ -6,6 +6,7 @@ import {
   type EdgeProps,
   getBezierPath,
   Handle,
+  MarkerType,
   type Node,
   type NodeProps,
   Position,
@@ -94,14 +95,15 @@ function wrapPath(sx: number, sy: number, tx: number, ty: number, y: number): st
  * curve leaving and arriving level (upright in a top-to-bottom graph), as React Flow draws an
  * edge between neighbouring columns.
  */
-function RoutedEdge({ id, sourceX, sourceY, targetX, targetY, data }: EdgeProps<Routed>) {
+function RoutedEdge({ id, sourceX, sourceY, targetX, targetY, data, markerEnd }: EdgeProps<Routed>) {
   const via = data?.via ?? [];
   const vertical = data?.vertical ?? false;
-  if (data?.wrapY !== undefined) return <BaseEdge id={id} path={wrapPath(sourceX, sourceY, targetX, targetY, data.wrapY)} />;
+  if (data?.wrapY !== undefined)
+    return <BaseEdge id={id} path={wrapPath(sourceX, sourceY, targetX, targetY, data.wrapY)} markerEnd={markerEnd} />;
   if (via.length === 0) {
     const [sourcePosition, targetPosition] = vertical ? [Position.Bottom, Position.Top] : [Position.Right, Position.Left];
     const [path] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
-    return <BaseEdge id={id} path={path} />;
+    return <BaseEdge id={id} path={path} markerEnd={markerEnd} />;
   }
   const points = [{ x: sourceX, y: sourceY }, ...via, { x: targetX, y: targetY }];
   const stretches = points.slice(1).map((to, i) => {
@@ -113,10 +115,14 @@ function RoutedEdge({ id, sourceX, sourceY, targetX, targetY, data }: EdgeProps<
     const half = (to.x - from.x) / 2;
     return `C ${from.x + half},${from.y} ${to.x - half},${to.y} ${to.x},${to.y}`;
   });
-  return <BaseEdge id={id} path={`M ${sourceX},${sourceY} ${stretches.join(" ")}`} />;
+  return <BaseEdge id={id} path={`M ${sourceX},${sourceY} ${stretches.join(" ")}`} markerEnd={markerEnd} />;
 }
 
 const edgeTypes = { routed: RoutedEdge };
+
+/** An edge's colour by its upstream's status, as styles.css draws its line; the arrowhead is drawn by React Flow. */
+const EDGE_COLOUR = "#b1b1b7";
+const EDGE_COLOURS: Record<string, string> = { success: "#86efac", failed: "#fca5a5" };
 
 /** Statuses someone opens a run's page to see: kept in view when the whole graph does not fit. */
 const WATCHED = ["failed", "running", "retrying"];
@@ -221,6 +227,8 @@ export function Dag({ nodes, selected, onSelect }: { nodes: DagNode[]; selected?
         target,
         animated: runs(n.key) || (statusOf(up) === "success" && waits(n.key)),
         className: `edge-${statusOf(up) ?? "none"}`,
+        // Direction is not left to convention: a folded graph's edges run back to the left.
+        markerEnd: { type: MarkerType.ArrowClosed, width: 14, height: 14, color: EDGE_COLOURS[statusOf(up) ?? ""] ?? EDGE_COLOUR },
       });
     }
   }

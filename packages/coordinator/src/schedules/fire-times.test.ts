@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { catchUpTicks } from "./catch-up.js";
+import { catchUpTicks, dueTicks } from "./catch-up.js";
 import { fireTimesBetween, nextFireTimes, scheduleProblem } from "./fire-times.js";
 
 const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
@@ -78,5 +78,21 @@ describe("fire times", () => {
     expect(scheduleProblem("0 3 * * *", "Mars/Olympus")).toEqual({ field: "timezone", message: expect.stringMatching(/IANA/) });
     expect(scheduleProblem("@daily", "Europe/Berlin")).toBeUndefined();
     expect(scheduleProblem("*/5 * * * * *", "America/New_York")).toBeUndefined();
+  });
+});
+
+describe("ticks a running coordinator finds due", () => {
+  const spec = { cron: "*/10 * * * * *", timezone: "UTC", maxCatchUp: 2 };
+  const at = (s: string) => new Date(`2026-01-01T00:00:${s}.000Z`);
+  const iso = (d: Date[]) => d.map((x) => x.toISOString());
+  // Frozen from :05 to :52: five ticks missed, the one at :50 reached 2 s late.
+  const due = [at("10"), at("20"), at("30"), at("40"), at("50")];
+  const now = at("52");
+
+  it("claims a tick reached late but in time, and of the missed ones what catchUp says", () => {
+    expect(dueTicks({ ...spec, catchUp: "none" }, due, now)).toEqual({ ticks: [at("50")], skipped: 4 });
+    expect(iso(dueTicks({ ...spec, catchUp: "latest" }, due, now).ticks)).toEqual([at("40"), at("50")].map((d) => d.toISOString()));
+    expect(dueTicks({ ...spec, catchUp: "all" }, due, now)).toEqual({ ticks: [at("30"), at("40"), at("50")], skipped: 2 });
+    expect(dueTicks({ ...spec, catchUp: "none" }, [at("50")], now)).toEqual({ ticks: [at("50")], skipped: 0 });
   });
 });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { getSchedules, lastTickDate, scheduleTx, type StoredSchedule } from "@ax/store";
-import { catchUpTicks } from "./catch-up.js";
+import { catchUpTicks, dueTicks } from "./catch-up.js";
 import { fireTimesBetween, nextFireTimes } from "./fire-times.js";
 import type { LagObserver } from "./lag-metric.js";
 import { claimTick, releaseQueuedTick, type TickDeps } from "./tick-claim.js";
@@ -20,7 +20,7 @@ export interface ScheduleLoopOptions extends TickDeps {
 
 /** Live ticks later than this are still observed but logged, so a stalled loop is visible. */
 const LATE_TICK_MS = 1000;
-/** Ticks that fell due in one wake beyond this many are dropped (a frozen process must not replay hours). */
+/** Ticks that fell due in one wake beyond this many are dropped, whatever catchUp says (a frozen process must not replay hours). */
 const MAX_DUE_PER_WAKE = 100;
 
 /**
@@ -110,7 +110,13 @@ export class ScheduleLoop {
     let allClaimed = true;
     for (const schedule of this.schedules) {
       const from = this.cursor.get(schedule.flow) ?? now;
-      const due = fireTimesBetween(schedule, from, now, MAX_DUE_PER_WAKE);
+      const { ticks: due, skipped } = dueTicks(schedule, fireTimesBetween(schedule, from, now, MAX_DUE_PER_WAKE), now);
+      if (skipped > 0) {
+        this.options.log.warn(
+          { flow: schedule.flow, skipped, catchUp: schedule.catchUp },
+          "schedule ticks missed while this coordinator could not run or reach PostgreSQL are skipped, as the flow's catchUp says",
+        );
+      }
       let handled = now;
       for (const tick of due) {
         const claimed = await this.claim(schedule, tick, true).then(
