@@ -6,6 +6,7 @@ import {
   AxBackfillCancelledError,
   AxBackfillRangeError,
   AxNoScheduleError,
+  AxNoTicksError,
   AxTooManyTicksError,
   ax,
   type Client,
@@ -310,6 +311,13 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     );
     await expect(client.backfill("hourly", { from: "2025-01-01T00:00:00Z", to: "2026-01-01T00:00:00Z", maxTicks: 100 })).rejects.toThrow(
       AxTooManyTicksError,
+    );
+    // Half an hour between two ticks of an hourly schedule: nothing would run, so no backfill is recorded.
+    await expect(client.backfill("hourly", { from: "2026-01-01T00:10:00Z", to: "2026-01-01T00:40:00Z" })).rejects.toThrow(
+      /^backfill of "hourly" has no tick from 2026-01-01T00:10:00.000Z to 2026-01-01T00:40:00.000Z: its cron "0 \* \* \* \*"/,
+    );
+    await expect(client.backfill("hourly", { from: "2026-01-01T00:10:00Z", to: "2026-01-01T00:40:00Z" })).rejects.toBeInstanceOf(
+      AxNoTicksError,
     );
     expect(await count()).toBe(before);
   });

@@ -35,7 +35,8 @@ export function describeSchedule(s: ScheduleInfo): string {
   return [
     `${s.flow}  cron "${s.cron}"  zone ${s.timezone}  ${s.paused ? "PAUSED" : "active"}  overlap ${s.overlap}  catch-up ${s.catchUp}`,
     // A cron such as "0 0 30 2 *" (February 30th) parses but never fires.
-    `  next (${s.timezone}): ${s.nextFireTimes.length ? s.nextFireTimes.map((d) => inZone(d, s.timezone)).join(", ") : "never (the cron matches no date)"}`,
+    // Paused, the times are when it would fire: the schedule makes no run until it is resumed.
+    `  ${s.paused ? "next if resumed" : "next"} (${s.timezone}): ${s.nextFireTimes.length ? s.nextFireTimes.map((d) => inZone(d, s.timezone)).join(", ") : "never (the cron matches no date)"}`,
     `  last tick: ${tick}`,
     ...(s.overdueSince
       ? [

@@ -102,6 +102,22 @@ export class AxTooManyTicksError extends Error {
 }
 
 /** No backfill has that id. */
+/** A backfill range in which the flow's schedule never fires: nothing would run, so nothing is recorded. */
+export class AxNoTicksError extends Error {
+  override name = "AxNoTicksError";
+  readonly statusCode = 400;
+  constructor(
+    readonly flow: string,
+    from: Date,
+    to: Date,
+    schedule: { cron: string; timezone?: string | undefined },
+  ) {
+    super(
+      `backfill of "${flow}" has no tick from ${from.toISOString()} to ${to.toISOString()}: its cron "${schedule.cron}" (${schedule.timezone ?? "UTC"}) does not fire in that range; widen the range (to is exclusive)`,
+    );
+  }
+}
+
 export class AxBackfillNotFoundError extends Error {
   override name = "AxBackfillNotFoundError";
   readonly statusCode = 404;

@@ -16,6 +16,7 @@ import {
   AxBackfillNotFoundError,
   AxBackfillRangeError,
   AxNoScheduleError,
+  AxNoTicksError,
   AxTooManyTicksError,
   AxUnknownFlowError,
 } from "@ax/common";
@@ -72,6 +73,8 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
   // One tick past the limit is enough to refuse: counting a range of a year of seconds would hold the process for minutes.
   const ticks = await scheduleTicks(schedule, request.from, until, maxTicks + 1);
   if (ticks.length > maxTicks) throw new AxTooManyTicksError(request.flow, ticks.length, maxTicks, maxTicks === MAX_BACKFILL_TICKS);
+  if (ticks.length === 0)
+    throw new AxNoTicksError(request.flow, request.from, until, typeof schedule === "string" ? { cron: schedule } : schedule);
   const backfillId = randomUUID();
   const flowCap = settings?.maxConcurrentRuns ?? undefined;
   const cap = request.maxConcurrentRuns ?? flowCap ?? DEFAULT_BACKFILL_CONCURRENCY;
