@@ -102,6 +102,21 @@ describe("ax server <entry> and ax trigger --entry apply the flow's key function
         "b47",
       ]);
       expect(keyed).toMatchObject({ code: 0, stderr: "" });
+      const runId = keyed.stdout.trim();
+      // The key again: its run is returned. Same payload, nothing to say; another payload was not used, and stderr says so.
+      const again = ["trigger", "keyed_flow", "--idempotency-key", "k47", "--business-key", "b47", "--payload"];
+      await expect(runAx([...connection, ...again, '{"event_id":"47"}'])).resolves.toMatchObject({
+        code: 0,
+        stdout: `${runId}\n`,
+        stderr: "",
+      });
+      const differing = await runAx([...connection, ...again, '{"event_id":"48"}']);
+      expect(differing).toMatchObject({ code: 0, stdout: `${runId}\n` });
+      expect(differing.stderr).toMatch(
+        new RegExp(
+          `^ax trigger: no new run: idempotency key "k47" already names run ${runId} \\(created [^)]+\\), whose payload differs from this one; use another key`,
+        ),
+      );
     } finally {
       await server.stop();
     }
