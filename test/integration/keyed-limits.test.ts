@@ -93,16 +93,24 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
     const first = await client.triggerFlow("sync_latest", { user_id: "u_burst" });
     await waitUntil(async () => (await client.getRun(first)).tasks[0]!.status === "running", 10_000);
     for (const burst of [
-      await client.triggerFlows("sync_latest", Array.from({ length: 4 }, () => ({ user_id: "u_burst" }))),
+      await client.triggerFlows(
+        "sync_latest",
+        Array.from({ length: 4 }, () => ({ user_id: "u_burst" })),
+      ),
       // No run holds this key: the jobs of the burst race for it across both processes.
-      await client.triggerFlows("sync_latest", Array.from({ length: 5 }, () => ({ user_id: "u_burst2" }))),
+      await client.triggerFlows(
+        "sync_latest",
+        Array.from({ length: 5 }, () => ({ user_id: "u_burst2" })),
+      ),
     ]) {
       const newest = burst.at(-1)!;
       expect((await client.waitForRun(newest, { timeout: "20s" })).status).toBe("success");
       for (const id of burst.slice(0, -1)) {
         const run = await client.waitForRun(id, { timeout: "20s" });
         expect(run.status, id).toBe("cancelled");
-        expect(run.tasks[0]!.error?.message, id).toMatch(/superseded by run [0-9a-f-]{36} on concurrency key u_burst2? \(1\/1\): strategy cancel_in_progress/);
+        expect(run.tasks[0]!.error?.message, id).toMatch(
+          /superseded by run [0-9a-f-]{36} on concurrency key u_burst2? \(1\/1\): strategy cancel_in_progress/,
+        );
       }
     }
     expect((await client.getRun(first)).status).toBe("cancelled");

@@ -170,7 +170,7 @@ export function FlowPage({ name }: { name: string }) {
           <ul className="plain recent-runs">
             {(runs.data?.runs ?? []).slice(0, 6).map((r) => (
               <li key={r.id}>
-                <Link to={`/runs/${r.id}`}>
+                <Link to={`/runs/${r.id}`} className="recent-run">
                   <StatusBadge status={r.status} /> <span className="mono">{r.id.slice(0, 8)}</span>{" "}
                   <span className="muted ellipsis">
                     <Time iso={r.createdAt} />
