@@ -188,8 +188,9 @@ describe("ax.once(key, fn)", () => {
     expect(second!.attempt).toBe(2);
     expect(second!.value).toEqual(first!.value);
     expect(node.result).toEqual(first!.value);
-    const stored = await env.sql<{ result: unknown }>("select result from once_keys where key = 'charge:order-1'");
-    expect(stored).toEqual([{ result: first!.value }]);
+    // Kept with its run, so that retention leaves the key of a run still retrying.
+    const stored = await env.sql<{ result: unknown; run_id: string }>("select result, run_id from once_keys where key = 'charge:order-1'");
+    expect(stored).toEqual([{ result: first!.value, run_id: runId }]);
   });
 
   it("runs fn once for concurrent runs with the same key; all get one result", async () => {

@@ -201,4 +201,19 @@ describe("retention: archive, dry run, keys, ticks, the lock, the config key", {
     expect(() => parseRuntimeConfig("retention: soon\n", "r.yaml")).toThrow(/r\.yaml:1:\d+: retention: "soon" is not a duration/);
     await expect(client.prune({ olderThan: "10s" })).rejects.toThrow(/retention: olderThan: must be at least 1h/);
   });
+
+  it("keeps the once keys of a run still unfinished, however old: its retry must find the stored result", async () => {
+    // No worker here: the run waits, as a run between retries does.
+    const runId = await client.triggerFlow(pingFlow, {});
+    await env.sql(
+      `insert into once_keys (key, result, created_at, completed_at, run_id)
+       values ('charge:waiting', '"charged"'::jsonb, now() - interval '200 days', now() - interval '200 days', $1)`,
+      [runId],
+    );
+    expect(await client.prune({ olderThan: "90d", dryRun: true })).toMatchObject({ onceKeys: 0 });
+    expect(await client.prune({ olderThan: "90d" })).toMatchObject({ onceKeys: 0 });
+    expect(await env.sql("select key from once_keys where key = 'charge:waiting'")).toEqual([{ key: "charge:waiting" }]);
+    await client.cancel(runId);
+    expect(await client.prune({ olderThan: "90d" })).toMatchObject({ onceKeys: 1 });
+  });
 });

@@ -133,8 +133,10 @@ async function pruneLocked(db: Db, options: PruneOptions): Promise<PruneResult> 
   return result;
 }
 
+/** Completed (or its claim long lapsed) before the cutoff, and not of a run still unfinished: its retry must still find it. */
 const oldOnceKey = (before: string) =>
-  sql`created_at < ${before}::timestamptz and (claimed_by is null or lease_until < ${before}::timestamptz)`;
+  sql`created_at < ${before}::timestamptz and (claimed_by is null or lease_until < ${before}::timestamptz)
+      and not exists (select 1 from runs r where r.id = once_keys.run_id and r.status in ('pending', 'running'))`;
 
 /** A tick older than the cutoff, not waiting to start a run, and not its flow's newest. */
 const oldTick = (before: string, t: SQL) =>

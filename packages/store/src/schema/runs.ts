@@ -139,6 +139,11 @@ export const onceKeys = pgTable("once_keys", {
   /** PostgreSQL time after which another attempt may take the claim over. */
   leaseUntil: at("lease_until"),
   completedAt: at("completed_at"),
+  /**
+   * The run whose attempt claimed the key (kept once its result is stored): retention keeps the
+   * keys of runs still unfinished, or a retry past the cutoff would run `fn` again.
+   */
+  runId: uuid("run_id"),
 });
 
 /** Task log levels as stored (pino's trace and fatal fold into debug and error). */
