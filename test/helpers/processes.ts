@@ -18,8 +18,14 @@ export interface Child {
   stop(graceMs?: number): Promise<void>;
 }
 
-export function startChild(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Child {
-  const child = spawn(command, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+/** `group`: the child leads a process group of its own, so a test can signal it and its children as a terminal's Ctrl-C does. */
+export function startChild(command: string, args: string[], env: NodeJS.ProcessEnv = {}, group = false): Child {
+  const child = spawn(command, args, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: group,
+  });
   let tail = "";
   const waiters = new Set<{ pattern: RegExp; resolve: () => void }>();
   const onData = (chunk: Buffer) => {
@@ -116,8 +122,8 @@ export interface WorkerProcess extends Child {
   kill9(): Promise<void>;
 }
 
-export async function spawnWorker(fixture: string, env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<WorkerProcess> {
-  const child = startChild(process.execPath, ["--import", "tsx", fixture], env);
+export async function spawnWorker(fixture: string, env: NodeJS.ProcessEnv, timeoutMs = 60_000, group = false): Promise<WorkerProcess> {
+  const child = startChild(process.execPath, ["--import", "tsx", fixture], env, group);
   const ready = /\{"ready":"([^"]+)"\}/;
   try {
     await child.waitFor(ready, timeoutMs);

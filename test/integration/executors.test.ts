@@ -116,6 +116,19 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
         expect(onlyAttempt(after).worker).toBe(runtime.workerId);
       });
 
+      it("a result that arrives after the timeout is a timeout, even when this process was too busy to see the timer first", async () => {
+        await warmAndCheck(kind);
+        const runId = await client.triggerFlow(`nap_${kind}`, null);
+        await waitFor("the attempt to start", async () => (await client.getRun(runId)).tasks[0]?.status === "running");
+        // An inline task (here, the test) holding the worker's event loop past the child's whole run:
+        // the child's answer and the timeout's timer come due together.
+        const until = Date.now() + 2500;
+        while (Date.now() < until) {}
+        const done = await client.waitForRun(runId, { timeout: "10s" });
+        expect(onlyAttempt(done)).toMatchObject({ outcome: "timed_out", error: { name: "AxTimeoutError" } });
+        expect(done.tasks[0]!.result).toBeNull();
+      });
+
       it("cancel stops a running attempt that ignores its signal", async () => {
         await warmAndCheck(kind);
         const runId = await client.triggerFlow(`hang_${kind}`, null);

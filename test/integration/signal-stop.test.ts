@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client, Runtime } from "ax-scheduler";
+import { napProcessFlow } from "../fixtures/signal-process-task.js";
 import { napFlow } from "../fixtures/signal-worker.js";
 import { isolate } from "../helpers/isolated.js";
 import { spawnWorker } from "../helpers/processes.js";
@@ -12,7 +13,7 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
   let client: Client;
 
   beforeAll(async () => {
-    coordinator = testRuntime(env, { flows: [napFlow], roles: ["coordinator"] });
+    coordinator = testRuntime(env, { flows: [napFlow, napProcessFlow], roles: ["coordinator"] });
     await coordinator.start();
     client = coordinator.client();
   });
@@ -46,6 +47,25 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
     expect(run.status).toBe("success");
     expect(run.tasks[0]!.attempts).toHaveLength(1);
     expect(run.tasks[0]!.attempts[0]!.outcome).toBe("success");
+  });
+
+  it("lets a process-executor attempt finish when Ctrl-C signals the worker's whole process group", async () => {
+    const worker = await spawnWorker(
+      "test/fixtures/signal-worker.ts",
+      { AX_STORAGE: env.storage, AX_REDIS: env.redis, AX_PREFIX: env.prefix },
+      60_000,
+      true,
+    );
+    const runId = await client.triggerFlow("signal_nap_process_flow", 2000);
+    await untilRunning(runId);
+    const exited = once(worker.process, "exit");
+    // The group, as a terminal's Ctrl-C or systemd's control-group stop: the executor's child gets it too.
+    process.kill(-worker.pid, "SIGINT");
+    const [code, signal] = await exited;
+    expect({ code, signal }).toEqual({ code: null, signal: "SIGINT" });
+    const run = await client.getRun(runId);
+    expect(run.tasks[0]!.attempts.map((a) => [a.outcome, a.error?.message ?? null])).toEqual([["success", null]]);
+    expect(run.status).toBe("success");
   });
 
   it("hands back an attempt still running after the Runtime's stopTimeout, and ends then", async () => {

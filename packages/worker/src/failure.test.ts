@@ -14,6 +14,9 @@ describe("toTaskFailure", () => {
     const failure = toTaskFailure(error);
     expect(failure.message.length).toBeLessThanOrEqual(2000);
     expect(failure.message.length).toBeGreaterThan(1990);
+    // Said to be cut, not silently shorter.
+    expect(failure.message.endsWith("…")).toBe(true);
+    expect(failure.stack!.endsWith("…")).toBe(true);
     expect(storable(failure.message)).toBe(true);
     expect(storable(failure.stack!)).toBe(true);
     expect(failure.stack!.length).toBeLessThanOrEqual(4000);

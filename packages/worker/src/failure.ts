@@ -33,14 +33,16 @@ function causeText(error: Error): string {
 }
 
 /**
- * `text` as PostgreSQL can store it, at most `max` UTF-16 units, cut at a code-point boundary:
- * cutting inside a surrogate pair would leave half an emoji, which jsonb refuses.
+ * `text` as PostgreSQL can store it, at most `max` UTF-16 units, cut at a code-point boundary
+ * (cutting inside a surrogate pair would leave half an emoji, which jsonb refuses) and ending in
+ * "…" when cut, so a reader of the history knows there was more.
  */
 function storable(text: string, max: number): string {
   const clean = toStorableText(text);
-  if (clean.length <= max) return clean;
-  const last = clean.charCodeAt(max - 1);
-  return clean.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+  if (clean.length <= max || max < 1) return clean.slice(0, Math.max(0, max));
+  const keep = max - 1;
+  const last = clean.charCodeAt(keep - 1);
+  return `${clean.slice(0, last >= 0xd800 && last <= 0xdbff ? keep - 1 : keep)}…`;
 }
 
 /** V8 formats a stack on first read, turning the message into text: a message that refuses (an object whose toString is not callable) throws there. */

@@ -49,16 +49,17 @@ function loggerFor(log: RunMessage["log"]): Logger {
  * Sends the result as JSON.stringify writes it, checked as an inline task's is: structured cloning
  * alone would turn a class instance into its fields, where inline a `toJSON` (or a refusal) decides.
  */
-function sendResult(value: unknown, task: string): void {
+function sendResult(value: unknown, task: string, ranMs: number): void {
   try {
     if (value !== undefined) assertJson(value, `result of task "${task}"`);
-    send({ type: "result", value: value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as Json) });
+    send({ type: "result", value: value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as Json), ranMs });
   } catch (error) {
-    send({ type: "error", error: serialiseError(error) });
+    send({ type: "error", error: serialiseError(error), ranMs });
   }
 }
 
 async function run(message: RunMessage): Promise<void> {
+  let startedAt: number | undefined;
   try {
     await loadModule(message.moduleUrl);
     const fn = findTaskDefinition(message.task, message.moduleUrl);
@@ -77,12 +78,13 @@ async function run(message: RunMessage): Promise<void> {
       log: capturingLogger(loggerFor(message.log), (line) => send({ type: "log", line })),
     };
     send({ type: "started" });
+    startedAt = performance.now();
     const value = await withOnceGate(onceGate, () =>
       runInTaskContext(context, () => (fn as (...args: Json[]) => unknown)(...message.args)),
     );
-    sendResult(value, message.task);
+    sendResult(value, message.task, performance.now() - startedAt);
   } catch (error) {
-    send({ type: "error", error: serialiseError(error) });
+    send({ type: "error", error: serialiseError(error), ...(startedAt === undefined ? {} : { ranMs: performance.now() - startedAt }) });
   }
 }
 

@@ -40,6 +40,11 @@ export function spawnProcess(memoryMb: number | undefined): IsolatedChild {
     // Structured clone, as for threads: results keep their types until checkResult judges them.
     serialization: "advanced",
     stdio: ["ignore", "inherit", "pipe", "ipc"],
+    // A process group of its own: the worker alone decides when its child stops. Ctrl-C, systemd's
+    // control-group stop and an init that signals the whole group would otherwise end the child at
+    // once, failing an attempt the worker's stop lets finish or hands back. A worker that dies
+    // closes the IPC channel, and the child exits on that.
+    detached: true,
   });
   const listeners = new Set<(event: ChildEvent) => void>();
   const emit = (event: ChildEvent) => {

@@ -47,12 +47,13 @@ export type ChildMessage =
   /** The task's module is loaded and its function called: the attempt's clocks start now. */
   | { type: "started" }
   | { type: "heartbeat"; progress?: Json }
-  | { type: "result"; value: unknown }
+  /** `ranMs`: how long the function ran, by the child's clock (the parent's may have been held up). */
+  | { type: "result"; value: unknown; ranMs?: number }
   | { type: "once"; id: number; request: OnceRequest }
   /** An `ax.context().log` line, stored by the parent with the attempt's others. */
   | { type: "log"; line: CapturedLine }
   /** `fatal`: thrown outside the task's own call chain; the child is exiting. */
-  | { type: "error"; error: SerialisedError; fatal?: boolean };
+  | { type: "error"; error: SerialisedError; fatal?: boolean; ranMs?: number };
 
 export function serialiseError(error: unknown): SerialisedError {
   if (!(error instanceof Error)) return { ...nonErrorThrown(error), classes: [], stack: null };

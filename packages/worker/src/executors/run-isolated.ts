@@ -91,6 +91,7 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
       if (watch) timers.push(watch);
     }
   };
+  const overTimeout = (ranMs: number | undefined) => timeoutMs !== null && ranMs !== undefined && ranMs > timeoutMs;
   const onEvent = (event: ChildEvent) => {
     if (event.type === "started") started(child!);
     else if (event.type === "heartbeat") {
@@ -102,6 +103,9 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
         // After the attempt ended the child is stopped or idle: nothing there awaits the answer.
         if (!first) child!.send({ type: "once-reply", id: event.id, ...answer });
       });
+    } else if ((event.type === "result" || event.type === "error") && overTimeout(event.ranMs)) {
+      // The timer did not fire in time (this event loop was held up): the answer came late all the same.
+      fail(new AxTimeoutError(task.name, timeoutMs as number), "timed_out");
     } else if (event.type === "result") end({ ok: true, value: event.value }, true);
     else if (event.type === "error") end({ ok: false, error: reviveError(event.error), outcome: "failed" }, !event.fatal);
     else if (event.type === "exit") fail(exitError(task.name, executor.kind, memoryMb, event.exit));
