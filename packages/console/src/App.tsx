@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import { setUnauthorizedHandler, token } from "./api";
-import { Empty } from "./components/Status";
+import { NotFound } from "./components/Status";
 import { I18nProvider, useI18n } from "./i18n";
 import { AlertsPage } from "./pages/Alerts";
 import { ConfigPage } from "./pages/Config";
@@ -28,20 +28,12 @@ function Page({ path }: { path: string }) {
   if (parts[0] === "workers") return <WorkersPage />;
   if (parts[0] === "alerts") return <AlertsPage />;
   if (parts.length === 0 || parts[0] === "flows") return <FlowsPage />;
-  return <NotFound />;
+  return <PageNotFound />;
 }
 
-function NotFound() {
+function PageNotFound() {
   const { t } = useI18n();
-  return (
-    <>
-      <h1>{t("notFound.title")}</h1>
-      <Empty>{t("notFound.body")}</Empty>
-      <Link to="/flows" className="back-link">
-        ← {t("notFound.back")}
-      </Link>
-    </>
-  );
+  return <NotFound title={t("notFound.title")} body={t("notFound.body")} back={t("notFound.back")} to="/flows" />;
 }
 
 /** The browser tab's title: tabs and history entries of several pages told apart. */

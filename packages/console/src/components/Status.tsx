@@ -1,6 +1,7 @@
 import { useLayoutEffect, useRef } from "react";
 import { errorText } from "../error-text";
 import { type MessageKey, useI18n } from "../i18n";
+import { Link } from "../router";
 
 export function StatusBadge({ status }: { status: string }) {
   const { t } = useI18n();
@@ -66,5 +67,18 @@ export function Modal({ title, onClose, children }: { title: string; onClose: ()
       </header>
       {children}
     </dialog>
+  );
+}
+
+/** A page whose subject does not exist (an address, a run, a flow): what is missing, why it may be, and the way back. */
+export function NotFound({ title, body, back, to }: { title: string; body: string; back: string; to: string }) {
+  return (
+    <>
+      <h1>{title}</h1>
+      <Empty>{body}</Empty>
+      <Link to={to} className="back-link">
+        ← {back}
+      </Link>
+    </>
   );
 }

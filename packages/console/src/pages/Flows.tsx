@@ -3,7 +3,7 @@ import { ApiError, api } from "../api";
 import { FlowBackfills } from "../components/Backfills";
 import { Dag } from "../components/Dag";
 import { RunStrip } from "../components/RunStrip";
-import { Empty, ErrorNote, StatusBadge } from "../components/Status";
+import { Empty, ErrorNote, NotFound, StatusBadge } from "../components/Status";
 import { Time, Zone } from "../components/Time";
 import { TriggerDialog } from "../components/TriggerDialog";
 import { fireSeconds } from "../format";
@@ -112,13 +112,7 @@ export function FlowPage({ name }: { name: string }) {
   const scheduleAction = useAction();
   if (flow.error instanceof ApiError && flow.error.status === 404)
     return (
-      <>
-        <h1>{t("flow.notFound.title")}</h1>
-        <Empty>{fill(t("flow.notFound.body"), { name })}</Empty>
-        <Link to="/flows" className="back-link">
-          ← {t("flow.missing")}
-        </Link>
-      </>
+      <NotFound title={t("flow.notFound.title")} body={fill(t("flow.notFound.body"), { name })} back={t("flow.missing")} to="/flows" />
     );
   if (flow.error)
     return (

@@ -5,7 +5,7 @@ import type { DagNode } from "../components/dag-layout";
 import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel } from "../components/NodePanel";
 import { RunMeta } from "../components/RunMeta";
-import { Empty, ErrorNote, Modal, StatusBadge } from "../components/Status";
+import { ErrorNote, Modal, NotFound, StatusBadge } from "../components/Status";
 import { between, duration, progressText, summary, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
 import { fill, type MessageKey, useI18n } from "../i18n";
@@ -83,13 +83,7 @@ export function RunPage({ id }: { id: string }) {
   const [confirming, setConfirming] = useState(false);
   if (error instanceof RunNotFound)
     return (
-      <>
-        <h1>{t("run.notFound.title")}</h1>
-        <Empty>{fill(t("run.notFound.body"), { id })}</Empty>
-        <Link to="/runs" className="back-link">
-          ← {t("run.notFound.back")}
-        </Link>
-      </>
+      <NotFound title={t("run.notFound.title")} body={fill(t("run.notFound.body"), { id })} back={t("run.notFound.back")} to="/runs" />
     );
   if (error)
     return (
