@@ -56,7 +56,13 @@ describe("retention: 200,000 old runs pruned while triggers keep flowing", { tim
   });
 
   it("the coordinator's pass deletes them and everything hanging off them; trigger p99 during it stays within 2x of before", async () => {
-    expect(await client.prune({ olderThan: "90d", dryRun: true })).toEqual({ runs: 200_000, onceKeys: 0, scheduleTicks: 0, dryRun: true });
+    expect(await client.prune({ olderThan: "90d", dryRun: true })).toEqual({
+      runs: 200_000,
+      onceKeys: 0,
+      scheduleTicks: 0,
+      alerts: 0,
+      dryRun: true,
+    });
     // Warm the trigger path, then measure it idle.
     for (let i = 0; i < 100; i++) await timedTrigger(client, i);
     const before: number[] = [];
@@ -142,9 +148,14 @@ describe("retention: archive, dry run, keys, ticks, the lock, the config key", {
       `insert into schedule_ticks (flow, logical_date, status, created_at)
        select 'ping_flow', now() - make_interval(days => 200 + i), 'started', now() - interval '200 days' from generate_series(1, 10) i`,
     );
+    // Two alerts sent 200 days ago, one today: the dry run counts what the prune deletes.
+    await env.sql(
+      `insert into alert_log (sent_at, alert, deliveries) values
+         (now() - interval '200 days', '{}', '[]'), (now() - interval '200 days', '{}', '[]'), (now(), '{}', '[]')`,
+    );
     const dry = await client.prune({ olderThan: "90d", dryRun: true });
     // Each flow's newest tick stays: catch-up counts missed ticks from it.
-    expect(dry).toEqual({ runs: 3_000, onceKeys: 1_500, scheduleTicks: 9, dryRun: true });
+    expect(dry).toEqual({ runs: 3_000, onceKeys: 1_500, scheduleTicks: 9, alerts: 2, dryRun: true });
     expect(await env.sql("select count(*)::int as n from runs")).toEqual([{ n: 3_000 }]);
 
     const progress: number[] = [];
@@ -154,7 +165,7 @@ describe("retention: archive, dry run, keys, ticks, the lock, the config key", {
       batch: 700,
       onProgress: (runs, total) => progress.push(runs, total),
     });
-    expect(result).toEqual({ runs: 3_000, logLines: 6_000, onceKeys: 1_500, scheduleTicks: 9, alerts: 0, archived: true });
+    expect(result).toEqual({ runs: 3_000, logLines: 6_000, onceKeys: 1_500, scheduleTicks: 9, alerts: 2, archived: true });
     expect(progress).toEqual([700, 3000, 1400, 3000, 2100, 3000, 2800, 3000, 3000, 3000]);
     const [counts] = await env.sql(
       `select (select count(*)::int from runs) as runs, (select count(*)::int from runs_archive) as runs_archive,

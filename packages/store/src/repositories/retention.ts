@@ -27,13 +27,13 @@ export interface PruneCounts {
   runs: number;
   onceKeys: number;
   scheduleTicks: number;
+  /** Entries of the sent alerts' history (deleted, never archived). */
+  alerts: number;
 }
 
 export interface PruneResult extends PruneCounts {
   /** Task log lines deleted (and archived) with their runs. */
   logLines: number;
-  /** Entries of the sent alerts' history deleted (never archived). */
-  alerts: number;
   archived: boolean;
 }
 
@@ -45,7 +45,8 @@ export async function countPrunable(db: Db, cutoff: Date): Promise<PruneCounts> 
     sql`select
       (select count(*)::int from runs where created_at < ${before}::timestamptz and ${FINISHED} and finished_at < ${before}::timestamptz) as "runs",
       (select count(*)::int from once_keys where ${oldOnceKey(before)}) as "onceKeys",
-      (select count(*)::int from schedule_ticks t where ${oldTick(before, sql`t`)}) as "scheduleTicks"`,
+      (select count(*)::int from schedule_ticks t where ${oldTick(before, sql`t`)}) as "scheduleTicks",
+      (select count(*)::int from alert_log where sent_at < ${before}::timestamptz) as "alerts"`,
   );
   return counts!;
 }
