@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RunInfo, TaskRunInfo } from "ax-scheduler";
-import { elapsed, renderRun } from "./render-run.js";
+import { elapsed } from "@ax/common";
+import { renderRun } from "./render-run.js";
 
 const plain = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, "");
 const at = (ms: number) => new Date(Date.UTC(2026, 11, 1, 12, 0, 0, ms)).toISOString();

@@ -1,5 +1,5 @@
 import pc from "picocolors";
-import { DEFAULT_LEASE_MS } from "@ax/common";
+import { DEFAULT_LEASE_MS, elapsed } from "@ax/common";
 import type { Duration, RunInfo, TaskRunInfo } from "ax-scheduler";
 
 const COLOURS: Record<string, (s: string) => string> = {
@@ -17,20 +17,6 @@ const COLOURS: Record<string, (s: string) => string> = {
 };
 
 const paint = (status: string) => (COLOURS[status] ?? ((s: string) => s))(status);
-
-/**
- * Milliseconds as a reader takes them in: a second's tenths below a minute, then whole units down to the
- * second ("2h 0m 22s"), and from a day down to the minute ("2d 0h 0m"), as 172824.5s says nothing at a glance.
- */
-export function elapsed(ms: number): string {
-  if (ms < 1000) return `${ms}ms`;
-  // Chosen after rounding, so 59.96 s reads "1m 0s", not "60.0s".
-  if (Math.round(ms / 100) < 600) return `${(ms / 1000).toFixed(1)}s`;
-  const seconds = Math.round(ms / 1000);
-  const [d, h, m, s] = [Math.floor(seconds / 86_400), Math.floor(seconds / 3600) % 24, Math.floor(seconds / 60) % 60, seconds % 60];
-  if (d > 0) return `${d}d ${h}h ${m}m`;
-  return h > 0 ? `${h}h ${m}m ${s}s` : `${m}m ${s}s`;
-}
 
 function duration(from: string | null, to: string | null): string {
   if (!from || !to) return "";

@@ -24,3 +24,4 @@ export * from "./calendar.js";
 export * from "./log-level.js";
 export * from "./process-wide.js";
 export * from "./load-module.js";
+export * from "./ids.js";

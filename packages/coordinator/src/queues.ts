@@ -2,6 +2,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { within } from "@ax/store";
+import { isUuid } from "@ax/common";
 import { EventPublisher } from "./events/publisher.js";
 
 /** What a node's BullMQ job carries: enough to find everything else in PostgreSQL. */
@@ -15,6 +16,12 @@ export interface NodeJobData {
 /** Deterministic per attempt, so adding the same attempt twice is a no-op in BullMQ. */
 export function nodeJobId(runId: string, nodeKey: string, attempt: number): string {
   return `${runId}.${nodeKey}.${attempt}`;
+}
+
+/** The run a job id of `nodeJobId` names; undefined for any other id. */
+export function runIdOfJob(jobId: string): string | undefined {
+  const runId = jobId.slice(0, jobId.indexOf("."));
+  return isUuid(runId) ? runId : undefined;
 }
 
 /**

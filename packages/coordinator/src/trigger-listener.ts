@@ -1,10 +1,9 @@
 import { firstReadyNodes, GroupCommit, runsChannel, type Listening, type Store } from "@ax/store";
+import { isUuid } from "@ax/common";
 import type { Logger } from "pino";
 import { enqueueNodes } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
 import { RepeatedErrors } from "./repeated-errors.js";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Enqueues the first jobs of runs created inside a producer's transaction (`triggerFlow(…,
@@ -35,7 +34,7 @@ export class TriggerListener {
     this.listening = await this.store.listen(
       runsChannel(this.store.schema),
       (runId) => {
-        if (!UUID.test(runId)) return;
+        if (!isUuid(runId)) return;
         this.dispatch
           .submit(runId)
           .catch((error: unknown) =>

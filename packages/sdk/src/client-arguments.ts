@@ -5,11 +5,6 @@ import type { FlowOptions } from "./flow-options.js";
 import { checkOptions, shown } from "./option-checks.js";
 import { flowNameSchema } from "./client-options.js";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Run and backfill ids are uuids: anything else names no run, and must not reach PostgreSQL, which would refuse its cast. */
-export const isId = (id: unknown): id is string => typeof id === "string" && UUID.test(id);
-
 /** A method's arguments, checked before anything is read or written. */
 export function checkArgs<S extends z.ZodType>(schema: S, value: unknown, method: string): z.output<S> {
   return checkOptions(schema, value, (problems) => new AxArgumentError(`${method}: ${problems}`));

@@ -24,7 +24,7 @@ import {
   type BusyKey,
   type QueueInfo,
 } from "@ax/coordinator";
-import { AxBackfillNotFoundError, AxTriggerOptionError, AxUnknownFlowError } from "@ax/common";
+import { AxBackfillNotFoundError, AxTriggerOptionError, AxUnknownFlowError, isUuid } from "@ax/common";
 import {
   backfillInfo,
   callerTransactionDb,
@@ -69,7 +69,7 @@ import { retentionMs } from "./config/runtime-config.js";
 import { checkKeys, computedKey, resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 import { LiveConfig } from "./config/live-config.js";
 import { checkOptions } from "./option-checks.js";
-import { checkArgs, flowOf, isId, perPayload } from "./client-arguments.js";
+import { checkArgs, flowOf, perPayload } from "./client-arguments.js";
 import { FlowVersions } from "./flow-versions.js";
 import { UnkeyedWarning } from "./unkeyed-warning.js";
 import {
@@ -185,7 +185,8 @@ export class Client {
   }
 
   async getRun(runId: string): Promise<RunInfo> {
-    const run = isId(runId) ? await getRunInfo(this.connections.store.db, runId) : undefined;
+    // Anything but a uuid names no run, and must not reach PostgreSQL, which would refuse its cast.
+    const run = isUuid(runId) ? await getRunInfo(this.connections.store.db, runId) : undefined;
     if (!run) throw new AxRunNotFoundError(runId);
     return explainWaitingNodes(this.connections.store.db, this.connections.queues, run);
   }
@@ -193,7 +194,7 @@ export class Client {
   /** Resolves with the run once it is `success`, `failed` or `cancelled`. */
   async waitForRun(runId: string, options: { timeout?: Duration } = {}): Promise<RunInfo> {
     const timeoutMs = checkArgs(waitSchema, options, "waitForRun").timeout ?? DEFAULT_WAIT_MS;
-    if (!isId(runId)) throw new AxRunNotFoundError(runId);
+    if (!isUuid(runId)) throw new AxRunNotFoundError(runId);
     const deadline = Date.now() + timeoutMs;
     let pause = 10;
     for (;;) {
@@ -214,7 +215,7 @@ export class Client {
    */
   async getLogs(runId: string, query: TaskLogQuery = {}): Promise<TaskLogs> {
     checkArgs(logQuerySchema, query, "getLogs");
-    const logs = isId(runId) ? await readTaskLogs(this.connections.store.db, runId, query) : undefined;
+    const logs = isUuid(runId) ? await readTaskLogs(this.connections.store.db, runId, query) : undefined;
     if (!logs) throw new AxRunNotFoundError(runId);
     return logs;
   }
@@ -248,7 +249,7 @@ export class Client {
    * and its status). Throws AxRunNotFoundError for an unknown id.
    */
   async cancel(runId: string): Promise<CancelResult> {
-    const result = isId(runId) ? await cancelRun({ db: this.connections.store.db, queues: this.connections.queues }, runId) : undefined;
+    const result = isUuid(runId) ? await cancelRun({ db: this.connections.store.db, queues: this.connections.queues }, runId) : undefined;
     if (!result) throw new AxRunNotFoundError(runId);
     return result;
   }
@@ -272,7 +273,7 @@ export class Client {
       businessKeyOf: (flow: string, payload: Json) =>
         computedKey(this.flows.get(flow)?.options.businessKey, payload, "businessKey", undefined, "rerun with a payload it handles"),
     };
-    const runIdFound = isId(runId) ? await rerunRun(deps, runId, options) : undefined;
+    const runIdFound = isUuid(runId) ? await rerunRun(deps, runId, options) : undefined;
     if (!runIdFound) throw new AxRunNotFoundError(runId);
     return runIdFound;
   }
@@ -302,7 +303,7 @@ export class Client {
   }
 
   async getBackfill(backfillId: string): Promise<BackfillInfo> {
-    const found = isId(backfillId) ? await backfillInfo(this.connections.store.db, backfillId) : undefined;
+    const found = isUuid(backfillId) ? await backfillInfo(this.connections.store.db, backfillId) : undefined;
     if (!found) throw new AxBackfillNotFoundError(backfillId);
     return found;
   }
@@ -313,7 +314,7 @@ export class Client {
    * a cancelled backfill; `retried` 0 when no tick failed.
    */
   async retryBackfill(backfillId: string): Promise<{ backfillId: string; retried: number; maxConcurrentRuns: number }> {
-    if (!isId(backfillId)) throw new AxBackfillNotFoundError(backfillId);
+    if (!isUuid(backfillId)) throw new AxBackfillNotFoundError(backfillId);
     return retryBackfill(
       {
         db: this.connections.store.db,
@@ -333,7 +334,7 @@ export class Client {
 
   /** Its runs not started yet end `cancelled`; started ones are cancelled like any run. */
   async cancelBackfill(backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {
-    if (!isId(backfillId)) throw new AxBackfillNotFoundError(backfillId);
+    if (!isUuid(backfillId)) throw new AxBackfillNotFoundError(backfillId);
     return cancelBackfill({ db: this.connections.store.db, queues: this.connections.queues }, backfillId);
   }
 

@@ -31,6 +31,7 @@ import {
   AxRedisUnreachableError,
   AxRunNotFoundError,
   AxUnknownFlowError,
+  isUuid,
   plainMessage,
   portError,
 } from "@ax/common";
@@ -79,8 +80,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Longest path segment a route takes (a flow's name, percent-encoded); Node's own limit on a request line is 16 KiB. */
 const MAX_PARAM_LENGTH = 4096;
 
@@ -125,7 +124,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.addHook("onRequest", async (request) => {
     const params = request.params as { id?: unknown };
-    if (typeof params.id === "string" && UUID.test(params.id)) params.id = params.id.toLowerCase();
+    if (isUuid(params.id)) params.id = params.id.toLowerCase();
   });
 
   // Routes with query parameters check them against their schema; the others take none, so a

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -61,19 +62,20 @@ describe("ax.once claims", () => {
   });
 
   it("releases what a thread or process child still holds when its attempt ends", async () => {
+    const runId = randomUUID();
     const identity = {
-      runId: "r",
+      runId,
       flow: "f",
       task: "t",
       nodeKey: "n",
       attempt: 1,
-      idempotencyKey: "r:n",
+      idempotencyKey: `${runId}:n`,
       businessKey: null,
       logicalDate: null,
     };
     const host = new OnceHost({ db: store.db, workerId: "w" }, identity);
     expect(await host.answer({ op: "claim", key: "child" })).toEqual({ outcome: "claimed", claim: 1 });
-    expect(await holder("child")).toMatch(/^r\/n\/1@w#/);
+    expect(await holder("child")).toMatch(new RegExp(`^${runId}/n/1@w#`));
     await host.close();
     expect(await holder("child")).toBeUndefined();
     expect(await host.answer({ op: "complete", claim: 1, result: 1 })).toMatchObject({ outcome: "error" });

@@ -26,6 +26,8 @@ export interface OnceClaimOptions {
   leaseMs?: number | undefined;
   /** The attempt's end: stops waiting for another holder, and stops renewing a held claim. */
   signal?: AbortSignal | undefined;
+  /** The run of the claiming attempt: retention keeps the key while that run is unfinished. */
+  runId?: string | undefined;
 }
 
 /**
@@ -106,7 +108,7 @@ export async function claimOnce(
     options.signal?.throwIfAborted();
     let found: OnceClaimState;
     try {
-      found = await claimOnceKey(db, key, claimant, leaseMs);
+      found = await claimOnceKey(db, key, claimant, leaseMs, options.runId ?? null);
     } catch (error) {
       // PostgreSQL restarting: try again until it answers or the attempt ends, as the attempt's own writes do.
       if (!isConnectionError(error)) throw error;

@@ -45,6 +45,6 @@ export function currentOnceGate(context: TaskContext): OnceGate | undefined {
   const store = attemptStores.get(context);
   if (!store) return undefined;
   return {
-    claim: (key) => claimOnce(store.db, key, onceClaimant(context, store.workerId), { signal: context.signal }),
+    claim: (key) => claimOnce(store.db, key, onceClaimant(context, store.workerId), { signal: context.signal, runId: context.runId }),
   };
 }

@@ -15,7 +15,7 @@ import {
   type Db,
   type Json,
 } from "@ax/store";
-import { durationText } from "@ax/common";
+import { durationText, elapsed } from "@ax/common";
 import { eventStreamKey, parseEntry, type AxEvent } from "../events/event.js";
 import { closeRedis, duplicateRedis } from "../redis.js";
 import { errorFingerprint } from "./fingerprint.js";
@@ -332,7 +332,7 @@ export class AlertEvaluator {
           runId: event.runId,
           businessKey: event.businessKey,
           eventId: event.id,
-          summary: `run ${event.runId} of ${event.flow} ${outcome} but took ${tookText(durationMs)}, over the ${durationText(threshold)} threshold`,
+          summary: `run ${event.runId} of ${event.flow} ${outcome} but took ${elapsed(Math.round(durationMs))}, over the ${durationText(threshold)} threshold`,
           details: { durationMs: Math.round(durationMs), thresholdMs: threshold, outcome },
         },
       );
@@ -386,13 +386,3 @@ export class AlertEvaluator {
 
 type AlertFields = Partial<Omit<Alert, "kind" | "group" | "suppressed" | "at" | "summary" | "flow" | "details">> &
   Pick<Alert, "summary" | "flow" | "details">;
-
-/** A run's duration as a person reads it in an alert: `25.0 s`, `3 m 12 s`, not `25032 ms`. */
-function tookText(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  const seconds = Math.round(ms / 1000);
-  return seconds < 3600
-    ? `${Math.floor(seconds / 60)} m ${seconds % 60} s`
-    : `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} m`;
-}

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { AxLimitError } from "@ax/common";
+import { AxLimitError, durationText } from "@ax/common";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import pino from "pino";
@@ -288,19 +288,6 @@ export class LimitGate {
   }
 }
 
-/** The largest unit that writes `ms` exactly: 1000 -> "1s", 90000 -> "90s", 1500 -> "1500ms". */
-function formatWindow(ms: number): string {
-  for (const [unit, size] of [
-    ["d", 86_400_000],
-    ["h", 3_600_000],
-    ["m", 60_000],
-    ["s", 1000],
-  ] as const) {
-    if (ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
-}
-
 /**
  * Why a start waits, for `TaskRunInfo.waitingFor`: "pool core_db (25/25)", "concurrency 2/2",
  * "rate limit 5 per 1s". A label that names something (a pool, a key) sets the count apart in
@@ -308,7 +295,7 @@ function formatWindow(ms: number): string {
  * is none: "pool core_db (2/3, needs 2)", "pool core_db (1/3, 2 kept for a start that needs 2)".
  */
 export function describeBlocked(b: Blocked): string {
-  if (b.kind === "rate") return `${b.label} ${b.max} per ${formatWindow(b.perMs)}`;
+  if (b.kind === "rate") return `${b.label} ${b.max} per ${durationText(b.perMs)}`;
   // A full count needs no reserve to explain it.
   const kept = b.kept > 0 && b.used < b.capacity;
   const why = [...(b.weight > 1 ? [`needs ${b.weight}`] : []), ...(kept ? [`${b.kept} kept for a start that needs ${b.kept}`] : [])];

@@ -1,6 +1,7 @@
-import type { Redis } from "ioredis";
+import type { ChainableCommander, Redis } from "ioredis";
 import { DEFAULT_LIMIT_LEASE_MS, type ParkRequest } from "./gate.js";
 import { parkedReasonsKey } from "../wake.js";
+import { runIdOfJob } from "../queues.js";
 import { PRELUDE, SEMAPHORE } from "./scripts.js";
 
 /**
@@ -195,21 +196,21 @@ export class Waitlist {
   async admitted(jobId: string, hold?: { key: string; permitId: string; runId: string }): Promise<void> {
     const pipeline = this.redis.pipeline().hdel(parkedReasonsKey(this.prefix), jobId);
     if (hold) pipeline.hset(`${this.semPrefix}${hold.key}:holders`, hold.permitId, hold.runId);
-    const answers = (await pipeline.exec()) ?? [];
-    const failed = answers.find(([error]) => error);
-    if (failed) throw failed[0];
+    await answersOf(pipeline);
   }
 
-  /** The runs holding `key` now (a dead holder's run may linger until its lease lapses). */
-  async holders(key: string): Promise<string[]> {
-    return this.redis.hvals(`${this.semPrefix}${key}:holders`);
-  }
-
-  /** The waiters (`queue|jobId`) in `key`'s line and those woken and on their way. */
-  async waiters(key: string): Promise<string[]> {
+  /**
+   * The runs holding `key` now (a dead holder's run may linger until its lease lapses), waiting in
+   * its line, or woken and on their way, in one round trip: whom `cancel_in_progress` weighs.
+   */
+  async runsOn(key: string): Promise<string[]> {
     const sem = this.semPrefix + key;
-    const [line, woken] = await Promise.all([this.redis.lrange(`${sem}:waiting`, 0, -1), this.redis.zrange(`${sem}:woken`, 0, -1)]);
-    return [...line, ...woken];
+    const [holders, line, woken] = (await answersOf(
+      this.redis.pipeline().hvals(`${sem}:holders`).lrange(`${sem}:waiting`, 0, -1).zrange(`${sem}:woken`, 0, -1),
+    )) as string[][];
+    // A waiter is `queue|jobId`.
+    const waiting = [...line!, ...woken!].map((w) => runIdOfJob(w.slice(w.indexOf("|") + 1)));
+    return [...new Set([...holders!, ...waiting])].filter((id): id is string => id !== undefined);
   }
 
   /** Takes `waiter` out of `key`'s line: its run was cancelled before it was woken. */
@@ -236,4 +237,12 @@ export class Waitlist {
       .sort((a, b) => b.waiting - a.waiting)
       .slice(0, limit);
   }
+}
+
+/** A pipeline's answers in order, or its first error thrown. */
+async function answersOf(pipeline: ChainableCommander): Promise<unknown[]> {
+  const answers = (await pipeline.exec()) ?? [];
+  const failed = answers.find(([error]) => error);
+  if (failed) throw failed[0];
+  return answers.map(([, value]) => value);
 }

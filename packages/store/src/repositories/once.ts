@@ -14,10 +14,6 @@ export type OnceClaimState =
   | { state: "held"; claimedBy: string }
   | { state: "free" };
 
-/** A claimant is `run/node/attempt@worker#call`; the run, when it names one. */
-const runOf = (claimant: string): string | null =>
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/)/.exec(claimant)?.[0] ?? null;
-
 const leaseInterval = (leaseMs: number) => sql`${`${Math.ceil(leaseMs)} milliseconds`}::interval`;
 
 /**
@@ -25,10 +21,17 @@ const leaseInterval = (leaseMs: number) => sql`${`${Math.ceil(leaseMs)} millisec
  * or takes over a claim whose lease lapsed (its holder died or stopped renewing). Each statement
  * commits on its own, so no transaction or connection is held between calls.
  */
-export async function claimOnceKey(db: Db, key: string, claimant: string, leaseMs: number): Promise<OnceClaimState> {
+export async function claimOnceKey(
+  db: Db,
+  key: string,
+  claimant: string,
+  leaseMs: number,
+  /** The claiming attempt's run, kept with the key for retention. */
+  runId: string | null = null,
+): Promise<OnceClaimState> {
   const claimed = await rows<{ key: string }>(
     db,
-    sql`insert into once_keys (key, claimed_by, lease_until, run_id) values (${key}, ${claimant}, now() + ${leaseInterval(leaseMs)}, ${runOf(claimant)})
+    sql`insert into once_keys (key, claimed_by, lease_until, run_id) values (${key}, ${claimant}, now() + ${leaseInterval(leaseMs)}, ${runId})
         on conflict (key) do update set claimed_by = excluded.claimed_by, lease_until = excluded.lease_until, run_id = excluded.run_id
         where once_keys.claimed_by is not null and once_keys.lease_until < now()
         returning key`,

@@ -143,8 +143,7 @@ export class KeyedAdmission {
    */
   private async supersede(runId: string, semKey: string, waiter: string, reason: string, max: number): Promise<boolean> {
     const d = this.deps;
-    const waiting = (await d.waitlist.waiters(semKey)).map((w) => w.slice(w.indexOf("|") + 1, w.indexOf("|") + 1 + RUN_ID_LENGTH));
-    const runs = [...new Set([runId, ...(await d.waitlist.holders(semKey)), ...waiting])].filter((id) => RUN_ID.test(id));
+    const runs = [...new Set([runId, ...(await d.waitlist.runsOn(semKey))])];
     const unfinished = await withDbRetry(() => unfinishedOldestFirst(d.db, runs));
     const kept = unfinished.slice(-max);
     const newest = kept.at(-1) ?? runId;
@@ -250,10 +249,6 @@ export class KeyedAdmission {
     await this.promoteLine(semKey, capacity, await d.waitlist.wake(semKey, capacity, permit.id));
   }
 }
-
-/** A job id starts with its run's id (`nodeJobId`). */
-const RUN_ID_LENGTH = 36;
-const RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Where a task's semaphores per key start: `key:<task>:<key>`. */
 const semaphorePrefix = (task: string) => `key:${task}:`;

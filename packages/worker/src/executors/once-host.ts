@@ -54,7 +54,7 @@ export class OnceHost {
       throw new AxExecutorError(`ax.once("${key}") needs the worker's database, and this attempt was not started by a worker`);
     }
     const signal = this.ended.signal;
-    const got = await claimOnce(this.store.db, key, onceClaimant(this.attempt, this.store.workerId), { signal });
+    const got = await claimOnce(this.store.db, key, onceClaimant(this.attempt, this.store.workerId), { signal, runId: this.attempt.runId });
     if (got.done) return { outcome: "done", result: got.result };
     if (signal.aborted) {
       await got.release();
