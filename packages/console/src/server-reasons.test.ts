@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import admission from "../../store/src/repositories/admission.ts?raw";
 import unservedStore from "../../store/src/repositories/unserved.ts?raw";
+import durations from "../../common/src/yaml-value.ts?raw";
 import gate from "../../coordinator/src/limits/gate.ts?raw";
 import queueOverview from "../../coordinator/src/queue-overview.ts?raw";
 import unserved from "../../coordinator/src/unserved.ts?raw";
@@ -124,15 +125,15 @@ describe("the server's templates", () => {
       [
         gate,
         [
-          "`${b.label} ${b.max} per ${formatWindow(b.perMs)}`",
+          "`${b.label} ${b.max} per ${durationText(b.perMs)}`",
           "`needs ${b.weight}`",
           "`${b.kept} kept for a start that needs ${b.kept}`",
           "`${b.used}/${b.capacity}`",
           "`${b.label} (${count})` : `${b.label} ${count}`",
-          '["d", 86_400_000]',
-          "`${ms}ms`",
         ],
       ],
+      // A rate limit's window, as durationText writes it.
+      [durations, ['["d", 86_400_000]', "`${ms}ms`"]],
       [
         limitSpec,
         [
