@@ -197,6 +197,15 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
     await forgetFailures();
   });
 
+  it("GET /api/session tells each token its own name, scope and expiry; without a token it is a 401", async () => {
+    for (const scope of SCOPES) {
+      const answer = await call("GET /api/session", { token: token[scope] });
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.text)).toEqual({ auth: true, name: `t_${scope}`, scope, expiresAt: null });
+    }
+    expect((await call("GET /api/session")).status).toBe(401);
+  });
+
   it("an /api path no route serves is a 404 for any valid token, a 401 without one; the console's paths stay public", async () => {
     expect((await call("GET /api/not-a-route")).status).toBe(401);
     for (const scope of ["read", "trigger", "admin"] as const) {

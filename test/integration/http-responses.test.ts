@@ -126,6 +126,7 @@ describe("every JSON route answers what the OpenAPI document says", () => {
     "GET /api/audit": ["/api/audit"],
     "GET /api/alerts": ["/api/alerts"],
     "GET /api/tokens": ["/api/tokens"],
+    "GET /api/session": ["/api/session"],
   });
 
   it("covers every GET route the server documents", () => {

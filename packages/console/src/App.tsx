@@ -1,7 +1,7 @@
 import { useEffect, useState } from "react";
 import { setUnauthorizedHandler, token } from "./api";
 import { NotFound } from "./components/Status";
-import { I18nProvider, useI18n } from "./i18n";
+import { fill, I18nProvider, useI18n } from "./i18n";
 import { AlertsPage } from "./pages/Alerts";
 import { ConfigPage } from "./pages/Config";
 import { FlowPage, FlowsPage } from "./pages/Flows";
@@ -10,6 +10,7 @@ import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
 import { WorkersPage } from "./pages/Workers";
 import { Link, useLocation } from "./router";
+import { SessionProvider, useSession } from "./session";
 
 const NAV = [
   { to: "/flows", key: "flows", icon: "M4 6h4v4H4zM16 14h4v4h-4zM8 8h4a2 2 0 0 1 2 2v4a2 2 0 0 0 2 2" },
@@ -51,6 +52,18 @@ function pageTitle(path: string, t: ReturnType<typeof useI18n>["t"]): string {
   return name ? `${name} · ax console` : "ax console";
 }
 
+/** Whose token the console acts with, so a disabled action's reason is no surprise. */
+function SignedIn() {
+  const { t } = useI18n();
+  const session = useSession();
+  if (!session?.auth || session.name === null) return null;
+  return (
+    <span className="signed-in" data-testid="signed-in" title={session.expiresAt ?? undefined}>
+      {fill(t("scope.signedIn"), { name: session.name, scope: session.scope })}
+    </span>
+  );
+}
+
 function Shell() {
   const { t, toggle, lang } = useI18n();
   const location = useLocation();
@@ -62,50 +75,53 @@ function Shell() {
   if (loggedOut) return <LoginPage onLogin={() => setLoggedOut(false)} />;
   const section = location.pathname.split("/")[1] || "flows";
   return (
-    <div className="shell">
-      <nav className="sidebar">
-        <div className="brand">
-          <span className="logo">ax</span>
-          <span>console</span>
-        </div>
-        {NAV.map((n) => (
-          <Link key={n.to} to={n.to} className={`nav${section === n.to.slice(1) ? " active" : ""}`}>
-            <svg width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="1.8" aria-hidden="true">
-              <path d={n.icon} />
-            </svg>
-            {"short" in n ? (
-              <>
-                <span className="nav-long">{t(n.key)}</span>
-                {/* The phone's one-line bar has no room for the long label. */}
-                <span className="nav-short">{t(n.short)}</span>
-              </>
-            ) : (
-              t(n.key)
-            )}
-          </Link>
-        ))}
-        <div className="sidebar-foot">
-          <button type="button" className="link" onClick={toggle} data-testid="language" lang={lang === "en" ? "zh-CN" : "en"}>
-            {t("language")}
-          </button>
-          {token.get() && (
-            <button
-              type="button"
-              className="link"
-              onClick={() => {
-                token.clear();
-                setLoggedOut(true);
-              }}
-            >
-              {t("logout")}
+    <SessionProvider>
+      <div className="shell">
+        <nav className="sidebar">
+          <div className="brand">
+            <span className="logo">ax</span>
+            <span>console</span>
+          </div>
+          {NAV.map((n) => (
+            <Link key={n.to} to={n.to} className={`nav${section === n.to.slice(1) ? " active" : ""}`}>
+              <svg width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="1.8" aria-hidden="true">
+                <path d={n.icon} />
+              </svg>
+              {"short" in n ? (
+                <>
+                  <span className="nav-long">{t(n.key)}</span>
+                  {/* The phone's one-line bar has no room for the long label. */}
+                  <span className="nav-short">{t(n.short)}</span>
+                </>
+              ) : (
+                t(n.key)
+              )}
+            </Link>
+          ))}
+          <div className="sidebar-foot">
+            <button type="button" className="link" onClick={toggle} data-testid="language" lang={lang === "en" ? "zh-CN" : "en"}>
+              {t("language")}
             </button>
-          )}
-        </div>
-      </nav>
-      <main>
-        <Page path={location.pathname} />
-      </main>
-    </div>
+            <SignedIn />
+            {token.get() && (
+              <button
+                type="button"
+                className="link"
+                onClick={() => {
+                  token.clear();
+                  setLoggedOut(true);
+                }}
+              >
+                {t("logout")}
+              </button>
+            )}
+          </div>
+        </nav>
+        <main>
+          <Page path={location.pathname} />
+        </main>
+      </div>
+    </SessionProvider>
   );
 }
 

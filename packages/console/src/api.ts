@@ -109,11 +109,11 @@ async function parse<T>(response: Response): Promise<T> {
 }
 
 /**
- * Checks a token with one cheap read every scope may make (`GET /api/flows`), then stores it. A
+ * Checks a token with one cheap read every scope may make (`GET /api/session`), then stores it. A
  * refusal throws the server's ApiError (401 not valid, 429 limited) and stores nothing.
  */
 export async function signIn(value: string): Promise<void> {
-  const response = await reach("/api/flows", { headers: { authorization: `Bearer ${value}` } });
+  const response = await reach("/api/session", { headers: { authorization: `Bearer ${value}` } });
   await parse<unknown>(response);
   token.set(value);
   probe = { token: value, valid: Promise.resolve(true) };

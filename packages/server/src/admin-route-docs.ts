@@ -10,6 +10,7 @@ import {
   tokenInfo,
   auditEntry,
   apiError,
+  session,
   configVersion,
   effectiveOption,
 } from "./api-schemas.js";
@@ -103,6 +104,11 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
     scope: "read",
     query: alertsQuery,
     responses: { 200: { description: "sent alerts", schema: z.object({ alerts: z.array(loggedAlert) }) }, 400: badRequest },
+  },
+  "GET /api/session": {
+    scope: "read",
+    summary: "the token this request came with: its name, scope and expiry (the console disables what the scope does not allow)",
+    responses: { 200: { description: "the caller's token", schema: session } },
   },
   "GET /api/tokens": {
     summary: "API tokens: names, scopes, last use, expiry (never the tokens themselves)",

@@ -226,6 +226,13 @@ export const tokenInfo = z.object({
   lastUsedAt: z.string().nullable(),
 });
 
+export const session = z.object({
+  auth: z.boolean().describe("false when the server runs with insecureNoAuth: every caller may do everything"),
+  name: z.string().nullable().describe("the token's name; null without auth"),
+  scope: z.enum(TOKEN_SCOPES).describe("what the token may do; admin without auth"),
+  expiresAt: z.string().nullable(),
+});
+
 export const auditEntry = z.object({
   id: z.number().int(),
   at: z.string(),

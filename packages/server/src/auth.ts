@@ -43,6 +43,8 @@ const AUDIT_DETAIL_KEYS = [
 ];
 
 const actors = new WeakMap<FastifyRequest, Actor>();
+/** The token a request was let through with, as `GET /api/session` describes it. */
+const sessions = new WeakMap<FastifyRequest, { name: string; scope: TokenScope; expiresAt: Date | null }>();
 /** The token a request was let through with, for a long-lived answer to check it again. */
 const bearers = new WeakMap<FastifyRequest, string>();
 
@@ -134,6 +136,7 @@ class FailureLimiter {
  * a valid token, 403 when its scope is too small, 429 after too many wrong tokens from one address.
  * It runs before the body is read, so a refused request never reaches a handler and writes
  * nothing. One onSend hook writes the audit row of each successful call of an audited route.
+ * `GET /api/session` tells a caller what its own token may do.
  */
 export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; log: Logger }, options: AuthOptions = {}): void {
   const limiter = new FailureLimiter(deps.queues.connection, deps.queues.prefix, options.maxFailuresPerMinute ?? 10);
@@ -173,7 +176,14 @@ export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; lo
     }
     if (!scopeCovers(token.scope, needed)) return refuse(reply, 403, new AxForbiddenError(needed, token.scope, key));
     actors.set(request, { name: token.name, ip });
+    sessions.set(request, token);
     if (bearer) bearers.set(request, bearer);
+  });
+
+  app.get("/api/session", async (request) => {
+    const token = sessions.get(request);
+    if (!token) return { auth: false, name: null, scope: "admin", expiresAt: null };
+    return { auth: true, name: token.name, scope: token.scope, expiresAt: token.expiresAt?.toISOString() ?? null };
   });
 
   app.addHook("onSend", async (request, reply, payload) => {

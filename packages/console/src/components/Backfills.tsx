@@ -5,6 +5,7 @@ import { fill, useI18n } from "../i18n";
 import { Link } from "../router";
 import type { BackfillInfo, ScheduleInfo } from "../types";
 import { Time } from "./Time";
+import { ActionButton } from "../session";
 
 /** A day typed in a date field, as the instant the API takes: a date alone is midnight UTC, as the CLI reads it. */
 const midnightUtc = (day: string) => `${day}T00:00:00Z`;
@@ -52,9 +53,9 @@ export function FlowBackfills({ flow, schedule }: { flow: string; schedule: Sche
           <span>{t("backfill.atOnce")}</span>
           <input type="number" min={1} name="backfillAtOnce" value={atOnce} onChange={(e) => setAtOnce(e.target.value)} />
         </label>
-        <button type="button" className="primary" disabled={!from || !to || action.busy} onClick={start}>
+        <ActionButton needs="trigger" className="primary" disabled={!from || !to || action.busy} onClick={start}>
           {action.busy ? t("backfill.starting") : t("backfill.start")}
-        </button>
+        </ActionButton>
       </div>
       {started && (
         <div className="note" role="status">
@@ -129,14 +130,14 @@ function BackfillRow({
       </div>
       <div className="backfill-actions">
         {b.status === "active" && (
-          <button type="button" disabled={busy} onClick={() => onAct(b.id, "cancel")}>
+          <ActionButton needs="trigger" disabled={busy} onClick={() => onAct(b.id, "cancel")}>
             {t("backfill.cancel")}
-          </button>
+          </ActionButton>
         )}
         {retryable && (
-          <button type="button" disabled={busy} onClick={() => onAct(b.id, "retry")}>
+          <ActionButton needs="trigger" disabled={busy} onClick={() => onAct(b.id, "retry")}>
             {t("backfill.retry")}
-          </button>
+          </ActionButton>
         )}
       </div>
     </li>

@@ -9,6 +9,7 @@ import { HeldBy } from "./HeldBy";
 import { NodeInput } from "./NodeInput";
 import { NodeLogs } from "./NodeLogs";
 import { StatusBadge } from "./Status";
+import { ActionButton } from "../session";
 
 /**
  * A run's or node's `waitingFor`, a delayed one's due time written as the console writes times, a
@@ -166,9 +167,9 @@ export function NodePanel({
         </h2>
         <div className="actions">
           {onRerunFrom && (
-            <button type="button" className="primary" disabled={busy} onClick={onRerunFrom}>
+            <ActionButton needs="trigger" className="primary" disabled={busy} onClick={onRerunFrom}>
               {t("run.rerunFrom")}
-            </button>
+            </ActionButton>
           )}
           <button type="button" onClick={onClose}>
             {t("close")}

@@ -9,6 +9,9 @@ export const en = {
   alerts: "Alerts",
   language: "中文",
   logout: "Sign out",
+  "scope.signedIn": "{name} · {scope}",
+  "scope.refused":
+    "Needs a token with the {needs} scope; this one has {scope}. An admin can create one with `ax token create --scope {needs}`.",
   "login.title": "Sign in to ax",
   "login.hint": "Paste an API token. It stays in this browser only.",
   "login.token": "API token",

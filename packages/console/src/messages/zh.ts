@@ -11,6 +11,8 @@ export const zh: Record<MessageKey, string> = {
   alerts: "告警",
   language: "English",
   logout: "退出",
+  "scope.signedIn": "{name} · {scope}",
+  "scope.refused": "需要 {needs} 权限的令牌，当前令牌只有 {scope} 权限。管理员可用 `ax token create --scope {needs}` 创建。",
   "login.title": "登录 ax",
   "login.hint": "粘贴 API 令牌，它只保存在本浏览器中。",
   "login.token": "API 令牌",

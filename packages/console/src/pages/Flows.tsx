@@ -12,6 +12,7 @@ import { serverOriginal, serverText } from "../server-reasons";
 import { fill, useI18n } from "../i18n";
 import { Link } from "../router";
 import type { FlowDescription, FlowOverview, RunSummary, ScheduleInfo } from "../types";
+import { ActionButton } from "../session";
 
 export function FlowsPage() {
   const { t } = useI18n();
@@ -143,9 +144,9 @@ export function FlowPage({ name }: { name: string }) {
           </div>
           <h1>{name}</h1>
         </div>
-        <button type="button" className="primary" onClick={() => setTriggering(true)}>
+        <ActionButton needs="trigger" className="primary" onClick={() => setTriggering(true)}>
           {t("trigger")}
-        </button>
+        </ActionButton>
       </div>
       {flow.data && (
         <Dag
@@ -207,9 +208,9 @@ export function FlowPage({ name }: { name: string }) {
                 </>
               )}
               <LastTick schedule={schedule} />
-              <button type="button" onClick={toggle} disabled={scheduleAction.busy}>
+              <ActionButton needs="admin" onClick={toggle} disabled={scheduleAction.busy}>
                 {schedule.paused ? t("resume") : t("pause")}
-              </button>
+              </ActionButton>
               {scheduleAction.error && (
                 <div className="error-note inline" role="alert">
                   {scheduleAction.error}

@@ -14,6 +14,7 @@ import { FINAL_RUN } from "../run-states";
 import { RunNotFound, useLiveRun } from "../run-stream";
 import { serverText } from "../server-reasons";
 import type { RunInfo, TaskRunInfo } from "../types";
+import { ActionButton } from "../session";
 
 function nodeDetail(task: TaskRunInfo, now: number, { t, lang }: ReturnType<typeof useI18n>): string {
   if (task.reusedFrom) return `${t("status.reused")} · ${task.reusedFrom.slice(0, 8)}`;
@@ -132,25 +133,25 @@ export function RunPage({ id }: { id: string }) {
         </div>
         <div className="actions">
           {!final && (
-            <button type="button" className="danger" disabled={action.busy} onClick={() => setConfirming(true)}>
+            <ActionButton needs="trigger" className="danger" disabled={action.busy} onClick={() => setConfirming(true)}>
               {t("run.cancel")}
-            </button>
+            </ActionButton>
           )}
           {final && anyFailed && (
-            <button
-              type="button"
+            <ActionButton
+              needs="trigger"
               className="primary"
               disabled={action.busy}
               title={t("run.rerunFailedHint")}
               onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "failed" })}
             >
               {t(rerunFailedLabel(run))}
-            </button>
+            </ActionButton>
           )}
           {final && (
-            <button type="button" disabled={action.busy} onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "all" })}>
+            <ActionButton needs="trigger" disabled={action.busy} onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "all" })}>
               {t("run.rerunAll")}
-            </button>
+            </ActionButton>
           )}
         </div>
       </div>

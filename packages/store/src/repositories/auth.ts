@@ -90,7 +90,10 @@ export async function revokeApiToken(db: Db, name: string, actor: Actor): Promis
 }
 
 /** The token's name and scope when `bearer` is a stored, unexpired token; undefined otherwise. */
-export async function verifyApiToken(db: Db, bearer: string): Promise<{ name: string; scope: TokenScope } | undefined> {
+export async function verifyApiToken(
+  db: Db,
+  bearer: string,
+): Promise<{ name: string; scope: TokenScope; expiresAt: Date | null } | undefined> {
   const parts = TOKEN_FORMAT.exec(bearer);
   if (!parts) return undefined;
   const [, id, secret] = parts as unknown as [string, string, string];
@@ -108,7 +111,7 @@ export async function verifyApiToken(db: Db, bearer: string): Promise<{ name: st
         ),
       );
   }
-  return { name: row.name, scope: row.scope };
+  return { name: row.name, scope: row.scope, expiresAt: row.expiresAt };
 }
 
 export interface AuditEntry {
