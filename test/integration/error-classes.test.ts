@@ -44,5 +44,11 @@ describe("retryOn and noRetryOn by error class, on every executor", () => {
       ]);
       expect(attempts(notListed)).toEqual([["failed", "ConfigError"]]);
     });
+
+    it(`${executor}: a wrapped error is recorded with its cause's words`, async () => {
+      const wrapped = await run(`wrapped_${executor}`);
+      expect(attempts(wrapped)).toEqual([["failed", "UpstreamError"]]);
+      expect(wrapped.tasks[0]!.attempts[0]!.error?.message).toBe("invoice call failed [cause: TypeError: fetch failed]");
+    });
   }
 });

@@ -39,7 +39,12 @@ export interface SerialisedError {
   /** RetryAfterError's delay. */
   delayMs?: number;
   code?: string;
+  /** The error it wraps, so a thread or process failure is recorded with its cause's words as an inline one is. */
+  cause?: SerialisedError;
 }
+
+/** Causes carried across the boundary: a chain longer than this is cut (and a cycle ends). */
+const CAUSE_DEPTH = 3;
 
 export type ChildMessage =
   /** The child has loaded its entry; `threadPath` is `/proc/thread-self` where Linux has it. */
@@ -55,7 +60,7 @@ export type ChildMessage =
   /** `fatal`: thrown outside the task's own call chain; the child is exiting. */
   | { type: "error"; error: SerialisedError; fatal?: boolean; ranMs?: number };
 
-export function serialiseError(error: unknown): SerialisedError {
+export function serialiseError(error: unknown, depth = 0): SerialisedError {
   if (!(error instanceof Error)) return { ...nonErrorThrown(error), classes: [], stack: null };
   const out: SerialisedError = {
     name: errorName(error),
@@ -66,10 +71,11 @@ export function serialiseError(error: unknown): SerialisedError {
   const { delayMs, code } = error as { delayMs?: unknown; code?: unknown };
   if (typeof delayMs === "number") out.delayMs = delayMs;
   if (typeof code === "string") out.code = code;
+  if (error.cause instanceof Error && depth < CAUSE_DEPTH) out.cause = serialiseError(error.cause, depth + 1);
   return out;
 }
 
-/** An Error standing for one thrown in a child: same name, classes, message, stack (and delay, code). */
+/** An Error standing for one thrown in a child: same name, classes, message, stack (and delay, code, cause). */
 export function reviveError(serialised: SerialisedError): Error {
   const error = new Error(serialised.message);
   error.name = serialised.name;
@@ -78,5 +84,6 @@ export function reviveError(serialised: SerialisedError): Error {
   error.stack = serialised.stack ?? undefined;
   if (serialised.delayMs !== undefined) Object.assign(error, { delayMs: serialised.delayMs });
   if (serialised.code !== undefined) Object.assign(error, { code: serialised.code });
+  if (serialised.cause) error.cause = reviveError(serialised.cause);
   return error;
 }
