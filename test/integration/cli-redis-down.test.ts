@@ -1,3 +1,4 @@
+import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
@@ -64,8 +65,29 @@ describe("ax commands that need Redis, with Redis unreachable", { timeout: 120_0
     // Captured as `RUN=$(ax trigger …)`, stdout must be the id alone.
     expect(result.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
     expect(result.stderr).toMatch(/^ax: Redis did not answer in time; the jobs are added when it is back, or by the reconciler$/m);
+    expect(result.stderr).not.toContain("did not reach Redis");
     expect(result.stderr).not.toContain('"level"');
     const shown = await runAx(["run", result.stdout.trim(), "--json", ...down]);
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: result.stdout.trim(), flow: "redis_down_flow" });
+  });
+
+  it("ax trigger against a Redis that accepts connections and never answers (a hung server) warns once", async () => {
+    const hung = createServer(() => {});
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+    const port = (hung.address() as { port: number }).port;
+    try {
+      const result = await runAx(
+        ["trigger", "redis_down_flow", "--storage", env.storage, "--prefix", env.prefix, "--redis", `redis://127.0.0.1:${port}`],
+        {
+          AX_LOG_LEVEL: "",
+        },
+      );
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
+      expect(result.stderr).toMatch(/^ax: Redis did not answer in time; the jobs are added when it is back, or by the reconciler$/m);
+      expect(result.stderr).not.toContain("did not reach Redis");
+    } finally {
+      hung.close();
+    }
   });
 });

@@ -102,10 +102,14 @@ export class BatchedEnqueue {
   async dispatch(nodes: ReadyNode[], waitMs = DISPATCH_WAIT_MS): Promise<void> {
     if (nodes.length === 0) return;
     const runs = [...new Set(nodes.map((n) => n.runId))];
+    let toldLate = false;
     const added = this.add(nodes).then(
       () => true,
       (error: unknown) => {
-        this.log.warn({ err: error, runs }, "jobs of committed runs did not reach Redis; the reconciler will add them");
+        // After "did not answer in time", the add failing later (often its connection closed at
+        // exit) tells the reader nothing new.
+        const level = toldLate ? "debug" : "warn";
+        this.log[level]({ err: error, runs }, "jobs of committed runs did not reach Redis; the reconciler will add them");
         return true;
       },
     );
@@ -116,6 +120,7 @@ export class BatchedEnqueue {
     const answered = await Promise.race([added, late]);
     clearTimeout(timer);
     if (!answered) {
+      toldLate = true;
       this.log.warn({ runs, waitMs }, "Redis did not answer in time; the jobs are added when it is back, or by the reconciler");
     }
   }
