@@ -199,6 +199,26 @@ describe("the web console in a real browser", () => {
     await reused.getByRole("link").click();
     await page.waitForURL((url) => url.pathname === `/runs/${failedId}`);
     await expect.poll(() => page.locator('[data-panel="parse_payment"] tr[data-attempt]').count()).toBe(1);
+
+    // Rerunning all repeats every effect, so it is asked first; the safe choice has the focus.
+    const reruns = async () => (await runtime.client().listRuns({ flow: "order_payment_flow", limit: 100 })).length;
+    const before = await reruns();
+    await page.getByRole("button", { name: "Rerun all" }).click();
+    const ask = page.getByRole("dialog", { name: "Rerun every task?" });
+    await expect(ask.textContent()).resolves.toContain("A new run executes all 3 tasks again with this run's payload");
+    await expect.poll(() => page.evaluate("document.activeElement?.textContent")).toBe("Don't rerun");
+    await shot("06b-rerun-all-confirm");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.locator("dialog").count()).toBe(0);
+    expect(await reruns()).toBe(before);
+    await page.getByRole("button", { name: "Rerun all" }).click();
+    await ask.getByRole("button", { name: "Rerun all" }).click();
+    await page.waitForURL((url) => url.pathname.startsWith("/runs/") && !url.pathname.endsWith(failedId));
+    for (const key of ["parse_payment", "create_invoice", "send_notification"]) {
+      await node(key).and(page.locator('[data-status="success"]')).waitFor({ timeout: 30_000 });
+    }
+    await expect.poll(async () => (await runtime.client().getRun(runIdOf())).status).toBe("success");
+    expect(await runtime.client().getRun(runIdOf())).toMatchObject({ rerunOf: failedId, trigger: "rerun" });
   });
 
   /** A run as the API answers it, shown from a mocked stream: states a live cluster reaches only by chance. */

@@ -132,6 +132,10 @@ export const en = {
   "run.failedAt": "Failed at",
   "run.cancelConfirm": "Its running attempts are stopped and its unfinished nodes will not run. A cancelled run can be rerun later.",
   "run.cancelTitle": "Cancel this run?",
+  "run.rerunAllTitle": "Rerun every task?",
+  "run.rerunAllConfirm":
+    "A new run executes all {n} tasks again with this run's payload, the ones that succeeded too: their effects (mails sent, rows written, calls made) happen again, except what a task does inside ax.once.",
+  "run.keepAsIs": "Don't rerun",
   "run.keepRunning": "Keep running",
   "held.byFlow": "running runs of this flow →",
   "held.byKey": "running runs with this key →",

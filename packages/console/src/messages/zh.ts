@@ -132,6 +132,10 @@ export const zh: Record<MessageKey, string> = {
   "run.failedAt": "失败于节点",
   "run.cancelConfirm": "正在执行的尝试会被中止，尚未完成的节点不会再运行。取消后的运行之后仍可重新运行。",
   "run.cancelTitle": "取消此运行？",
+  "run.rerunAllTitle": "全部重跑？",
+  "run.rerunAllConfirm":
+    "将以本次运行的输入新建一次运行，重新执行全部 {n} 个任务，包括已成功的任务：它们的副作用（发邮件、写数据、调用接口）会再次发生，ax.once 内的操作除外。",
+  "run.keepAsIs": "不重跑",
   "run.keepRunning": "继续运行",
   "held.byFlow": "此流程正在运行的运行 →",
   "held.byKey": "此业务键正在运行的运行 →",

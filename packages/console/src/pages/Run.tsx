@@ -41,23 +41,25 @@ function rerunFailedLabel(run: RunInfo): MessageKey {
   return run.tasks.some((n) => n.status === "failed") ? "run.rerunCancelledFailed" : "run.rerunCancelled";
 }
 
-/** Cancelling stops work that cannot be resumed: asked in the page, the safe choice focused, so Enter does no harm. */
-function ConfirmCancel({ onKeep, onCancel }: { onKeep: () => void; onCancel: () => void }) {
-  const { t } = useI18n();
+/**
+ * A change that cannot be taken back (cancelling stops work for good; rerunning all repeats every
+ * effect), asked in the page with the safe choice focused, so Enter does no harm.
+ */
+function Confirm(props: { title: string; text: string; keep: string; act: string; onKeep: () => void; onAct: () => void }) {
   const keep = useRef<HTMLButtonElement>(null);
   // After the dialog's own showModal, which focuses its first button (the ×).
   useEffect(() => keep.current?.focus(), []);
   return (
-    <Modal title={t("run.cancelTitle")} onClose={onKeep}>
+    <Modal title={props.title} onClose={props.onKeep}>
       <div className="modal-body">
-        <p className="confirm-text">{t("run.cancelConfirm")}</p>
+        <p className="confirm-text">{props.text}</p>
       </div>
       <footer>
-        <button type="button" ref={keep} onClick={onKeep}>
-          {t("run.keepRunning")}
+        <button type="button" ref={keep} onClick={props.onKeep}>
+          {props.keep}
         </button>
-        <button type="button" className="danger" onClick={onCancel}>
-          {t("run.cancel")}
+        <button type="button" className="danger" onClick={props.onAct}>
+          {props.act}
         </button>
       </footer>
     </Modal>
@@ -81,7 +83,7 @@ export function RunPage({ id }: { id: string }) {
   };
   const action = useAction();
   const now = useNow(500);
-  const [confirming, setConfirming] = useState(false);
+  const [confirming, setConfirming] = useState<"cancel" | "rerunAll">();
   if (error instanceof RunNotFound)
     return (
       <NotFound title={t("run.notFound.title")} body={fill(t("run.notFound.body"), { id })} back={t("run.notFound.back")} to="/runs" />
@@ -133,7 +135,7 @@ export function RunPage({ id }: { id: string }) {
         </div>
         <div className="actions">
           {!final && (
-            <ActionButton needs="trigger" className="danger" disabled={action.busy} onClick={() => setConfirming(true)}>
+            <ActionButton needs="trigger" className="danger" disabled={action.busy} onClick={() => setConfirming("cancel")}>
               {t("run.cancel")}
             </ActionButton>
           )}
@@ -149,18 +151,35 @@ export function RunPage({ id }: { id: string }) {
             </ActionButton>
           )}
           {final && (
-            <ActionButton needs="trigger" disabled={action.busy} onClick={() => act(`/api/runs/${run.id}/rerun`, { only: "all" })}>
+            <ActionButton needs="trigger" disabled={action.busy} onClick={() => setConfirming("rerunAll")}>
               {t("run.rerunAll")}
             </ActionButton>
           )}
         </div>
       </div>
-      {confirming && !final && (
-        <ConfirmCancel
-          onKeep={() => setConfirming(false)}
-          onCancel={() => {
-            setConfirming(false);
+      {confirming === "cancel" && !final && (
+        <Confirm
+          title={t("run.cancelTitle")}
+          text={t("run.cancelConfirm")}
+          keep={t("run.keepRunning")}
+          act={t("run.cancel")}
+          onKeep={() => setConfirming(undefined)}
+          onAct={() => {
+            setConfirming(undefined);
             act(`/api/runs/${run.id}/cancel`);
+          }}
+        />
+      )}
+      {confirming === "rerunAll" && final && (
+        <Confirm
+          title={t("run.rerunAllTitle")}
+          text={fill(t("run.rerunAllConfirm"), { n: run.tasks.length })}
+          keep={t("run.keepAsIs")}
+          act={t("run.rerunAll")}
+          onKeep={() => setConfirming(undefined)}
+          onAct={() => {
+            setConfirming(undefined);
+            act(`/api/runs/${run.id}/rerun`, { only: "all" });
           }}
         />
       )}
