@@ -354,7 +354,7 @@ describe("the web console in a real browser", () => {
     await page.getByTestId("language").click();
   });
 
-  it("links a run held by maxConcurrentRuns to its flow's running runs", async () => {
+  it("links a run held by maxConcurrentRuns to its flow's unfinished runs (admitted ones may still be pending)", async () => {
     const waiting = "maxConcurrentRuns 3/3";
     const run = mockRun(
       "pending",
@@ -362,19 +362,25 @@ describe("the web console in a real browser", () => {
       { startedAt: null, waitingFor: waiting },
     );
     await showRun(run);
-    const held = page.locator('.page-head [data-held-by="held.byFlow"] a');
-    await expect(held.textContent()).resolves.toBe("running runs of this flow →");
-    await expect(held.getAttribute("href")).resolves.toBe("/runs?flow=order_payment_flow&status=running");
+    const held = page.locator('.page-head [data-held-by="held.byFlowRuns"] a');
+    await expect(held.textContent()).resolves.toBe("unfinished runs of this flow →");
+    await expect(held.getAttribute("href")).resolves.toBe("/runs?flow=order_payment_flow&status=pending%2Crunning");
     await expect(page.locator(".page-head [data-meta=runningFor]").count()).resolves.toBe(0);
     await shot("19-held-run");
     await page.getByTestId("language").click();
     await expect(page.locator(".page-head [data-waiting]").textContent()).resolves.toBe("等待: 流程并发运行数 3/3（maxConcurrentRuns）");
-    await expect(held.textContent()).resolves.toBe("此流程正在运行的运行 →");
+    await expect(held.textContent()).resolves.toBe("此流程未结束的运行 →");
     await shot("19b-held-run-zh");
     await page.getByTestId("language").click();
+    const listed = page.waitForResponse((r) => r.url().includes("/api/runs?") && r.url().includes("status=pending%2Crunning"));
     await held.click();
-    await page.waitForURL((url) => url.pathname === "/runs" && url.searchParams.get("status") === "running");
-    await expect(page.locator("select[name=status]").inputValue()).resolves.toBe("running");
+    await page.waitForURL((url) => url.pathname === "/runs" && url.searchParams.get("status") === "pending,running");
+    await expect(page.locator("select[name=status]").inputValue()).resolves.toBe("pending,running");
+    await expect(page.locator("select[name=status] option:checked").textContent()).resolves.toBe("unfinished (pending or running)");
+    // The API takes the comma-separated states: every run it lists is pending or running.
+    const answer = await listed;
+    expect(answer.status()).toBe(200);
+    for (const r of ((await answer.json()) as { runs: { status: string }[] }).runs) expect(["pending", "running"]).toContain(r.status);
   });
 
   it("a run whose only failure is a notify_only node says so in a notice, not as the run's failure", async () => {

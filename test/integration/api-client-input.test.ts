@@ -113,6 +113,17 @@ describe("the HTTP API refuses client input it cannot store", () => {
     expect((await call("/api/config/versions/3000000000")).body.message).toBe("version: must be a whole number from 1 to 2147483647");
   });
 
+  it("takes one run state or several comma-separated, and names the states when one is not", async () => {
+    expect((await call("/api/runs?status=pending,running")).status).toBe(200);
+    expect(await call("/api/runs?status=running,finished")).toEqual({
+      status: 400,
+      body: {
+        error: "BadRequest",
+        message: 'status: must be one of "pending", "running", "success", "failed", "cancelled", or several comma-separated',
+      },
+    });
+  });
+
   it("refuses query parameters a list route does not take, naming them and what it takes", async () => {
     expect(await call("/api/runs?busnessKey=x")).toEqual({
       status: 400,

@@ -78,7 +78,11 @@ describe("Client arguments", () => {
   it("refuses a bad listRuns filter, limit or wait timeout with AxArgumentError naming it", async () => {
     const status = await refusal(() => client.listRuns({ status: "bogus" as never }));
     expect(status).toBeInstanceOf(AxArgumentError);
-    expect(status.message).toBe('listRuns: status must be one of pending, running, success, failed, cancelled, got "bogus"');
+    expect(status.message).toBe(
+      'listRuns: status must be one of pending, running, success, failed, cancelled, or a non-empty array of them, got "bogus"',
+    );
+    expect(await refusal(() => client.listRuns({ status: [] }))).toBeInstanceOf(AxArgumentError);
+    expect(await refusal(() => client.listRuns({ status: ["running", "bogus" as never] }))).toBeInstanceOf(AxArgumentError);
     expect((await refusal(() => client.listRuns({ limit: -1 }))).message).toBe("listRuns: limit must be a whole number at least 1, got -1");
     expect((await refusal(() => client.listRuns({ from: new Date("x") }))).message).toBe("listRuns: from is an invalid date");
     expect((await refusal(() => client.listBackfills({ limit: 0 }))).message).toBe(

@@ -111,5 +111,8 @@ describe("DAG shapes on real Redis and PostgreSQL", () => {
     const runs = await client.listRuns({ flow: "failing", status: "failed" });
     expect(runs.length).toBeGreaterThanOrEqual(1);
     expect(runs.every((r) => r.flow === "failing" && r.status === "failed")).toBe(true);
+    const either = await client.listRuns({ status: ["failed", "success"] });
+    expect(either.map((r) => r.id)).toEqual(expect.arrayContaining(runs.map((r) => r.id)));
+    expect(new Set(either.map((r) => r.status))).toEqual(new Set(["failed", "success"]));
   });
 });

@@ -107,7 +107,12 @@ describe("every JSON route answers what the OpenAPI document says", () => {
     "GET /api/openapi.json": ["/api/openapi.json"],
     "GET /api/flows": ["/api/flows"],
     "GET /api/flows/:name": ["/api/flows/resp_flow"],
-    "GET /api/runs": ["/api/runs", "/api/runs?flow=resp_flow&status=failed", "/api/runs?limit=1"],
+    "GET /api/runs": [
+      "/api/runs",
+      "/api/runs?flow=resp_flow&status=failed",
+      "/api/runs?status=pending,running,failed",
+      "/api/runs?limit=1",
+    ],
     "GET /api/runs/:id": [`/api/runs/${ids.good}`, `/api/runs/${ids.bad}`, "/api/runs/00000000-0000-0000-0000-000000000000"],
     "GET /api/runs/:id/logs": [`/api/runs/${ids.good}/logs`],
     "GET /api/flows/:name/versions": ["/api/flows/resp_flow/versions"],

@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from "node:util";
 import { text as readStream } from "node:stream/consumers";
 import type { Command } from "commander";
 import { z } from "zod";
-import { MAX_PRIORITY, RUN_STATUSES, RUN_TRIGGERS } from "@ax/common";
+import { MAX_PRIORITY, RUN_STATUSES, RUN_TRIGGERS, runStatusList } from "@ax/common";
 import { AxUsageError } from "./errors.js";
 import { loadFlows } from "./load-entry.js";
 import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt, refuseTimeoutWithoutWait } from "./options.js";
@@ -91,7 +91,7 @@ export function addRunCommands(program: Command): void {
     .command("runs")
     .description("list recent runs, newest first")
     .option("--flow <name>", "only runs of this flow")
-    .option("--status <status>", `only runs in this state: ${RUN_STATUSES.join(", ")}`)
+    .option("--status <status>", `only runs in this state, or these comma-separated: ${RUN_STATUSES.join(", ")}`)
     .option("--business-key <key>", "only runs with this business key (the whole key, as stored)")
     .option("--idempotency-key <key>", "the run this key made (with --flow: keys are unique per flow)")
     .option("--trigger <kind>", `how the runs were started: ${RUN_TRIGGERS.join(", ")}`)
@@ -102,7 +102,11 @@ export function addRunCommands(program: Command): void {
         z
           .object({
             flow: z.string().optional(),
-            status: z.enum(RUN_STATUSES).optional(),
+            status: z
+              .string()
+              .refine((text) => runStatusList(text) !== undefined, `must be one of ${RUN_STATUSES.join(", ")}, or several comma-separated`)
+              .transform((text) => runStatusList(text) ?? [])
+              .optional(),
             businessKey: z.string().optional(),
             idempotencyKey: z.string().optional(),
             trigger: z.enum(RUN_TRIGGERS).optional(),

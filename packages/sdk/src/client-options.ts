@@ -62,7 +62,11 @@ export const IDEMPOTENCY_KEY_NEEDS_FLOW = "needs flow too: an idempotency key is
 
 export const runFilterSchema = strictOptions({
   flow: text.optional(),
-  status: oneOf(RUN_STATUSES).optional(),
+  status: z
+    .union([oneOf(RUN_STATUSES), z.array(oneOf(RUN_STATUSES)).min(1)], {
+      error: (issue) => `must be one of ${RUN_STATUSES.join(", ")}, or a non-empty array of them, got ${shown(issue.input)}`,
+    })
+    .optional(),
   businessKey: text.optional(),
   idempotencyKey: text.optional(),
   trigger: oneOf(RUN_TRIGGERS).optional(),

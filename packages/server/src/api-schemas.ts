@@ -1,6 +1,7 @@
 import { insteadOf, MAX_KEY_LENGTH, MAX_PRIORITY, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/store";
+import { runStatusList } from "@ax/common";
 
 /** Text PostgreSQL can compare against: a NUL or lone surrogate in a filter is the caller's mistake, not a 500. */
 export const storableText = z.string().refine((text) => toStorableText(text) === text, "contains a NUL or a lone UTF-16 surrogate");
@@ -79,10 +80,18 @@ export const flowOverviewQuery = z.object({
   runs: wholeNumberParam(0, 100).optional().meta({ description: "recent runs per flow, newest first (default 30)" }),
 });
 
+/** One run state or several, comma-separated: a pattern, so that the OpenAPI document names the states. */
+const STATUS_LIST = new RegExp(`^(${RUN_STATUSES.join("|")})(,(${RUN_STATUSES.join("|")}))*$`);
+
 export const listQuery = z
   .object({
     flow: storableText.optional(),
-    status: z.enum(RUN_STATUSES).optional(),
+    status: z
+      .string()
+      .regex(STATUS_LIST, `must be one of ${RUN_STATUSES.map((s) => `"${s}"`).join(", ")}, or several comma-separated`)
+      .transform((text) => runStatusList(text) ?? [])
+      .optional()
+      .meta({ description: "one state, or several comma-separated (pending,running: the runs still in flight)" }),
     businessKey: storableText.optional(),
     idempotencyKey: storableText
       .optional()

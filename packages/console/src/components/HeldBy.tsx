@@ -1,5 +1,6 @@
 import { type MessageKey, useI18n } from "../i18n";
 import { Link } from "../router";
+import { UNFINISHED_RUNS } from "../run-states";
 
 interface Holders {
   /** The runs page's filters that list the runs holding the slots. */
@@ -8,17 +9,22 @@ interface Holders {
 }
 
 /**
- * Which running runs hold the slots a `waitingFor` waits on: the operator's next question. The
- * slots are anonymous in Redis, so the link lists the runs that can hold them. A flow's own caps
- * (maxConcurrentRuns, a task's concurrency) are held by that flow's runs; a pool, the cluster's
- * max_concurrency and the workers' slots are shared by every flow, so their link lists them all.
+ * Which runs hold the slots a `waitingFor` waits on: the operator's next question. The slots are
+ * anonymous in Redis, so the link lists the runs that can hold them. A flow's own caps are held by
+ * that flow's runs: `maxConcurrentRuns` by its admitted, unfinished ones (a run admitted but
+ * waiting on a pool is still `pending`, so the link lists pending runs too, the held ones among
+ * them), a task's concurrency by its running ones. A pool, the cluster's max_concurrency and the
+ * workers' slots are shared by every flow, so their link lists them all.
  */
 export function holders(text: string, flow: string): Holders | undefined {
   const running = { status: "running" };
+  const unfinished = { status: UNFINISHED_RUNS };
   const key = /^concurrency key (.+) \(\d+\/\d+\)/.exec(text)?.[1];
   if (key) return { filters: { flow, businessKey: key, ...running }, label: "held.byKey" };
-  if (/^backfill maxConcurrentRuns\b/.test(text)) return { filters: { flow, trigger: "backfill", ...running }, label: "held.byBackfill" };
-  if (/^(maxConcurrentRuns|concurrency)\b/.test(text)) return { filters: { flow, ...running }, label: "held.byFlow" };
+  if (/^backfill maxConcurrentRuns\b/.test(text))
+    return { filters: { flow, trigger: "backfill", ...unfinished }, label: "held.byBackfill" };
+  if (/^maxConcurrentRuns\b/.test(text)) return { filters: { flow, ...unfinished }, label: "held.byFlowRuns" };
+  if (/^concurrency\b/.test(text)) return { filters: { flow, ...running }, label: "held.byFlow" };
   if (/^(pool|max_concurrency|worker slots)\b/.test(text)) return { filters: running, label: "held.byAll" };
   return undefined;
 }

@@ -7,6 +7,7 @@ import { useApi } from "../hooks";
 import { fill, label, type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, useLocation } from "../router";
 import type { RunSummary } from "../types";
+import { UNFINISHED_RUNS } from "../run-states";
 
 const STATUSES = ["pending", "running", "success", "failed", "cancelled"];
 const TRIGGERS = ["manual", "event", "schedule", "rerun", "backfill"];
@@ -117,6 +118,7 @@ export function RunsPage() {
           {t("runs.status")}
           <select name="status" value={params.get("status") ?? ""} onChange={(e) => set("status", e.target.value)}>
             <option value="">{t("runs.any")}</option>
+            <option value={UNFINISHED_RUNS}>{t("runs.unfinished")}</option>
             {STATUSES.map((s) => (
               <option key={s} value={s}>
                 {t(`status.${s}` as MessageKey)}

@@ -79,7 +79,8 @@ export type RunSummary = Omit<RunInfo, "tasks" | "payload" | "waitingFor">;
 
 export interface RunFilter {
   flow?: string | undefined;
-  status?: RunStatus | undefined;
+  /** One state, or any of several (`["pending", "running"]`: the runs still in flight). */
+  status?: RunStatus | readonly RunStatus[] | undefined;
   businessKey?: string | undefined;
   /** The run an idempotency key made; give `flow` too, as keys are unique per flow (and it is then an index lookup). */
   idempotencyKey?: string | undefined;
@@ -299,7 +300,8 @@ export async function listRunPage(db: Db, filter: RunFilter = {}): Promise<RunPa
   const limit = filter.limit ?? 50;
   const where: SQL[] = [];
   if (filter.flow) where.push(eq(runs.flow, filter.flow));
-  if (filter.status) where.push(eq(runs.status, filter.status));
+  if (typeof filter.status === "string") where.push(eq(runs.status, filter.status));
+  else if (filter.status) where.push(inArray(runs.status, [...filter.status]));
   if (filter.businessKey) where.push(eq(runs.businessKey, filter.businessKey));
   if (filter.idempotencyKey) {
     const inFlow = filter.flow ? sql` and flow = ${filter.flow}` : sql``;
