@@ -597,6 +597,27 @@ describe("the web console in a real browser", () => {
     }
   });
 
+  it("marks a process that is not on the newest config version as behind it", async () => {
+    // A live cluster's processes apply a new version within seconds, so a straggler is made here by
+    // answering, from the real answer, that a newer version is stored.
+    await page.route("**/api/config/cluster", async (route) => {
+      const response = await route.fetch();
+      const body = (await response.json()) as { version: number };
+      await route.fulfill({ response, json: { ...body, version: body.version + 1 } });
+    });
+    try {
+      await page.goto(`${runtime.url}/workers`);
+      const worker = page.locator("table tbody tr", { hasText: runtime.workerId! });
+      await expect.poll(() => worker.locator(".behind").textContent()).toBe(`behind v${runtime.configVersion! + 1}`);
+      await expect(worker.locator("td[data-label=Config]").textContent()).resolves.toBe(
+        `v${runtime.configVersion}behind v${runtime.configVersion! + 1}`,
+      );
+      await shot("09c-workers-behind");
+    } finally {
+      await page.unroute("**/api/config/cluster");
+    }
+  });
+
   it("switches to Chinese and shows the login screen on a 401", async () => {
     await page.goto(`${runtime.url}/workers`);
     await page.getByTestId("language").click();
