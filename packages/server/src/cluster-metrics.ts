@@ -1,7 +1,7 @@
 import { Gauge, type Registry } from "prom-client";
 import { countRunsByStatus, countStuckRuns, type Db } from "@ax/store";
 import { queueOverview, type QueueRegistry } from "@ax/coordinator";
-import { AxRedisUnreachableError } from "@ax/common";
+import { AxRedisUnreachableError, AxStoreError } from "@ax/common";
 
 export interface ClusterMetricsOptions {
   db: Db;
@@ -9,6 +9,17 @@ export interface ClusterMetricsOptions {
   registry: Registry;
   /** A run `running` longer than this counts as stuck (`ax server --stuck-after`, Runtime's `metrics.stuckAfterMs`). @defaultValue 1 hour */
   stuckAfterMs?: number | undefined;
+}
+
+/**
+ * A gauge's rows, or none while PostgreSQL or Redis cannot be reached: that gauge has no series
+ * for the scrape, and every other metric (the process's own, the other store's) is still served.
+ */
+async function unlessUnreachable<T>(rows: Promise<T[]>): Promise<T[]> {
+  return rows.catch((error: unknown) => {
+    if (error instanceof AxRedisUnreachableError || (error instanceof AxStoreError && error.unreachable)) return [];
+    throw error;
+  });
 }
 
 /**
@@ -25,7 +36,7 @@ export function registerClusterMetrics(options: ClusterMetricsOptions): void {
     registers,
     async collect() {
       this.reset();
-      for (const r of await countRunsByStatus(db)) this.set({ flow: r.flow, status: r.status }, r.count);
+      for (const r of await unlessUnreachable(countRunsByStatus(db))) this.set({ flow: r.flow, status: r.status }, r.count);
     },
   });
   new Gauge({
@@ -35,7 +46,7 @@ export function registerClusterMetrics(options: ClusterMetricsOptions): void {
     registers,
     async collect() {
       this.reset();
-      for (const r of await countStuckRuns(db, options.stuckAfterMs ?? 3_600_000)) this.set({ flow: r.flow }, r.count);
+      for (const r of await unlessUnreachable(countStuckRuns(db, options.stuckAfterMs ?? 3_600_000))) this.set({ flow: r.flow }, r.count);
     },
   });
   new Gauge({
@@ -45,12 +56,7 @@ export function registerClusterMetrics(options: ClusterMetricsOptions): void {
     registers,
     async collect() {
       this.reset();
-      // Redis unreachable: this gauge has no series for the scrape, and every other metric is still served.
-      const overview = await queueOverview(db, queues).catch((error: unknown) => {
-        if (error instanceof AxRedisUnreachableError) return [];
-        throw error;
-      });
-      for (const q of overview) {
+      for (const q of await unlessUnreachable(queueOverview(db, queues))) {
         for (const state of ["waiting", "delayed", "active"] as const) this.set({ queue: q.name, state }, q[state]);
       }
     },

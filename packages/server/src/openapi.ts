@@ -27,7 +27,7 @@ function parameters(schema: z.ZodObject | undefined, where: "path" | "query"): J
 }
 
 /** What every route of a kind may answer besides its own: the server's checks before any route runs. */
-function sharedAnswers(method: string, doc: RouteDoc): Record<string, JsonSchema> {
+function sharedAnswers(method: string, url: string, doc: RouteDoc): Record<string, JsonSchema> {
   const error = { "application/json": { schema: responseSchema(apiError) } };
   const answers: Record<string, JsonSchema> = {
     400: {
@@ -41,10 +41,24 @@ function sharedAnswers(method: string, doc: RouteDoc): Record<string, JsonSchema
     answers[415] = { description: "a body that is not content-type: application/json", content: error };
     answers[413] = { description: "a body over the server's 4 MiB limit (a payload over 1 MiB: AxPayloadTooLargeError)", content: error };
   }
+  if (url.startsWith("/api/") && url !== "/api/openapi.json") {
+    answers[503] = { description: "PostgreSQL could not be reached (AxStoreError); retry once it is back", content: error };
+  }
+  if (doc.scope !== "public") {
+    answers[401] = { description: "no token, or an unknown, revoked or expired one (AxUnauthorizedError)", content: error };
+    answers[403] = {
+      description: `the token's scope is below "${doc.scope === "metrics" ? "read" : doc.scope}" (AxForbiddenError)`,
+      content: error,
+    };
+    answers[429] = {
+      description: "too many failed authentication attempts from this address; see Retry-After (AxTooManyAuthFailuresError)",
+      content: error,
+    };
+  }
   return answers;
 }
 
-function operation(doc: RouteDoc, method: string): JsonSchema {
+function operation(doc: RouteDoc, method: string, url: string): JsonSchema {
   const responses: Record<string, JsonSchema> = Object.fromEntries(
     Object.entries(doc.responses).map(([status, answer]) => [
       status,
@@ -55,14 +69,7 @@ function operation(doc: RouteDoc, method: string): JsonSchema {
       },
     ]),
   );
-  for (const [status, answer] of Object.entries(sharedAnswers(method, doc))) responses[status] ??= answer;
-  if (doc.scope !== "public") {
-    Object.assign(responses, {
-      401: { description: "no token, or an unknown, revoked or expired one" },
-      403: { description: `the token's scope is below "${doc.scope === "metrics" ? "read" : doc.scope}"` },
-      429: { description: "too many failed authentication attempts from this address; see Retry-After" },
-    });
-  }
+  for (const [status, answer] of Object.entries(sharedAnswers(method, url, doc))) responses[status] ??= answer;
   return {
     summary: doc.summary,
     security: doc.scope === "public" ? [] : [{ bearer: [] }],
@@ -90,7 +97,7 @@ export function openApiDocument(version: string): JsonSchema {
   for (const [key, doc] of Object.entries(API_ROUTES)) {
     const [method, url] = key.split(" ") as [string, string];
     const path = openApiPath(url);
-    paths[path] = { ...paths[path], [method.toLowerCase()]: operation(doc, method) };
+    paths[path] = { ...paths[path], [method.toLowerCase()]: operation(doc, method, url) };
   }
   return {
     openapi: "3.1.0",

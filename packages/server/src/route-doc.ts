@@ -26,7 +26,8 @@ export interface RouteDoc {
 export const notFound = { description: "unknown run", schema: apiError };
 export const badRequest = { description: "the request does not match its schema", schema: apiError };
 export const redisUnreachable = {
-  description: "Redis did not answer within 5 s, or refuses the password (AxRedisUnreachableError)",
+  description:
+    "Redis did not answer within 5 s, or refuses the password (AxRedisUnreachableError), or PostgreSQL could not be reached (AxStoreError)",
   schema: apiError,
 };
 export const configUnavailable = { description: "this server was started without a config service", schema: apiError };

@@ -23,6 +23,11 @@ describe("toStoreError", () => {
       "could not reach PostgreSQL: connect ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED). Check that it is running and that --storage / DATABASE_URL (the Runtime's or Client's storage option) points at it.",
     );
     expect(isConnectionError(error)).toBe(true);
+    // The HTTP API answers 503 for these, 500 for a refused statement.
+    expect((error as AxStoreError).unreachable).toBe(true);
+    expect(
+      (toStoreError(new DrizzleQueryError("select 1", [], Object.assign(new Error("bad"), { code: "22P05" }))) as AxStoreError).unreachable,
+    ).toBe(false);
     expect(isConnectionError(toStoreError(new DrizzleQueryError("select 1", [], new Error("Connection terminated unexpectedly"))))).toBe(
       true,
     );

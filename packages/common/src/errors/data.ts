@@ -48,6 +48,8 @@ export class AxStoreError extends Error {
   override name = "AxStoreError";
   /** SQLSTATE (e.g. `22P05`) or the driver's error code (e.g. `ECONNREFUSED`). */
   readonly code: string | undefined;
+  /** PostgreSQL could not be reached (down, restarting, the connection lost): no statement was refused, a retry later may pass. */
+  readonly unreachable: boolean;
 
   constructor(driverError: unknown) {
     const code = (driverError as { code?: unknown } | undefined)?.code;
@@ -56,6 +58,7 @@ export class AxStoreError extends Error {
     const coded = `${reason}${shownCode ? ` (${/^[0-9A-Z]{5}$/.test(shownCode) ? "SQLSTATE " : ""}${shownCode})` : ""}`;
     super(storeProblem(coded, shownCode, reason), { cause: driverError });
     this.code = shownCode;
+    this.unreachable = isUnreachable(shownCode, reason);
   }
 }
 
@@ -65,13 +68,17 @@ const WHERE = "--storage / DATABASE_URL (the Runtime's or Client's storage optio
 const UNREACHABLE_CODES = /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|57P0[123]|08...)$/;
 const UNREACHABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect)/;
 
+function isUnreachable(code: string | undefined, reason: string): boolean {
+  return (code !== undefined && UNREACHABLE_CODES.test(code)) || UNREACHABLE_MESSAGE.test(reason);
+}
+
 /** What went wrong, and for a connection that failed, what to check. */
 function storeProblem(coded: string, code: string | undefined, reason: string): string {
   if (code === "3D000") return `PostgreSQL has no such database: ${coded}. Create it, or fix the database name in ${WHERE}.`;
   if (code === "28000" || code === "28P01") {
     return `PostgreSQL refuses the user or password: ${coded}. Fix them in --storage / DATABASE_URL (postgres://user:password@host:5432/db, with @ : / in a password percent-encoded; the Runtime's or Client's storage option), or create that role.`;
   }
-  if ((code !== undefined && UNREACHABLE_CODES.test(code)) || UNREACHABLE_MESSAGE.test(reason)) {
+  if (isUnreachable(code, reason)) {
     return `could not reach PostgreSQL: ${coded}. Check that it is running and that ${WHERE} points at it.`;
   }
   return `PostgreSQL refused the statement: ${coded}`;

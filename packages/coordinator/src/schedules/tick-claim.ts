@@ -77,6 +77,9 @@ interface Decided {
   existing?: string | undefined;
 }
 
+/** Nothing waits on a tick's jobs, but the next flow's tick waits on this one: a short wait keeps the loop on time while Redis is away. */
+const TICK_DISPATCH_WAIT_MS = 250;
+
 const BACKFILLED = "a backfill ran this logical date";
 
 /**
@@ -129,8 +132,10 @@ export async function claimTick(deps: TickDeps, source: TickSource, logicalDate:
     });
   }
   const createdAt = new Date();
-  for (const runId of decided.cancel) await cancelRun(deps, runId);
-  await deps.jobs.add(await readyOf(deps, flow, [decided.released, decided.run]));
+  for (const runId of decided.cancel) await cancelPrevious(deps, flow, runId);
+  // The tick and its run are committed: a Redis outage must not hold the schedule loop (the
+  // ticks due meanwhile would be missed), so the jobs are added when Redis is back, or by the reconciler.
+  await deps.jobs.dispatch(await readyOf(deps, flow, [decided.released, decided.run]), TICK_DISPATCH_WAIT_MS);
   if (decided.cancel.length > 0)
     deps.log.info({ flow, cancelled: decided.cancel }, "schedule tick cancelled the earlier run(s) (overlap: cancel_previous)");
   return { status: decided.status, runId: decided.run?.runId ?? decided.existing ?? null, reason: decided.reason, createdAt };
@@ -143,8 +148,22 @@ export async function releaseQueuedTick(deps: TickDeps, flow: string): Promise<s
     return releaseWaiting(tx, flow);
   });
   if (!run) return undefined;
-  await deps.jobs.add(await readyOf(deps, flow, [run]));
+  await deps.jobs.dispatch(await readyOf(deps, flow, [run]), TICK_DISPATCH_WAIT_MS);
   return run.runId;
+}
+
+/**
+ * Cancels a run `overlap: cancel_previous` ends. Its Redis half failing (Redis down) is only
+ * logged: the run is cancelled in PostgreSQL, its attempts' results are dropped by the fences, and
+ * throwing would fail a tick that is already committed.
+ */
+async function cancelPrevious(deps: TickDeps, flow: string, runId: string): Promise<void> {
+  await cancelRun(deps, runId).catch((error: unknown) => {
+    deps.log.warn(
+      { err: error, flow, runId },
+      "overlap cancel_previous could not cancel the earlier run in full; run `ax cancel <run>` once storage answers",
+    );
+  });
 }
 
 /** The jobs to add for runs just committed: their first nodes, or what admission releases for a capped flow. */
