@@ -91,9 +91,18 @@ describe("schedule pause/resume, listing, removal, lag metric", () => {
     // The same flow without a schedule: its schedule is gone and its ticks stop.
     await stop();
     await start(unscheduled);
-    expect(await env.sql("select * from schedules")).toEqual([]);
+    expect(await runtime!.client().listSchedules()).toEqual([]);
+    expect(await axCli(env, ["schedules"])).not.toMatch(/admin_flow/);
+    await expect(runtime!.client().resumeSchedule("admin_flow")).rejects.toBeInstanceOf(AxScheduleNotFoundError);
     const removedAt = (await ticksOf(env, "admin_flow")).length;
     await sleep(2000);
     expect((await ticksOf(env, "admin_flow")).length).toBe(removedAt);
+
+    // Back in the definition (a rolling deploy, a config edit in two steps): still paused, as it was when removed.
+    await stop();
+    await start(scheduled);
+    await sleep(2000);
+    expect((await ticksOf(env, "admin_flow")).length).toBe(removedAt);
+    expect(await axCli(env, ["schedules"])).toMatch(/admin_flow {2}cron "\* \* \* \* \* \*" {2}zone Europe\/Berlin {2}PAUSED/);
   }, 90_000);
 });

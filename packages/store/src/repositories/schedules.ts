@@ -76,8 +76,9 @@ const toTick = (r: TickRow): TickRecord => ({
 
 /**
  * Stores the schedules of a coordinator's flows: `flows` are every flow it defines, `schedules`
- * those that have one. A flow defined without a schedule loses its stored one, so its ticks stop.
- * `paused` is left as it is, so a pause outlives restarts.
+ * those that have one. A flow defined without a schedule loses its stored one, so its ticks stop;
+ * its row is only marked removed. `paused` is left as it is, so a pause outlives restarts and the
+ * schedule's removal and return.
  */
 export async function registerSchedules(db: Db, flows: string[], schedules: ScheduleDefinition[]): Promise<void> {
   await db.transaction(async (tx) => {
@@ -97,10 +98,14 @@ export async function registerSchedules(db: Db, flows: string[], schedules: Sche
           "flow text, cron text, timezone text, overlap text, catch_up text, max_catch_up int",
         )} as x
         on conflict (flow) do update set cron = excluded.cron, timezone = excluded.timezone, overlap = excluded.overlap,
-          catch_up = excluded.catch_up, max_catch_up = excluded.max_catch_up, updated_at = now()`);
+          catch_up = excluded.catch_up, max_catch_up = excluded.max_catch_up, removed_at = null, updated_at = now()`);
     }
     const unscheduled = flows.filter((f) => !schedules.some((s) => s.flow === f));
-    if (unscheduled.length > 0) await tx.execute(sql`delete from schedules where flow in ${textList(unscheduled)}`);
+    if (unscheduled.length > 0) {
+      await tx.execute(
+        sql`update schedules set removed_at = now(), updated_at = now() where flow in ${textList(unscheduled)} and removed_at is null`,
+      );
+    }
   });
 }
 
@@ -110,14 +115,14 @@ export async function setSchedulePaused(db: Db, flow: string, paused: boolean): 
     db,
     sql`update schedules set paused = ${paused}, updated_at = now(),
       resumed_at = case when ${paused} then resumed_at when paused then now() else resumed_at end
-    where flow = ${flow} returning flow`,
+    where flow = ${flow} and removed_at is null returning flow`,
   );
   return found.length > 0;
 }
 
 export async function getSchedules(db: Db, flows?: string[]): Promise<StoredSchedule[]> {
-  const filter = flows ? sql`where flow in ${textList(flows)}` : sql``;
-  return (await rows<ScheduleRow>(db, sql`select * from schedules ${filter} order by flow`)).map(toSchedule);
+  const filter = flows ? sql`and flow in ${textList(flows)}` : sql``;
+  return (await rows<ScheduleRow>(db, sql`select * from schedules where removed_at is null ${filter} order by flow`)).map(toSchedule);
 }
 
 /** Every stored schedule with its newest tick and that tick's run status. */
@@ -131,6 +136,7 @@ export async function listScheduleSummaries(db: Db): Promise<ScheduleSummary[]> 
       select to_jsonb(x) as tick, x.run_id from schedule_ticks x where x.flow = s.flow order by x.logical_date desc limit 1
     ) t on true
     left join runs r on r.id = t.run_id
+    where s.removed_at is null
     order by s.flow`,
   );
   return found.map((r) => ({ ...toSchedule(r), lastTick: r.tick ? { ...toTick(r.tick), runStatus: r.run_status } : null }));
@@ -162,7 +168,7 @@ export const scheduleTx = {
   async current(tx: Db, flow: string): Promise<Pick<StoredSchedule, "paused" | "cron" | "timezone" | "overlap"> | undefined> {
     const [row] = await rows<Pick<ScheduleRow, "paused" | "cron" | "timezone" | "overlap">>(
       tx,
-      sql`select paused, cron, timezone, overlap from schedules where flow = ${flow}`,
+      sql`select paused, cron, timezone, overlap from schedules where flow = ${flow} and removed_at is null`,
     );
     return row;
   },

@@ -18,6 +18,11 @@ export const schedules = pgTable("schedules", {
   paused: boolean("paused").notNull().default(false),
   /** When it was last resumed: catch-up never reaches back past it into the paused time. */
   resumedAt: at("resumed_at"),
+  /**
+   * Set when the flow's definition or config dropped its schedule: the row stays, so a pause
+   * outlives the schedule's removal and return (a rolling deploy, a config edit in two steps).
+   */
+  removedAt: at("removed_at"),
   updatedAt: at("updated_at").defaultNow().notNull(),
 });
 
