@@ -158,7 +158,10 @@ export class AxOutcomeLostError extends Error {
   override name = "AxOutcomeLostError";
   constructor(worker: string) {
     super(
-      `worker ${worker} is recorded as running this attempt but is not executing it: its outcome was lost (a PostgreSQL crash loses the last intermediate steps committed without waiting for the disk, or the reply to a write was lost), so the node runs again. Set the worker's durability to "step" if a step must never run twice after a database crash.`,
+      `worker ${worker} is recorded as running this attempt but is not executing it: its outcome was lost, so the node runs again. ` +
+        'Either PostgreSQL was unreachable for over 30 s after the task ended (the worker then stops trying to record it; its log says "could not record"), ' +
+        'or a PostgreSQL crash lost steps committed without waiting for the disk (worker durability "run"; "step" prevents that), or the reply to a write was lost. ' +
+        "If running the task twice does harm, make its effect idempotent (ax.once, or a key the called service deduplicates on).",
     );
   }
 }
