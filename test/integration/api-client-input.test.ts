@@ -196,6 +196,30 @@ describe("the HTTP API refuses client input it cannot store", () => {
       status: 404,
       body: { error: "NotFound", message: "no route POST /api/nothing-here; GET /api/openapi.json lists them" },
     });
+    // Longer than any name the router takes: said so, rather than "no route".
+    expect(await call(`/api/flows/${"f".repeat(5000)}`)).toEqual({
+      status: 414,
+      body: {
+        error: "UriTooLong",
+        message: "a path segment is over 4096 characters; no flow name, run id or other name the API takes is that long",
+      },
+    });
+    const quoted = (await call(`/api/nothing?${"q".repeat(1000)}`)).body as { message: string };
+    expect(quoted.message.length).toBeLessThan(300);
+    // A trailing slash is the same route, not a run or flow with an empty name.
+    expect(await call("/api/runs/?limit=1")).toMatchObject({ status: 200, body: { runs: expect.any(Array) } });
+    expect(await call("/api/flows/")).toMatchObject({ status: 200, body: { flows: expect.any(Array) } });
+  });
+
+  it("bounds what a config change records, and says a too-large body is not about run payloads there", async () => {
+    const long = await call("/api/config", { method: "POST", body: { yaml: "flows: {}\n", author: "a".repeat(201) } });
+    expect(long).toEqual({
+      status: 400,
+      body: { error: "BadRequest", message: "author: at most 200 characters: a name or an email address" },
+    });
+    const huge = await call("/api/config", { method: "POST", body: { yaml: "#".repeat(5 * 1024 * 1024), author: "ops" } });
+    expect(huge.status).toBe(413);
+    expect((huge.body as { message: string }).message).not.toMatch(/payload/);
   });
 
   it("refuses a token whose expiresAt is already past", async () => {

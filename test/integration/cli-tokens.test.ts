@@ -41,7 +41,8 @@ describe("ax token, ax audit, ax server without tokens", { timeout: 180_000 }, (
     expect((await ax("token", "create", "--name", "ops", "--scope", "admin")).stderr).toContain("AxTokenNameError");
 
     const port = await freePort();
-    const server = startAx(["server", "--port", String(port), ...connection], { AX_LOG_LEVEL: "info" });
+    // The port from the environment, as a container or a .env file sets it.
+    const server = startAx(["server", ...connection], { AX_LOG_LEVEL: "info", AX_PORT: String(port) });
     try {
       await server.waitFor(/ax server started/, 80_000);
       const runs = (authorization?: string) =>

@@ -35,7 +35,7 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
         "run",
       );
   }
-  if (roles.includes("api")) command.option("--port <port>", "API, console and /metrics port", "8080");
+  if (roles.includes("api")) command.option("--port <port>", "API, console and /metrics port (default: $AX_PORT, else 8080)");
   if (name === "dev")
     command.option("--watch", "restart when a code file of the entry's project changes (the config file is applied live)");
   command
@@ -59,7 +59,7 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
           stopTimeout: durationFlag,
           watch: z.boolean().optional(),
         }),
-        raw,
+        roles.includes("api") ? { ...raw, port: raw.port ?? defaultPort() } : raw,
         name,
       );
       const config = flags.config ?? (name === "dev" && existsSync(DEV_CONFIG) ? DEV_CONFIG : undefined);
@@ -71,6 +71,11 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
       const { runRole } = await import("./process-run.js");
       await runRole(connection(program), entry, name, roles, flags, config);
     });
+}
+
+/** `--port` unset: `$AX_PORT` (an empty one counts as unset, like the connection variables), else 8080. */
+function defaultPort(): string {
+  return process.env.AX_PORT || "8080";
 }
 
 /** `ax dev|worker|coordinator|server`: long-running processes, stopped by SIGINT/SIGTERM. */
@@ -93,7 +98,7 @@ export function addProcessCommands(program: Command): void {
   program
     .command("server [entry]")
     .description("the HTTP API and /metrics; with <entry>, triggers apply its flows' idempotencyKey/businessKey functions")
-    .option("--port <port>", "API port", "8080")
+    .option("--port <port>", "API port (default: $AX_PORT, else 8080)")
     .option("--host <host>", "listen address", "127.0.0.1")
     .option("--config <file>", "runtime.yaml overriding flow options (with <entry>)")
     .option("--insecure-no-auth", "serve every route without a token (only on a network you trust)")
@@ -111,7 +116,7 @@ export function addProcessCommands(program: Command): void {
           metricsPort: port.optional(),
           stuckAfter: durationFlag,
         }),
-        raw,
+        { ...raw, port: raw.port ?? defaultPort() },
         "server",
       );
       if (flags.config !== undefined && entry === undefined) {

@@ -28,7 +28,7 @@ export const validDate = z.custom<Date>((value) => value instanceof Date && !Num
 });
 
 /** zod: a non-empty string; URLs are not quoted back, as they may carry a password. */
-const text = (what: string) => z.string({ error: `must be ${what}` }).min(1, { error: `must be ${what}, not empty` });
+const text = (what: string) => z.string({ error: `must be ${what}` }).min(1, { error: `must be ${what}, not empty`, abort: true });
 
 const POSTGRES_URL = /^postgres(?:ql)?:\/\//;
 const REDIS_URL = /^rediss?(?:\+sentinel)?:\/\//;

@@ -167,8 +167,15 @@ export const backfillBody = strictBody({
 
 export const configBody = strictBody({
   yaml: storableText.meta({ description: "the whole runtime.yaml text" }),
-  author: storableText.min(1).meta({ description: "who made the change (history)" }),
-  file: storableText.min(1).optional().meta({ description: 'the file name errors and history show; default "api"' }),
+  author: storableText
+    .min(1)
+    .max(200, "at most 200 characters: a name or an email address")
+    .meta({ description: "who made the change (history)" }),
+  file: storableText
+    .min(1)
+    .max(1000, "at most 1000 characters: the file's path, as errors and the history show it")
+    .optional()
+    .meta({ description: 'the file name errors and history show; default "api"' }),
 });
 
 export const configVersionParams = z.object({

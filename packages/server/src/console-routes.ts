@@ -18,6 +18,7 @@ import { explainWaitingNodes, type QueueRegistry } from "@ax/coordinator";
 import { AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
 import { endStreamWhenUnauthorized } from "./auth.js";
 import { RunFeed } from "./run-feed.js";
+import { answerNoRoute } from "./no-route.js";
 import { flowNameParams, flowOverviewQuery, parseQuery } from "./api-schemas.js";
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
@@ -93,11 +94,7 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
   if (built) await app.register(fastifyStatic, { root, serve: false });
   app.get("/*", async (request, reply) => {
     const path = normalize(decodeURIComponent(new URL(request.url, "http://x").pathname)).replace(/^[/\\]+/, "");
-    if (path.startsWith("api/")) {
-      return reply
-        .status(404)
-        .send({ error: "NotFound", message: `no route ${request.method} ${request.url}; GET /api/openapi.json lists them` });
-    }
+    if (path.startsWith("api/")) return answerNoRoute(request, reply);
     if (!built) {
       return reply
         .status(404)

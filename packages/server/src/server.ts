@@ -52,6 +52,7 @@ import { registerEventRoutes } from "./event-routes.js";
 import { registerAuth, routeOf, type AuthOptions } from "./auth.js";
 import { registerTokenRoutes } from "./token-routes.js";
 import { checkReadiness } from "./readiness.js";
+import { answerNoRoute, MAX_PARAM_LENGTH } from "./no-route.js";
 
 export interface ServerOptions {
   db: Db;
@@ -81,11 +82,13 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Longest path segment a route takes (a flow's name, percent-encoded); Node's own limit on a request line is 16 KiB. */
-const MAX_PARAM_LENGTH = 4096;
-
 /** The API's version in its OpenAPI document. */
 const API_VERSION = "0.1.0";
+
+/** The routes whose body carries a run's payload: a trigger and a rerun. */
+function carriesPayload(url: string | undefined): boolean {
+  return url === "/api/flows/:flow/runs" || url === "/api/runs/:id/rerun";
+}
 
 /** The HTTP API: runs, triggers and Prometheus metrics, behind bearer tokens unless `auth.insecureNoAuth`. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
@@ -103,7 +106,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Room above the payload cap (escapes, the envelope) so an oversized payload gets the trigger's own 413, which says what to do.
     bodyLimit: 4 * DEFAULT_MAX_PAYLOAD_BYTES,
     // Flow and task names have no length limit of their own: Fastify's default of 100 would make a long one unreachable.
-    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ignoreTrailingSlash: true },
     // A URL Fastify cannot decode never reaches a route or the error handler: answer it in the API's own shape.
     frameworkErrors: (error: FastifyError, _request: unknown, reply: FastifyReply) => {
       reply.status(400).send({ error: "BadRequest", message: `${error.message}; percent-encode the URL's special characters` });
@@ -154,9 +157,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({ error: "NotFound", message: `no route ${request.method} ${request.url}; GET /api/openapi.json lists them` }),
-  );
+  app.setNotFoundHandler(answerNoRoute);
 
   const routes: string[] = [];
   app.addHook("onRoute", (route) => {
@@ -182,9 +183,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (error instanceof AxNotJsonError) return reply.status(400).send({ error: error.name, message: error.message });
     const code = (error as { code?: string }).code;
     if (code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      const limit = `the request body is over the API's ${4 * DEFAULT_MAX_PAYLOAD_BYTES} bytes`;
       return reply.status(413).send({
         error: "AxPayloadTooLargeError",
-        message: `the request body is over the API's ${4 * DEFAULT_MAX_PAYLOAD_BYTES} bytes (a run's payload is capped at ${DEFAULT_MAX_PAYLOAD_BYTES}): store the data elsewhere and pass its key`,
+        message: carriesPayload(request.routeOptions.url)
+          ? `${limit} (a run's payload is capped at ${DEFAULT_MAX_PAYLOAD_BYTES}): store the data elsewhere and pass its key`
+          : `${limit}: send less (a runtime.yaml that large is not what ax expects; check what the body holds)`,
       });
     }
     if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {

@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { closeRedis, duplicateRedis } from "@ax/coordinator";
+import { within } from "@ax/store";
 import { Wakeup } from "./wakeup.js";
 
 /** How long one blocking call waits before it is sent again. */
@@ -101,26 +102,29 @@ export class MarkerWatch<S> {
     }
   }
 
-  /** One blocking pop; a call the connection never answers is given up and the connection replaced. */
+  /**
+   * One blocking pop; a call the connection never answers is given up and the connection replaced.
+   * While Redis is away the call waits for the reconnect (ioredis sends it again then), so it is
+   * waited on for as long as the connection is down, and one watchdog period after: a new
+   * connection would only fail the same way, and report the outage again each time.
+   */
   private async pop(keys: string[]): Promise<[string, string, string] | null> {
     const client = this.client;
-    let timer: NodeJS.Timeout | undefined;
-    const lost = new Promise<"lost">((resolve) => {
-      timer = setTimeout(() => resolve("lost"), BLOCK_S * 1000 + WATCHDOG_MS);
-    });
     const call = client.bzpopmin(keys, BLOCK_S);
-    // Given up on, the call still rejects once its connection is closed.
-    call.catch(() => undefined);
-    try {
-      const answer = await Promise.race([call, lost]);
-      if (answer !== "lost") return answer as [string, string, string] | null;
-      // While Redis is away the call waits for the reconnect; that outage is reported already.
-      if (client.status === "ready") this.o.log.warn("Redis did not answer a wait for jobs in time; replacing that connection");
+    let wasDown = false;
+    for (;;) {
+      const answer = await within(call, BLOCK_S * 1000 + WATCHDOG_MS);
+      if (answer.done) return answer.value;
+      if ("error" in answer) throw answer.error;
+      const down = client.status !== "ready";
+      if (down || wasDown) {
+        wasDown = down;
+        continue;
+      }
+      this.o.log.warn("Redis did not answer a wait for jobs in time; replacing that connection");
       closeRedis(client);
       this.client = duplicateRedis(this.o.connection, this.o.log, "job markers");
       return null;
-    } finally {
-      clearTimeout(timer);
     }
   }
 }
