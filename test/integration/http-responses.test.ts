@@ -88,6 +88,9 @@ beforeAll(async () => {
   const config = await call("POST", "/api/config", { yaml: "tasks:\n  resp_bill: { retries: 1 }\n", author: "resp-test" });
   expectDocumented("POST /api/config", config);
   ids.version = (config.body as { version: number }).version;
+  const same = await call("POST", "/api/config", { yaml: "tasks:\n  resp_bill: { retries: 1 }\n", author: "resp-test" });
+  expectDocumented("POST /api/config", same);
+  expect(same).toMatchObject({ status: 200, body: { version: ids.version, unchanged: true } });
 
   expectDocumented("POST /api/flows/:flow/schedule/pause", await call("POST", "/api/flows/resp_flow/schedule/pause", {}));
   expectDocumented("POST /api/flows/:flow/schedule/resume", await call("POST", "/api/flows/resp_flow/schedule/resume", {}));

@@ -86,9 +86,12 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
     expect(v2.diff).toContain("+  fails_on_a: { retries: 2 }");
 
     const v3 = await client.config.rollback(1, "carol");
-    expect(v3).toMatchObject({ version: 3, yaml: retriesYaml(0), author: "carol" });
+    expect(v3).toMatchObject({ version: 3, yaml: retriesYaml(0), author: "carol", unchanged: false });
     await appliedEverywhere(3);
     expect(await attemptsNow()).toMatchObject({ a: 1, b: 1 });
+    // The text in force again (a save with no change, a second rollback): nothing stored.
+    expect(await client.config.apply(retriesYaml(0), FILE, "dave")).toMatchObject({ version: 3, author: "carol", unchanged: true });
+    expect(await client.config.rollback(1, "erin")).toMatchObject({ version: 3, unchanged: true });
 
     const history = await client.config.history();
     expect(history.map((h) => [h.version, h.author, h.added, h.removed])).toEqual([

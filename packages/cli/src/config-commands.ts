@@ -58,8 +58,11 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
       const text = readConfigFile(file);
       await withClient(async (client) => {
         const version = await client.config.apply(text, file, raw.author ?? defaultAuthor());
-        console.log(`${stored(version)}; running processes apply it within seconds`);
-        console.log(version.diff);
+        if (version.unchanged) console.log(`unchanged: ${file} is config v${version.version}, in force; nothing stored`);
+        else {
+          console.log(`${stored(version)}; running processes apply it within seconds`);
+          console.log(version.diff);
+        }
         for (const warning of version.warnings) console.warn(`warning: ${warning}`);
       });
     });
@@ -145,8 +148,11 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
       const v = versionArg("rollback", version);
       await withClient(async (client) => {
         const rolled = await client.config.rollback(v, raw.author ?? defaultAuthor());
-        console.log(`${stored(rolled)} (the text of v${v}); running processes apply it within seconds`);
-        console.log(rolled.diff);
+        if (rolled.unchanged) console.log(`unchanged: config v${rolled.version}, in force, has the text of v${v}; nothing stored`);
+        else {
+          console.log(`${stored(rolled)} (the text of v${v}); running processes apply it within seconds`);
+          console.log(rolled.diff);
+        }
         for (const warning of rolled.warnings) console.warn(`warning: ${warning}`);
       });
     });

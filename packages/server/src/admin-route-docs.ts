@@ -18,6 +18,11 @@ import { configHistoryEntry, processConfigState } from "./response-schemas.js";
 import { badRequest, configUnavailable, type RouteDoc } from "./route-doc.js";
 
 /** Administration: configuration versions, the audit log, sent alerts, API tokens. */
+const configApplied = configVersion.extend({
+  warnings: z.array(z.string()),
+  unchanged: z.boolean().meta({ description: "true when nothing was stored: the text was the newest version's" }),
+});
+
 export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
   "GET /api/config": {
     scope: "read",
@@ -49,10 +54,14 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: "validate runtime.yaml against the cluster's flows, store it as a new version; every process applies it within seconds",
     body: configBody,
     responses: {
+      200: {
+        description: "the text is the newest version's own: nothing stored; that version, with `unchanged: true` and `warnings`",
+        schema: configApplied,
+      },
       201: {
         description:
           "the stored version, with `warnings`: pools the code gives tasks that it leaves unsized (those tasks will not start), YAML error lists the code contradicts, and YAML queues no live worker serves",
-        schema: configVersion.extend({ warnings: z.array(z.string()) }),
+        schema: configApplied,
       },
       400: {
         description: "invalid YAML or request: the error names file, line, column and key; nothing is stored",

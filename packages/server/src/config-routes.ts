@@ -13,7 +13,7 @@ export interface ConfigService {
   current(options: { redacted: boolean }): Promise<{ version: number } | undefined>;
   history(limit?: number): Promise<object[]>;
   version(version: number, options: { redacted: boolean }): Promise<object>;
-  apply(yaml: string, file: string, author: string): Promise<{ version: number; warnings: string[] }>;
+  apply(yaml: string, file: string, author: string): Promise<{ version: number; warnings: string[]; unchanged: boolean }>;
   effective(): Promise<object>;
   /** Every process of the cluster with the config version it last reported. */
   cluster(): Promise<object[]>;
@@ -53,7 +53,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
     try {
       const applied = await config().apply(body.yaml, body.file ?? "api", body.author);
       const shown = await config().version(applied.version, { redacted: true });
-      return reply.status(201).send({ ...shown, warnings: applied.warnings });
+      return reply.status(applied.unchanged ? 200 : 201).send({ ...shown, warnings: applied.warnings, unchanged: applied.unchanged });
     } catch (error) {
       if (error instanceof AxConfigError) {
         const { name, message, file, line, column, key } = error;

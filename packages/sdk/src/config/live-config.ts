@@ -54,6 +54,8 @@ export interface ShowOptions {
  */
 export interface ConfigApplied extends ConfigVersionInfo {
   warnings: string[];
+  /** The text was the newest version's own: nothing was stored, and this is that version. */
+  unchanged: boolean;
 }
 
 export interface ConfigHistoryEntry {
@@ -122,11 +124,16 @@ export class LiveConfig {
     mustBeStrings("config.apply(text, file, author)", { text, file, author });
     const known = await this.knownNames();
     const parsed = parseRuntimeConfig(text, file, known);
-    const stored = await insertConfigVersion(this.db, { yaml: text, parsed: parsed as unknown as Json, author, file });
-    await this.announce(stored.version);
+    // The same text again (a save with no change, a rollback to the version in force) is no change to record or announce.
+    const latest = await latestConfigVersion(this.db);
+    const unchanged = latest?.yaml === text;
+    const version = unchanged
+      ? latest.version
+      : (await insertConfigVersion(this.db, { yaml: text, parsed: parsed as unknown as Json, author, file })).version;
+    if (!unchanged) await this.announce(version);
     // The queues live workers serve now: a worker keeps those it started with whatever the new version says.
     const served = (await servedQueues(this.db, DEFAULT_LEASE_MS)).keys();
-    return { ...(await this.version(stored.version)), warnings: configWarnings(parsed, known, served) };
+    return { ...(await this.version(version)), warnings: configWarnings(parsed, known, served), unchanged };
   }
 
   /** A new version whose text is `version`'s (re-validated: the cluster's flows may have changed since). */
