@@ -33,11 +33,11 @@ const text = (what: string) => z.string({ error: `must be ${what}` }).min(1, { e
 const POSTGRES_URL = /^postgres(?:ql)?:\/\//;
 const REDIS_URL = /^rediss?(?:\+sentinel)?:\/\//;
 
-/** zod's message for a value that is not there: "missing (a pool name)" rather than "must be a pool name". */
+/** zod's message for a value that is not there: "missing (a pool name)"; for a wrong one, "must be a pool name, got 5". */
 export const wanted =
   (what: string) =>
   (issue: { input?: unknown }): string =>
-    issue.input === undefined ? `missing (${what})` : `must be ${what}`;
+    issue.input === undefined ? `missing (${what})` : `must be ${what}, got ${shown(issue.input)}`;
 
 /**
  * zod: an object of options refusing keys it does not know, so a misspelt option (`max_concurrency`)
