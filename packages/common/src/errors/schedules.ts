@@ -5,7 +5,7 @@ export class AxScheduleNotFoundError extends Error {
   override name = "AxScheduleNotFoundError";
   constructor(readonly flow: string) {
     super(
-      `flow "${flow}" has no schedule; list scheduled flows with \`ax schedules\` (a schedule is registered when a coordinator defining it starts)`,
+      `flow "${flow}" has no schedule in force; list scheduled flows with \`ax schedules\` (a schedule comes from the flow's code when a coordinator defining it starts, or from runtime.yaml's flows.${flow}.schedule; one removed from both keeps its pause state for when it returns)`,
     );
   }
 }
