@@ -49,7 +49,7 @@ describe("ax server <entry> and ax trigger --entry apply the flow's key function
       const first = await post();
       expect(first.status).toBe(201);
       const second = await post();
-      expect(second).toEqual({ status: 200, body: { runId: first.body.runId, created: false } });
+      expect(second).toEqual({ status: 200, body: { runId: first.body.runId, created: false, samePayload: true } });
       const run = (await (await fetch(`http://127.0.0.1:${port}/api/runs/${first.body.runId}`)).json()) as { businessKey: string };
       expect(run.businessKey).toBe("biz-42");
 

@@ -11,6 +11,7 @@ import {
   Client,
   Runtime,
 } from "ax-scheduler";
+import pino from "pino";
 import { isolate } from "../helpers/isolated.js";
 
 const noop = ax.task({ name: "client_args_noop" }, () => null);
@@ -249,6 +250,22 @@ describe("Client arguments", () => {
     const refused = await refusal(() => client.listRuns({ idempotencyKey: "msg-42" }));
     expect(refused).toBeInstanceOf(AxArgumentError);
     expect(refused.message).toBe("listRuns: idempotencyKey needs flow too: an idempotency key is unique per flow");
+  });
+
+  it("warns when an idempotency key comes back with another payload, naming the run that stands", async () => {
+    const warnings: { msg: string; code: string; runId: string }[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => void warnings.push(JSON.parse(line)) });
+    const logged = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix, logger });
+    try {
+      const id = await logged.triggerFlow("client_args_flow", { n: 1 }, { idempotencyKey: "evt-7" });
+      expect(await logged.triggerFlow("client_args_flow", { n: 1 }, { idempotencyKey: "evt-7" })).toBe(id);
+      expect(warnings).toEqual([]);
+      expect(await logged.triggerFlow("client_args_flow", { n: 2 }, { idempotencyKey: "evt-7" })).toBe(id);
+      expect(warnings).toMatchObject([{ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: id }]);
+      expect(warnings[0]!.msg).toMatch(/^idempotency key "evt-7" of flow "client_args_flow" already made run .+, with another payload/);
+    } finally {
+      await logged.close();
+    }
   });
 
   it("takes the flow itself: its payload type is checked and its key functions apply", async () => {

@@ -63,7 +63,13 @@ describe("POST /api/flows/:flow/runs applies the flow's own key functions", () =
     expect(first.body.created).toBe(true);
     const second = await post("/api/flows/http_payment/runs", { payload: event });
     expect(second.status).toBe(200);
-    expect(second.body).toEqual({ runId: first.body.runId, created: false });
+    expect(second.body).toEqual({ runId: first.body.runId, created: false, samePayload: true });
+    // The same key with another payload (two events given one key by mistake): told so, the first run stands.
+    const other = await post("/api/flows/http_payment/runs", { payload: { order: "order-78", event_id: "e-1" } });
+    expect(other).toEqual({ status: 200, body: { runId: first.body.runId, created: false, samePayload: false } });
+    // Key order is not a difference.
+    const reordered = await post("/api/flows/http_payment/runs", { payload: { order: "order-77", event_id: "e-1" } });
+    expect(reordered.body).toMatchObject({ created: false, samePayload: true });
     const run = await runtime.client().waitForRun(first.body.runId as string, { timeout: "20s" });
     expect(run.status).toBe("success");
     expect(run.idempotencyKey).toBe("payment-e-1");

@@ -7,6 +7,7 @@ import {
   jsonBytes,
   currentFlowVersion,
   listFlowNames,
+  runHasPayload,
   toStorableText,
   type CreatedRun,
   type Db,
@@ -70,6 +71,8 @@ export interface Triggered {
   runId: string;
   /** False when the idempotency key pointed at an existing run. */
   created: boolean;
+  /** With `created: false`: whether that run has this trigger's payload (a different one is not used); absent when the run was pruned. */
+  samePayload?: boolean;
 }
 
 /**
@@ -82,7 +85,10 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   const capped = await isCapped(deps, run.flow.name);
   // A capped flow's runs all go through admission, which alone decides who takes a free slot.
   const created = await deps.writer.create(capped ? { ...run, held: {} } : run);
-  if (!created.created) return { runId: created.runId, created: false };
+  if (!created.created) {
+    const samePayload = await runHasPayload(deps.writer.db, created.runId, run.payload);
+    return { runId: created.runId, created: false, ...(samePayload === undefined ? {} : { samePayload }) };
+  }
   // Runs admission decides to cancel (a key's strategy) are cancelled by the coordinator's admission loop.
   await deps.writer.jobs.dispatch(capped ? (await admitHeldRuns(deps.writer.db, run.flow.name)).ready : created.ready);
   return { runId: created.runId, created: true };

@@ -18,6 +18,7 @@ import {
   type ScheduleInfo,
   type TriggerDeps,
   type TriggerRequest,
+  type Triggered,
   explainWaitingNodes,
   queueOverview,
   busyKeys,
@@ -145,9 +146,25 @@ export class Client {
       priority,
     };
     checkKeys(request);
-    const runId = options.tx ? (await this.triggerMany([request], options))[0]! : (await triggerRun(this.triggerDeps(), request)).runId;
+    const runId = options.tx
+      ? (await this.triggerMany([request], options))[0]!
+      : this.runOf(request, await triggerRun(this.triggerDeps(), request));
     if (!defined) await this.unkeyed.check(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
     return runId;
+  }
+
+  /**
+   * The run a trigger made or found. One whose idempotency key found a run with another payload is
+   * warned about: that run stands, and this payload is not used (the key is for repeats of one event).
+   */
+  private runOf(request: TriggerRequest, triggered: Triggered): string {
+    if (triggered.samePayload !== false) return triggered.runId;
+    const message =
+      `idempotency key "${request.idempotencyKey}" of flow "${request.flow}" already made run ${triggered.runId}, with another payload: ` +
+      "that run stands and this payload is not used. If the two events differ, give them different keys.";
+    if (this.options.logger) this.options.logger.warn({ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: triggered.runId }, message);
+    else process.emitWarning(message, { type: "AxWarning", code: "AX_IDEMPOTENCY_KEY_REUSED" });
+    return triggered.runId;
   }
 
   /**

@@ -182,7 +182,16 @@ export const configVersionParams = z.object({
   version: wholeNumberParam(1).meta({ description: "config version" }),
 });
 
-export const triggerAnswer = z.object({ runId: z.uuid(), created: z.boolean() });
+export const triggerAnswer = z.object({
+  runId: z.uuid(),
+  created: z.boolean(),
+  samePayload: z
+    .boolean()
+    .optional()
+    .meta({
+      description: "with created: false, whether that run has this payload (a different one is not used); absent when it was pruned",
+    }),
+});
 
 export const runIdParams = z.object({ id: storableText.meta({ description: "run id (uuid)" }) });
 export const flowParams = z.object({ flow: storableText.meta({ description: "flow name" }) });

@@ -182,3 +182,15 @@ async function keyHolders(db: Db, runs: NewRun[]): Promise<Map<string, string>> 
   );
   return new Map(found.map((r) => [`${r.flow}\u0000${r.key}`, r.run_id]));
 }
+
+/**
+ * Whether run `runId` was written with `payload` (as jsonb: key order and spacing aside), for a
+ * trigger whose idempotency key found that run; undefined when the run is gone (pruned).
+ */
+export async function runHasPayload(db: Db, runId: string, payload: Json): Promise<boolean | undefined> {
+  const [row] = await rows<{ same: boolean }>(
+    db,
+    sql`select payload = ${JSON.stringify(payload)}::jsonb as same from runs where id = ${runId}`,
+  );
+  return row?.same;
+}
