@@ -70,7 +70,7 @@ describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {
     const dry = await runAx(["prune", "--older-than", "90d", "--dry-run", ...connection()]);
     expect(dry.code).toBe(0);
     expect(dry.stdout).toContain(
-      "would prune 2500 run(s) with their nodes, attempts and task logs, 0 once key(s), 0 schedule tick(s), 0 sent alert(s) older than 90d",
+      "would prune 2500 run(s) with their nodes, attempts and 5000 task log line(s), 0 once key(s), 0 schedule tick(s), 0 sent alert(s) older than 90d",
     );
     const pruned = await runAx(["prune", "--older-than", "90d", "--archive", "--batch", "500", ...connection()]);
     expect(pruned.stderr).toBe("");

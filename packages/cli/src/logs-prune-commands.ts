@@ -102,7 +102,7 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
         if (flags.dryRun) {
           const counts = await client.prune({ olderThan: flags.olderThan, dryRun: true });
           console.log(
-            `would prune ${counts.runs} run(s) with their nodes, attempts and task logs, ${counts.onceKeys} once key(s), ${counts.scheduleTicks} schedule tick(s), ${counts.alerts} sent alert(s) older than ${flags.olderThan}`,
+            `would prune ${counts.runs} run(s) with their nodes, attempts and ${counts.logLines} task log line(s), ${counts.onceKeys} once key(s), ${counts.scheduleTicks} schedule tick(s), ${counts.alerts} sent alert(s) older than ${flags.olderThan}`,
           );
           return;
         }

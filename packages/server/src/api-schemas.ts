@@ -185,12 +185,9 @@ export const configVersionParams = z.object({
 export const triggerAnswer = z.object({
   runId: z.uuid(),
   created: z.boolean(),
-  samePayload: z
-    .boolean()
-    .optional()
-    .meta({
-      description: "with created: false, whether that run has this payload (a different one is not used); absent when it was pruned",
-    }),
+  samePayload: z.boolean().optional().meta({
+    description: "with created: false, whether that run has this payload (a different one is not used); absent when it was pruned",
+  }),
 });
 
 export const runIdParams = z.object({ id: storableText.meta({ description: "run id (uuid)" }) });

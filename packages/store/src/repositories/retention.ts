@@ -25,6 +25,8 @@ export interface PruneOptions {
 /** What a prune removes (dry run) or removed. */
 export interface PruneCounts {
   runs: number;
+  /** Task log lines of those runs (deleted, or archived, with them). */
+  logLines: number;
   onceKeys: number;
   scheduleTicks: number;
   /** Entries of the sent alerts' history (deleted, never archived). */
@@ -32,8 +34,6 @@ export interface PruneCounts {
 }
 
 export interface PruneResult extends PruneCounts {
-  /** Task log lines deleted (and archived) with their runs. */
-  logLines: number;
   archived: boolean;
 }
 
@@ -44,6 +44,8 @@ export async function countPrunable(db: Db, cutoff: Date): Promise<PruneCounts> 
     db,
     sql`select
       (select count(*)::int from runs where created_at < ${before}::timestamptz and ${FINISHED} and finished_at < ${before}::timestamptz) as "runs",
+      (select count(*)::int from attempt_logs l join runs on runs.id = l.run_id
+        where runs.created_at < ${before}::timestamptz and ${FINISHED} and runs.finished_at < ${before}::timestamptz) as "logLines",
       (select count(*)::int from once_keys where ${oldOnceKey(before)}) as "onceKeys",
       (select count(*)::int from schedule_ticks t where ${oldTick(before, sql`t`)}) as "scheduleTicks",
       (select count(*)::int from alert_log where sent_at < ${before}::timestamptz) as "alerts"`,
