@@ -128,7 +128,7 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
             },
           });
           if (started) bar.stop();
-          if (!("logLines" in result)) return;
+          if (!("archived" in result)) return;
           console.log(
             `${result.archived ? "archived and deleted" : "deleted"} ${result.runs} run(s) (${result.logLines} task log line(s)), ${result.onceKeys} once key(s), ${result.scheduleTicks} schedule tick(s), ${result.alerts} sent alert(s) older than ${flags.olderThan}` +
               (abort.signal.aborted ? "; stopped early by Ctrl-C, run it again to continue" : ""),

@@ -17,12 +17,12 @@ import {
 import { configHistoryEntry, processConfigState } from "./response-schemas.js";
 import { badRequest, configUnavailable, type RouteDoc } from "./route-doc.js";
 
-/** Administration: configuration versions, the audit log, sent alerts, API tokens. */
 const configApplied = configVersion.extend({
   warnings: z.array(z.string()),
   unchanged: z.boolean().meta({ description: "true when nothing was stored: the text was the newest version's" }),
 });
 
+/** Administration: configuration versions, the audit log, sent alerts, API tokens. */
 export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
   "GET /api/config": {
     scope: "read",

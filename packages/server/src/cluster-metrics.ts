@@ -1,7 +1,7 @@
 import { Gauge, type Registry } from "prom-client";
 import { countRunsByStatus, countStuckRuns, type Db } from "@ax/store";
 import { queueOverview, type QueueRegistry } from "@ax/coordinator";
-import { AxRedisUnreachableError, AxStoreError } from "@ax/common";
+import { isStoreOutage } from "@ax/common";
 
 export interface ClusterMetricsOptions {
   db: Db;
@@ -17,7 +17,7 @@ export interface ClusterMetricsOptions {
  */
 async function unlessUnreachable<T>(rows: Promise<T[]>): Promise<T[]> {
   return rows.catch((error: unknown) => {
-    if (error instanceof AxRedisUnreachableError || (error instanceof AxStoreError && error.unreachable)) return [];
+    if (isStoreOutage(error)) return [];
     throw error;
   });
 }

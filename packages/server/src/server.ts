@@ -28,10 +28,9 @@ import {
   AxNoTokensError,
   AxNotJsonError,
   AxPayloadTooLargeError,
-  AxRedisUnreachableError,
   AxRunNotFoundError,
-  AxStoreError,
   AxUnknownFlowError,
+  isStoreOutage,
   isUuid,
   plainMessage,
   portError,
@@ -175,8 +174,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return reply.status(404).send({ error: error.name, message: error.message });
     if (error instanceof AxBadCursorError) return reply.status(400).send({ error: error.name, message: error.message });
     if (error instanceof AxPayloadTooLargeError) return reply.status(413).send({ error: error.name, message: error.message });
-    if (error instanceof AxRedisUnreachableError || (error instanceof AxStoreError && error.unreachable))
-      return reply.status(503).send({ error: error.name, message: error.message });
+    if (isStoreOutage(error)) return reply.status(503).send({ error: error.name, message: error.message });
     const configStatus = configErrorStatus(error);
     if (configStatus) return reply.status(configStatus).send({ error: error.name, message: error.message });
     // AxPayloadError is an AxNotJsonError: both name the JSON path the caller must fix.

@@ -1,3 +1,4 @@
+import { AxStoreError } from "./data.js";
 /** Errors of stored configuration versions (`ax config`). */
 
 /** No stored config version has this number. */
@@ -80,4 +81,12 @@ export class AxRedisUnreachableError extends Error {
 /** Redis's answer to a connection whose user or password it does not accept. */
 export function isRedisAuthRefusal(message: string): boolean {
   return /^(WRONGPASS|NOAUTH)\b/.test(message);
+}
+
+/**
+ * PostgreSQL or Redis could not be reached (an outage, not a refusal): the HTTP API answers 503,
+ * and the metrics read from that store are left out of a scrape rather than failing it.
+ */
+export function isStoreOutage(error: unknown): boolean {
+  return error instanceof AxRedisUnreachableError || (error instanceof AxStoreError && error.unreachable);
 }
