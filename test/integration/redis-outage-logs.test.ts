@@ -41,18 +41,24 @@ describe("the log of a worker while Redis is down for 18 s", () => {
     await sleep(500);
     const from = lines.length;
     await server.child.stop();
+    // A run triggered meanwhile is written, and its node says what it waits for.
+    const during = await runtime.client().triggerFlow("outage_logs_flow", null);
+    expect((await runtime.client().getRun(during)).tasks[0]!.waitingFor).toBe(
+      "Redis, which does not answer: a worker takes the job once it is back",
+    );
     // Over two periods of the job-marker wait's watchdog (5 s block + 2 s).
     await sleep(18_000);
     server = await startPrivateRedis(server.port);
     const run = await runtime.client().triggerFlow("outage_logs_flow", null);
     expect((await runtime.client().waitForRun(run, { timeout: "30s" })).status).toBe("success");
-    const during = lines.slice(from);
-    const failed = during.filter((l) => l.msg === "Redis connection failed; reconnecting").map((l) => l.connection);
+    expect((await runtime.client().waitForRun(during, { timeout: "30s" })).status).toBe("success");
+    const logged = lines.slice(from);
+    const failed = logged.filter((l) => l.msg === "Redis connection failed; reconnecting").map((l) => l.connection);
     expect(failed.length).toBeGreaterThan(0);
     expect(new Set(failed).size).toBe(failed.length);
     expect(failed).toContain("job markers");
-    expect(during.filter((l) => l.msg?.includes("replacing that connection"))).toEqual([]);
-    const back = during.filter((l) => l.msg === "Redis connection is back").map((l) => l.connection);
+    expect(logged.filter((l) => l.msg?.includes("replacing that connection"))).toEqual([]);
+    const back = logged.filter((l) => l.msg === "Redis connection is back").map((l) => l.connection);
     expect(new Set(back).size).toBe(back.length);
   });
 });

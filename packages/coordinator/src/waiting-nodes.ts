@@ -1,4 +1,4 @@
-import { describeFullWorkers, servedQueues, type Db, type RunInfo, type TaskRunInfo } from "@ax/store";
+import { describeFullWorkers, servedQueues, within, type Db, type RunInfo, type TaskRunInfo } from "@ax/store";
 import { DEFAULT_LEASE_MS } from "@ax/common";
 import { nodeJobId, taskQueueName, type QueueRegistry } from "./queues.js";
 import { parkedReasons, waitingReasons } from "./wake.js";
@@ -6,18 +6,8 @@ import { parkedReasons, waitingReasons } from "./wake.js";
 /** How long a run's reader waits for Redis to say which limit holds a node. */
 const REDIS_WAIT_MS = 1000;
 
-/** `work`'s answer, or `fallback` once `ms` have passed (a command queued behind a reconnect would wait for Redis to come back). */
-async function orAfter<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(fallback), ms);
-  });
-  try {
-    return await Promise.race([work.catch(() => fallback), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** What a due node of a served queue waits for while Redis does not answer: no worker can take its job. */
+export const WAITING_FOR_REDIS = "Redis, which does not answer: a worker takes the job once it is back";
 
 /**
  * Fills `waitingFor` of the run's nodes that are due to start but have not: the limit their
@@ -36,20 +26,24 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
   if (due.length === 0) return run;
   const names = [...new Set(due.map((t) => taskQueueName(t.queue, t.task)))];
   const jobId = (t: TaskRunInfo) => nodeJobId(run.id, t.key, Math.max(1, t.attempts.length + 1));
-  // A run's states come from PostgreSQL: with Redis unreachable its limits go unexplained, and the run is still answered.
-  const none = new Map<string, string>();
+  // A run's states come from PostgreSQL: with Redis unreachable (a command queued behind a
+  // reconnect waits for it), the run is still answered, its waiting nodes saying that is what holds them.
   const [reasons, parked, served] = await Promise.all([
-    orAfter(waitingReasons(queues.connection, queues.prefix, names), REDIS_WAIT_MS, none),
-    orAfter(parkedReasons(queues.connection, queues.prefix, due.map(jobId)), REDIS_WAIT_MS, none),
+    within(waitingReasons(queues.connection, queues.prefix, names), REDIS_WAIT_MS),
+    within(parkedReasons(queues.connection, queues.prefix, due.map(jobId)), REDIS_WAIT_MS),
     servedQueues(db, DEFAULT_LEASE_MS),
   ]);
+  const limits = reasons.done && parked.done ? { reasons: reasons.value, parked: parked.value } : undefined;
   const groups = new Set([...served.keys()].map((name) => name.slice(0, name.indexOf("."))));
   const explain = (t: TaskRunInfo): string | null => {
     const name = taskQueueName(t.queue, t.task);
     const slots = served.get(name);
-    if (slots) return parked.get(jobId(t)) ?? reasons.get(name) ?? (slots.full ? describeFullWorkers(slots) : null);
-    const { queue, task } = t;
-    return groups.has(queue) ? `no worker defines task ${task} in queue ${queue}` : `no worker serves queue ${queue}`;
+    if (!slots) {
+      const { queue, task } = t;
+      return groups.has(queue) ? `no worker defines task ${task} in queue ${queue}` : `no worker serves queue ${queue}`;
+    }
+    if (!limits) return WAITING_FOR_REDIS;
+    return limits.parked.get(jobId(t)) ?? limits.reasons.get(name) ?? (slots.full ? describeFullWorkers(slots) : null);
   };
   const explained = new Set(due);
   const tasks = run.tasks.map((t) => (explained.has(t) ? { ...t, waitingFor: explain(t) } : t));
