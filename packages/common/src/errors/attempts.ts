@@ -68,7 +68,7 @@ export class AxWorkerCrashedError extends Error {
     super(
       unserved
         ? `${crashed}, and no live worker has served task "${unserved.task}" in queue "${unserved.queue}" since (${Math.round(unserved.waitedMs / 1000)} s) to retry it: start a worker that defines it (ax worker --queues ${unserved.queue}), then rerun.`
-        : `${crashed}; the attempt is presumed crashed (the process died or was killed, its machine was lost, or it stopped while PostgreSQL could not take the attempt's outcome or hand-back), and the node runs again.`,
+        : `${crashed}; the attempt is presumed crashed (the process died or was killed, its machine was lost, or it stopped while PostgreSQL could not take the attempt's outcome or hand-back).`,
     );
   }
 }
