@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "ax-scheduler";
+import { ax, type Runtime } from "ax-scheduler";
 import { everySecond } from "../fixtures/every-second-flow.js";
 import { isolate } from "../helpers/isolated.js";
 import { startPrivateRedis, type Child } from "../helpers/processes.js";
@@ -39,5 +39,46 @@ describe("a 1-second schedule while Redis is down for 8 s", () => {
     expect(ticks.every((t) => t.status === "created" && t.run_id !== null)).toBe(true);
     const client = runtime.client();
     for (const tick of during) expect((await client.waitForRun(tick.run_id!, { timeout: "60s" })).status).toBe("success");
+  });
+});
+
+const slow = ax.task({ name: "cancel_prev_slow" }, async () => {
+  await sleep(3000, undefined, { signal: ax.context().signal }).catch(() => undefined);
+});
+const cancelling = ax.flow({ name: "cancel_prev_every_second", schedule: "* * * * * *", overlap: "cancel_previous" }, () => {
+  slow();
+});
+
+describe("a 1-second cancel_previous schedule while Redis is down for 8 s", () => {
+  const env = isolate("sched_redis_cancel");
+  let server: { url: string; port: number; child: Child };
+  let runtime: Runtime;
+
+  beforeAll(async () => {
+    server = await startPrivateRedis();
+    runtime = testRuntime({ ...env, redis: server.url }, { flows: [cancelling], logLevel: "fatal" });
+    await runtime.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await runtime?.stop({ timeout: 2 });
+    await server?.child.stop();
+    await env.cleanup();
+  });
+
+  it("records every tick on time, each cancelling the one before, though a cancel cannot reach Redis", { timeout: 90_000 }, async () => {
+    await sleep(2500);
+    await server.child.stop();
+    await sleep(8000);
+    server = await startPrivateRedis(server.port);
+    await sleep(3000);
+    const ticks = (await ticksOf(env, "cancel_prev_every_second")).filter((t) => t.at <= Date.now() - 1500);
+    expect(ticks.length).toBeGreaterThanOrEqual(10);
+    expect(steps(ticks)).toEqual(ticks.slice(1).map(() => 1));
+    expect(ticks.every((t) => t.status === "created")).toBe(true);
+    // On time: a cancel waiting for Redis (5 s) must not hold the loop.
+    expect(ticks.filter((t) => t.created! - t.at > 2000).map((t) => t.created! - t.at)).toEqual([]);
+    // Every run but the newest few was cancelled by the tick after it.
+    expect(ticks.slice(0, -4).every((t) => t.run_status === "cancelled")).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import {
   admitHeldRuns,
   createRuns,
+  within,
   currentFlowVersion,
   scheduleTx,
   type Db,
@@ -77,7 +78,7 @@ interface Decided {
   existing?: string | undefined;
 }
 
-/** Nothing waits on a tick's jobs, but the next flow's tick waits on this one: a short wait keeps the loop on time while Redis is away. */
+/** Nothing waits on a tick's jobs or cancels, but the next flow's tick waits on this one: a short wait keeps the loop on time while Redis is away. */
 const TICK_DISPATCH_WAIT_MS = 250;
 
 const BACKFILLED = "a backfill ran this logical date";
@@ -132,7 +133,8 @@ export async function claimTick(deps: TickDeps, source: TickSource, logicalDate:
     });
   }
   const createdAt = new Date();
-  for (const runId of decided.cancel) await cancelPrevious(deps, flow, runId);
+  // A cancel's Redis half waits up to 5 s for an unreachable Redis: the loop does not wait that long.
+  await within(Promise.all(decided.cancel.map((runId) => cancelPrevious(deps, flow, runId))), TICK_DISPATCH_WAIT_MS);
   // The tick and its run are committed: a Redis outage must not hold the schedule loop (the
   // ticks due meanwhile would be missed), so the jobs are added when Redis is back, or by the reconciler.
   await deps.jobs.dispatch(await readyOf(deps, flow, [decided.released, decided.run]), TICK_DISPATCH_WAIT_MS);
