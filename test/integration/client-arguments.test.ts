@@ -263,6 +263,15 @@ describe("Client arguments", () => {
       expect(await logged.triggerFlow("client_args_flow", { n: 2 }, { idempotencyKey: "evt-7" })).toBe(id);
       expect(warnings).toMatchObject([{ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: id }]);
       expect(warnings[0]!.msg).toMatch(/^idempotency key "evt-7" of flow "client_args_flow" already made run .+, with another payload/);
+      // A burst: one warning for the call, counting its reused keys; a repeat of the same event says nothing.
+      const ids = await logged.triggerFlows("client_args_flow", [{ n: 1 }, { n: 3 }, { n: 4 }], {
+        idempotencyKey: (p) => ((p as { n: number }).n === 4 ? "evt-8" : "evt-7"),
+      });
+      expect(ids.slice(0, 2)).toEqual([id, id]);
+      expect(warnings).toHaveLength(2);
+      expect(warnings[1]).toMatchObject({ code: "AX_IDEMPOTENCY_KEY_REUSED", count: 1 });
+      await logged.triggerFlows("client_args_flow", [{ n: 5 }, { n: 6 }], { idempotencyKey: () => "evt-7" });
+      expect(warnings[2]!.msg).toMatch(/^2 triggers' idempotency keys found runs with other payloads \(first: idempotency key "evt-7"/);
     } finally {
       await logged.close();
     }

@@ -2,6 +2,7 @@ import {
   admitHeldRuns,
   createRuns,
   createRunsInTransaction,
+  runsHavePayloads,
   type CreatedRun,
   type Db,
   type FlowVersion,
@@ -42,12 +43,20 @@ export async function triggerRuns(deps: TriggerDeps, requests: TriggerRequest[],
   for (const name of new Set(runs.map((r) => r.flow.name))) if (await isCapped(deps, name)) capped.add(name);
   const toWrite = runs.map((r) => (capped.has(r.flow.name) ? { ...r, held: {} } : r));
   const created = into ? await createRunsInTransaction(into.tx, into.schema, toWrite) : await writeRuns(deps.writer.db, toWrite);
-  if (!into) {
-    const ready: ReadyNode[] = created.flatMap((c, i) => (c.created && !capped.has(runs[i]!.flow.name) ? c.ready : []));
-    for (const name of capped) ready.push(...(await admitHeldRuns(deps.writer.db, name)).ready);
-    await deps.writer.jobs.dispatch(ready);
-  }
-  return created.map((c) => ({ runId: c.runId, created: c.created }));
+  if (into) return created.map((c) => ({ runId: c.runId, created: c.created }));
+  const ready: ReadyNode[] = created.flatMap((c, i) => (c.created && !capped.has(runs[i]!.flow.name) ? c.ready : []));
+  for (const name of capped) ready.push(...(await admitHeldRuns(deps.writer.db, name)).ready);
+  await deps.writer.jobs.dispatch(ready);
+  const found = created.flatMap((c, i) => (c.created ? [] : [i]));
+  const same = await runsHavePayloads(
+    deps.writer.db,
+    found.map((i) => ({ runId: created[i]!.runId, payload: runs[i]!.payload })),
+  );
+  const samePayload = new Map(found.map((i, n) => [i, same[n]]));
+  return created.map((c, i) => {
+    const matches = samePayload.get(i);
+    return { runId: c.runId, created: c.created, ...(matches === undefined ? {} : { samePayload: matches }) };
+  });
 }
 
 async function writeRuns(db: Db, runs: NewRun[]): Promise<CreatedRun[]> {

@@ -7,7 +7,7 @@ import {
   jsonBytes,
   currentFlowVersion,
   listFlowNames,
-  runHasPayload,
+  runsHavePayloads,
   toStorableText,
   type CreatedRun,
   type Db,
@@ -86,7 +86,7 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   // A capped flow's runs all go through admission, which alone decides who takes a free slot.
   const created = await deps.writer.create(capped ? { ...run, held: {} } : run);
   if (!created.created) {
-    const samePayload = await runHasPayload(deps.writer.db, created.runId, run.payload);
+    const [samePayload] = await runsHavePayloads(deps.writer.db, [{ runId: created.runId, payload: run.payload }]);
     return { runId: created.runId, created: false, ...(samePayload === undefined ? {} : { samePayload }) };
   }
   // Runs admission decides to cancel (a key's strategy) are cancelled by the coordinator's admission loop.

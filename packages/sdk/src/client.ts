@@ -146,25 +146,28 @@ export class Client {
       priority,
     };
     checkKeys(request);
-    const runId = options.tx
-      ? (await this.triggerMany([request], options))[0]!
-      : this.runOf(request, await triggerRun(this.triggerDeps(), request));
+    const runId = options.tx ? (await this.triggerMany([request], options))[0]! : await this.triggerOne(request);
     if (!defined) await this.unkeyed.check(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
     return runId;
   }
 
   /**
-   * The run a trigger made or found. One whose idempotency key found a run with another payload is
-   * warned about: that run stands, and this payload is not used (the key is for repeats of one event).
+   * Warns of triggers whose idempotency key found a run with another payload: that run stands, and
+   * their payload is not used (a key is for repeats of one event). One warning per call.
    */
-  private runOf(request: TriggerRequest, triggered: Triggered): string {
-    if (triggered.samePayload !== false) return triggered.runId;
+  private warnReusedKeys(requests: TriggerRequest[], triggered: Triggered[]): void {
+    const reused = triggered.flatMap((t, i) => (t.samePayload === false ? [{ run: t.runId, request: requests[i]! }] : []));
+    const [first] = reused;
+    if (!first) return;
+    const which = `idempotency key "${first.request.idempotencyKey}" of flow "${first.request.flow}" already made run ${first.run}`;
     const message =
-      `idempotency key "${request.idempotencyKey}" of flow "${request.flow}" already made run ${triggered.runId}, with another payload: ` +
-      "that run stands and this payload is not used. If the two events differ, give them different keys.";
-    if (this.options.logger) this.options.logger.warn({ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: triggered.runId }, message);
+      (reused.length === 1
+        ? `${which}, with another payload`
+        : `${reused.length} triggers' idempotency keys found runs with other payloads (first: ${which})`) +
+      ": that run stands and this payload is not used. If the events differ, give them different keys.";
+    if (this.options.logger)
+      this.options.logger.warn({ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: first.run, count: reused.length }, message);
     else process.emitWarning(message, { type: "AxWarning", code: "AX_IDEMPOTENCY_KEY_REUSED" });
-    return triggered.runId;
   }
 
   /**
@@ -441,7 +444,14 @@ export class Client {
     }
     const into = options.tx ? { tx: callerTransactionDb(options.tx), schema: this.connections.store.schema } : undefined;
     const triggered = await triggerRuns(this.triggerDeps(), requests, into);
+    this.warnReusedKeys(requests, triggered);
     return triggered.map((t) => t.runId);
+  }
+
+  private async triggerOne(request: TriggerRequest): Promise<string> {
+    const triggered = await triggerRun(this.triggerDeps(), request);
+    this.warnReusedKeys([request], [triggered]);
+    return triggered.runId;
   }
 
   private triggerDeps(): TriggerDeps {

@@ -184,13 +184,20 @@ async function keyHolders(db: Db, runs: NewRun[]): Promise<Map<string, string>> 
 }
 
 /**
- * Whether run `runId` was written with `payload` (as jsonb: key order and spacing aside), for a
- * trigger whose idempotency key found that run; undefined when the run is gone (pruned).
+ * For triggers whose idempotency key found an existing run: whether that run was written with the
+ * trigger's payload (as jsonb: key order and spacing aside), in request order; undefined where the
+ * run is gone (pruned). One statement for any number.
  */
-export async function runHasPayload(db: Db, runId: string, payload: Json): Promise<boolean | undefined> {
-  const [row] = await rows<{ same: boolean }>(
+export async function runsHavePayloads(db: Db, found: { runId: string; payload: Json }[]): Promise<(boolean | undefined)[]> {
+  if (found.length === 0) return [];
+  const answers = await rows<{ ord: number; same: boolean }>(
     db,
-    sql`select payload = ${JSON.stringify(payload)}::jsonb as same from runs where id = ${runId}`,
+    sql`select x.ord, r.payload = x.payload as same
+      from ${recordset(
+        found.map((f, ord) => ({ ord, run_id: f.runId, payload: f.payload })),
+        "ord int, run_id uuid, payload jsonb",
+      )} as x join runs r on r.id = x.run_id`,
   );
-  return row?.same;
+  const same = new Map(answers.map((a) => [a.ord, a.same]));
+  return found.map((_, ord) => same.get(ord));
 }
