@@ -16,6 +16,12 @@ describe("toStoreError", () => {
     expect(String((error as Error).stack)).not.toMatch(/secret|insert into/);
   });
 
+  it("says a server without TLS refuses a URL asking for it, and what to change", () => {
+    const error = toStoreError(new DrizzleQueryError("select 1", [], new Error("The server does not support SSL connections")));
+    expect((error as Error).message).toMatch(/^PostgreSQL does not accept TLS connections: .*Drop sslmode \(and ssl\) from --storage/);
+    expect((error as AxStoreError).unreachable).toBe(false);
+  });
+
   it("still reads as a connection error, so callers retry it", () => {
     const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
     const error = toStoreError(new DrizzleQueryError("select 1", [], refused));

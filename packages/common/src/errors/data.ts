@@ -78,6 +78,9 @@ function storeProblem(coded: string, code: string | undefined, reason: string): 
   if (code === "28000" || code === "28P01") {
     return `PostgreSQL refuses the user or password: ${coded}. Fix them in --storage / DATABASE_URL (postgres://user:password@host:5432/db, with @ : / in a password percent-encoded; the Runtime's or Client's storage option), or create that role.`;
   }
+  if (/does not support SSL connections/.test(reason)) {
+    return `PostgreSQL does not accept TLS connections: ${coded}. Drop sslmode (and ssl) from ${WHERE}, or enable ssl on the server.`;
+  }
   if (isUnreachable(code, reason)) {
     return `could not reach PostgreSQL: ${coded}. Check that it is running and that ${WHERE} points at it.`;
   }
