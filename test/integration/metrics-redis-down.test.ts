@@ -1,8 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ax, type Runtime } from "ax-scheduler";
-import { isolate } from "../helpers/isolated.js";
-import { startPrivateRedis, type Child } from "../helpers/processes.js";
-import { testRuntime } from "../helpers/runtime.js";
+import { describe, expect, it } from "vitest";
+import { ax } from "ax-scheduler";
+import { runtimeOnPrivateRedis } from "../helpers/private-redis-runtime.js";
 
 const step = ax.task({ name: "metrics_down_step" }, () => null);
 const flow = ax.flow({ name: "metrics_down_flow" }, () => {
@@ -11,29 +9,19 @@ const flow = ax.flow({ name: "metrics_down_flow" }, () => {
 
 /** A scrape while Redis is unreachable: the gauges read from Redis are left out, not the whole answer. */
 describe("/metrics with Redis down", () => {
-  const env = isolate("metricsdown");
-  let server: { url: string; port: number; child: Child };
-  let runtime: Runtime;
-
-  beforeAll(async () => {
-    server = await startPrivateRedis();
-    runtime = testRuntime({ ...env, redis: server.url }, { flows: [flow], roles: ["coordinator", "api"], port: 0, logLevel: "fatal" });
-    await runtime.start();
-    await runtime.client().triggerFlow("metrics_down_flow", null);
-  }, 60_000);
-
-  afterAll(async () => {
-    await runtime?.stop({ timeout: 1 });
-    await server?.child.stop();
-    await env.cleanup();
-  });
+  const { runtime, redisDown } = runtimeOnPrivateRedis(
+    "metricsdown",
+    { flows: [flow], roles: ["coordinator", "api"], port: 0, logLevel: "fatal" },
+    1,
+  );
 
   it("answers 200 with the PostgreSQL gauges and the process metrics, without ax_queue_jobs", { timeout: 60_000 }, async () => {
-    const before = await (await fetch(`${runtime.url}/metrics`)).text();
+    await runtime().client().triggerFlow("metrics_down_flow", null);
+    const before = await (await fetch(`${runtime().url}/metrics`)).text();
     expect(before).toMatch(/^ax_queue_jobs\{queue="default\.metrics_down_step",state="waiting"\} 1$/m);
-    await server.child.stop();
+    await redisDown();
     const started = Date.now();
-    const response = await fetch(`${runtime.url}/metrics`, { signal: AbortSignal.timeout(20_000) });
+    const response = await fetch(`${runtime().url}/metrics`, { signal: AbortSignal.timeout(20_000) });
     const text = await response.text();
     expect(response.status).toBe(200);
     expect(Date.now() - started).toBeLessThan(15_000);

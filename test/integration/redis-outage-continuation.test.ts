@@ -1,9 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ax, type Runtime } from "ax-scheduler";
-import { isolate } from "../helpers/isolated.js";
-import { startPrivateRedis, type Child } from "../helpers/processes.js";
-import { testRuntime } from "../helpers/runtime.js";
+import { describe, expect, it } from "vitest";
+import { ax } from "ax-scheduler";
+import { runtimeOnPrivateRedis } from "../helpers/private-redis-runtime.js";
 
 /** Each execution of a task function, in order: what ran, whatever PostgreSQL later says of it. */
 const executions: string[] = [];
@@ -25,24 +23,10 @@ const fork = ax.flow({ name: "outage_fork" }, (input) => {
 });
 
 describe("a Redis outage while a completion starts the next node in the same worker", () => {
-  const env = isolate("outagecont");
-  let server: { url: string; port: number; child: Child };
-  let runtime: Runtime;
-
-  beforeAll(async () => {
-    server = await startPrivateRedis();
-    runtime = testRuntime({ ...env, redis: server.url }, { flows: [fork], logLevel: "fatal" });
-    await runtime.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await runtime?.stop({ timeout: 2 });
-    await server?.child.stop();
-    await env.cleanup();
-  });
+  const { env, runtime, redisDown, redisBack } = runtimeOnPrivateRedis("outagecont", { flows: [fork], logLevel: "fatal" });
 
   it("runs the continued node once, after Redis is back, with no attempt closed as lost meanwhile", { timeout: 90_000 }, async () => {
-    const client = runtime.client();
+    const client = runtime().client();
     const runId = await client.triggerFlow("outage_fork", 1);
     for (;;) {
       const [row] = await env.sql<{ n: number }>("select count(*)::int as n from attempts where run_id = $1", [runId]);
@@ -50,10 +34,10 @@ describe("a Redis outage while a completion starts the next node in the same wor
       await sleep(20);
     }
     // The first node completes while Redis is gone: its sibling's job cannot be added for a while.
-    await server.child.stop();
+    await redisDown();
     // Longer than the lost-outcome sweep's period (15 s) plus the age it allows a continuation (5 s).
     await sleep(22_000);
-    server = await startPrivateRedis(server.port);
+    await redisBack();
     const run = await client.waitForRun(runId, { timeout: "60s" });
     expect(run.status).toBe("success");
     const node = run.tasks.find((t) => t.key === "outage_continued")!;

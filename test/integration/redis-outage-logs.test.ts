@@ -1,11 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Writable } from "node:stream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import pino from "pino";
-import { ax, type Runtime } from "ax-scheduler";
-import { isolate } from "../helpers/isolated.js";
-import { startPrivateRedis, type Child } from "../helpers/processes.js";
-import { testRuntime } from "../helpers/runtime.js";
+import { ax } from "ax-scheduler";
+import { runtimeOnPrivateRedis } from "../helpers/private-redis-runtime.js";
 
 const quiet = ax.task({ name: "outage_logs_task" }, () => "done");
 const flow = ax.flow({ name: "outage_logs_flow" }, () => {
@@ -14,7 +12,6 @@ const flow = ax.flow({ name: "outage_logs_flow" }, () => {
 
 /** A Redis outage is reported once per connection, and its end once: not once per reconnect attempt or watchdog period. */
 describe("the log of a worker while Redis is down for 18 s", () => {
-  const env = isolate("outagelogs");
   const lines: { msg?: string; connection?: string }[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -22,36 +19,23 @@ describe("the log of a worker while Redis is down for 18 s", () => {
       done();
     },
   });
-  let server: { url: string; port: number; child: Child };
-  let runtime: Runtime;
-
-  beforeAll(async () => {
-    server = await startPrivateRedis();
-    runtime = testRuntime({ ...env, redis: server.url }, { flows: [flow], logger: pino({ level: "info" }, stream) });
-    await runtime.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await runtime?.stop({ timeout: 2 });
-    await server?.child.stop();
-    await env.cleanup();
-  });
+  const { runtime, redisDown, redisBack } = runtimeOnPrivateRedis("outagelogs", { flows: [flow], logger: pino({ level: "info" }, stream) });
 
   it("says each connection failed once and came back once, and the worker still runs a run after", { timeout: 90_000 }, async () => {
     await sleep(500);
     const from = lines.length;
-    await server.child.stop();
+    await redisDown();
     // A run triggered meanwhile is written, and its node says what it waits for.
-    const during = await runtime.client().triggerFlow("outage_logs_flow", null);
-    expect((await runtime.client().getRun(during)).tasks[0]!.waitingFor).toBe(
+    const during = await runtime().client().triggerFlow("outage_logs_flow", null);
+    expect((await runtime().client().getRun(during)).tasks[0]!.waitingFor).toBe(
       "Redis, which does not answer: a worker takes the job once it is back",
     );
     // Over two periods of the job-marker wait's watchdog (5 s block + 2 s).
     await sleep(18_000);
-    server = await startPrivateRedis(server.port);
-    const run = await runtime.client().triggerFlow("outage_logs_flow", null);
-    expect((await runtime.client().waitForRun(run, { timeout: "30s" })).status).toBe("success");
-    expect((await runtime.client().waitForRun(during, { timeout: "30s" })).status).toBe("success");
+    await redisBack();
+    const run = await runtime().client().triggerFlow("outage_logs_flow", null);
+    expect((await runtime().client().waitForRun(run, { timeout: "30s" })).status).toBe("success");
+    expect((await runtime().client().waitForRun(during, { timeout: "30s" })).status).toBe("success");
     const logged = lines.slice(from);
     const failed = logged.filter((l) => l.msg === "Redis connection failed; reconnecting").map((l) => l.connection);
     expect(failed.length).toBeGreaterThan(0);

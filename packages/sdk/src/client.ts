@@ -18,7 +18,6 @@ import {
   type ScheduleInfo,
   type TriggerDeps,
   type TriggerRequest,
-  type Triggered,
   explainWaitingNodes,
   queueOverview,
   busyKeys,
@@ -73,6 +72,7 @@ import { checkOptions } from "./option-checks.js";
 import { checkArgs, flowOf, perPayload } from "./client-arguments.js";
 import { FlowVersions } from "./flow-versions.js";
 import { UnkeyedWarning } from "./unkeyed-warning.js";
+import { warnReusedKeys } from "./reused-key-warning.js";
 import {
   backfillSchema,
   clientOptionsSchema,
@@ -149,25 +149,6 @@ export class Client {
     const runId = options.tx ? (await this.triggerMany([request], options))[0]! : await this.triggerOne(request);
     if (!defined) await this.unkeyed.check(flow, { idempotencyKey: options.idempotencyKey, businessKey: options.businessKey });
     return runId;
-  }
-
-  /**
-   * Warns of triggers whose idempotency key found a run with another payload: that run stands, and
-   * their payload is not used (a key is for repeats of one event). One warning per call.
-   */
-  private warnReusedKeys(requests: TriggerRequest[], triggered: Triggered[]): void {
-    const reused = triggered.flatMap((t, i) => (t.samePayload === false ? [{ run: t.runId, request: requests[i]! }] : []));
-    const [first] = reused;
-    if (!first) return;
-    const which = `idempotency key "${first.request.idempotencyKey}" of flow "${first.request.flow}" already made run ${first.run}`;
-    const message =
-      (reused.length === 1
-        ? `${which}, with another payload`
-        : `${reused.length} triggers' idempotency keys found runs with other payloads (first: ${which})`) +
-      ": that run stands and this payload is not used. If the events differ, give them different keys.";
-    if (this.options.logger)
-      this.options.logger.warn({ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: first.run, count: reused.length }, message);
-    else process.emitWarning(message, { type: "AxWarning", code: "AX_IDEMPOTENCY_KEY_REUSED" });
   }
 
   /**
@@ -444,13 +425,13 @@ export class Client {
     }
     const into = options.tx ? { tx: callerTransactionDb(options.tx), schema: this.connections.store.schema } : undefined;
     const triggered = await triggerRuns(this.triggerDeps(), requests, into);
-    this.warnReusedKeys(requests, triggered);
+    warnReusedKeys(requests, triggered, this.options.logger);
     return triggered.map((t) => t.runId);
   }
 
   private async triggerOne(request: TriggerRequest): Promise<string> {
     const triggered = await triggerRun(this.triggerDeps(), request);
-    this.warnReusedKeys([request], [triggered]);
+    warnReusedKeys([request], [triggered], this.options.logger);
     return triggered.runId;
   }
 
