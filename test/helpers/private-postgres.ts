@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { chmodSync, chownSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +21,10 @@ export interface PrivatePostgres {
   /** "immediate" is a crash: commits that did not wait for the disk and are not yet written are lost. @defaultValue "fast" */
   stop(mode?: "fast" | "immediate"): Promise<void>;
   start(): Promise<void>;
+  /** SIGSTOPs the server and every backend: connections stay open and nothing answers, as a hung host. */
+  freeze(): Promise<void>;
+  /** SIGCONTs what `freeze` stopped. */
+  thaw(): Promise<void>;
   /** Stops it (if running) and deletes its data directory. */
   destroy(): Promise<void>;
 }
@@ -35,6 +39,14 @@ async function freePort(): Promise<number> {
 
 function asPostgres(cmd: string, args: string[]) {
   return run("runuser", ["-u", "postgres", "--", join(BIN, cmd), ...args], { timeout: 60_000 });
+}
+
+/** Sends `signal` to the postmaster of `data` and each of its children. */
+async function signalAll(data: string, signal: "STOP" | "CONT"): Promise<void> {
+  const postmaster = readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]!.trim();
+  const { stdout } = await run("pgrep", ["-P", postmaster]).catch(() => ({ stdout: "" }));
+  const pids = [postmaster, ...stdout.split("\n").filter(Boolean)];
+  await run("kill", [`-${signal}`, ...pids]);
 }
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
@@ -61,7 +73,14 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     start: async () => {
       await ctl("-o", options, "start");
     },
+    freeze: async () => {
+      await signalAll(data, "STOP");
+    },
+    thaw: async () => {
+      await signalAll(data, "CONT");
+    },
     destroy: async () => {
+      await signalAll(data, "CONT").catch(() => {});
       await ctl("-m", "immediate", "stop").catch(() => {});
       rmSync(root, { recursive: true, force: true });
     },

@@ -22,6 +22,8 @@ export function runtimeOnPrivateRedis(
   label: string,
   options: Omit<RuntimeOptions, "storage" | "redis" | "prefix">,
   stopTimeout = 2,
+  /** Runs on the test's schema and Redis before the Runtime starts (creating an API token, say). */
+  prepare?: (env: Isolated) => Promise<void>,
 ): RuntimeOnPrivateRedis {
   const env = isolate(label);
   let server: { url: string; port: number; child: Child } | undefined;
@@ -29,6 +31,7 @@ export function runtimeOnPrivateRedis(
 
   beforeAll(async () => {
     server = await startPrivateRedis();
+    await prepare?.({ ...env, redis: server.url });
     runtime = testRuntime({ ...env, redis: server.url }, options);
     await runtime.start();
   }, 60_000);

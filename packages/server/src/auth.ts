@@ -9,8 +9,8 @@ import type {
 } from "fastify";
 import type { Logger } from "pino";
 import { AxForbiddenError, AxTooManyAuthFailuresError, AxUnauthorizedError } from "@ax/common";
-import type { QueueRegistry } from "@ax/coordinator";
-import { scopeCovers, verifyApiToken, writeAudit, type Actor, type Db, type Json, type TokenScope } from "@ax/store";
+import { RepeatedErrors, type QueueRegistry } from "@ax/coordinator";
+import { scopeCovers, verifyApiToken, within, writeAudit, type Actor, type Db, type Json, type TokenScope } from "@ax/store";
 import { API_ROUTES, type RouteDoc } from "./api-routes.js";
 
 export interface AuthOptions {
@@ -25,6 +25,8 @@ export interface AuthOptions {
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
 const FAILURE_WINDOW_MS = 60_000;
+/** How long a request waits for the failure limiter's Redis before going on without it. */
+const LIMITER_WAIT_MS = 250;
 
 const CREATE_HINT = "create a token with `ax token create --name <name> --scope read|trigger|admin`";
 
@@ -103,31 +105,57 @@ function neededScope(request: FastifyRequest, doc: RouteDoc | undefined, metrics
   return doc.scope;
 }
 
-/** Wrong tokens per client address, counted in Redis so every API process of the cluster shares the limit. */
+/**
+ * Wrong tokens per client address, counted in Redis so every API process of the cluster shares the
+ * limit. It fails open: while Redis does not answer within LIMITER_WAIT_MS, requests are checked
+ * against their token alone (logged once a minute), since waiting on Redis would hang every
+ * authenticated route for the whole outage, and the token check, not the limit, is what keeps
+ * callers out.
+ */
 class FailureLimiter {
+  private readonly errors: RepeatedErrors;
+
   constructor(
     private readonly redis: QueueRegistry["connection"],
     private readonly prefix: string,
     private readonly max: number,
-  ) {}
+    log: Logger,
+  ) {
+    this.errors = new RepeatedErrors(log);
+  }
 
   private key(ip: string): string {
     return `${this.prefix}:auth-failures:${ip}`;
   }
 
-  /** Seconds until the address may try again; 0 while under the limit. */
+  private async bounded<T>(work: Promise<T>, fallback: T): Promise<T> {
+    const answer = await within(work, LIMITER_WAIT_MS);
+    if (answer.done) {
+      this.errors.recovered("auth failure limit: Redis answers again; wrong tokens are counted again");
+      return answer.value;
+    }
+    this.errors.warn(
+      answer.error,
+      { waitedMs: LIMITER_WAIT_MS },
+      "auth failure limit: Redis did not answer; tokens are still checked, but wrong ones are not counted until it does",
+    );
+    return fallback;
+  }
+
+  /** Seconds until the address may try again; 0 while under the limit, or while Redis does not answer. */
   async blockedFor(ip: string): Promise<number> {
-    const [count, ttl] = await this.redis
+    const read = this.redis
       .multi()
       .get(this.key(ip))
       .pttl(this.key(ip))
       .exec()
       .then((r) => r?.map(([, v]) => v) ?? []);
+    const [count, ttl] = await this.bounded(read, []);
     return Number(count ?? 0) >= this.max ? Math.max(1, Math.ceil(Number(ttl) / 1000)) : 0;
   }
 
   async fail(ip: string): Promise<void> {
-    await this.redis.multi().incr(this.key(ip)).pexpire(this.key(ip), FAILURE_WINDOW_MS, "NX").exec();
+    await this.bounded(this.redis.multi().incr(this.key(ip)).pexpire(this.key(ip), FAILURE_WINDOW_MS, "NX").exec(), null);
   }
 }
 
@@ -139,7 +167,7 @@ class FailureLimiter {
  * `GET /api/session` tells a caller what its own token may do.
  */
 export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; log: Logger }, options: AuthOptions = {}): void {
-  const limiter = new FailureLimiter(deps.queues.connection, deps.queues.prefix, options.maxFailuresPerMinute ?? 10);
+  const limiter = new FailureLimiter(deps.queues.connection, deps.queues.prefix, options.maxFailuresPerMinute ?? 10, deps.log);
   const metricsAuth = options.metricsAuth ?? true;
 
   const refuse = (reply: FastifyReply, status: number, error: Error) =>

@@ -5,7 +5,7 @@ import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import { within } from "./deadline.js";
 import { openEmbedded } from "./embedded.js";
-import { guardStoreErrors } from "./store-error.js";
+import { connectionFailure, guardStoreErrors } from "./store-error.js";
 import { listenOnServer, type Listening } from "./listen.js";
 import * as schema from "./schema/index.js";
 
@@ -22,6 +22,12 @@ export interface StoreOptions {
   dataDir?: string | undefined;
   /** @defaultValue 20 (server mode only) */
   poolSize?: number | undefined;
+  /**
+   * Bound on every statement outside `withSession` (server mode only): PostgreSQL cancels a
+   * slower one, and the client gives up on a server that does not answer at all (frozen, or cut
+   * off by a network that drops packets) shortly after. @defaultValue 30000
+   */
+  statementTimeoutMs?: number | undefined;
 }
 
 export interface Store {
@@ -67,23 +73,28 @@ export function splitSchema(url: string): { url: string; schema: string } {
 }
 
 export function openStore(options: StoreOptions = {}): Store {
-  if (options.url) return openServer(options.url, options.poolSize ?? 20);
+  if (options.url) return openServer(options.url, options.poolSize ?? 20, options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS);
   return openEmbedded(resolve(options.dataDir ?? DEFAULT_DATA_DIR));
 }
 
 /** Waiting longer than this for a connection means PostgreSQL is unreachable: the caller's retry decides. */
 const CONNECT_TIMEOUT_MS = 5000;
 
+const STATEMENT_TIMEOUT_MS = 30_000;
+/** The client's bound past the server's: a slow statement gets PostgreSQL's own cancel first. */
+const CLIENT_MARGIN_MS = 2000;
+
 /**
- * Server-side bounds per pool (`-c` startup options). The main pool also runs migrations and
- * history reads, so its statement bound is generous (`withSession` lifts it); the hot-path pools
- * run short statements only, so anything slow there is a stuck server, not work.
+ * Server-side settings per pool (`-c` startup options). The leases pool runs short statements
+ * only, so anything slow there is a stuck server, not work; the other two are bounded by the
+ * store's statement timeout, which `withSession` (migrations, pruning) does without.
  */
 const POOL_SETTINGS = {
-  main: "-c statement_timeout=300s -c random_page_cost=1.1",
-  relaxed: "-c random_page_cost=1.1 -c synchronous_commit=off -c statement_timeout=30s -c idle_in_transaction_session_timeout=60s",
+  main: "-c random_page_cost=1.1",
+  relaxed: "-c random_page_cost=1.1 -c synchronous_commit=off -c idle_in_transaction_session_timeout=60s",
   leases: "-c statement_timeout=5s -c idle_in_transaction_session_timeout=5s",
 } as const;
+const LEASES_QUERY_TIMEOUT_MS = 10_000;
 
 interface ServerPool {
   pool: pg.Pool;
@@ -116,13 +127,15 @@ function replanAsTablesGrow(pool: pg.Pool): void {
   });
 }
 
-function serverPool(url: string, schemaName: string, max: number, options: string, queryTimeoutMs?: number): ServerPool {
+function serverPool(url: string, schemaName: string, max: number, options: string, queryTimeoutMs: number): ServerPool {
+  // Without a client-side bound, a server that stops answering (SIGSTOP, a partition that drops
+  // packets) holds every statement on a warm connection, and every API request, until it is back.
   const pool = new pg.Pool({
     connectionString: url,
     max,
     options,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    ...(queryTimeoutMs ? { query_timeout: queryTimeoutMs } : {}),
+    query_timeout: queryTimeoutMs,
   });
   const clients = new Set<pg.PoolClient>();
   // An idle client that loses its server (restart) must not crash the process; the pool replaces it.
@@ -148,35 +161,53 @@ function serverPool(url: string, schemaName: string, max: number, options: strin
   };
 }
 
-function openServer(rawUrl: string, poolSize: number): Store {
+function openServer(rawUrl: string, poolSize: number, statementTimeoutMs: number): Store {
   const { url, schema: schemaName } = splitSchema(rawUrl);
   const searchPath = `-c search_path=${schemaName}`;
-  const main = serverPool(url, schemaName, poolSize, `${searchPath} ${POOL_SETTINGS.main}`);
-  const leases = serverPool(url, schemaName, 2, `${searchPath} ${POOL_SETTINGS.leases}`, 10_000);
+  const bounded = `-c statement_timeout=${statementTimeoutMs}`;
+  const queryTimeout = statementTimeoutMs + CLIENT_MARGIN_MS;
+  const main = serverPool(url, schemaName, poolSize, `${searchPath} ${bounded} ${POOL_SETTINGS.main}`, queryTimeout);
+  const leases = serverPool(url, schemaName, 2, `${searchPath} ${POOL_SETTINGS.leases}`, LEASES_QUERY_TIMEOUT_MS);
   let relaxed: ServerPool | undefined;
+  const sessions = new Map<pg.Client, Promise<unknown>>();
   return {
     db: main.db,
     kind: "pg",
     schema: schemaName,
     get relaxed() {
-      relaxed ??= serverPool(url, schemaName, Math.max(4, Math.ceil(poolSize / 2)), `${searchPath} ${POOL_SETTINGS.relaxed}`);
+      const size = Math.max(4, Math.ceil(poolSize / 2));
+      relaxed ??= serverPool(url, schemaName, size, `${searchPath} ${bounded} ${POOL_SETTINGS.relaxed}`, queryTimeout);
       return relaxed.db;
     },
     leases: leases.db,
     async withSession(fn) {
-      const client = await main.pool.connect();
+      // A connection of its own, unbounded: migrations and pruning may take long on a large history.
+      const client = new pg.Client({
+        connectionString: url,
+        options: `${searchPath} ${POOL_SETTINGS.main}`,
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      });
+      client.on("error", () => {});
       try {
-        // Migrations may take long on a large history; the session's own default comes back on reset.
-        await client.query("set statement_timeout = 0");
-        return await fn(guardStoreErrors(drizzlePg(client, { schema }) as unknown as Db, schemaName));
+        await client.connect();
+      } catch (error) {
+        throw connectionFailure(error, schemaName);
+      }
+      const work = fn(guardStoreErrors(drizzlePg(client, { schema }) as unknown as Db, schemaName));
+      sessions.set(client, work);
+      try {
+        return await work;
       } finally {
-        await client.query("reset statement_timeout").catch(() => {});
-        client.release();
+        sessions.delete(client);
+        await client.end().catch(() => {});
       }
     },
     listen: (channel, onNotify, onError) => listenOnServer(url, channel, onNotify, onError),
     async close(timeoutMs = 5000) {
-      await Promise.all([main.close(timeoutMs), leases.close(timeoutMs), relaxed?.close(timeoutMs)]);
+      const sessionsDone = within(Promise.allSettled(sessions.values()), timeoutMs).then(() => {
+        for (const client of sessions.keys()) void client.end().catch(() => {});
+      });
+      await Promise.all([main.close(timeoutMs), leases.close(timeoutMs), relaxed?.close(timeoutMs), sessionsDone]);
     },
   };
 }

@@ -13,7 +13,7 @@ export function pgErrorCode(error: unknown): string | undefined {
 
 const CONNECTION_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "ENOTFOUND", "57P01", "57P02", "57P03"]);
 const CONNECTION_MESSAGE =
-  /Connection terminated|connection (?:refused|ended)|Client has encountered a connection error|timeout exceeded when trying to connect|terminating connection due to administrator command|the database system is (?:starting up|shutting down)/i;
+  /Connection terminated|Query read timeout|connection (?:refused|ended)|Client has encountered a connection error|timeout exceeded when trying to connect|terminating connection due to administrator command|the database system is (?:starting up|shutting down)/i;
 
 /**
  * True for errors that mean "PostgreSQL is unreachable right now", not "this statement is wrong".

@@ -66,7 +66,7 @@ const WHERE = "--storage / DATABASE_URL (the Runtime's or Client's storage optio
 
 /** The connection never worked, or was lost: no statement was refused. */
 const UNREACHABLE_CODES = /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|57P0[123]|08...)$/;
-const UNREACHABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect)/;
+const UNREACHABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout)/;
 
 function isUnreachable(code: string | undefined, reason: string): boolean {
   return (code !== undefined && UNREACHABLE_CODES.test(code)) || UNREACHABLE_MESSAGE.test(reason);
@@ -80,6 +80,9 @@ function storeProblem(coded: string, code: string | undefined, reason: string): 
   }
   if (/does not support SSL connections/.test(reason)) {
     return `PostgreSQL does not accept TLS connections: ${coded}. Drop sslmode (and ssl) from ${WHERE}, or enable ssl on the server.`;
+  }
+  if (reason === "Query read timeout") {
+    return `PostgreSQL did not answer a statement in time (${reason}): the server is stopped, overloaded or cut off by the network. Check that it is running and answering, and that ${WHERE} points at it.`;
   }
   if (isUnreachable(code, reason)) {
     return `could not reach PostgreSQL: ${coded}. Check that it is running and that ${WHERE} points at it.`;
