@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ax, type Runtime } from "ax-scheduler";
+import { ax, Client, type Runtime } from "ax-scheduler";
+import { migrate, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { startPrivatePostgres, type PrivatePostgres } from "../helpers/private-postgres.js";
 import { testRuntime } from "../helpers/runtime.js";
@@ -54,5 +55,57 @@ describe("the HTTP API with PostgreSQL down", () => {
 
     const ready = await fetch(`${runtime.url}/readyz`);
     expect(ready.status).toBe(503);
+  });
+});
+
+/**
+ * With token auth, the token check needs PostgreSQL: a scraper whose token `/metrics` let in lately
+ * goes on being served through the outage; other routes, and tokens not seen before, are not.
+ */
+describe("an authenticated /metrics with PostgreSQL down", () => {
+  const env = isolate("apipgdownauth");
+  let server: PrivatePostgres;
+  let runtime: Runtime;
+  let scraper: string;
+  let stranger: string;
+
+  beforeAll(async () => {
+    server = await startPrivatePostgres();
+    const store = openStore({ url: server.url });
+    await migrate(store);
+    await store.close();
+    const client = new Client({ storage: server.url, redis: env.redis, prefix: env.prefix });
+    scraper = (await client.tokens.create({ name: "scraper", scope: "read" })).token;
+    stranger = (await client.tokens.create({ name: "stranger", scope: "read" })).token;
+    await client.close();
+    runtime = testRuntime(
+      { ...env, storage: server.url },
+      { flows: [flow], roles: ["coordinator", "api"], port: 0, insecureNoAuth: false, logLevel: "fatal" },
+    );
+    await runtime.start();
+  }, 90_000);
+
+  afterAll(async () => {
+    await runtime?.stop({ timeout: 1 });
+    await server?.destroy();
+    await env.cleanup();
+  });
+
+  const get = (path: string, token: string) =>
+    fetch(`${runtime.url}${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(20_000) });
+
+  it("serves the scraper's /metrics, without the PostgreSQL gauges; 503 for the rest", { timeout: 60_000 }, async () => {
+    expect((await get("/metrics", scraper)).status).toBe(200);
+    await server.stop("fast");
+
+    const metrics = await get("/metrics", scraper);
+    const text = await metrics.text();
+    expect(metrics.status).toBe(200);
+    expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
+    expect(text).not.toMatch(/^ax_runs\{/m);
+
+    expect((await get("/metrics", stranger)).status).toBe(503);
+    expect((await get("/api/runs", scraper)).status).toBe(503);
+    expect((await get("/metrics", "ax_not_a_token")).status).toBe(401);
   });
 });

@@ -8,10 +8,11 @@ import type {
   RawServerDefault,
 } from "fastify";
 import type { Logger } from "pino";
-import { AxForbiddenError, AxTooManyAuthFailuresError, AxUnauthorizedError } from "@ax/common";
+import { AxForbiddenError, AxTooManyAuthFailuresError, AxUnauthorizedError, isStoreOutage } from "@ax/common";
 import { RepeatedErrors, type QueueRegistry } from "@ax/coordinator";
 import { scopeCovers, verifyApiToken, within, writeAudit, type Actor, type Db, type Json, type TokenScope } from "@ax/store";
 import { API_ROUTES, type RouteDoc } from "./api-routes.js";
+import { ScrapeTokens, type VerifiedToken } from "./scrape-tokens.js";
 
 export interface AuthOptions {
   /** Serve every route to anyone, with no token (`ax dev`, a network you trust). @defaultValue false */
@@ -46,7 +47,7 @@ const AUDIT_DETAIL_KEYS = [
 
 const actors = new WeakMap<FastifyRequest, Actor>();
 /** The token a request was let through with, as `GET /api/session` describes it. */
-const sessions = new WeakMap<FastifyRequest, { name: string; scope: TokenScope; expiresAt: Date | null }>();
+const sessions = new WeakMap<FastifyRequest, VerifiedToken>();
 /** The token a request was let through with, for a long-lived answer to check it again. */
 const bearers = new WeakMap<FastifyRequest, string>();
 
@@ -169,6 +170,20 @@ class FailureLimiter {
 export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; log: Logger }, options: AuthOptions = {}): void {
   const limiter = new FailureLimiter(deps.queues.connection, deps.queues.prefix, options.maxFailuresPerMinute ?? 10, deps.log);
   const metricsAuth = options.metricsAuth ?? true;
+  const scrapeTokens = new ScrapeTokens();
+
+  /** The token `bearer` names, if valid; for `/metrics`, the one it named lately while PostgreSQL is away. */
+  const verify = async (bearer: string, scrape: boolean): Promise<VerifiedToken | undefined> => {
+    try {
+      const token = await verifyApiToken(deps.db, bearer);
+      if (scrape) scrapeTokens.remember(bearer, token);
+      return token;
+    } catch (error) {
+      const remembered = scrape && isStoreOutage(error) ? scrapeTokens.recall(bearer) : undefined;
+      if (remembered) return remembered;
+      throw error;
+    }
+  };
 
   const refuse = (reply: FastifyReply, status: number, error: Error) =>
     reply.status(status).send({ error: error.name, message: error.message });
@@ -192,7 +207,7 @@ export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; lo
       return refuse(reply, 429, new AxTooManyAuthFailuresError(wait));
     }
     const bearer = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1] ?? (typeof query === "string" ? query : undefined);
-    const token = bearer ? await verifyApiToken(deps.db, bearer) : undefined;
+    const token = bearer ? await verify(bearer, doc?.scope === "metrics") : undefined;
     if (!token) {
       await limiter.fail(ip);
       return unauthorized(
