@@ -1,7 +1,10 @@
 import { Gauge, type Registry } from "prom-client";
 import { countRunsByStatus, countStuckRuns, type Db } from "@ax/store";
 import { queueOverview, type QueueRegistry } from "@ax/coordinator";
-import { isStoreOutage } from "@ax/common";
+import { isStoreOutage, RUN_STATUSES, TERMINAL_RUN_STATUSES } from "@ax/common";
+import { FinishedRunCounts } from "./finished-run-counts.js";
+
+const UNFINISHED_RUN_STATUSES = RUN_STATUSES.filter((s) => !TERMINAL_RUN_STATUSES.includes(s));
 
 export interface ClusterMetricsOptions {
   db: Db;
@@ -29,6 +32,7 @@ async function unlessUnreachable<T>(rows: Promise<T[]>): Promise<T[]> {
 export function registerClusterMetrics(options: ClusterMetricsOptions): void {
   const { db, queues, registry } = options;
   const registers = [registry];
+  const finished = new FinishedRunCounts(db);
   new Gauge({
     name: "ax_runs",
     help: "Runs by flow and status",
@@ -36,7 +40,9 @@ export function registerClusterMetrics(options: ClusterMetricsOptions): void {
     registers,
     async collect() {
       this.reset();
-      for (const r of await unlessUnreachable(countRunsByStatus(db))) this.set({ flow: r.flow, status: r.status }, r.count);
+      // Both or neither: a scrape during an outage must not show finished counts without the rest.
+      const counts = Promise.all([countRunsByStatus(db, UNFINISHED_RUN_STATUSES), finished.read()]).then((parts) => parts.flat());
+      for (const r of await unlessUnreachable(counts)) this.set({ flow: r.flow, status: r.status }, r.count);
     },
   });
   new Gauge({

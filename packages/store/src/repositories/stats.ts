@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { RUN_STATUSES } from "@ax/common";
+import { RUN_STATUSES, type RunStatus } from "@ax/common";
 import { rows } from "./raw.js";
 
 export interface RunCount {
@@ -10,21 +10,26 @@ export interface RunCount {
 }
 
 /**
- * Runs by flow and status, for the metrics endpoint (one grouped query per scrape): every defined
- * flow has every status, 0 when it has no such run, so a series does not vanish when its last
- * run moves on (a rule on `ax_runs{status="running"}` would read "no data", not 0).
+ * Runs by flow and status (of `statuses`), for the metrics endpoint: every defined flow has every
+ * status asked for, 0 when it has no such run, so a series does not vanish when its last run moves
+ * on (a rule on `ax_runs{status="running"}` would read "no data", not 0). Unfinished statuses are
+ * read through the status index; finished ones scan the whole history.
  */
-export async function countRunsByStatus(db: Db): Promise<RunCount[]> {
+export async function countRunsByStatus(db: Db, statuses: readonly RunStatus[] = RUN_STATUSES): Promise<RunCount[]> {
   const [found, flows] = await Promise.all([
     rows<{ flow: string; status: string; count: number }>(
       db,
-      sql`select flow, status, count(*)::int as count from runs group by flow, status`,
+      sql`select flow, status, count(*)::int as count from runs
+          where status in (${sql.join(
+            statuses.map((s) => sql`${s}`),
+            sql`, `,
+          )}) group by flow, status`,
     ),
     rows<{ name: string }>(db, sql`select distinct name from flow_definitions`),
   ]);
   const counts = new Map(found.map((r) => [`${r.flow}\u0000${r.status}`, Number(r.count)]));
   const names = new Set([...flows.map((f) => f.name), ...found.map((r) => r.flow)]);
-  return [...names].flatMap((flow) => RUN_STATUSES.map((status) => ({ flow, status, count: counts.get(`${flow}\u0000${status}`) ?? 0 })));
+  return [...names].flatMap((flow) => statuses.map((status) => ({ flow, status, count: counts.get(`${flow}\u0000${status}`) ?? 0 })));
 }
 
 /** Runs still `running` longer than `thresholdMs`, by flow: every defined flow, 0 when it has none. */
