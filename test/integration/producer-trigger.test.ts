@@ -11,9 +11,10 @@ import {
   AxTransactionHandleError,
   AxTriggerOptionError,
   ax,
-  type Client,
+  Client,
   type Runtime,
 } from "ax-scheduler";
+import { pino } from "pino";
 import { isolate, PG_URL } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 
@@ -140,6 +141,32 @@ describe("triggerFlow with { tx }: a pg client", () => {
     expect(run.status).toBe("success");
     expect(run.tasks.find((t) => t.key === "confirm_order")?.result).toBe("confirmed o-commit");
     expect(await orderExists("o-commit")).toBe(true);
+  });
+
+  it("warns when an idempotency key comes back with another payload, in the transaction that made its run too", async () => {
+    const warnings: { code: string; runId: string }[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => void warnings.push(JSON.parse(line)) });
+    const logged = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix, logger });
+    const conn = await pool.connect();
+    try {
+      await conn.query("begin");
+      const id = await logged.triggerFlow("parked_flow", { n: 1 }, { tx: conn, idempotencyKey: "tx-evt-1" });
+      expect(await logged.triggerFlow("parked_flow", { n: 1 }, { tx: conn, idempotencyKey: "tx-evt-1" })).toBe(id);
+      expect(warnings).toEqual([]);
+      expect(await logged.triggerFlow("parked_flow", { n: 2 }, { tx: conn, idempotencyKey: "tx-evt-1" })).toBe(id);
+      expect(warnings).toMatchObject([{ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: id }]);
+      await conn.query("commit");
+      // A later transaction finds the committed run, and says the same.
+      await conn.query("begin");
+      const [again] = await logged.triggerFlows("parked_flow", [{ n: 1 }, { n: 3 }], { tx: conn, idempotencyKey: () => "tx-evt-1" });
+      await conn.query("commit");
+      expect(again).toBe(id);
+      expect(warnings).toHaveLength(2);
+      expect(warnings[1]).toMatchObject({ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: id, count: 1 });
+    } finally {
+      conn.release();
+      await logged.close();
+    }
   });
 
   it("refuses a client outside a transaction and a pool, writing nothing", async () => {

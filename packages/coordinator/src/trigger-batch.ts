@@ -9,7 +9,7 @@ import {
   type NewRun,
   type ReadyNode,
 } from "@ax/store";
-import { isCapped, prepareRun, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
+import { isCapped, prepareRun, triggered, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
 
 /** Runs written by one statement; larger bursts are split, inside one transaction. */
 const RUNS_PER_STATEMENT = 1000;
@@ -42,21 +42,16 @@ export async function triggerRuns(deps: TriggerDeps, requests: TriggerRequest[],
   const capped = new Set<string>();
   for (const name of new Set(runs.map((r) => r.flow.name))) if (await isCapped(deps, name)) capped.add(name);
   const toWrite = runs.map((r) => (capped.has(r.flow.name) ? { ...r, held: {} } : r));
-  const created = into ? await createRunsInTransaction(into.tx, into.schema, toWrite) : await writeRuns(deps.writer.db, toWrite);
-  if (into) return created.map((c) => ({ runId: c.runId, created: c.created }));
+  if (into) {
+    const inTx = await createRunsInTransaction(into.tx, into.schema, toWrite);
+    return inTx.map((c) => triggered(c, c.samePayload));
+  }
+  const created = await writeRuns(deps.writer.db, toWrite);
   const ready: ReadyNode[] = created.flatMap((c, i) => (c.created && !capped.has(runs[i]!.flow.name) ? c.ready : []));
   for (const name of capped) ready.push(...(await admitHeldRuns(deps.writer.db, name)).ready);
   await deps.writer.jobs.dispatch(ready);
-  const found = created.flatMap((c, i) => (c.created ? [] : [i]));
-  const same = await runsHavePayloads(
-    deps.writer.db,
-    found.map((i) => ({ runId: created[i]!.runId, payload: runs[i]!.payload })),
-  );
-  const samePayload = new Map(found.map((i, n) => [i, same[n]]));
-  return created.map((c, i) => {
-    const matches = samePayload.get(i);
-    return { runId: c.runId, created: c.created, ...(matches === undefined ? {} : { samePayload: matches }) };
-  });
+  const same = await runsHavePayloads(deps.writer.db, created, runs);
+  return created.map((c, i) => triggered(c, same[i]));
 }
 
 async function writeRuns(db: Db, runs: NewRun[]): Promise<CreatedRun[]> {

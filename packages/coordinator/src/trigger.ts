@@ -75,6 +75,11 @@ export interface Triggered {
   samePayload?: boolean;
 }
 
+/** What a trigger tells its caller of the run it made or found. */
+export function triggered(run: Pick<CreatedRun, "runId" | "created">, samePayload: boolean | undefined): Triggered {
+  return { runId: run.runId, created: run.created, ...(samePayload === undefined ? {} : { samePayload }) };
+}
+
 /**
  * Validates the request, writes run + node rows in one statement, then enqueues the ready
  * nodes. Bad input is refused before anything is written. Once the rows are committed the
@@ -86,8 +91,8 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   // A capped flow's runs all go through admission, which alone decides who takes a free slot.
   const created = await deps.writer.create(capped ? { ...run, held: {} } : run);
   if (!created.created) {
-    const [samePayload] = await runsHavePayloads(deps.writer.db, [{ runId: created.runId, payload: run.payload }]);
-    return { runId: created.runId, created: false, ...(samePayload === undefined ? {} : { samePayload }) };
+    const [samePayload] = await runsHavePayloads(deps.writer.db, [created], [run]);
+    return triggered(created, samePayload);
   }
   // Runs admission decides to cancel (a key's strategy) are cancelled by the coordinator's admission loop.
   await deps.writer.jobs.dispatch(capped ? (await admitHeldRuns(deps.writer.db, run.flow.name)).ready : created.ready);

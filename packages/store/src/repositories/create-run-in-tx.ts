@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { createRuns, type CreatedRun, type NewRun } from "./create-run.js";
+import { createRuns, runsHavePayloads, type CreatedRun, type NewRun } from "./create-run.js";
 import { pgErrorCode } from "../pg-error.js";
 import { jsonParam, rows, uuidList } from "./raw.js";
 import { firstNodeOf, type FirstNodeRow, type ReadyNode } from "./ready-node.js";
@@ -25,9 +25,15 @@ export function runsChannel(schema: string): string {
  * PostgreSQL delivers only on commit, so a listener dispatches its first jobs then and never
  * before. The caller's session is left as found: the statements run under a savepoint with
  * `search_path` set to ax's schema only for their duration, and a failure rolls back to that
- * savepoint, so the caller's transaction stays usable.
+ * savepoint, so the caller's transaction stays usable. A run an idempotency key found says whether
+ * it has the trigger's payload (`samePayload`), read in the same transaction, which sees a run
+ * that transaction itself created.
  */
-export async function createRunsInTransaction(tx: Db, schema: string, newRuns: NewRun[]): Promise<CreatedRun[]> {
+export async function createRunsInTransaction(
+  tx: Db,
+  schema: string,
+  newRuns: NewRun[],
+): Promise<(CreatedRun & { samePayload?: boolean | undefined })[]> {
   try {
     await tx.execute(sql`savepoint ax_trigger`);
   } catch (error) {
@@ -38,7 +44,9 @@ export async function createRunsInTransaction(tx: Db, schema: string, newRuns: N
   try {
     const [saved] = await rows<{ path: string }>(tx, sql`select current_setting('search_path') as path`);
     await tx.execute(sql`select set_config('search_path', quote_ident(${schema}), true)`);
-    const created = await createRuns(tx, newRuns);
+    const written = await createRuns(tx, newRuns);
+    const same = await runsHavePayloads(tx, written, newRuns);
+    const created = written.map((c, i) => ({ ...c, samePayload: same[i] }));
     const announced = created.filter((c) => c.created).map((c) => c.runId);
     await tx.execute(sql`
       select set_config('search_path', ${saved?.path ?? ""}, true),

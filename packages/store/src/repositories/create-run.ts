@@ -184,12 +184,19 @@ async function keyHolders(db: Db, runs: NewRun[]): Promise<Map<string, string>> 
 }
 
 /**
- * For triggers whose idempotency key found an existing run: whether that run was written with the
- * trigger's payload (as jsonb: key order and spacing aside), in request order; undefined where the
- * run is gone (pruned). One statement for any number.
+ * For each trigger whose idempotency key found an existing run (`created` false): whether that run
+ * was written with the trigger's payload (as jsonb: key order and spacing aside); undefined for a
+ * run created now, or one gone (pruned). In request order; one statement for any number, none when
+ * every run was created.
  */
-export async function runsHavePayloads(db: Db, found: { runId: string; payload: Json }[]): Promise<(boolean | undefined)[]> {
-  if (found.length === 0) return [];
+export async function runsHavePayloads(
+  db: Db,
+  created: Pick<CreatedRun, "runId" | "created">[],
+  runs: Pick<NewRun, "payload">[],
+): Promise<(boolean | undefined)[]> {
+  const found = created.flatMap((c, i) => (c.created ? [] : [{ runId: c.runId, payload: runs[i]!.payload }]));
+  const ords = created.flatMap((c, i) => (c.created ? [] : [i]));
+  if (found.length === 0) return created.map(() => undefined);
   const answers = await rows<{ ord: number; same: boolean }>(
     db,
     sql`select x.ord, r.payload = x.payload as same
@@ -198,6 +205,6 @@ export async function runsHavePayloads(db: Db, found: { runId: string; payload: 
         "ord int, run_id uuid, payload jsonb",
       )} as x join runs r on r.id = x.run_id`,
   );
-  const same = new Map(answers.map((a) => [a.ord, a.same]));
-  return found.map((_, ord) => same.get(ord));
+  const same = new Map(answers.map((a) => [ords[a.ord]!, a.same]));
+  return created.map((_, i) => same.get(i));
 }
