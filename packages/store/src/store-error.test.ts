@@ -39,6 +39,21 @@ describe("toStoreError", () => {
     );
   });
 
+  it("says why a statement was cancelled, and that a server that does not answer is unreachable", () => {
+    const cancelled = Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
+    const error = toStoreError(new DrizzleQueryError("select 1", [], cancelled)) as AxStoreError;
+    expect(error.message).toMatch(
+      /^PostgreSQL cancelled the statement: canceling statement due to statement timeout \(SQLSTATE 57014\)\. ax bounds/,
+    );
+    expect(error.unreachable).toBe(false);
+    const silent = toStoreError(new DrizzleQueryError("select 1", [], new Error("Query read timeout"))) as AxStoreError;
+    expect(silent.message).toMatch(
+      /^PostgreSQL did not answer a statement in time \(Query read timeout\): the server is stopped, overloaded/,
+    );
+    expect(silent.unreachable).toBe(true);
+    expect(isConnectionError(silent)).toBe(true);
+  });
+
   it("says what to fix when the database or the login is refused", () => {
     const noDatabase = Object.assign(new Error('database "nope_db" does not exist'), { code: "3D000" });
     expect((toStoreError(new DrizzleQueryError("select 1", [], noDatabase)) as Error).message).toBe(

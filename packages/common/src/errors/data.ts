@@ -81,6 +81,9 @@ function storeProblem(coded: string, code: string | undefined, reason: string): 
   if (/does not support SSL connections/.test(reason)) {
     return `PostgreSQL does not accept TLS connections: ${coded}. Drop sslmode (and ssl) from ${WHERE}, or enable ssl on the server.`;
   }
+  if (code === "57014") {
+    return `PostgreSQL cancelled the statement: ${coded}. ax bounds each of its statements at 30 s (migrations and pruning aside), so PostgreSQL is overloaded or the statement waited on a lock (pg_stat_activity shows which), unless an administrator cancelled it; a retry later may pass.`;
+  }
   if (reason === "Query read timeout") {
     return `PostgreSQL did not answer a statement in time (${reason}): the server is stopped, overloaded or cut off by the network. Check that it is running and answering, and that ${WHERE} points at it.`;
   }
