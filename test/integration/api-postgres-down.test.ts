@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ax, Client, type Runtime } from "ax-scheduler";
-import { migrate, openStore } from "@ax/store";
+import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { startPrivatePostgres, type PrivatePostgres } from "../helpers/private-postgres.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { tokenBeforeStart } from "../helpers/tokens.js";
 
 const step = ax.task({ name: "pgdown_step" }, () => null);
 const flow = ax.flow({ name: "pgdown_flow" }, () => {
@@ -71,13 +71,8 @@ describe("an authenticated /metrics with PostgreSQL down", () => {
 
   beforeAll(async () => {
     server = await startPrivatePostgres();
-    const store = openStore({ url: server.url });
-    await migrate(store);
-    await store.close();
-    const client = new Client({ storage: server.url, redis: env.redis, prefix: env.prefix });
-    scraper = (await client.tokens.create({ name: "scraper", scope: "read" })).token;
-    stranger = (await client.tokens.create({ name: "stranger", scope: "read" })).token;
-    await client.close();
+    scraper = await tokenBeforeStart({ ...env, storage: server.url }, "scraper");
+    stranger = await tokenBeforeStart({ ...env, storage: server.url }, "stranger");
     runtime = testRuntime(
       { ...env, storage: server.url },
       { flows: [flow], roles: ["coordinator", "api"], port: 0, insecureNoAuth: false, logLevel: "fatal" },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ax, Client } from "ax-scheduler";
-import { migrate, openStore } from "@ax/store";
+import { ax } from "ax-scheduler";
 import { runtimeOnPrivateRedis } from "../helpers/private-redis-runtime.js";
+import { tokenBeforeStart } from "../helpers/tokens.js";
 
 const step = ax.task({ name: "auth_down_step" }, () => null);
 const flow = ax.flow({ name: "auth_down_flow" }, () => {
@@ -18,12 +18,7 @@ describe("token auth with Redis down", () => {
     { flows: [flow], roles: ["coordinator", "api"], port: 0, insecureNoAuth: false, logLevel: "fatal" },
     1,
     async (env) => {
-      const store = openStore({ url: env.storage });
-      await migrate(store);
-      await store.close();
-      const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
-      token = (await client.tokens.create({ name: "auth_down_reader", scope: "read" })).token;
-      await client.close();
+      token = await tokenBeforeStart(env, "auth_down_reader");
     },
   );
   let token = "";

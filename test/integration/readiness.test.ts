@@ -3,13 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { ax, axLogger, Client, type Runtime } from "ax-scheduler";
-import { migrate, openStore, type Store } from "@ax/store";
+import { openStore } from "@ax/store";
 import { closeRedis, connectRedis, QueueRegistry } from "@ax/coordinator";
 import { startServer } from "@ax/server";
 import { startMetricsServer } from "@ax/server/metrics";
 import { isolate } from "../helpers/isolated.js";
 import { captured } from "../helpers/log-capture.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { tokenBeforeStart } from "../helpers/tokens.js";
 import { freePort, startAx, type Child } from "../helpers/processes.js";
 
 /** A TCP proxy to `target`'s host and port; `close()` cuts every connection and refuses new ones, as a dead server would. */
@@ -88,18 +89,7 @@ describe("/readyz: PostgreSQL and Redis answer; /healthz: the process answers", 
   }
 
   beforeAll(async () => {
-    const store: Store = openStore({ url: env.storage });
-    try {
-      await migrate(store);
-    } finally {
-      await store.close();
-    }
-    const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
-    try {
-      token = (await client.tokens.create({ name: "readyz_reader", scope: "read" })).token;
-    } finally {
-      await client.close();
-    }
+    token = await tokenBeforeStart(env, "readyz_reader");
   });
 
   afterAll(async () => {

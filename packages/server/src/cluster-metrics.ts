@@ -32,7 +32,7 @@ async function unlessUnreachable<T>(rows: Promise<T[]>): Promise<T[]> {
 export function registerClusterMetrics(options: ClusterMetricsOptions): void {
   const { db, queues, registry } = options;
   const registers = [registry];
-  const finished = new FinishedRunCounts(db);
+  const finished = new FinishedRunCounts(() => countRunsByStatus(db, TERMINAL_RUN_STATUSES));
   new Gauge({
     name: "ax_runs",
     help: "Runs by flow and status",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Db, RunCount } from "@ax/store";
+import type { RunCount } from "@ax/store";
 import { FinishedRunCounts } from "./finished-run-counts.js";
 
 /** A clock the test moves, and a count that takes `tookMs` of it and says how often it ran. */
@@ -11,7 +11,7 @@ function setup(tookMs: number) {
     now += tookMs;
     return [{ flow: "f", status: "success", count: readings }];
   };
-  const counts = new FinishedRunCounts({} as Db, () => now, count);
+  const counts = new FinishedRunCounts(count, () => now);
   return {
     counts,
     advance: (ms: number) => {
@@ -58,7 +58,7 @@ describe("FinishedRunCounts", () => {
 
   it("reads again after a failed reading", async () => {
     let fail = true;
-    const counts = new FinishedRunCounts({} as Db, Date.now, async () => {
+    const counts = new FinishedRunCounts(async () => {
       if (fail) throw new Error("down");
       return [];
     });

@@ -1,5 +1,4 @@
-import { TERMINAL_RUN_STATUSES } from "@ax/common";
-import { countRunsByStatus, type Db, type RunCount } from "@ax/store";
+import type { RunCount } from "@ax/store";
 
 /** A count is kept for this many times as long as it took to read. */
 const COST_FACTOR = 50;
@@ -20,9 +19,9 @@ export class FinishedRunCounts {
   private reading: Promise<RunCount[]> | undefined;
 
   constructor(
-    private readonly db: Db,
+    /** Counts the finished runs (a scan of the whole history). */
+    private readonly count: () => Promise<RunCount[]>,
     private readonly now: () => number = Date.now,
-    private readonly count: (db: Db) => Promise<RunCount[]> = (db) => countRunsByStatus(db, TERMINAL_RUN_STATUSES),
   ) {}
 
   read(): Promise<RunCount[]> {
@@ -37,7 +36,7 @@ export class FinishedRunCounts {
 
   private async readAgain(): Promise<RunCount[]> {
     const started = this.now();
-    const counts = await this.count(this.db);
+    const counts = await this.count();
     this.readAt = this.now();
     this.tookMs = this.readAt - started;
     this.counts = counts;
