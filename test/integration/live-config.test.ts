@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AxConfigError, AxUnknownFlowError, ax, Client, type RunInfo, type Runtime } from "ax-scheduler";
+import { AxConfigError, AxPortInUseError, AxUnknownFlowError, ax, Client, type RunInfo, type Runtime } from "ax-scheduler";
 import { flowSettings, insertConfigVersion, latestConfigVersionNumber, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
@@ -283,6 +284,26 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
       expect(await latestConfigVersionNumber(openStoreDb())).toBe(before + 1);
     } finally {
       await again.stop({ timeout: 1 });
+    }
+    // A start that cannot take its port leaves the cluster's config as it was: `ax dev` on a taken port stores nothing.
+    writeFileSync(file, "max_concurrency: 78\n");
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const refused = testRuntime(env, {
+      flows: [flakyA, flakyB],
+      roles: ["api"],
+      port: (blocker.address() as AddressInfo).port,
+      config: file,
+      configFileWins: true,
+      logLevel: "fatal",
+    });
+    try {
+      await expect(refused.start()).rejects.toBeInstanceOf(AxPortInUseError);
+      expect(await latestConfigVersionNumber(openStoreDb())).toBe(before + 1);
+      expect(a.clusterLimits().maxConcurrency).toBe(77);
+    } finally {
+      await refused.stop({ timeout: 1 });
+      blocker.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -40,3 +40,9 @@ export const MAX_JSON_DEPTH = 256;
 
 /** Where embedded (PGlite) history is kept when no PostgreSQL URL and no data directory are given. */
 export const DEFAULT_DATA_DIR = ".ax/data";
+
+/** Where the HTTP API (and the console) listens when no port and no host are given. */
+export const DEFAULT_API_PORT = 8080;
+export const DEFAULT_API_HOST = "127.0.0.1";
+/** A bare /metrics endpoint listens on every interface unless told otherwise, for a scraper on another machine. */
+export const DEFAULT_METRICS_HOST = "0.0.0.0";

@@ -7,6 +7,7 @@ export * from "./errors/reruns.js";
 export * from "./defaults.js";
 export * from "./errors/limits.js";
 export * from "./errors/config.js";
+export * from "./port-probe.js";
 export * from "./errors/alerts.js";
 export * from "./errors/retention.js";
 export * from "./errors/auth.js";

@@ -34,7 +34,17 @@ import { openConnections, type Connections } from "./connections.js";
 import { durationMs } from "./duration.js";
 import { formatIssues } from "./option-checks.js";
 import { stopOnSignals } from "./signal-stop.js";
-import { AxConfigError, AxNoTokensError, DEFAULT_STOP_TIMEOUT_MS } from "@ax/common";
+import {
+  API_LISTENER,
+  assertPortFree,
+  AxConfigError,
+  AxNoTokensError,
+  DEFAULT_API_HOST,
+  DEFAULT_API_PORT,
+  DEFAULT_METRICS_HOST,
+  DEFAULT_STOP_TIMEOUT_MS,
+  METRICS_LISTENER,
+} from "@ax/common";
 
 export type { Role, RuntimeOptions, StopOptions } from "./runtime-options.js";
 
@@ -141,6 +151,7 @@ export class Runtime {
   /** What every role needs before it starts: the schema, the stored options and config, the flows. */
   private async prepare(connections: Connections, file: string | undefined, fileText: string | undefined): Promise<LiveConfig> {
     const { store, queues } = connections;
+    await this.assertPortsFree();
     const { created } = await migrate(store);
     if (created) this.log.warn({ schema: store.schema }, NEW_SCHEMA);
     if (this.roles.includes("api") && !this.options.insecureNoAuth && (await countApiTokens(store.db)) === 0) {
@@ -156,6 +167,15 @@ export class Runtime {
     await this.registerFlows();
     this.detachEvents = attachEventSource(connections.redis, queues.prefix, this.log.child({ component: "events" }));
     return live;
+  }
+
+  /** A taken port fails the start here, before it stores a config file or flows, not after. */
+  private async assertPortsFree(): Promise<void> {
+    const { port, host, metricsPort } = this.options;
+    if (this.roles.includes("api")) await assertPortFree(port ?? DEFAULT_API_PORT, host ?? DEFAULT_API_HOST, API_LISTENER.what);
+    if (metricsPort !== undefined) {
+      await assertPortFree(metricsPort, host ?? DEFAULT_METRICS_HOST, METRICS_LISTENER.what, METRICS_LISTENER.choice);
+    }
   }
 
   private async startRoles(connections: Connections, live: LiveConfig): Promise<void> {

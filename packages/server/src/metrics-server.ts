@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
-import { portError } from "@ax/common";
+import { DEFAULT_METRICS_HOST, METRICS_LISTENER, portError } from "@ax/common";
 import { addProcessMetrics } from "./process-metrics.js";
 import { checkReadiness, type ReadinessDeps } from "./readiness.js";
 
@@ -19,7 +19,7 @@ export { checkReadiness, READINESS_TIMEOUT_MS, type Readiness, type ReadinessDep
 export async function startMetricsServer(
   registry: Registry,
   port: number,
-  host = "0.0.0.0",
+  host = DEFAULT_METRICS_HOST,
   readiness?: ReadinessDeps,
 ): Promise<{ url: string; close(): Promise<void> }> {
   addProcessMetrics(registry);
@@ -45,9 +45,7 @@ export async function startMetricsServer(
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (error) =>
-      reject(portError(error, port, host, "the metrics endpoint", "`--metrics-port`, the Runtime's `metricsPort` option")),
-    );
+    server.once("error", (error) => reject(portError(error, port, host, METRICS_LISTENER.what, METRICS_LISTENER.choice)));
     server.listen(port, host, resolve);
   });
   const address = server.address() as AddressInfo;

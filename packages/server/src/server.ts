@@ -34,6 +34,9 @@ import {
   isUuid,
   plainMessage,
   portError,
+  API_LISTENER,
+  DEFAULT_API_HOST,
+  DEFAULT_API_PORT,
 } from "@ax/common";
 import { listQuery, parseQuery, triggerBody } from "./api-schemas.js";
 import { registerClusterMetrics } from "./cluster-metrics.js";
@@ -302,20 +305,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerAlertRoutes(app, options.db);
   await registerConsoleRoutes(app, { db: options.db, queues: options.queues, consoleDir: options.consoleDir });
 
-  const port = options.port ?? 8080;
-  const host = options.host ?? "127.0.0.1";
+  const port = options.port ?? DEFAULT_API_PORT;
+  const host = options.host ?? DEFAULT_API_HOST;
   try {
     const url = await app.listen({ port, host });
     if (options.auth?.insecureNoAuth) {
       options.log.warn(
         { url },
-        "the HTTP API runs without authentication (--insecure-no-auth / insecureNoAuth): every route, admin ones included, is open to anyone who reaches this address; use tokens in production (docs/security.md)",
+        "the HTTP API runs without authentication (`ax dev` always does; `ax server --insecure-no-auth`, the Runtime's `insecureNoAuth`): every route, admin ones included, is open to anyone who reaches this address; use tokens in production (docs/security.md)",
       );
     }
     return { url, routes, close: () => app.close() };
   } catch (error) {
     await app.close();
-    throw portError(error, port, host, "the HTTP API");
+    throw portError(error, port, host, API_LISTENER.what);
   }
 }
 

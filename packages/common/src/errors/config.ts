@@ -38,6 +38,10 @@ export class AxPortInUseError extends Error {
   }
 }
 
+/** How AxPortInUseError names each listener of a process, and where its port is chosen. */
+export const API_LISTENER = { what: "the HTTP API" } as const;
+export const METRICS_LISTENER = { what: "the metrics endpoint", choice: "`--metrics-port`, the Runtime's `metricsPort` option" } as const;
+
 /** `error` translated when it says the port is taken (EADDRINUSE); otherwise returned as is. */
 export function portError(error: unknown, port: number, host: string, what: string, choice?: string): unknown {
   return (error as { code?: unknown } | null)?.code === "EADDRINUSE" ? new AxPortInUseError(port, host, what, choice) : error;
