@@ -58,4 +58,25 @@ describe("GET /api/flows/:name answers the schedule in force", () => {
     expect((await describeFlow("live_yearly")).schedule).toEqual({ cron: "0 0 1 7 *", timezone: "Europe/Paris" });
     expect((await describeFlow("live_unscheduled")).schedule).toEqual({ cron: "0 0 1 1 *", timezone: "UTC" });
   });
+
+  it("a cron changed just after one of its fire times does not run that tick: it was not owed", async () => {
+    // A fire time 1.5 s ago, inside the 5 s within which a running coordinator still takes a tick it reached late,
+    // and after the loop's last pass (it sleeps up to a minute between the yearly crons' fire times).
+    await sleep(3000);
+    const past = new Date(Date.now() - 1500);
+    const cron = `${past.getUTCSeconds()} ${past.getUTCMinutes()} ${past.getUTCHours()} ${past.getUTCDate()} ${past.getUTCMonth() + 1} *`;
+    const applied = await client.config.apply(
+      `flows:\n  live_yearly: { schedule: { cron: "${cron}", timezone: UTC } }\n`,
+      "config/runtime.yaml",
+      "ops",
+    );
+    const deadline = Date.now() + 5000;
+    while (runtime.configVersion !== applied.version || !(await listed()).some((s) => s.cron === cron)) {
+      if (Date.now() > deadline) throw new Error(`config v${applied.version} did not reach the stored schedules within 5 s`);
+      await sleep(20);
+    }
+    await sleep(1500);
+    const scheduled = (await client.listRuns({ flow: "live_yearly" })).filter((r) => r.trigger === "schedule");
+    expect(scheduled.map((r) => r.logicalDate)).toEqual([]);
+  });
 });

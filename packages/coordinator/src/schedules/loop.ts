@@ -65,12 +65,26 @@ export class ScheduleLoop {
    * ticks from now on, a changed cron takes effect at once, a removed one stops.
    */
   async reload(): Promise<void> {
-    this.schedules = await getSchedules(this.options.db, this.options.flows);
-    const now = new Date();
-    for (const schedule of this.schedules) if (!this.cursor.has(schedule.flow)) this.cursor.set(schedule.flow, now);
+    this.adopt(await getSchedules(this.options.db, this.options.flows));
     if (this.wake.signal.aborted) return;
     if (!this.running && (await this.hasWork())) this.running = this.loop();
     this.nudge.abort();
+  }
+
+  /**
+   * Takes the schedules just read. One this loop did not tick, or whose cron or time zone changed,
+   * ticks from now on: a fire time it passed before it was set (a daily cron applied at 02:00:03)
+   * was not owed, and catchUp is for coordinators that were down, not for a cron that was not yet there.
+   */
+  private adopt(schedules: StoredSchedule[]): void {
+    const now = new Date();
+    const held = new Map(this.schedules.map((s) => [s.flow, s]));
+    for (const schedule of schedules) {
+      const before = held.get(schedule.flow);
+      if (!before || before.cron !== schedule.cron || before.timezone !== schedule.timezone) this.cursor.set(schedule.flow, now);
+    }
+    for (const flow of this.cursor.keys()) if (!schedules.some((s) => s.flow === flow)) this.cursor.delete(flow);
+    this.schedules = schedules;
   }
 
   /** A schedule to tick, or a tick buffered by `overlap: queue` still to release (its schedule may be gone). */
@@ -92,7 +106,7 @@ export class ScheduleLoop {
       try {
         if (this.stale) {
           this.stale = false;
-          this.schedules = await getSchedules(this.options.db, this.options.flows);
+          this.adopt(await getSchedules(this.options.db, this.options.flows));
         }
         await this.releaseQueued();
         delay = (await this.tickDue()) ? this.sleepMs() : (this.options.retryMs ?? 1000);
