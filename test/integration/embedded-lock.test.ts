@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isolate } from "../helpers/isolated.js";
-import { AX_BIN, freePort, REPO_ROOT, startAx, type Child } from "../helpers/processes.js";
+import { AX_BIN, freePort, REPO_ROOT, runAx, startAx, type Child } from "../helpers/processes.js";
 
 const run = promisify(execFile);
 const OPEN_EMBEDDED = "test/fixtures/open-embedded.ts";
@@ -93,6 +93,33 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
 
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/^AxRunNotFoundError: no run with id 00000000-0000-4000-8000-000000000000/);
+  });
+
+  it("ax trigger through its HTTP API warns, as the direct path does, of an idempotency key that already made a run with another payload", async () => {
+    // The warning is at warn level, the command's default (this file's other commands run at error).
+    const trigger = (args: string[]) => runAx(["trigger", ...args, ...connection], { AX_LOG_LEVEL: "warn", DATABASE_URL: undefined });
+    const reused = (key: string, flow: string, runId: string) =>
+      `ax: idempotency key "${key}" of flow "${flow}" already made run ${runId}, with another payload: that run stands and this payload is not used. If the events differ, give them different keys.\n`;
+    const first = await trigger(["hello_flow", "--payload", '"k1"', "--idempotency-key", "lock-k1"]);
+    expect(first).toMatchObject({ code: 0, stderr: "" });
+    const runId = first.stdout.trim();
+    await expect(trigger(["hello_flow", "--payload", '"k1"', "--idempotency-key", "lock-k1"])).resolves.toEqual({
+      code: 0,
+      stdout: `${runId}\n`,
+      stderr: "",
+    });
+    await expect(trigger(["hello_flow", "--payload", '"k2"', "--idempotency-key", "lock-k1"])).resolves.toEqual({
+      code: 0,
+      stdout: `${runId}\n`,
+      stderr: reused("lock-k1", "hello_flow", runId),
+    });
+    // A key the flow's code makes on the server: the warning names it all the same.
+    const keyedRun = (await trigger(["hello_keyed", "--payload", '{"id":"e1","n":1}'])).stdout.trim();
+    await expect(trigger(["hello_keyed", "--payload", '{"id":"e1","n":2}'])).resolves.toEqual({
+      code: 0,
+      stdout: `${keyedRun}\n`,
+      stderr: reused("e1", "hello_keyed", keyedRun),
+    });
   });
 
   it("ax logs --node and ax rerun print the error its API answers, as the direct path prints it", async () => {
@@ -239,8 +266,8 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
       `${dataDir}.lock`,
       JSON.stringify({ pid: Number(gone.stdout), hostname: hostname(), startedAt: new Date().toISOString() }),
     );
-    // The triggered run, its rerun and the three backfilled ticks.
-    expect(await openEmbedded(dataDir)).toEqual({ opened: true, runs: 5 });
+    // The triggered run, the two keyed ones, a rerun and the three backfilled ticks.
+    expect(await openEmbedded(dataDir)).toEqual({ opened: true, runs: 7 });
     expect(existsSync(`${dataDir}.lock`)).toBe(false);
   });
 

@@ -16,7 +16,8 @@ import type {
 } from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
 import type { RunFilter } from "@ax/store";
-import { AxWaitTimeoutError, parseDuration, TERMINAL_RUN_STATUSES } from "@ax/common";
+import { AxWaitTimeoutError, parseDuration, REUSED_KEY_CODE, reusedKeyMessage, TERMINAL_RUN_STATUSES } from "@ax/common";
+import type { Logger } from "pino";
 import { AxApiAnsweredError, AxApiError, AxApiUnreachableError } from "./errors.js";
 import type { RunsApi } from "./runs-api.js";
 import type { DataDirHolder } from "@ax/common";
@@ -33,7 +34,11 @@ type Json<T> = T extends Date ? string : T extends (infer U)[] ? Json<U>[] : T e
 export class HttpRunsApi implements RunsApi {
   private readonly api: string;
 
-  constructor(private readonly holder: DataDirHolder & { api: string }) {
+  constructor(
+    private readonly holder: DataDirHolder & { api: string },
+    /** Where the warning for a reused idempotency key goes, as a Client's logger gets it. */
+    private readonly log?: Logger,
+  ) {
     this.api = holder.api.replace(/\/+$/, "");
   }
 
@@ -49,7 +54,16 @@ export class HttpRunsApi implements RunsApi {
       // What the direct path (Client) records: the same command labels its run alike whichever way it goes.
       trigger: "manual",
     };
-    const { runId } = await this.request<{ runId: string }>("POST", `/api/flows/${encodeURIComponent(flow)}/runs`, body);
+    const { runId, samePayload } = await this.request<{ runId: string; samePayload?: boolean }>(
+      "POST",
+      `/api/flows/${encodeURIComponent(flow)}/runs`,
+      body,
+    );
+    if (samePayload === false) {
+      // The key may come from the flow's code on the server: the run says which it was.
+      const key = options.idempotencyKey ?? (await this.getRun(runId)).idempotencyKey ?? "";
+      this.log?.warn({ code: REUSED_KEY_CODE, runId, count: 1 }, reusedKeyMessage({ flow, key, runId }));
+    }
     return runId;
   }
 

@@ -1,5 +1,4 @@
 import { readFile } from "node:fs/promises";
-import { isDeepStrictEqual } from "node:util";
 import { text as readStream } from "node:stream/consumers";
 import type { Command } from "commander";
 import { z } from "zod";
@@ -56,7 +55,6 @@ export function addRunCommands(program: Command): void {
             delay: flags.delay,
             priority: flags.priority,
           });
-          if (flags.idempotencyKey !== undefined) await sayIfKeyTaken(client, runId, flags.idempotencyKey, payload);
           await printRunOrWait(client, runId, flags);
         },
         flows,
@@ -156,22 +154,4 @@ async function payloadFromFile(file: string, given: unknown): Promise<unknown> {
   } catch (error) {
     throw new AxUsageError(`ax trigger: --payload-file ${file} is not JSON (${(error as Error).message})`);
   }
-}
-
-/**
- * A key already used returns its run, as the contract says, and the payload given now is not
- * used: said on stderr when the two differ, so a caller who meant a new run learns it (stdout
- * still holds only the run id).
- */
-async function sayIfKeyTaken(
-  client: { getRun(id: string): Promise<{ payload: unknown; createdAt: string }> },
-  runId: string,
-  key: string,
-  payload: unknown,
-) {
-  const run = await client.getRun(runId);
-  if (isDeepStrictEqual(run.payload, payload)) return;
-  console.error(
-    `ax trigger: no new run: idempotency key "${key}" already names run ${runId} (created ${run.createdAt}), whose payload differs from this one; use another key to start a new run`,
-  );
 }

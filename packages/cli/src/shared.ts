@@ -66,8 +66,8 @@ async function newClient(options: ConnectionFlags & { flows?: Flow<any>[] | unde
 }
 
 async function httpRunsApi(holder: DataDirHolder & { api: string }): Promise<RunsApi> {
-  const { HttpRunsApi } = await import("./http-client.js");
-  return new HttpRunsApi(holder);
+  const [{ HttpRunsApi }, { plainLogger }] = await Promise.all([import("./http-client.js"), import("./plain-log.js")]);
+  return new HttpRunsApi(holder, plainLogger());
 }
 
 /** The live process holding the embedded data directory, when it serves it over HTTP (an `ax dev`). */

@@ -17,6 +17,7 @@ export * from "./limits.js";
 export * from "./plain-messages.js";
 export * from "./meant-key.js";
 export * from "./returned-key.js";
+export * from "./reused-key-message.js";
 export * from "./duration.js";
 export * from "./run-states.js";
 export * from "./yaml-value.js";

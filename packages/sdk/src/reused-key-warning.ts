@@ -1,4 +1,5 @@
 import type { Triggered, TriggerRequest } from "@ax/coordinator";
+import { REUSED_KEY_CODE, reusedKeyMessage } from "@ax/common";
 import type { Logger } from "pino";
 
 /**
@@ -10,12 +11,7 @@ export function warnReusedKeys(requests: TriggerRequest[], triggered: Triggered[
   const reused = triggered.flatMap((t, i) => (t.samePayload === false ? [{ run: t.runId, request: requests[i]! }] : []));
   const [first] = reused;
   if (!first) return;
-  const which = `idempotency key "${first.request.idempotencyKey}" of flow "${first.request.flow}" already made run ${first.run}`;
-  const message =
-    (reused.length === 1
-      ? `${which}, with another payload`
-      : `${reused.length} triggers' idempotency keys found runs with other payloads (first: ${which})`) +
-    ": that run stands and this payload is not used. If the events differ, give them different keys.";
-  if (log) log.warn({ code: "AX_IDEMPOTENCY_KEY_REUSED", runId: first.run, count: reused.length }, message);
-  else process.emitWarning(message, { type: "AxWarning", code: "AX_IDEMPOTENCY_KEY_REUSED" });
+  const message = reusedKeyMessage({ flow: first.request.flow, key: first.request.idempotencyKey ?? "", runId: first.run }, reused.length);
+  if (log) log.warn({ code: REUSED_KEY_CODE, runId: first.run, count: reused.length }, message);
+  else process.emitWarning(message, { type: "AxWarning", code: REUSED_KEY_CODE });
 }
