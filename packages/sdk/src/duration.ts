@@ -3,9 +3,14 @@ import { MAX_TIMER_MS, parseDuration } from "@ax/common";
 
 export { MAX_TIMER_MS, parseDuration, type Duration } from "@ax/common";
 
+const DURATION_FORMS = 'seconds as a number or a string like "500ms", "10s", "5m", "1h"';
+
 /** zod: a duration in, milliseconds out. */
 export const durationMs = z
-  .union([z.number(), z.string()], { error: 'must be a duration: seconds as a number or a string like "500ms", "10s", "5m", "1h"' })
+  .union([z.number(), z.string()], {
+    // A required duration left out (`rate_limit: { max: 5 }`) is missing, not of the wrong kind.
+    error: (issue) => (issue.input === undefined ? `missing (a duration: ${DURATION_FORMS})` : `must be a duration: ${DURATION_FORMS}`),
+  })
   .transform((value, ctx) => {
     try {
       return parseDuration(value);

@@ -49,7 +49,10 @@ describe("task limits: a rate that could never admit a start is refused", () => 
       );
     }
     expect(yamlError("{ rate_limit: { max: 2.5, per: 1s } }").message).toMatch(/rate_limit\.max: must be a whole number of at least 1/);
-    expect(yamlError("{ rate_limit: { max: 2 } }").message).toMatch(/rate_limit\.per: must be a duration: seconds as a number or a string/);
+    expect(yamlError("{ rate_limit: { max: 2 } }").message).toMatch(
+      /rate_limit\.per: missing \(a duration: seconds as a number or a string/,
+    );
+    expect(yamlError("{ rate_limit: { max: 2, per: true } }").message).toMatch(/rate_limit\.per: must be a duration: seconds as a number/);
     expect(yamlError("{ rate_limit: 5 }").message).toMatch(/rate_limit: must be \{ max, per, key\? \}/);
   });
 });

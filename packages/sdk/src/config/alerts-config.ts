@@ -8,7 +8,7 @@ import type { RuntimeConfig } from "./runtime-config.js";
 const webhookSinkSchema = z
   .object({
     type: z.literal("webhook"),
-    url: z.url(),
+    url: z.url({ protocol: /^https?$/, error: "must be an http or https URL, e.g. https://hooks.example.com/ax" }),
     /** The HMAC key as written (it is stored with the config version; prefer `secretEnv`). */
     secret: z.string().min(1).optional(),
     /** Name of an environment variable holding the HMAC key, read by the process that sends. */

@@ -213,6 +213,14 @@ describe("runtime.yaml", () => {
     expect(error.key).toBe("tasks.create_invoice.retries");
   });
 
+  it("says what a webhook's url must be: an http or https URL", () => {
+    for (const url of ["hooks.example.com/ax", "ftp://hooks.example.com/ax"]) {
+      expect(refusal(`alerts: { ops: { sinks: [{ type: webhook, url: "${url}" }] } }`).message).toMatch(
+        /alerts\.ops\.sinks\.0\.url: must be an http or https URL, e\.g\. https:\/\/hooks\.example\.com\/ax$/,
+      );
+    }
+  });
+
   it("refuses a task or flow the code does not define, listing the ones it does", () => {
     expect(refusal(["tasks:", "  create_invoce: { retries: 1 }"].join("\n")).message).toMatch(
       /runtime\.yaml:2:3: tasks\.create_invoce: unknown task "create_invoce" \(defined: create_invoice, send_notification\)/,
