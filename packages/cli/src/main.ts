@@ -21,7 +21,7 @@ export async function main(argv: string[]): Promise<void> {
     .description("ax: flows of tasks on BullMQ and PostgreSQL")
     .version(version, "-V, --version", "print the version of ax")
     .option("--storage <url>", "PostgreSQL URL (default: $DATABASE_URL, else embedded PGlite in ./.ax/data)")
-    .option("--data-dir <dir>", "embedded PGlite directory")
+    .option("--data-dir <dir>", "embedded PGlite directory, when no PostgreSQL URL is given (default: ./.ax/data)")
     .option("--redis <url>", "Redis URL (default: $REDIS_URL or redis://127.0.0.1:6379)")
     .option("--prefix <prefix>", "Redis key prefix (default: $AX_PREFIX or ax)")
     // Commander's own refusals (an unknown flag, a missing argument) read like every other,
