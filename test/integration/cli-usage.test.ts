@@ -64,7 +64,7 @@ describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
     ]);
     expect(zero.stderr).toMatch(/^AxUsageError: ax trigger: --timeout: must be at least 1ms\n/);
     expect(modes.stderr).toMatch(
-      /^AxUsageError: ax rerun: --from and --all together: give at most one of --failed, --from <node>, --all\n/,
+      /^AxUsageError: ax rerun: --all and --from together: --all re-executes every node; give it alone, or --failed or --from <node>\n/,
     );
     const [row] = await env.sql<{ n: number }>("select count(*)::int as n from runs where business_key = 'zero-timeout' or rerun_of = $1", [
       runId,

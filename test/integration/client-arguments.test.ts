@@ -191,10 +191,12 @@ describe("Client arguments", () => {
     );
   });
 
-  it("refuses a rerun given both only and from", async () => {
+  it("refuses a rerun given only: \"all\" and from", async () => {
     const refused = await refusal(() => client.rerun("6d3c71f6-d6c5-45a4-8e7a-ef7b44086484", { only: "all", from: "a" }));
     expect(refused).toBeInstanceOf(AxArgumentError);
-    expect(refused.message).toBe('rerun: give only ("failed" or "all") or from (a node), not both');
+    expect(refused.message).toBe(
+      'rerun: only: "all" re-executes every node, so from (a node) has nothing to choose: give one of them (from also re-executes every node that did not succeed, as only: "failed" does)',
+    );
   });
 
   it("refuses a flow that is neither a name nor a flow, and non-text config, with AxArgumentError naming the method", async () => {

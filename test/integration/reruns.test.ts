@@ -113,6 +113,13 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     expect(executions.get("fetch_rows")).toBe(before.fetch_rows);
     expect(executions.get("extract")).toBe(before.extract! + 1);
     expect(executions.get("load")).toBe(before.load! + 1);
+    // only: "failed" beside from (the contract's shape) is from: it re-executes what did not succeed too.
+    const both = await client.waitForRun(await client.rerun(first.id, { only: "failed", from: "load" }));
+    expect(both.tasks.map((t) => [t.key, t.reusedFrom])).toEqual([
+      ["fetch_rows", first.id],
+      ["extract", first.id],
+      ["load", null],
+    ]);
   });
 
   it("all: every node runs again, with the original payload or the one given", async () => {
@@ -243,6 +250,6 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
       timeout: 90_000,
     }).catch((error: { code: number; stderr: string }) => error);
     expect(refused).toMatchObject({ code: 1 });
-    expect((refused as { stderr: string }).stderr).toMatch(/at most one of --failed, --from <node>, --all/);
+    expect((refused as { stderr: string }).stderr).toMatch(/--all and --from together: --all re-executes every node; give it alone/);
   });
 });

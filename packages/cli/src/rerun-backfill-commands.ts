@@ -68,11 +68,12 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
             timeout: durationFlagAtLeast(1, "1ms"),
           })
           .superRefine((f, ctx) => {
-            const given = [f.failed && "--failed", f.from !== undefined && "--from", f.all && "--all"].filter(Boolean);
-            if (given.length > 1) {
+            // --failed with --from is --from, which re-executes the nodes that did not succeed too; --all leaves nothing to choose.
+            const given = [f.failed && "--failed", f.from !== undefined && "--from"].filter(Boolean);
+            if (f.all && given.length > 0) {
               ctx.addIssue({
                 code: "custom",
-                message: `${given.join(" and ")} together: give at most one of --failed, --from <node>, --all`,
+                message: `--all and ${given.join(" and ")} together: --all re-executes every node; give it alone, or --failed or --from <node>`,
                 path: [],
               });
             }

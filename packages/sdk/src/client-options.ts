@@ -52,9 +52,10 @@ export const rerunSchema = strictOptions({
   only: oneOf(["failed", "all"]).optional(),
   from: text.optional(),
   payload: z.unknown().optional(),
-}).refine((o) => o.only === undefined || o.from === undefined, {
-  // Each says which nodes run again; together one would be ignored without a word.
-  message: `give only ("failed" or "all") or from (a node), not both`,
+}).refine((o) => o.only !== "all" || o.from === undefined, {
+  // "all" and a node to start from each say which nodes run again: together one would be ignored without a word.
+  // from with "failed" is from: it re-executes the nodes that did not succeed too.
+  message: `only: "all" re-executes every node, so from (a node) has nothing to choose: give one of them (from also re-executes every node that did not succeed, as only: "failed" does)`,
 });
 
 /** Keys are unique per flow, and looked up by (flow, key). */

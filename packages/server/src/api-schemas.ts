@@ -153,8 +153,8 @@ export const rerunBody = strictBody({
   only: z.enum(["failed", "all"]).optional(),
   from: z.string().min(1).optional(),
   payload: z.unknown().optional(),
-}).refine((o) => o.only === undefined || o.from === undefined, {
-  message: `give only ("failed" or "all") or from (a node), not both`,
+}).refine((o) => o.only !== "all" || o.from === undefined, {
+  message: `only: "all" re-executes every node, so from (a node) has nothing to choose: give one of them (from also re-executes every node that did not succeed, as only: "failed" does)`,
   path: ["only"],
 });
 
