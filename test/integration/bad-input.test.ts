@@ -7,6 +7,7 @@ import {
   AxPayloadError,
   AxPayloadTooLargeError,
   AxResultTooLargeError,
+  AxTriggerOptionError,
   AxUnknownFlowError,
   Client,
   Runtime,
@@ -153,10 +154,16 @@ describe("bad input is refused with a clear error and writes nothing", () => {
         AxPayloadError,
         /\$\["key\\u0000"\] is a key that contains a NUL/,
       );
+      // A key is an option, not the payload: refused as the other bad keys are.
       await refused(
         () => client.triggerFlow("echo_flow", { id: "b" }, { businessKey: "order\u0000" }),
-        AxPayloadError,
-        /businessKey cannot be stored in PostgreSQL/,
+        AxTriggerOptionError,
+        /^trigger options: businessKey cannot be stored in PostgreSQL: \$ contains a NUL character/,
+      );
+      await refused(
+        () => client.triggerFlow("echo_flow", { id: "i" }, { idempotencyKey: "😀".slice(0, 1) }),
+        AxTriggerOptionError,
+        /^trigger options: idempotencyKey cannot be stored in PostgreSQL: \$ contains a lone UTF-16 surrogate/,
       );
       // Callers that catch the older, broader class still see it.
       await expect(client.triggerFlow("echo_flow", { id: "o", text: "\u0000" })).rejects.toBeInstanceOf(AxNotJsonError);
@@ -349,6 +356,16 @@ describe("bad input is refused with a clear error and writes nothing", () => {
 
     it("answers 400 for unknown fields in the body", async () => {
       await refusedOverHttp("echo_flow", JSON.stringify({ payload: 1, idempotency_key: "k" }), 400, /^BadRequest$/, /idempotency_key/);
+    });
+
+    it("answers 400 AxTriggerOptionError for a key PostgreSQL cannot store", async () => {
+      await refusedOverHttp(
+        "echo_flow",
+        JSON.stringify({ payload: { id: "h" }, businessKey: "b\u0000" }),
+        400,
+        /^AxTriggerOptionError$/,
+        /^trigger options: businessKey cannot be stored in PostgreSQL: \$ contains a NUL character/,
+      );
     });
 
     it("answers 400 for a payload PostgreSQL cannot store, naming its JSON path", async () => {

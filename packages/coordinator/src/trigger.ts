@@ -20,7 +20,7 @@ import type { Logger } from "pino";
 import { BatchedEnqueue } from "./enqueue.js";
 import { flowAdmitsRuns } from "./flow-caps.js";
 import type { QueueRegistry } from "./queues.js";
-import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxUnknownFlowError } from "@ax/common";
+import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxTriggerOptionError, AxUnknownFlowError } from "@ax/common";
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
@@ -107,9 +107,8 @@ export async function isCapped(deps: TriggerDeps, flow: string): Promise<boolean
 /** Checks the request (payload, keys, flow) and makes the run to write; throws before anything is written. */
 export async function prepareRun(deps: TriggerDeps, request: TriggerRequest, what = "payload"): Promise<NewRun> {
   const payload = checkPayload(request.payload, deps.maxPayloadBytes, what);
-  // Keys go to text columns, which refuse NUL just as jsonb does.
-  assertStorable(request.businessKey ?? null, "businessKey");
-  assertStorable(request.idempotencyKey ?? null, "idempotencyKey");
+  assertStorableKey(request.businessKey, "businessKey");
+  assertStorableKey(request.idempotencyKey, "idempotencyKey");
   const { db } = deps.writer;
   // A name PostgreSQL cannot hold names no registered flow; asking would only make it refuse the query.
   const nameStorable = toStorableText(request.flow) === request.flow;
@@ -143,5 +142,14 @@ function assertStorable(value: unknown, what: string): asserts value is Json {
     assertJson(value, what);
   } catch (error) {
     throw error instanceof AxNotJsonError ? new AxPayloadError(error) : error;
+  }
+}
+
+/** Keys go to text columns, which refuse NUL and lone surrogates as jsonb does: a bad option, not a bad payload. */
+function assertStorableKey(key: string | null | undefined, which: string): void {
+  try {
+    assertJson(key ?? null, which);
+  } catch (error) {
+    throw error instanceof AxNotJsonError ? new AxTriggerOptionError(`trigger options: ${error.message}`, { cause: error }) : error;
   }
 }

@@ -94,6 +94,7 @@ export class AxArgumentError extends Error {
 /** A trigger option (`delay`, `runAt`, `priority`) is invalid; nothing was written. */
 export class AxTriggerOptionError extends Error {
   override name = "AxTriggerOptionError";
+  readonly statusCode = 400;
 }
 
 /** A flow's own key function threw on a payload it was given over HTTP. */
