@@ -154,6 +154,7 @@ describe("a Runtime whose API port is taken", () => {
       );
       expect(refused).toBeInstanceOf(AxPortInUseError);
       expect(refused?.message).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: another process uses that port.*--port`));
+      expect(() => runtime.client()).toThrow(/^this Runtime was stopped \(or its start failed\)/);
       // Its worker stopped with it: a run triggered now stays queued.
       const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
       const runId = await client.triggerFlow("api_echo_flow", 1);

@@ -8,6 +8,11 @@ export function shown(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value);
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an invalid Date" : value.toISOString();
   if (Array.isArray(value)) return "an array";
+  // Never its source: a task's wrapper or a key function would fill the message with code.
+  if (typeof value === "function") {
+    const task = (value as { taskName?: unknown }).taskName;
+    return typeof task === "string" ? `task "${task}" (made by ax.task)` : "a function";
+  }
   if (value === null || typeof value !== "object") return String(value);
   return value.constructor?.name && value.constructor !== Object ? `a ${value.constructor.name}` : "an object";
 }

@@ -31,6 +31,11 @@ describe("Runtime options", () => {
   it("checks every option, nested ones by their path, and lists every problem at once", () => {
     expect(refusal({ flows: [] })).toContain("flows needs at least one flow made by ax.flow(…)");
     expect(refusal({ flows: [{ name: "x" }] })).toContain("flows.0 must be a flow made by ax.flow(…), got an object");
+    // A task where a flow belongs, or any function: named, never quoted as source code.
+    expect(refusal({ flows: [ax.task({ name: "not_a_flow" }, () => 1)] })).toMatch(
+      /flows\.0 must be a flow made by ax\.flow\(…\), got task "not_a_flow" \(made by ax\.task\)$/m,
+    );
+    expect(refusal({ flows: [() => "x"] })).toMatch(/flows\.0 must be a flow made by ax\.flow\(…\), got a function$/m);
     expect(refusal({ roles: ["workers"] })).toContain('roles.0 must be one of coordinator, worker, api, got "workers"');
     expect(refusal({ roles: [] })).toContain("roles needs at least one of coordinator, worker, api");
     expect(refusal({ port: 70000 })).toContain("port must be a whole number from 0 to 65535, got 70000");

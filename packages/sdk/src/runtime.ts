@@ -219,7 +219,13 @@ export class Runtime {
 
   /** A client sharing this runtime's connections (closing it leaves them open). */
   client(): Client {
-    if (!this.connections) throw new AxConfigError("start() the Runtime before asking for its client");
+    if (!this.connections) {
+      throw new AxConfigError(
+        this.started
+          ? "this Runtime was stopped (or its start failed), and its connections with it; use a Client of your own (new Client({ storage, redis })), or a new Runtime"
+          : "start() the Runtime before asking for its client",
+      );
+    }
     return new Client({ flows: this.code.flows }, this.connections);
   }
 
