@@ -191,7 +191,7 @@ describe("Client arguments", () => {
     );
   });
 
-  it("refuses a rerun given only: \"all\" and from", async () => {
+  it('refuses a rerun given only: "all" and from', async () => {
     const refused = await refusal(() => client.rerun("6d3c71f6-d6c5-45a4-8e7a-ef7b44086484", { only: "all", from: "a" }));
     expect(refused).toBeInstanceOf(AxArgumentError);
     expect(refused.message).toBe(
