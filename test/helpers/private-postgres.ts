@@ -41,12 +41,20 @@ function asPostgres(cmd: string, args: string[]) {
   return run("runuser", ["-u", "postgres", "--", join(BIN, cmd), ...args], { timeout: 60_000 });
 }
 
-/** Sends `signal` to the postmaster of `data` and each of its children. */
-async function signalAll(data: string, signal: "STOP" | "CONT"): Promise<void> {
+/**
+ * Sends `signal` to the postmaster of `data` and each of its children. A running backend may exit
+ * between the listing and the signal (its client disconnected), so a pid that is gone is skipped.
+ */
+async function signalAll(data: string, signal: "SIGSTOP" | "SIGCONT"): Promise<void> {
   const postmaster = readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]!.trim();
   const { stdout } = await run("pgrep", ["-P", postmaster]).catch(() => ({ stdout: "" }));
-  const pids = [postmaster, ...stdout.split("\n").filter(Boolean)];
-  await run("kill", [`-${signal}`, ...pids]);
+  for (const pid of [postmaster, ...stdout.split("\n").filter(Boolean)]) {
+    try {
+      process.kill(Number(pid), signal);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ESRCH") throw error;
+    }
+  }
 }
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
@@ -74,13 +82,13 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       await ctl("-o", options, "start");
     },
     freeze: async () => {
-      await signalAll(data, "STOP");
+      await signalAll(data, "SIGSTOP");
     },
     thaw: async () => {
-      await signalAll(data, "CONT");
+      await signalAll(data, "SIGCONT");
     },
     destroy: async () => {
-      await signalAll(data, "CONT").catch(() => {});
+      await signalAll(data, "SIGCONT").catch(() => {});
       await ctl("-m", "immediate", "stop").catch(() => {});
       rmSync(root, { recursive: true, force: true });
     },
