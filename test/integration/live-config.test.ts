@@ -101,6 +101,7 @@ describe("live configuration: 2 Runtimes follow stored versions without a restar
       [1, "alice", 3, 0],
     ]);
     expect(await client.config.diff(1, 3)).not.toMatch(/^[+-] /m);
+    expect(await client.config.diff(2, 2)).toMatch(/^={10,}\n--- v2 .*\n\+\+\+ v2 .*\n$/);
   });
 
   it("refuses bad YAML naming file, line, column and key; the version in force stays", async () => {

@@ -71,6 +71,7 @@ export interface ConfigHistoryEntry {
 const iso = (d: Date) => d.toISOString();
 
 function diffText(before: ConfigVersion | undefined, after: ConfigVersion): string {
+  // jsdiff heads a patch whose two names are equal (a version against itself) with an `Index:` line.
   return createTwoFilesPatch(
     before ? `v${before.version} ${before.file}` : "(none)",
     `v${after.version} ${after.file}`,
@@ -78,7 +79,7 @@ function diffText(before: ConfigVersion | undefined, after: ConfigVersion): stri
     after.yaml,
     before ? `${before.author} ${iso(before.createdAt)}` : undefined,
     `${after.author} ${iso(after.createdAt)}`,
-  );
+  ).replace(/^Index: .*\n/, "");
 }
 
 /**
