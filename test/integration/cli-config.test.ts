@@ -1,5 +1,5 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ const greet = ax.task({ name: "hello_greet", retries: 1 }, (name: string) => `he
 const measure = ax.task({ name: "hello_measure" }, (text: string) => text.length);
 const helloFlow = ax.flow({ name: "hello_flow" }, (name) => measure(greet(name)));
 
-/** Every config command here runs as the user erin, whom stored versions name as their author. */
+/** Every config command here runs as the user erin, whom stored versions name as their author (erin@host). */
 const runAx = (args: string[]) => runAxAs(args, { USER: "erin" });
 
 describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
@@ -39,7 +39,7 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     writeFileSync(good, "tasks:\n  hello_greet: { retries: 4, timeout: 30s }\n");
     const applied = await runAx([...connection(), "config", "apply", good]);
     expect(applied.stderr).toBe("");
-    expect(applied.stdout).toContain(`config v1 stored from ${good} by erin`);
+    expect(applied.stdout).toContain(`config v1 stored from ${good} by erin@${hostname()}`);
 
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, "tasks:\n  hello_greet:\n    retries: 4\n    timeuot: 30s\n");
@@ -66,7 +66,7 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     const history = await runAx([...connection(), "config", "history"]);
     expect(history.stdout.trim().split("\n")).toEqual([
       expect.stringMatching(new RegExp(`^v2  \\S+  grace  ${good}  \\+1 -1$`)),
-      expect.stringMatching(new RegExp(`^v1  \\S+  erin  ${good}  \\+2 -0$`)),
+      expect.stringMatching(new RegExp(`^v1  \\S+  erin@${hostname()}  ${good}  \\+2 -0$`)),
     ]);
     const diff = await runAx([...connection(), "config", "diff", "1", "2"]);
     expect(diff.stdout).toContain("-  hello_greet: { retries: 4, timeout: 30s }\n+  hello_greet: { retries: 2, timeout: 30s }");
@@ -159,21 +159,23 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
         "--prefix",
         devEnv.prefix,
       ],
-      {
-        AX_LOG_LEVEL: "info",
-      },
+      { AX_LOG_LEVEL: "info", USER: "erin" },
     );
     try {
       await dev.waitFor(/ax dev started/, 80_000);
       const current = async () =>
-        ((await (await fetch(`http://127.0.0.1:${port}/api/config`)).json()) as { config: { version: number; yaml: string } }).config;
-      expect((await current()).version).toBe(1);
+        (
+          (await (await fetch(`http://127.0.0.1:${port}/api/config`)).json()) as {
+            config: { version: number; yaml: string; author: string };
+          }
+        ).config;
+      expect(await current()).toMatchObject({ version: 1, author: `erin@${hostname()}` });
 
       // Saved the way many editors do: a new file renamed over the old one.
       writeFileSync(`${file}.tmp`, "tasks:\n  hello_greet: { retries: 5 }\n");
       renameSync(`${file}.tmp`, file);
       await dev.waitFor(/config file applied as version 2/, 10_000);
-      expect((await current()).yaml).toContain("retries: 5");
+      expect(await current()).toMatchObject({ yaml: expect.stringContaining("retries: 5"), author: `erin@${hostname()} (ax dev)` });
 
       writeFileSync(file, "tasks:\n  hello_greet: { retries: five }\n");
       await dev.waitFor(/dev-runtime\.yaml:2:18: tasks\.hello_greet\.retries: .*the version in force stays/, 10_000);

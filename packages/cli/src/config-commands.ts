@@ -1,15 +1,13 @@
-import { userInfo } from "node:os";
 import type { Command } from "commander";
 import { z } from "zod";
 import type { Client, ConfigVersionInfo, EffectiveOption } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 import { parseFlags, positiveInt } from "./options.js";
-import { yamlValue } from "@ax/common";
+import { localConfigAuthor, yamlValue } from "@ax/common";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
 // An empty USER counts as unset, as an empty variable does for the global flags.
-const defaultAuthor = () => process.env.USER || userInfo().username;
 
 function shownValue(o: EffectiveOption): string {
   // "null" would read as a value to write; runtime.yaml refuses it for most options.
@@ -52,12 +50,12 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
   config
     .command("apply <file>")
     .description("validate the file against the cluster's flows, store it as a new version and have every process apply it")
-    .option("--author <name>", "who made the change (default: $USER)")
+    .option("--author <name>", "who made the change (default: user@host)")
     .action(async (file: string, raw: { author?: string }) => {
       const { readConfigFile } = await import("ax-scheduler");
       const text = readConfigFile(file);
       await withClient(async (client) => {
-        const version = await client.config.apply(text, file, raw.author ?? defaultAuthor());
+        const version = await client.config.apply(text, file, raw.author ?? localConfigAuthor());
         if (version.unchanged) console.log(`unchanged: ${file} is config v${version.version}, in force; nothing stored`);
         else {
           console.log(`${stored(version)}; running processes apply it within seconds`);
@@ -143,11 +141,11 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
   config
     .command("rollback <version>")
     .description("store a new version whose text is that version's; every process applies it")
-    .option("--author <name>", "who made the change (default: $USER)")
+    .option("--author <name>", "who made the change (default: user@host)")
     .action(async (version: string, raw: { author?: string }) => {
       const v = versionArg("rollback", version);
       await withClient(async (client) => {
-        const rolled = await client.config.rollback(v, raw.author ?? defaultAuthor());
+        const rolled = await client.config.rollback(v, raw.author ?? localConfigAuthor());
         if (rolled.unchanged) console.log(`unchanged: config v${rolled.version}, in force, has the text of v${v}; nothing stored`);
         else {
           console.log(`${stored(rolled)} (the text of v${v}); running processes apply it within seconds`);

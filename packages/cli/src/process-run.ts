@@ -1,11 +1,10 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { userInfo } from "node:os";
 import { Registry } from "prom-client";
 import { axLogger, LiveConfig, parseDuration, reportStandaloneApi, Runtime, type Duration, type Role } from "ax-scheduler";
 import { advertiseApi, migrate, NEW_SCHEMA, openStore } from "@ax/store";
 import { checkEvictionPolicy, checkRedisVersion, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
-import { DEFAULT_DATA_DIR } from "@ax/common";
+import { DEFAULT_DATA_DIR, localConfigAuthor } from "@ax/common";
 import { startMetricsServer } from "@ax/server/metrics";
 import { loadFlows } from "./load-entry.js";
 import type { ConnectionFlags } from "./options.js";
@@ -120,7 +119,7 @@ export async function runRole(
   // `ax dev` applies the file on every save.
   const watchConfig =
     name === "dev" && config !== undefined
-      ? () => watchConfigFile(config, runtime.liveConfig, `${process.env.USER || userInfo().username} (ax dev)`, runtime.log)
+      ? () => watchConfigFile(config, runtime.liveConfig, localConfigAuthor("ax dev"), runtime.log)
       : undefined;
   await serve(runtime, name, flags.stopTimeout, watchConfig, history);
 }

@@ -27,3 +27,4 @@ export * from "./log-level.js";
 export * from "./process-wide.js";
 export * from "./load-module.js";
 export * from "./ids.js";
+export * from "./config-author.js";

@@ -1,4 +1,3 @@
-import { hostname, userInfo } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { attachEventSource, checkEvictionPolicy, checkRedisVersion } from "@ax/coordinator";
@@ -43,6 +42,7 @@ import {
   DEFAULT_API_PORT,
   DEFAULT_METRICS_HOST,
   DEFAULT_STOP_TIMEOUT_MS,
+  localConfigAuthor,
   METRICS_LISTENER,
 } from "@ax/common";
 
@@ -323,7 +323,7 @@ export class Runtime {
     const version = {
       yaml: fileText,
       parsed: parsed as unknown as Json,
-      author: `${process.env.USER || userInfo().username}@${hostname()}`,
+      author: localConfigAuthor(),
       file,
     };
     const adopted = stored ? await insertConfigVersion(db, version) : await insertFirstConfigVersion(db, version);

@@ -1,0 +1,10 @@
+import { hostname, userInfo } from "node:os";
+
+/**
+ * Who stored a config version from this machine: `user@host`, with what stored it when that was
+ * not a person's command (`root@vm (ax dev)`), so `ax config history` spells one author one way.
+ */
+export function localConfigAuthor(via?: string): string {
+  const who = `${process.env.USER || userInfo().username}@${hostname()}`;
+  return via ? `${who} (${via})` : who;
+}
