@@ -60,6 +60,12 @@ function configYaml(url: string): string {
     `    sinks: [{ type: webhook, url: "${url}/slow", secret: ${SECRET} }]`,
     "    flows: [alert_slow_flow]",
     "    triggers: { slow_run: 300ms, terminal_failure: false }",
+    // The same flow in a second group: its alerts reach both, each group in its own silence window.
+    "  slow_too:",
+    `    sinks: [{ type: webhook, url: "${url}/slow_too", secret: ${SECRET} }]`,
+    "    flows: [alert_slow_flow]",
+    "    silence: 1h",
+    "    triggers: { slow_run: 300ms, terminal_failure: false }",
     "  stuck:",
     `    sinks: [{ type: webhook, url: "${url}/stuck", secret: ${SECRET} }]`,
     "    flows: [alert_stuck_flow]",
@@ -182,13 +188,16 @@ describe("alerts: terminal failures only, one per silence window across coordina
     console.log("alert deliveries by sink:outcome across both coordinators:", JSON.stringify(await outcomes()));
   });
 
-  it("a successful run slower than the threshold raises a slow-run alert; a quick one does not", async () => {
+  it("a successful run slower than the threshold raises a slow-run alert in each group listing its flow; a quick one does not", async () => {
     const quick = await client.waitForRun(await client.triggerFlow("alert_slow_flow", 10), { timeout: "20s" });
     const slow = await client.waitForRun(await client.triggerFlow("alert_slow_flow", 700), { timeout: "20s" });
     expect([quick.status, slow.status]).toEqual(["success", "success"]);
     await expect.poll(() => at("/slow", "slow_run").length, { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => at("/slow_too", "slow_run").length, { timeout: 10_000 }).toBe(1);
     await sleep(1000);
     expect(at("/slow")).toHaveLength(1);
+    expect(at("/slow_too")).toHaveLength(1);
+    expect(at("/slow_too")[0]!.json).toMatchObject({ group: "slow_too", runId: slow.id });
     const alert = at("/slow")[0]!;
     expect(validSignature(alert, SECRET)).toBe(true);
     expect(alert.json).toMatchObject({ runId: slow.id, flow: "alert_slow_flow", details: { outcome: "succeeded", thresholdMs: 300 } });
@@ -238,7 +247,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
 
     const unknown = await runAx(["--storage", env.storage, "--prefix", env.prefix, "alerts", "test", "pagers"]);
     expect(unknown.code).not.toBe(0);
-    expect(unknown.stderr).toContain('alert group "pagers" is not defined (defined: default, burst, slow, stuck, streak)');
+    expect(unknown.stderr).toContain('alert group "pagers" is not defined (defined: default, burst, slow, slow_too, stuck, streak)');
   });
 
   it("a webhook answering 500 is tried retries + 1 times with backoff, then reported failed", async () => {

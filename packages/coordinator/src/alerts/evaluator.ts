@@ -343,8 +343,14 @@ export class AlertEvaluator {
    * Sends unless the key is within its silence window (cluster-wide); true when sent. A `repeat`
    * held back by the window is not counted as silenced: it is the alert already sent, found again.
    */
-  private async raise(name: string, group: AlertGroup, key: AlertKey, alert: AlertFields, opts: { since?: Date } = {}): Promise<boolean> {
-    const claim = await claimAlert(this.o.db, key, group.silenceMs, opts);
+  private async raise(
+    name: string,
+    group: AlertGroup,
+    key: Omit<AlertKey, "group">,
+    alert: AlertFields,
+    opts: { since?: Date } = {},
+  ): Promise<boolean> {
+    const claim = await claimAlert(this.o.db, { ...key, group: name }, group.silenceMs, opts);
     if (!claim.send) {
       if (claim.held) this.deliveries.inc({ sink: "-", outcome: "silenced" });
       return false;

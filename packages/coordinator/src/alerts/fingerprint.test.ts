@@ -8,6 +8,8 @@ describe("errorFingerprint", () => {
     const same: [string, string][] = [
       ["balance mismatch on acc_42: 103.50 != 99", "balance mismatch on acc_7: 12.00 != 13"],
       ["user u11 not found", "user u12 not found"],
+      ["user u5 not found", "user u7 not found"],
+      ["user u5 not found", "user u11 not found"],
       ["job job_7f3a2b failed", "job job_9c1d00 failed"],
       ["order ORD-ab12cd rejected", "order ORD-ef34gh rejected"],
       ["customer cus_NffrFeUfNV2Hib blocked", "customer cus_OaBcDeFgHiJkLm blocked"],

@@ -6,6 +6,8 @@ import type { Db } from "../connect.js";
 import { rows } from "./raw.js";
 
 export interface AlertKey {
+  /** The `alerts:` group it goes to: a flow listed in two groups alerts both, each in its own silence window. */
+  group: string;
   /** The trigger: `task_failed`, `consecutive_failures`, `slow_run`, `stuck_running`, `recovered`. */
   kind: string;
   flow: string;
@@ -39,15 +41,16 @@ export async function claimAlert(db: Db, key: AlertKey, silenceMs: number, opts:
   const [row] = await rows<{ claim: string; suppressed: number; before: number | null }>(
     db,
     sql`
-    insert into alert_dedupe as d (kind, flow, task, fingerprint, last_sent_at, suppressed, claim, counted_since)
-    values (${key.kind}, ${key.flow}, ${key.task}, ${key.fingerprint}, clock_timestamp(), 0, ${claim}, ${since}::timestamptz)
-    on conflict (kind, flow, task, fingerprint) do update set
+    insert into alert_dedupe as d (alert_group, kind, flow, task, fingerprint, last_sent_at, suppressed, claim, counted_since)
+    values (${key.group}, ${key.kind}, ${key.flow}, ${key.task}, ${key.fingerprint}, clock_timestamp(), 0, ${claim}, ${since}::timestamptz)
+    on conflict (alert_group, kind, flow, task, fingerprint) do update set
       last_sent_at = case when ${silent} then d.last_sent_at else clock_timestamp() end,
       claim = case when ${silent} then d.claim else ${claim}::uuid end,
       suppressed = case when not ${silent} then 0 when ${again} then d.suppressed else d.suppressed + 1 end,
       counted_since = greatest(d.counted_since, ${since}::timestamptz)
     returning d.claim, d.suppressed, (select suppressed from alert_dedupe o
-      where o.kind = d.kind and o.flow = d.flow and o.task = d.task and o.fingerprint = d.fingerprint) as before`,
+      where o.alert_group = d.alert_group and o.kind = d.kind and o.flow = d.flow and o.task = d.task
+        and o.fingerprint = d.fingerprint) as before`,
   );
   // The subquery reads the row as it was before this statement: the count this claim started from.
   const before = Number(row!.before ?? 0);

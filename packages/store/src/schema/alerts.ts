@@ -3,13 +3,14 @@ import type { Json } from "../types.js";
 import { at } from "./columns.js";
 
 /**
- * One row per alert key (kind, flow, task, error fingerprint): when it was last sent, and how many
- * were held back since. Claiming a send is one upsert, so N coordinators send one alert per key
- * per silence window.
+ * One row per alert key (alert group, kind, flow, task, error fingerprint): when it was last sent,
+ * and how many were held back since. Claiming a send is one upsert, so N coordinators send one
+ * alert per key per silence window; each group that an alert goes to keeps its own window.
  */
 export const alertDedupe = pgTable(
   "alert_dedupe",
   {
+    alertGroup: text("alert_group").notNull(),
     kind: text("kind").notNull(),
     flow: text("flow").notNull(),
     task: text("task").notNull(),
@@ -25,7 +26,7 @@ export const alertDedupe = pgTable(
      */
     countedSince: at("counted_since"),
   },
-  (t) => [primaryKey({ columns: [t.kind, t.flow, t.task, t.fingerprint] })],
+  (t) => [primaryKey({ columns: [t.alertGroup, t.kind, t.flow, t.task, t.fingerprint] })],
 );
 
 /** Terminal failures of a task in a row (reset by its next success), and whether an alert went out for them (recovery notice). */
