@@ -290,6 +290,27 @@ describe("alerts: terminal failures only, one per silence window across coordina
     }
   });
 
+  it("a webhook signing with a secret_env this process does not set fails, sending nothing unsigned; set, it signs", async () => {
+    const hook = await startWebhookSink();
+    try {
+      const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "signed.yaml");
+      writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${hook.url}", secret_env: AX_TEST_HOOK_SECRET }]\n`);
+      const args = ["--storage", env.storage, "alerts", "test", "pager", "--config", file];
+      const unset = await runAx(args, { AX_TEST_HOOK_SECRET: "" });
+      expect(unset.code).toBe(1);
+      expect(unset.stdout).toMatch(
+        /FAILED webhook \S+: secret_env AX_TEST_HOOK_SECRET is not set in this process's environment, so .* nothing was sent/,
+      );
+      expect(hook.received).toHaveLength(0);
+      const set = await runAx(args, { AX_TEST_HOOK_SECRET: "from-env" });
+      expect(set.code).toBe(0);
+      expect(hook.received).toHaveLength(1);
+      expect(validSignature(hook.received[0]!, "from-env")).toBe(true);
+    } finally {
+      await hook.close();
+    }
+  });
+
   it("a webhook nobody listens on is reported with the reason, not just `fetch failed`", async () => {
     const gone = await startWebhookSink();
     await gone.close();

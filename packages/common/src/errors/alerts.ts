@@ -16,6 +16,23 @@ export class AxAlertDeliveryError extends Error {
   }
 }
 
+/**
+ * A webhook sink signs with `secret_env`, and this process's environment does not set that
+ * variable: the alert is not sent unsigned, since a receiver that checks signatures would drop it
+ * (or one that does not would take anyone's).
+ */
+export class AxAlertSecretUnsetError extends Error {
+  override name = "AxAlertSecretUnsetError";
+  constructor(
+    readonly url: string,
+    readonly variable: string,
+  ) {
+    super(
+      `secret_env ${variable} is not set in this process's environment, so alert webhook ${url} would go unsigned; nothing was sent: set ${variable} where coordinators run (and where \`ax alerts test\` runs), then restart them`,
+    );
+  }
+}
+
 /** `ax alerts test <group>` named a group the configuration does not define. */
 export class AxAlertGroupNotFoundError extends Error {
   override name = "AxAlertGroupNotFoundError";

@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Counter } from "prom-client";
-import { AxAlertDeliveryError, redactUrl } from "@ax/common";
+import { AxAlertDeliveryError, AxAlertSecretUnsetError, redactUrl } from "@ax/common";
 import type { Alert, AlertSink } from "./types.js";
 
 export const SIGNATURE_HEADER = "X-Ax-Signature";
@@ -53,6 +53,7 @@ export async function deliverAlert(
 }
 
 async function postWebhook(alert: Alert, sink: Extract<AlertSink, { type: "webhook" }>): Promise<void> {
+  if (sink.unsetSecretEnv) throw new AxAlertSecretUnsetError(redactUrl(sink.url), sink.unsetSecretEnv);
   const body = JSON.stringify(alert);
   const { url, authorization } = withoutCredentials(sink.url);
   const headers: Record<string, string> = { ...sink.headers, "content-type": "application/json", "user-agent": "ax-scheduler" };

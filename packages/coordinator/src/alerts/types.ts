@@ -5,6 +5,8 @@ export type AlertSink =
       url: string;
       /** HMAC-SHA256 key of the `X-Ax-Signature` header; unsigned without one. */
       secret?: string | undefined;
+      /** The `secret_env` variable this process does not set: deliveries fail instead of going unsigned. */
+      unsetSecretEnv?: string | undefined;
       timeoutMs: number;
       /** Extra tries after the first failure, `retryBackoffMs`, 2x, 4x … apart. */
       retries: number;

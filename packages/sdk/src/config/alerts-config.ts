@@ -53,7 +53,7 @@ export type AlertsConfig = z.output<typeof alertsSchema>;
 
 /**
  * The groups as the evaluator uses them: `secret_env` read from this process's environment now
- * (an unset variable sends unsigned and is reported by the caller).
+ * (a sink whose variable is unset fails each delivery with AxAlertSecretUnsetError).
  */
 export function resolveAlertGroups(config: AlertsConfig, env: NodeJS.ProcessEnv = process.env): Record<string, AlertGroup> {
   return Object.fromEntries(
@@ -68,6 +68,7 @@ export function resolveAlertGroups(config: AlertsConfig, env: NodeJS.ProcessEnv 
                   type: "webhook",
                   url: sink.url,
                   secret: sink.secret ?? (sink.secretEnv ? env[sink.secretEnv] : undefined),
+                  unsetSecretEnv: sink.secretEnv && !env[sink.secretEnv] ? sink.secretEnv : undefined,
                   timeoutMs: sink.timeout,
                   retries: sink.retries,
                   retryBackoffMs: sink.retryBackoff,
