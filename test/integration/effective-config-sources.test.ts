@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { yamlValue } from "@ax/common";
 import { ax, type EffectiveOption, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
+import { runAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const perOrder = ax.task(
@@ -46,6 +47,11 @@ describe("effective config: each option's source", () => {
     });
     expect(option("rate_limit")).toMatchObject({ value: null, source: "code" });
     expect(option("rate_limit_key")).toMatchObject({ value: { max: 5, perMs: 1000 }, source: "code" });
+    // The text names where the limit is, rather than "(not set)" beside the source that set it.
+    const shown = await runAx(["--storage", env.storage, "--prefix", env.prefix, "config", "show", "--task", "sources_per_order"]);
+    expect(shown.stdout).toMatch(/^ {2}concurrency +\(per key: concurrency_key\) +code$/m);
+    expect(shown.stdout).toMatch(/^ {2}rate_limit +\(per key: rate_limit_key\) +code$/m);
+    expect(shown.stdout).toMatch(/^ {2}timeout +\(not set\) +default$/m);
   });
 
   it("a task-wide limit from YAML replaces the per-key one: both read from YAML", async () => {

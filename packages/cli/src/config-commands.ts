@@ -7,9 +7,10 @@ import { localConfigAuthor, yamlValue } from "@ax/common";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
-// An empty USER counts as unset, as an empty variable does for the global flags.
-
-function shownValue(o: EffectiveOption): string {
+function shownValue(o: EffectiveOption, block: EffectiveOption[]): string {
+  // A `concurrency` or `rate_limit` with a key counts per key: its task-wide row is empty, and it is not unset.
+  const perKey = block.find((other) => other.option === `${o.option}_key` && other.value !== null);
+  if (o.value === null && perKey) return `(per key: ${perKey.option})`;
   // "null" would read as a value to write; runtime.yaml refuses it for most options.
   if (o.value === null) return "(not set)";
   if (typeof o.value === "object" && Object.keys(o.value).length === 0) return "(none)";
@@ -21,11 +22,11 @@ type Block = [string, EffectiveOption[]];
 
 /** Every block's option, value and source in columns as wide as the widest of all blocks. */
 function table(blocks: Block[]): string {
-  const all = blocks.flatMap(([, options]) => options);
-  const [name, value] = [Math.max(0, ...all.map((o) => o.option.length)), Math.max(0, ...all.map((o) => shownValue(o).length))];
+  const all = blocks.flatMap(([, options]) => options.map((o) => ({ o, shown: shownValue(o, options) })));
+  const [name, value] = [Math.max(0, ...all.map(({ o }) => o.option.length)), Math.max(0, ...all.map(({ shown }) => shown.length))];
   return blocks
     .map(([title, options]) =>
-      [title, ...options.map((o) => `  ${o.option.padEnd(name)}  ${shownValue(o).padEnd(value)}  ${o.source}`)].join("\n"),
+      [title, ...options.map((o) => `  ${o.option.padEnd(name)}  ${shownValue(o, options).padEnd(value)}  ${o.source}`)].join("\n"),
     )
     .join("\n");
 }
