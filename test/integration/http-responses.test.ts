@@ -133,6 +133,7 @@ describe("every JSON route answers what the OpenAPI document says", () => {
     "GET /api/config/cluster": ["/api/config/cluster"],
     "GET /api/audit": ["/api/audit"],
     "GET /api/alerts": ["/api/alerts"],
+    "GET /api/alerts/mutes": ["/api/alerts/mutes", "/api/alerts/mutes?ended=true"],
     "GET /api/tokens": ["/api/tokens"],
     "GET /api/session": ["/api/session"],
   });

@@ -1,9 +1,21 @@
 import type { Command } from "commander";
-import type { Client } from "ax-scheduler";
+import { z } from "zod";
+import type { AlertMute, Client } from "ax-scheduler";
+import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
-/** `ax alerts test <group>`: one test alert through the group's sinks, to check URLs and secrets before a real failure does. */
+/** What a mute covers and until when, on one line. */
+function renderMute(m: AlertMute): string {
+  const scope = [m.flow ? `flow ${m.flow}` : "every flow", ...(m.task ? [`task ${m.task}`] : [])].join(", ");
+  const reason = m.reason ? `  "${m.reason}"` : "";
+  return `mute ${m.id}  group ${m.group} (${scope})  until ${m.until.toISOString()}  by ${m.createdBy}${reason}`;
+}
+
+/**
+ * `ax alerts test <group>`: one test alert through the group's sinks, to check URLs and secrets
+ * before a real failure does; `ax alerts mute|mutes|unmute`: an operator's mutes.
+ */
 export function addAlertsCommands(program: Command, withClient: WithClient): void {
   const alerts = program.command("alerts").description("alert groups of runtime.yaml (alerts:)");
 
@@ -30,6 +42,55 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
       await withClient(async (client) => {
         const current = await client.config.current();
         await deliver(current?.yaml ?? "", current ? `${current.file} (config v${current.version})` : "(no stored config)");
+      });
+    });
+
+  alerts
+    .command("mute <group>")
+    .description("stop sending the group's alerts (of one flow, one task) cluster-wide for a while; audited")
+    .requiredOption("--for <duration>", 'how long, e.g. "30m", "2h", "1d" (at most 30d)')
+    .option("--flow <name>", "only this flow's alerts")
+    .option("--task <name>", "only this task's alerts")
+    .option("--reason <text>", "why, shown by ax alerts mutes")
+    .action(async (group: string, raw: Record<string, unknown>) => {
+      const flags = parseFlags(
+        z.object({
+          for: durationFlagAtLeast(1000, "1s"),
+          flow: z.string().min(1).optional(),
+          task: z.string().min(1).optional(),
+          reason: z.string().max(500).optional(),
+        }),
+        raw,
+        "alerts mute",
+      );
+      await withClient(async (client) => {
+        const mute = await client.muteAlerts({ group, ...flags });
+        console.log(renderMute(mute));
+      });
+    });
+
+  alerts
+    .command("mutes")
+    .description("the mutes in force, ending soonest first")
+    .option("--ended", "those that ended in the last 30 days too")
+    .option("--json", "print as JSON")
+    .action(async (raw: { ended?: boolean; json?: boolean }) => {
+      await withClient(async (client) => {
+        const mutes = await client.listAlertMutes({ ended: raw.ended === true });
+        if (raw.json) console.log(JSON.stringify(mutes, null, 2));
+        else if (mutes.length === 0) console.log(raw.ended ? "no mutes in the last 30 days" : "no mutes in force");
+        else for (const m of mutes) console.log(renderMute(m));
+      });
+    });
+
+  alerts
+    .command("unmute <id>")
+    .description("end a mute now; its group's alerts are sent again from the next one")
+    .action(async (id: string) => {
+      const flags = parseFlags(z.object({ id: positiveInt }), { id }, "alerts unmute", { id: "<id>" });
+      await withClient(async (client) => {
+        const mute = await client.unmuteAlerts(flags.id);
+        console.log(`mute ${mute.id} ended: alerts of group ${mute.group} are sent again`);
       });
     });
 }

@@ -30,3 +30,4 @@ export * from "./alerts/sinks.js";
 export * from "./alerts/evaluator.js";
 export * from "./alerts/fingerprint.js";
 export * from "./retention.js";
+export * from "./alerts/mutes.js";

@@ -134,3 +134,25 @@ export const pruneSchema = strictOptions({
     .optional(),
   signal: z.instanceof(AbortSignal, { error: (issue) => `must be an AbortSignal, got ${shown(issue.input)}` }).optional(),
 });
+
+/** The longest mute: a mute meant to be forever is a trigger to turn off in runtime.yaml instead. */
+const MAX_MUTE_MS = 30 * 86_400_000;
+
+/** `muteAlerts({ group, flow, task, for, reason })`. */
+export const muteSchema = strictOptions({
+  group: text.min(1, { error: "must be the name of a group under alerts:, not empty" }),
+  flow: text.min(1, { error: "must be a flow's name, not empty (leave it out for every flow)" }).optional(),
+  task: text.min(1, { error: "must be a task's name, not empty (leave it out for every task)" }).optional(),
+  for: durationMs
+    .refine((ms) => ms >= 1000, { message: "must be at least 1s" })
+    .refine((ms) => ms <= MAX_MUTE_MS, {
+      message: "must be at most 30d; to stop an alert for good, turn its trigger off under alerts: in runtime.yaml",
+    }),
+  reason: text.max(500, { error: "must be at most 500 characters" }).optional(),
+});
+
+/** `listAlertMutes({ ended })`. */
+export const mutesQuerySchema = strictOptions({ ended: flag.optional() });
+
+/** `unmuteAlerts(id)`: a mute's id as `muteAlerts` and `listAlertMutes` give it. */
+export const muteIdSchema = wholeNumber(1);

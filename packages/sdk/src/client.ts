@@ -23,6 +23,8 @@ import {
   busyKeys,
   type BusyKey,
   type QueueInfo,
+  muteAlerts,
+  unmuteAlerts,
 } from "@ax/coordinator";
 import { AxBackfillNotFoundError, AxTriggerOptionError, AxUnknownFlowError, isUuid } from "@ax/common";
 import {
@@ -52,6 +54,8 @@ import {
   listFlowNames,
   toStorableText,
   writeAudit,
+  listAlertMutes,
+  type AlertMute,
 } from "@ax/store";
 import type { Flow, FlowInput } from "./definition/flow.js";
 import { localActor, Tokens } from "./tokens.js";
@@ -79,6 +83,9 @@ import {
   flowNameSchema,
   limitSchema,
   logQuerySchema,
+  muteIdSchema,
+  muteSchema,
+  mutesQuerySchema,
   payloadsSchema,
   pruneSchema,
   rerunSchema,
@@ -379,6 +386,36 @@ export class Client {
       detail: { paused: answer.paused },
     });
     return answer;
+  }
+
+  /**
+   * Mutes a group's alerts (narrowed to a flow, and a task, when given) cluster-wide until `for` has
+   * passed or `unmuteAlerts(id)`; a muted alert is not sent, held back or counted in a silence
+   * window. Throws AxAlertGroupNotFoundError for a group the config in force does not define.
+   * Audited as `alerts.mute`.
+   */
+  async muteAlerts(options: { group: string; flow?: string; task?: string; for: Duration; reason?: string }): Promise<AlertMute> {
+    const request = checkArgs(muteSchema, options, "muteAlerts");
+    const db = this.connections.store.db;
+    const actor = localActor();
+    const mute = await muteAlerts(db, { ...request, forMs: request.for, createdBy: actor.name });
+    await writeAudit(db, { actor, action: "alerts.mute", target: String(mute.id), detail: { group: mute.group } });
+    return mute;
+  }
+
+  /** Ends a mute now; throws AxAlertMuteNotFoundError when none with that id is in force. Audited as `alerts.unmute`. */
+  async unmuteAlerts(id: number): Promise<AlertMute> {
+    checkArgs(muteIdSchema, id, "unmuteAlerts");
+    const db = this.connections.store.db;
+    const mute = await unmuteAlerts(db, id);
+    await writeAudit(db, { actor: localActor(), action: "alerts.unmute", target: String(id), detail: { group: mute.group } });
+    return mute;
+  }
+
+  /** The mutes in force, ending soonest first; `{ ended: true }` adds those that ended in the last 30 days. */
+  listAlertMutes(options: { ended?: boolean } = {}): Promise<AlertMute[]> {
+    checkArgs(mutesQuerySchema, options, "listAlertMutes");
+    return listAlertMutes(this.connections.store.db, options);
   }
 
   /** Every stored schedule with its next three fire times and its newest tick. */

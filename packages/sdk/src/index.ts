@@ -35,7 +35,18 @@ export type { ScheduleInfo, QueueInfo, BusyKey } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
 export type { RerunOptions, BackfillStarted } from "@ax/coordinator";
 export type { BackfillInfo, LogLineInfo, TaskLogs, TaskLogQuery, PruneCounts, PruneResult, ProcessConfigState } from "@ax/store";
-export type { RunInfo, TaskRunInfo, AttemptInfo, RunSummary, RunPage, RunStatus, TaskStatus, AttemptOutcome, Json } from "@ax/store";
+export type {
+  RunInfo,
+  TaskRunInfo,
+  AttemptInfo,
+  RunSummary,
+  RunPage,
+  RunStatus,
+  TaskStatus,
+  AttemptOutcome,
+  Json,
+  AlertMute,
+} from "@ax/store";
 export type { TaskContext, AxEvent, AxEventName, ResolvedTaskOptions } from "@ax/worker";
 // Every error ax throws or stores, one family per module of @ax/common.
 export * from "@ax/common";

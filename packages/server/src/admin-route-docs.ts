@@ -1,6 +1,10 @@
 import { z } from "zod";
 import {
   alertsQuery,
+  alertMute,
+  muteBody,
+  muteIdParams,
+  mutesQuery,
   loggedAlert,
   configBody,
   configVersionParams,
@@ -113,6 +117,31 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
     scope: "read",
     query: alertsQuery,
     responses: { 200: { description: "sent alerts", schema: z.object({ alerts: z.array(loggedAlert) }) }, 400: badRequest },
+  },
+  "GET /api/alerts/mutes": {
+    summary: "operators' alert mutes in force, ending soonest first (with ended=true: those ended in the last 30 days too)",
+    scope: "read",
+    query: mutesQuery,
+    responses: { 200: { description: "mutes", schema: z.object({ mutes: z.array(alertMute) }) }, 400: badRequest },
+  },
+  "POST /api/alerts/mutes": {
+    summary: "mute a group's alerts (a flow's, a task's) cluster-wide for a while; audited as alerts.mute",
+    scope: "admin",
+    body: muteBody,
+    responses: {
+      201: { description: "the mute", schema: alertMute },
+      400: badRequest,
+      404: { description: "the config in force defines no such group", schema: apiError },
+    },
+  },
+  "DELETE /api/alerts/mutes/:id": {
+    summary: "end a mute now; audited as alerts.unmute",
+    scope: "admin",
+    params: muteIdParams,
+    responses: {
+      200: { description: "the mute, ended", schema: alertMute },
+      404: { description: "no mute with this id is in force", schema: apiError },
+    },
   },
   "GET /api/session": {
     scope: "read",

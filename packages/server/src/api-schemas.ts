@@ -1,4 +1,4 @@
-import { insteadOf, MAX_KEY_LENGTH, MAX_PRIORITY, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
+import { insteadOf, MAX_KEY_LENGTH, MAX_PRIORITY, parseDuration, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/store";
 import { runStatusList } from "@ax/common";
@@ -224,6 +224,49 @@ export const loggedAlert = z.object({
   deliveries: z
     .array(z.object({ sink: z.string(), target: z.string(), ok: z.boolean(), error: z.string().optional() }))
     .meta({ description: "what each sink of the group answered" }),
+});
+
+const MAX_MUTE_MS = 30 * 86_400_000;
+
+export const muteBody = strictBody({
+  group: z.string().min(1).meta({ description: "a group under alerts: in the config in force" }),
+  flow: z.string().min(1).optional().meta({ description: "only this flow's alerts (none: every flow of the group)" }),
+  task: z.string().min(1).optional().meta({ description: "only this task's alerts (none: every task, and the run-level alerts)" }),
+  for: z
+    .union([z.string(), z.number()], { error: "must be a duration: a number of milliseconds or text such as 30m, 2h, 1d" })
+    .transform((value, ctx) => {
+      try {
+        return parseDuration(value);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+    })
+    .refine((ms) => ms >= 1000, "must be at least 1s")
+    .refine((ms) => ms <= MAX_MUTE_MS, "must be at most 30d; to stop an alert for good, turn its trigger off under alerts: in runtime.yaml")
+    .meta({ description: "how long, from now: milliseconds or 30m, 2h, 1d" }),
+  reason: z.string().max(500).optional().meta({ description: "why, for whoever reads `ax alerts mutes`" }),
+});
+
+export const muteIdParams = z.object({ id: wholeNumberParam(1) });
+
+export const mutesQuery = z.object({
+  ended: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .transform((v) => v === "true")
+    .optional()
+    .meta({ description: "true: mutes that ended in the last 30 days too" }),
+});
+
+export const alertMute = z.object({
+  id: z.number().int(),
+  group: z.string(),
+  flow: z.string().nullable(),
+  task: z.string().nullable(),
+  until: z.string(),
+  createdAt: z.string(),
+  createdBy: z.string().meta({ description: "the token's name, or cli:<os user>" }),
+  reason: z.string().nullable(),
 });
 
 export const tokenBody = strictBody({

@@ -30,6 +30,7 @@ export * from "./repositories/backfills.js";
 export * from "./repositories/unserved.js";
 export * from "./repositories/config-versions.js";
 export * from "./repositories/alerts.js";
+export * from "./repositories/alert-mutes.js";
 export * from "./repositories/task-logs.js";
 export * from "./repositories/retention.js";
 export * from "./repositories/auth.js";

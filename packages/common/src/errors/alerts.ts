@@ -33,9 +33,10 @@ export class AxAlertSecretUnsetError extends Error {
   }
 }
 
-/** `ax alerts test <group>` named a group the configuration does not define. */
+/** `ax alerts test <group>` or `ax alerts mute <group>` named a group the configuration does not define. */
 export class AxAlertGroupNotFoundError extends Error {
   override name = "AxAlertGroupNotFoundError";
+  readonly statusCode = 404;
   constructor(
     readonly group: string,
     defined: string[],
@@ -45,5 +46,14 @@ export class AxAlertGroupNotFoundError extends Error {
         ? `alert group "${group}" is not defined: the configuration has no alerts: section; add one (see docs/events-and-alerts.md) and \`ax config apply\` it`
         : `alert group "${group}" is not defined (defined: ${defined.join(", ")}); add it under alerts: and \`ax config apply\` it`,
     );
+  }
+}
+
+/** `ax alerts unmute <id>` named a mute that does not exist or has already ended. */
+export class AxAlertMuteNotFoundError extends Error {
+  override name = "AxAlertMuteNotFoundError";
+  readonly statusCode = 404;
+  constructor(readonly id: number) {
+    super(`no alert mute ${id} is in force (it ended, or never existed); \`ax alerts mutes\` lists those in force`);
   }
 }

@@ -8,6 +8,7 @@ import {
   endFailureStreak,
   logAlert,
   markStreakAlerted,
+  mutingAlert,
   recordTerminalFailure,
   runDurationMs,
   stuckRuns,
@@ -30,14 +31,17 @@ const BATCH = 100;
 /** An event a coordinator took but did not acknowledge this long ago (it died, or PostgreSQL failed) is taken over. */
 const RECLAIM_IDLE_MS = 30_000;
 
-/** `ax_alert_deliveries_total{sink, outcome}`: `sent`, `failed`, or `silenced` (held back by the silence window, sink `-`). */
+/**
+ * `ax_alert_deliveries_total{sink, outcome}`: `sent`, `failed`, `silenced` (held back by the
+ * silence window, sink `-`) or `muted` (by an operator's mute, sink `-`).
+ */
 export function alertDeliveriesMetric(registry: Registry): Counter<"sink" | "outcome"> {
   const name = "ax_alert_deliveries_total";
   return (
     (registry.getSingleMetric(name) as Counter<"sink" | "outcome"> | undefined) ??
     new Counter({
       name,
-      help: "Alert deliveries by sink and outcome (sent, failed, silenced)",
+      help: "Alert deliveries by sink and outcome (sent, failed, silenced, muted)",
       labelNames: ["sink", "outcome"],
       registers: [registry],
     })
@@ -300,6 +304,7 @@ export class AlertEvaluator {
     const ended = await endFailureStreak(this.o.db, event.flow, event.task);
     if (!ended?.alerted || !group.triggers.recovery) return;
     const heldBack = await endTaskSilences(this.o.db, event.flow, event.task);
+    if (await this.muted(name, event.flow, event.task)) return;
     this.send(
       name,
       group,
@@ -350,12 +355,22 @@ export class AlertEvaluator {
     alert: AlertFields,
     opts: { since?: Date } = {},
   ): Promise<boolean> {
+    // Checked before the claim: an alert muted does not open a silence window that outlives the mute.
+    if (await this.muted(name, key.flow, key.task)) return false;
     const claim = await claimAlert(this.o.db, { ...key, group: name }, group.silenceMs, opts);
     if (!claim.send) {
       if (claim.held) this.deliveries.inc({ sink: "-", outcome: "silenced" });
       return false;
     }
     this.send(name, group, { ...alert, kind: key.kind as AlertKind, task: key.task || null }, claim.suppressed);
+    return true;
+  }
+
+  private async muted(group: string, flow: string, task: string): Promise<boolean> {
+    const mute = await mutingAlert(this.o.db, group, flow, task);
+    if (!mute) return false;
+    this.deliveries.inc({ sink: "-", outcome: "muted" });
+    this.o.log.debug({ group, flow, task, mute: mute.id }, `alert muted by mute ${mute.id} until ${mute.until.toISOString()}`);
     return true;
   }
 

@@ -58,3 +58,25 @@ export const alertLog = pgTable(
   },
   (t) => [index("alert_log_sent_at").on(t.sentAt)],
 );
+
+/**
+ * An operator's mute: the alerts of one group (narrowed to a flow, and to a task of it, when
+ * given) are not sent until `until`. Unlike a silence window it is set by hand, for a known
+ * incident or a maintenance, and ends early when deleted.
+ */
+export const alertMutes = pgTable(
+  "alert_mutes",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    alertGroup: text("alert_group").notNull(),
+    /** Null: every flow of the group. */
+    flow: text("flow"),
+    /** Null: every task (and the run-level alerts) of the flow. */
+    task: text("task"),
+    until: at("until").notNull(),
+    createdAt: at("created_at").defaultNow().notNull(),
+    createdBy: text("created_by").notNull(),
+    reason: text("reason"),
+  },
+  (t) => [index("alert_mutes_group_until").on(t.alertGroup, t.until)],
+);
