@@ -574,6 +574,28 @@ describe("the web console in a real browser", () => {
     expect((await rows.nth(0).boundingBox())!.height).toBeLessThan(120);
     await cut.locator("summary").click();
     await expect(cut.textContent()).resolves.toContain(long.trimEnd());
+
+    // Muting the noisy alert from its row: the mute shows above the history until it is ended.
+    const client = runtime.client();
+    const current = await client.config.current();
+    const applied = await client.config.apply(
+      `${current!.yaml}\nalerts:\n  ops:\n    sinks: [{ type: log, level: info }]\n`,
+      "alerts.yaml",
+      "test",
+    );
+    await expect.poll(() => runtime.configVersion).toBe(applied.version);
+    await rows.nth(0).getByRole("button", { name: "Mute 1h" }).click();
+    const mute = page.locator(".mutes .mute");
+    await expect.poll(() => mute.count()).toBe(1);
+    await expect(mute.textContent()).resolves.toMatch(/^ops order_payment_flow \/ create_invoice until .* · by anonymous Unmute$/);
+    expect((await client.listAlertMutes()).map((m) => [m.group, m.flow, m.task])).toEqual([
+      ["ops", "order_payment_flow", "create_invoice"],
+    ]);
+    await shot("08d-alerts-muted");
+    await mute.getByRole("button", { name: "Unmute" }).click();
+    await expect.poll(() => mute.count()).toBe(0);
+    expect(await client.listAlertMutes()).toEqual([]);
+    await expect.poll(() => page.getByRole("button", { name: "Mute 1h" }).count()).toBe(3);
   });
 
   it("lists coordinators and API processes beside the workers, each with the config version it applies", async () => {

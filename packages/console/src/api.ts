@@ -122,6 +122,7 @@ export async function signIn(value: string): Promise<void> {
 export const api = {
   get: <T>(path: string) => call<T>("GET", path),
   post: <T>(path: string, body: unknown = {}) => call<T>("POST", path, body),
+  delete: <T>(path: string) => call<T>("DELETE", path),
 };
 
 export function query(params: Record<string, string | undefined>): string {

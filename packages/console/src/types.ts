@@ -179,6 +179,17 @@ export interface SentAlert {
   deliveries: { sink: string; target: string; ok: boolean; error?: string }[];
 }
 
+/** One entry of GET /api/alerts/mutes: an operator's mute of a group's alerts. */
+export interface AlertMute {
+  id: number;
+  group: string;
+  flow: string | null;
+  task: string | null;
+  until: string;
+  createdBy: string;
+  reason: string | null;
+}
+
 /** `GET /api/backfills`: one backfill's range and progress. */
 export interface BackfillInfo {
   id: string;

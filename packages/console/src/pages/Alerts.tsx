@@ -1,10 +1,12 @@
 import { useState } from "react";
+import { api } from "../api";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time, Zone } from "../components/Time";
 import { useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import { Link } from "../router";
-import type { SentAlert } from "../types";
+import { ActionButton } from "../session";
+import type { AlertMute, SentAlert } from "../types";
 
 const PAGE = 50;
 
@@ -38,6 +40,38 @@ function DeliveryError({ error }: { error: string }) {
   );
 }
 
+/** The mutes in force, each with what it covers and a button to end it; nothing when there are none. */
+function Mutes({ mutes, onChange }: { mutes: AlertMute[]; onChange: (error?: Error) => void }) {
+  const { t } = useI18n();
+  const [busy, setBusy] = useState(false);
+  if (mutes.length === 0) return null;
+  const unmute = (id: number) => {
+    setBusy(true);
+    api
+      .delete(`/api/alerts/mutes/${id}`)
+      .then(() => onChange(), onChange)
+      .finally(() => setBusy(false));
+  };
+  return (
+    <section className="mutes" aria-label={t("alerts.mutes")}>
+      <strong>{t("alerts.mutes")}</strong>
+      {mutes.map((m) => (
+        <div key={m.id} className="mute" data-mute={m.id}>
+          <span className="pill">{m.group}</span> {m.flow ?? t("alerts.muteEveryFlow")}
+          {m.task && <span className="muted"> / {m.task}</span>}{" "}
+          <span className="muted small">
+            {t("alerts.muteUntil")} <Time iso={m.until} /> · {t("alerts.muteBy")} {m.createdBy}
+            {m.reason && <> · “{m.reason}”</>}
+          </span>{" "}
+          <ActionButton needs="admin" className="mute-end" disabled={busy} onClick={() => unmute(m.id)}>
+            {t("alerts.unmute")}
+          </ActionButton>
+        </div>
+      ))}
+    </section>
+  );
+}
+
 /** The alerts coordinators sent, newest first, and what each sink answered: "did the pager get it?" */
 export function AlertsPage() {
   const { t } = useI18n();
@@ -46,10 +80,25 @@ export function AlertsPage() {
   const cursor = before.at(-1);
   const alerts = useApi<{ alerts: SentAlert[] }>(`/api/alerts?limit=${PAGE}${cursor === undefined ? "" : `&before=${cursor}`}`, 5000);
   const list = alerts.data?.alerts ?? [];
+  const mutes = useApi<{ mutes: AlertMute[] }>("/api/alerts/mutes", 5000);
+  const [actionError, setActionError] = useState<Error>();
+  const changed = (error?: Error) => {
+    setActionError(error);
+    mutes.reload();
+  };
+  const inForce = mutes.data?.mutes ?? [];
+  // An alert a mute in force already covers offers no second mute.
+  const covered = (a: SentAlert) =>
+    inForce.some((m) => m.group === a.group && (m.flow === null || m.flow === a.flow) && (m.task === null || m.task === a.alert.task));
+  const mute = (a: SentAlert) =>
+    api
+      .post("/api/alerts/mutes", { group: a.group, flow: a.flow, task: a.alert.task ?? undefined, for: "1h" })
+      .then(() => changed(), changed);
   return (
     <>
       <h1>{t("alerts")}</h1>
-      <ErrorNote error={alerts.error} />
+      <ErrorNote error={alerts.error ?? mutes.error ?? actionError} />
+      <Mutes mutes={inForce} onChange={changed} />
       {alerts.data && list.length === 0 ? (
         <Empty>{t("alerts.empty")}</Empty>
       ) : (
@@ -65,6 +114,7 @@ export function AlertsPage() {
                 <th>{t("alerts.where")}</th>
                 <th>{t("alerts.summary")}</th>
                 <th>{t("alerts.delivery")}</th>
+                <th />
               </tr>
             </thead>
             <tbody>
@@ -100,6 +150,13 @@ export function AlertsPage() {
                     {a.deliveries.map((d) => (
                       <Delivery key={`${d.sink}:${d.target}`} delivery={d} />
                     ))}
+                  </td>
+                  <td className="al-mute">
+                    {a.kind !== "test" && !covered(a) && (
+                      <ActionButton needs="admin" className="small" title={t("alerts.muteHint")} onClick={() => mute(a)}>
+                        {t("alerts.mute")}
+                      </ActionButton>
+                    )}
                   </td>
                 </tr>
               ))}
