@@ -75,6 +75,7 @@ describe("alert mutes: an operator stops a group's alerts for a while", { timeou
     await expect(client.muteAlerts({ group: "pagers", for: "1h" })).rejects.toThrow('alert group "pagers" is not defined (defined: ops)');
     await expect(client.unmuteAlerts(mute.id)).rejects.toThrow(AxAlertMuteNotFoundError);
     await expect(client.muteAlerts({ group: "ops", for: "40d" })).rejects.toThrow(/at most 30d/);
+    await expect(client.muteAlerts({ group: "ops", for: "1h", reason: "nul\u0000" })).rejects.toThrow(/reason holds a NUL/);
   });
 
   it("ax alerts mute, mutes and unmute, and the same over HTTP", async () => {
@@ -104,6 +105,8 @@ describe("alert mutes: an operator stops a group's alerts for a while", { timeou
     const tooShort = await api("/api/alerts/mutes", { method: "POST", body: { group: "ops", for: "0s" } });
     expect(tooShort.status).toBe(400);
     expect(await tooShort.text()).toContain("at least 1s");
+    const nul = await api("/api/alerts/mutes", { method: "POST", body: { group: "ops", for: "1h", reason: "nul\u0000" } });
+    expect(nul.status).toBe(400);
     expect((await api(`/api/alerts/mutes/${mute.id}`, { method: "DELETE" })).status).toBe(200);
     expect((await api(`/api/alerts/mutes/${mute.id}`, { method: "DELETE" })).status).toBe(404);
 

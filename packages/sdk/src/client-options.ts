@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isCalendarDay } from "@ax/common";
-import { RUN_STATUSES, RUN_TRIGGERS } from "@ax/store";
+import { RUN_STATUSES, RUN_TRIGGERS, toStorableText } from "@ax/store";
 import { durationMs } from "./duration.js";
 import { connectionOptions, flowList, pinoLogger, shown, strictOptions, validDate, wholeNumber } from "./option-checks.js";
 
@@ -138,17 +138,20 @@ export const pruneSchema = strictOptions({
 /** The longest mute: a mute meant to be forever is a trigger to turn off in runtime.yaml instead. */
 const MAX_MUTE_MS = 30 * 86_400_000;
 
+/** Text PostgreSQL can store: no NUL, no lone surrogate. */
+const storable = text.refine((value) => toStorableText(value) === value, { error: "holds a NUL or a lone UTF-16 surrogate" });
+
 /** `muteAlerts({ group, flow, task, for, reason })`. */
 export const muteSchema = strictOptions({
-  group: text.min(1, { error: "must be the name of a group under alerts:, not empty" }),
-  flow: text.min(1, { error: "must be a flow's name, not empty (leave it out for every flow)" }).optional(),
-  task: text.min(1, { error: "must be a task's name, not empty (leave it out for every task)" }).optional(),
+  group: storable.min(1, { error: "must be the name of a group under alerts:, not empty" }),
+  flow: storable.min(1, { error: "must be a flow's name, not empty (leave it out for every flow)" }).optional(),
+  task: storable.min(1, { error: "must be a task's name, not empty (leave it out for every task)" }).optional(),
   for: durationMs
     .refine((ms) => ms >= 1000, { message: "must be at least 1s" })
     .refine((ms) => ms <= MAX_MUTE_MS, {
       message: "must be at most 30d; to stop an alert for good, turn its trigger off under alerts: in runtime.yaml",
     }),
-  reason: text.max(500, { error: "must be at most 500 characters" }).optional(),
+  reason: storable.max(500, { error: "must be at most 500 characters" }).optional(),
 });
 
 /** `listAlertMutes({ ended })`. */

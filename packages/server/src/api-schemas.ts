@@ -229,9 +229,9 @@ export const loggedAlert = z.object({
 const MAX_MUTE_MS = 30 * 86_400_000;
 
 export const muteBody = strictBody({
-  group: z.string().min(1).meta({ description: "a group under alerts: in the config in force" }),
-  flow: z.string().min(1).optional().meta({ description: "only this flow's alerts (none: every flow of the group)" }),
-  task: z.string().min(1).optional().meta({ description: "only this task's alerts (none: every task, and the run-level alerts)" }),
+  group: storableText.min(1).meta({ description: "a group under alerts: in the config in force" }),
+  flow: storableText.min(1).optional().meta({ description: "only this flow's alerts (none: every flow of the group)" }),
+  task: storableText.min(1).optional().meta({ description: "only this task's alerts (none: every task, and the run-level alerts)" }),
   for: z
     .union([z.string(), z.number()], { error: "must be a duration: a number of milliseconds or text such as 30m, 2h, 1d" })
     .transform((value, ctx) => {
@@ -245,7 +245,7 @@ export const muteBody = strictBody({
     .refine((ms) => ms >= 1000, "must be at least 1s")
     .refine((ms) => ms <= MAX_MUTE_MS, "must be at most 30d; to stop an alert for good, turn its trigger off under alerts: in runtime.yaml")
     .meta({ description: "how long, from now: milliseconds or 30m, 2h, 1d" }),
-  reason: z.string().max(500).optional().meta({ description: "why, for whoever reads `ax alerts mutes`" }),
+  reason: storableText.max(500).optional().meta({ description: "why, for whoever reads `ax alerts mutes`" }),
 });
 
 export const muteIdParams = z.object({ id: wholeNumberParam(1) });
