@@ -16,5 +16,6 @@ export type {
   TaskStatus,
   AttemptOutcome,
   Json,
+  AlertMute,
 } from "@ax/store";
 export * from "@ax/common";
