@@ -46,3 +46,5 @@ export const DEFAULT_API_PORT = 8080;
 export const DEFAULT_API_HOST = "127.0.0.1";
 /** A bare /metrics endpoint listens on every interface unless told otherwise, for a scraper on another machine. */
 export const DEFAULT_METRICS_HOST = "0.0.0.0";
+/** The longest alert mute: an alert meant to stop for good is a trigger to turn off in runtime.yaml. */
+export const MAX_ALERT_MUTE_MS = 30 * 86_400_000;

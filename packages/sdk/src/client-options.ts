@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isCalendarDay } from "@ax/common";
+import { isCalendarDay, MAX_ALERT_MUTE_MS } from "@ax/common";
 import { RUN_STATUSES, RUN_TRIGGERS, toStorableText } from "@ax/store";
 import { durationMs } from "./duration.js";
 import { connectionOptions, flowList, pinoLogger, shown, strictOptions, validDate, wholeNumber } from "./option-checks.js";
@@ -135,9 +135,6 @@ export const pruneSchema = strictOptions({
   signal: z.instanceof(AbortSignal, { error: (issue) => `must be an AbortSignal, got ${shown(issue.input)}` }).optional(),
 });
 
-/** The longest mute: a mute meant to be forever is a trigger to turn off in runtime.yaml instead. */
-const MAX_MUTE_MS = 30 * 86_400_000;
-
 /** Text PostgreSQL can store: no NUL, no lone surrogate. */
 const storable = text.refine((value) => toStorableText(value) === value, { error: "holds a NUL or a lone UTF-16 surrogate" });
 
@@ -148,7 +145,7 @@ export const muteSchema = strictOptions({
   task: storable.min(1, { error: "must be a task's name, not empty (leave it out for every task)" }).optional(),
   for: durationMs
     .refine((ms) => ms >= 1000, { message: "must be at least 1s" })
-    .refine((ms) => ms <= MAX_MUTE_MS, {
+    .refine((ms) => ms <= MAX_ALERT_MUTE_MS, {
       message: "must be at most 30d; to stop an alert for good, turn its trigger off under alerts: in runtime.yaml",
     }),
   reason: storable.max(500, { error: "must be at most 500 characters" }).optional(),

@@ -1,4 +1,4 @@
-import { insteadOf, MAX_KEY_LENGTH, MAX_PRIORITY, parseDuration, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
+import { insteadOf, MAX_ALERT_MUTE_MS, MAX_KEY_LENGTH, MAX_PRIORITY, parseDuration, TOKEN_NAME, TOKEN_NAME_RULE } from "@ax/common";
 import { z } from "zod";
 import { RUN_STATUSES, RUN_TRIGGERS, TOKEN_SCOPES, toStorableText } from "@ax/store";
 import { runStatusList } from "@ax/common";
@@ -226,14 +226,12 @@ export const loggedAlert = z.object({
     .meta({ description: "what each sink of the group answered" }),
 });
 
-const MAX_MUTE_MS = 30 * 86_400_000;
-
 export const muteBody = strictBody({
   group: storableText.min(1).meta({ description: "a group under alerts: in the config in force" }),
   flow: storableText.min(1).optional().meta({ description: "only this flow's alerts (none: every flow of the group)" }),
   task: storableText.min(1).optional().meta({ description: "only this task's alerts (none: every task, and the run-level alerts)" }),
   for: z
-    .union([z.string(), z.number()], { error: "must be a duration: a number of milliseconds or text such as 30m, 2h, 1d" })
+    .union([z.string(), z.number()], { error: "must be a duration: seconds as a number, or text such as 30m, 2h, 1d" })
     .transform((value, ctx) => {
       try {
         return parseDuration(value);
@@ -243,8 +241,11 @@ export const muteBody = strictBody({
       }
     })
     .refine((ms) => ms >= 1000, "must be at least 1s")
-    .refine((ms) => ms <= MAX_MUTE_MS, "must be at most 30d; to stop an alert for good, turn its trigger off under alerts: in runtime.yaml")
-    .meta({ description: "how long, from now: milliseconds or 30m, 2h, 1d" }),
+    .refine(
+      (ms) => ms <= MAX_ALERT_MUTE_MS,
+      "must be at most 30d; to stop an alert for good, turn its trigger off under alerts: in runtime.yaml",
+    )
+    .meta({ description: "how long, from now: seconds as a number, or 30m, 2h, 1d" }),
   reason: storableText.max(500).optional().meta({ description: "why, for whoever reads `ax alerts mutes`" }),
 });
 

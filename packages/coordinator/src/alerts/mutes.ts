@@ -1,21 +1,11 @@
 import { AxAlertGroupNotFoundError, AxAlertMuteNotFoundError } from "@ax/common";
-import { endAlertMute, insertAlertMute, latestConfigVersion, type AlertMute, type Db } from "@ax/store";
-
-export interface MuteRequest {
-  group: string;
-  flow?: string | undefined;
-  task?: string | undefined;
-  forMs: number;
-  /** Who muted: `cli:<os user>` or the API token's name. */
-  createdBy: string;
-  reason?: string | undefined;
-}
+import { endAlertMute, insertAlertMute, latestConfigVersion, type AlertMute, type Db, type NewAlertMute } from "@ax/store";
 
 /**
  * Mutes the alerts of a group the config in force defines (a mute of a misspelt group would
  * mute nothing and look like it worked), cluster-wide, for `forMs`.
  */
-export async function muteAlerts(db: Db, request: MuteRequest): Promise<AlertMute> {
+export async function muteAlerts(db: Db, request: NewAlertMute): Promise<AlertMute> {
   const current = await latestConfigVersion(db);
   const groups = Object.keys((current?.parsed as { alerts?: Record<string, unknown> } | undefined)?.alerts ?? {});
   if (!groups.includes(request.group)) throw new AxAlertGroupNotFoundError(request.group, groups);

@@ -38,18 +38,18 @@ const muteOf = (r: MuteRow): AlertMute => ({
 /** Ended mutes are kept this long, so `ax alerts mutes --all` can still say who muted what. */
 const KEEP_ENDED_DAYS = 30;
 
+export interface NewAlertMute {
+  group: string;
+  flow?: string | undefined;
+  task?: string | undefined;
+  forMs: number;
+  /** Who muted: `cli:<os user>` or the API token's name. */
+  createdBy: string;
+  reason?: string | undefined;
+}
+
 /** Stores a mute lasting `forMs` from now on PostgreSQL's clock; mutes ended long ago go in the same call. */
-export async function insertAlertMute(
-  db: Db,
-  mute: {
-    group: string;
-    flow?: string | undefined;
-    task?: string | undefined;
-    forMs: number;
-    createdBy: string;
-    reason?: string | undefined;
-  },
-): Promise<AlertMute> {
+export async function insertAlertMute(db: Db, mute: NewAlertMute): Promise<AlertMute> {
   await db.execute(sql`delete from alert_mutes where until < now() - make_interval(days => ${KEEP_ENDED_DAYS})`);
   const [row] = await rows<MuteRow>(
     db,
