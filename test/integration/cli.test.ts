@@ -126,6 +126,22 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
     expect(await byTrigger("manual")).toContain(runId!);
     expect(await byTrigger("event")).toBe("");
     expect((await runAx(["runs", "--flow", "cli_flow", "--trigger", "event", ...connection()])).stderr).toBe("no runs match\n");
+
+    // Times as a Client answers them (ISO strings) go back in as they are; from is inclusive, to exclusive.
+    expect((await client.listRuns({ flow: "cli_flow", from: run.createdAt })).map((r) => r.id)).toEqual([runId]);
+    expect(await client.listRuns({ flow: "cli_flow", to: run.createdAt })).toEqual([]);
+    expect((await client.listRuns({ flow: "cli_flow", from: "2000-01-01", to: new Date(Date.now() + 60_000) })).map((r) => r.id)).toEqual([
+      runId,
+    ]);
+    const byTime = async (...flags: string[]) => (await runAx(["runs", "--flow", "cli_flow", ...flags, ...connection()])).stdout;
+    expect(await byTime("--since", "1h")).toContain(runId!);
+    expect(await byTime("--from", "2000-01-01", "--to", new Date(Date.now() + 60_000).toISOString())).toContain(runId!);
+    expect(await byTime("--from", new Date(Date.now() + 60_000).toISOString())).toBe("");
+    const both = await runAx(["runs", "--since", "1h", "--from", "2000-01-01", ...connection()]);
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toContain("ax runs: --since and --from both say where the runs start: give one of them");
+    const local = await runAx(["runs", "--from", "2026-01-01T02:00", ...connection()]);
+    expect(local.stderr).toContain('ax runs: --from: "2026-01-01T02:00" has no UTC offset');
   });
 
   it("ax trigger refuses a --payload that is not JSON, says so, exits non-zero and writes nothing", async ({ expect }) => {

@@ -86,6 +86,19 @@ describe("Client arguments", () => {
     expect(await refusal(() => client.listRuns({ status: ["running", "bogus" as never] }))).toBeInstanceOf(AxArgumentError);
     expect((await refusal(() => client.listRuns({ limit: -1 }))).message).toBe("listRuns: limit must be a whole number at least 1, got -1");
     expect((await refusal(() => client.listRuns({ from: new Date("x") }))).message).toBe("listRuns: from is an invalid date");
+    // Read in this machine's zone, text without an offset would mean another moment on another machine.
+    expect((await refusal(() => client.listRuns({ from: "2026-01-01T02:00:00" }))).message).toBe(
+      'listRuns: from must be a Date or an ISO 8601 date or date-time with its UTC offset, such as 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00, got "2026-01-01T02:00:00"',
+    );
+    expect((await refusal(() => client.listRunPage({ to: "2026-02-30" }))).message).toMatch(
+      /^listRunPage: to must be a Date or an ISO 8601/,
+    );
+    expect((await refusal(() => client.listRuns({ from: 5 as never }))).message).toBe(
+      "listRuns: from must be a Date or an ISO 8601 string, got 5",
+    );
+    expect((await refusal(() => client.listRuns({ from: "2026-02-01", to: new Date("2026-01-01T00:00:00Z") }))).message).toBe(
+      "listRuns: from is after to (2026-01-01T00:00:00.000Z): swap them",
+    );
     expect((await refusal(() => client.listBackfills({ limit: 0 }))).message).toBe(
       "listBackfills: limit must be a whole number at least 1, got 0",
     );

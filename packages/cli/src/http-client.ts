@@ -7,6 +7,7 @@ import type {
   Duration,
   QueueInfo,
   RerunOptions,
+  RunFilter,
   RunInfo,
   RunSummary,
   ScheduleInfo,
@@ -15,7 +16,6 @@ import type {
   TriggerOptions,
 } from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
-import type { RunFilter } from "@ax/store";
 import { AxWaitTimeoutError, parseDuration, REUSED_KEY_CODE, reusedKeyMessage, TERMINAL_RUN_STATUSES } from "@ax/common";
 import type { Logger } from "pino";
 import { AxApiAnsweredError, AxApiError, AxApiUnreachableError } from "./errors.js";
@@ -88,7 +88,10 @@ export class HttpRunsApi implements RunsApi {
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     const query = new URLSearchParams();
-    for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, String(value));
+    for (const [name, value] of Object.entries(filter)) {
+      // The API takes instants with an offset only; a Date's own text has none that it reads.
+      if (value !== undefined) query.set(name, value instanceof Date ? value.toISOString() : String(value));
+    }
     const { runs } = await this.request<{ runs: RunSummary[] }>("GET", `/api/runs?${query}`);
     return runs;
   }

@@ -1,6 +1,15 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { parseDuration, plainMessage, QUEUE_NAME, QUEUE_NAME_RULE, SCHEMA_NAME, SCHEMA_NAME_RULE, type Duration } from "@ax/common";
+import {
+  isCalendarDay,
+  parseDuration,
+  plainMessage,
+  QUEUE_NAME,
+  QUEUE_NAME_RULE,
+  SCHEMA_NAME,
+  SCHEMA_NAME_RULE,
+  type Duration,
+} from "@ax/common";
 import { AxUsageError } from "./errors.js";
 
 /** Connection flags every command shares; environment variables are the defaults. */
@@ -106,3 +115,31 @@ export function refuseTimeoutWithoutWait(command: Command, name: string): void {
     throw new AxUsageError(`ax ${name}: --timeout is how long --wait waits: add --wait, or leave --timeout out`);
   }
 }
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const WITH_OFFSET = /(Z|[+-]\d{2}(:?\d{2})?)$/i;
+/**
+ * A date alone (midnight UTC) or a date-time with its UTC offset, as an ISO string. A date-time
+ * without an offset is refused, as the HTTP API refuses it, rather than read in this machine's zone.
+ */
+export const dateFlag = z
+  .string({ error: "missing; give 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00" })
+  .transform((text, ctx) => {
+    const at = new Date(text);
+    if (Number.isNaN(at.getTime()) || !(DATE_ONLY.test(text) || text.includes("T"))) {
+      ctx.addIssue({ code: "custom", message: `"${text}" is not a date; write 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00` });
+      return z.NEVER;
+    }
+    if (!/^\d{4}-\d{2}-\d{2}/.test(text) || !isCalendarDay(text)) {
+      ctx.addIssue({ code: "custom", message: `"${text}" names a day the calendar does not have; check the month and day` });
+      return z.NEVER;
+    }
+    if (!DATE_ONLY.test(text) && !WITH_OFFSET.test(text)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `"${text}" has no UTC offset; write ${text}Z for UTC or ${text}+01:00 with the zone's offset (a date alone is midnight UTC)`,
+      });
+      return z.NEVER;
+    }
+    return at.toISOString();
+  });

@@ -2,10 +2,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
-import { isCalendarDay } from "@ax/common";
 import type { BackfillInfo } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
-import { durationFlagAtLeast, jsonFlag, parseFlags, positiveInt, refuseTimeoutWithoutWait } from "./options.js";
+import { dateFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt, refuseTimeoutWithoutWait } from "./options.js";
 import { Eta, Stall } from "./progress.js";
 import { printRunOrWait } from "./render-run.js";
 import type { RunsApi } from "./runs-api.js";
@@ -17,32 +16,6 @@ const CONFIRM_TICKS = 10_000;
 const POLL_MS = 500;
 /** Nothing running and nothing ending for this long: the bar says why that may be. */
 const STALLED_MS = 15_000;
-
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
-const WITH_OFFSET = /(Z|[+-]\d{2}(:?\d{2})?)$/i;
-/**
- * A date alone (midnight UTC) or a date-time with its UTC offset, as an ISO string. A date-time
- * without an offset is refused, as the HTTP API refuses it, rather than read in this machine's zone.
- */
-const instant = z.string({ error: "missing; give 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00" }).transform((text, ctx) => {
-  const at = new Date(text);
-  if (Number.isNaN(at.getTime()) || !(DATE_ONLY.test(text) || text.includes("T"))) {
-    ctx.addIssue({ code: "custom", message: `"${text}" is not a date; write 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00` });
-    return z.NEVER;
-  }
-  if (!/^\d{4}-\d{2}-\d{2}/.test(text) || !isCalendarDay(text)) {
-    ctx.addIssue({ code: "custom", message: `"${text}" names a day the calendar does not have; check the month and day` });
-    return z.NEVER;
-  }
-  if (!DATE_ONLY.test(text) && !WITH_OFFSET.test(text)) {
-    ctx.addIssue({
-      code: "custom",
-      message: `"${text}" has no UTC offset; write ${text}Z for UTC or ${text}+01:00 with the zone's offset (a date alone is midnight UTC)`,
-    });
-    return z.NEVER;
-  }
-  return at.toISOString();
-});
 
 /** `ax rerun`, `ax backfill`, `ax backfill cancel`, `ax backfills`; they also reach an `ax dev`'s embedded history through its API. */
 export function addRerunBackfillCommands(program: Command, withClient: WithClient): void {
@@ -130,7 +103,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
       if (id !== undefined)
         throw new AxUsageError(`ax backfill ${flow}: unexpected argument "${id}"; give the range as --from <date> --to <date>`);
       const flags = parseFlags(
-        z.object({ from: instant, to: instant, maxConcurrent: positiveInt.optional(), yes: z.boolean().optional() }),
+        z.object({ from: dateFlag, to: dateFlag, maxConcurrent: positiveInt.optional(), yes: z.boolean().optional() }),
         raw,
         "backfill",
       );

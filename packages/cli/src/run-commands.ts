@@ -2,10 +2,10 @@ import { readFile } from "node:fs/promises";
 import { text as readStream } from "node:stream/consumers";
 import type { Command } from "commander";
 import { z } from "zod";
-import { MAX_PRIORITY, RUN_STATUSES, RUN_TRIGGERS, runStatusList } from "@ax/common";
+import { MAX_PRIORITY, parseDuration, RUN_STATUSES, RUN_TRIGGERS, runStatusList } from "@ax/common";
 import { AxUsageError } from "./errors.js";
 import { loadFlows } from "./load-entry.js";
-import { durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt, refuseTimeoutWithoutWait } from "./options.js";
+import { dateFlag, durationFlag, durationFlagAtLeast, jsonFlag, parseFlags, positiveInt, refuseTimeoutWithoutWait } from "./options.js";
 import { printRunOrWait, renderRun } from "./render-run.js";
 import { table } from "./render-queues.js";
 import { withClient } from "./shared.js";
@@ -93,6 +93,12 @@ export function addRunCommands(program: Command): void {
     .option("--business-key <key>", "only runs with this business key (the whole key, as stored)")
     .option("--idempotency-key <key>", "the run this key made (with --flow: keys are unique per flow)")
     .option("--trigger <kind>", `how the runs were started: ${RUN_TRIGGERS.join(", ")}`)
+    .option(
+      "--from <date>",
+      "runs created at or after: 2026-01-01 (midnight UTC) or a date-time with its offset, 2026-01-01T02:00:00+01:00",
+    )
+    .option("--to <date>", "runs created before (same forms as --from)")
+    .option("--since <duration>", "runs created in the last <duration>: 30m, 2h, 7d (instead of --from)")
     .option("--limit <n>", "how many", "20")
     .option("--json", "print them as JSON (what client.listRuns answers), [] when none match")
     .action(async ({ json, ...raw }: Record<string, string | boolean | undefined>) => {
@@ -108,12 +114,25 @@ export function addRunCommands(program: Command): void {
             businessKey: z.string().optional(),
             idempotencyKey: z.string().optional(),
             trigger: z.enum(RUN_TRIGGERS).optional(),
+            from: dateFlag.optional(),
+            to: dateFlag.optional(),
+            since: durationFlag.optional(),
             limit: positiveInt,
           })
           .refine((f) => f.idempotencyKey === undefined || f.flow !== undefined, {
             path: ["idempotencyKey"],
             message: "needs --flow too: an idempotency key is unique per flow",
-          }),
+          })
+          .refine((f) => f.since === undefined || f.from === undefined, {
+            message: "--since and --from both say where the runs start: give one of them",
+          })
+          .refine((f) => f.from === undefined || f.to === undefined || f.from <= f.to, {
+            path: ["from"],
+            message: "is after --to: swap them",
+          })
+          .transform(({ since, ...f }) =>
+            since === undefined ? f : { ...f, from: new Date(Date.now() - parseDuration(since)).toISOString() },
+          ),
         raw,
         "runs",
       );

@@ -6,6 +6,7 @@ import type {
   Duration,
   QueueInfo,
   RerunOptions,
+  RunFilter,
   RunInfo,
   RunSummary,
   ScheduleInfo,
@@ -14,7 +15,6 @@ import type {
   TriggerOptions,
 } from "ax-scheduler";
 import type { CancelResult } from "@ax/coordinator";
-import type { RunFilter } from "@ax/store";
 
 /**
  * What the CLI's client commands need: a `Client` on the store, or the HTTP API of the `ax dev`

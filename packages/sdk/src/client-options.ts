@@ -2,7 +2,7 @@ import { z } from "zod";
 import { isCalendarDay, MAX_ALERT_MUTE_MS } from "@ax/common";
 import { RUN_STATUSES, RUN_TRIGGERS, toStorableText } from "@ax/store";
 import { durationMs } from "./duration.js";
-import { connectionOptions, flowList, pinoLogger, shown, strictOptions, validDate, wholeNumber } from "./option-checks.js";
+import { connectionOptions, flowList, instant, pinoLogger, shown, strictOptions, wholeNumber } from "./option-checks.js";
 
 /** `new Client(options)`: the connection options, the flows whose key functions apply, the payload cap. */
 export const clientOptionsSchema = strictOptions({
@@ -71,13 +71,16 @@ export const runFilterSchema = strictOptions({
   businessKey: text.optional(),
   idempotencyKey: text.optional(),
   trigger: oneOf(RUN_TRIGGERS).optional(),
-  from: validDate.optional(),
-  to: validDate.optional(),
+  from: instant.optional(),
+  to: instant.optional(),
   cursor: text.optional(),
   limit: wholeNumber(1).optional(),
 }).superRefine((filter, ctx) => {
   if (filter.idempotencyKey !== undefined && filter.flow === undefined) {
     ctx.addIssue({ code: "custom", path: ["idempotencyKey"], message: IDEMPOTENCY_KEY_NEEDS_FLOW });
+  }
+  if (filter.from && filter.to && filter.from > filter.to) {
+    ctx.addIssue({ code: "custom", path: ["from"], message: `is after to (${filter.to.toISOString()}): swap them` });
   }
 });
 

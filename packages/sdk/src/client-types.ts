@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { RunFilter as StoredRunFilter } from "@ax/store";
 import type { Flow } from "./definition/flow.js";
 import type { Duration } from "./duration.js";
 import type { ConnectionOptions } from "./connections.js";
@@ -28,6 +29,14 @@ export interface PruneRequest {
   /** After each transaction: runs pruned so far, of `total` counted at the start. */
   onProgress?: ((runs: number, total: number) => void) | undefined;
   signal?: AbortSignal | undefined;
+}
+
+/** What `listRuns` and `listRunPage` narrow by; times as a Date or ISO 8601 text with its offset (a date alone is midnight UTC). */
+export interface RunFilter extends Omit<StoredRunFilter, "from" | "to"> {
+  /** Runs created at or after this moment. */
+  from?: Date | string | undefined;
+  /** Runs created before this moment. */
+  to?: Date | string | undefined;
 }
 
 export interface BackfillOptions {

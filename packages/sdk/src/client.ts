@@ -39,7 +39,6 @@ import {
   listRunSummaries,
   runStatus,
   TERMINAL_RUN_STATUSES,
-  type RunFilter,
   type RunInfo,
   type RunPage,
   type RunSummary,
@@ -95,9 +94,9 @@ import {
   waitSchema,
 } from "./client-options.js";
 
-import type { BackfillOptions, ClientOptions, PruneRequest, TriggerManyOptions, TriggerOptions } from "./client-types.js";
+import type { BackfillOptions, ClientOptions, PruneRequest, RunFilter, TriggerManyOptions, TriggerOptions } from "./client-types.js";
 
-export type { BackfillOptions, ClientOptions, PruneRequest, TriggerManyOptions, TriggerOptions };
+export type { BackfillOptions, ClientOptions, PruneRequest, RunFilter, TriggerManyOptions, TriggerOptions };
 
 const DEFAULT_WAIT_MS = 60_000;
 
@@ -348,8 +347,8 @@ export class Client {
 
   /** Newest first. */
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
-    checkArgs(runFilterSchema, filter, "listRuns");
-    return listRunSummaries(this.connections.store.db, filter);
+    const { from, to } = checkArgs(runFilterSchema, filter, "listRuns");
+    return listRunSummaries(this.connections.store.db, { ...filter, from, to });
   }
 
   /**
@@ -357,8 +356,8 @@ export class Client {
    * `listRunPage({ ...filter, cursor: page.nextCursor })` until `nextCursor` is null.
    */
   async listRunPage(filter: RunFilter = {}): Promise<RunPage> {
-    checkArgs(runFilterSchema, filter, "listRunPage");
-    return listRunPage(this.connections.store.db, filter);
+    const { from, to } = checkArgs(runFilterSchema, filter, "listRunPage");
+    return listRunPage(this.connections.store.db, { ...filter, from, to });
   }
 
   /**

@@ -7,6 +7,7 @@ export {
   type TriggerManyOptions,
   type BackfillOptions,
   type PruneRequest,
+  type RunFilter,
 } from "./client.js";
 export type { RunTimingOptions } from "./trigger-options.js";
 export type { Flow, FlowInput } from "./definition/flow.js";

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { insteadOf, plainMessage } from "@ax/common";
+import { insteadOf, isCalendarDay, plainMessage } from "@ax/common";
 import { z } from "zod";
 import type { Flow } from "./definition/flow.js";
 
@@ -31,6 +31,30 @@ export const milliseconds = wholeNumber(1);
 export const validDate = z.custom<Date>((value) => value instanceof Date && !Number.isNaN(value.getTime()), {
   error: (issue) => (issue.input instanceof Date ? "is an invalid date" : `must be a Date, got ${shown(issue.input)}`),
 });
+
+/** A date alone (midnight UTC) or a date-time with its UTC offset; JavaScript reads one without an offset in the local zone. */
+const ISO_INSTANT = /^\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d))?$/i;
+
+/**
+ * zod: a moment given as a valid Date or as ISO 8601 text (`2026-01-01`, `2026-01-01T02:00:00+01:00`),
+ * made a Date. Text without its offset is refused: read in the asking machine's zone, the same
+ * call would mean different moments on different machines.
+ */
+export const instant = z
+  .custom<Date | string>((value) => value instanceof Date || typeof value === "string", {
+    error: (issue) => `must be a Date or an ISO 8601 string, got ${shown(issue.input)}`,
+  })
+  .transform((value, ctx) => {
+    const at = new Date(value);
+    if (value instanceof Date && Number.isNaN(at.getTime())) ctx.addIssue({ code: "custom", message: "is an invalid date" });
+    else if (typeof value === "string" && (!ISO_INSTANT.test(value) || !isCalendarDay(value) || Number.isNaN(at.getTime()))) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be a Date or an ISO 8601 date or date-time with its UTC offset, such as 2026-01-01 (midnight UTC) or 2026-01-01T02:00:00+01:00, got ${shown(value)}`,
+      });
+    } else return at;
+    return z.NEVER;
+  });
 
 /** zod: a non-empty string; URLs are not quoted back, as they may carry a password. */
 const text = (what: string) => z.string({ error: `must be ${what}` }).min(1, { error: `must be ${what}, not empty`, abort: true });
