@@ -572,6 +572,20 @@ describe("the web console in a real browser", () => {
     expect(height).toBeLessThan(fontSize! * 2);
     expect(fullWidth).toBeGreaterThan(shownWidth!);
     expect((await rows.nth(0).boundingBox())!.height).toBeLessThan(120);
+    // However long a sink's error, the table fits a laptop's screen, its Mute buttons in view, and a phone's.
+    const overflow = () =>
+      page.evaluate<number>(
+        `(() => { const wrap = document.querySelector("table.alerts").parentElement; return wrap.scrollWidth - wrap.clientWidth; })()`,
+      );
+    await expect(overflow()).resolves.toBeLessThanOrEqual(0);
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await expect(overflow()).resolves.toBeLessThanOrEqual(0);
+      const box = (await rows.nth(0).locator(".al-delivery").boundingBox())!;
+      expect(box.x + box.width).toBeLessThanOrEqual(390);
+    } finally {
+      await page.setViewportSize({ width: 1440, height: 900 });
+    }
     await cut.locator("summary").click();
     await expect(cut.textContent()).resolves.toContain(long.trimEnd());
 

@@ -4,6 +4,8 @@ import { useEffect, useState, type MouseEvent, type ReactNode } from "react";
 export function navigate(to: string): void {
   window.history.pushState(null, "", to);
   window.dispatchEvent(new PopStateEvent("popstate"));
+  // A new address is a new page, read from its top (the next page of runs, a run opened from far down a list).
+  window.scrollTo(0, 0);
 }
 
 /** The same page at another address (a query that says what is open): no history entry, so Back leaves the page. */

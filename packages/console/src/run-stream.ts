@@ -22,7 +22,6 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
     setOffline(false);
     let ended = false;
     const follow = async (): Promise<void> => {
-      setLive(true);
       try {
         await stream(
           `/api/runs/${id}/stream`,
@@ -30,6 +29,8 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
             if (event === "message") {
               setRun(JSON.parse(data) as RunInfo);
               setOffline(false);
+              // Live once the feed answers, not while it is being asked for: a server that is down would make it blink.
+              setLive(true);
             }
             if (event === "error") {
               const body = JSON.parse(data) as { error?: string; message: string };
@@ -43,6 +44,7 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
         if (!ended && !abort.signal.aborted) throw new Error("stream closed");
       } catch (e) {
         if (abort.signal.aborted) return;
+        setLive(false);
         if (e instanceof ApiError && e.status === 404) {
           setError(new RunNotFound(e.message));
           return;
@@ -65,9 +67,10 @@ export function useLiveRun(id: string): { run: RunInfo | undefined; error: Error
           }
           return follow();
         }
-      } finally {
-        if (!abort.signal.aborted) setLive(false);
+        return;
       }
+      // The run ended (or the server refused it): nothing more will come.
+      if (!abort.signal.aborted) setLive(false);
     };
     void follow();
     return () => abort.abort();

@@ -192,7 +192,7 @@ export function NodePanel({
       </div>
       {reused && <ReusedNote task={reused} />}
       {task.status === "skipped" && !reused && <SkipNote task={task} run={run} onSelect={onSelect} />}
-      {task.error && (
+      {task.error && task.status !== "running" && (
         <div className={`error-box${task.status === "cancelled" ? " quiet" : ""}`} data-error={task.error.name}>
           <strong>{task.error.name}</strong>: {task.error.message}
           {task.error.notRetried && (

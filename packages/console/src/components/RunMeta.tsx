@@ -26,6 +26,12 @@ export function RunMeta({ run, now }: { run: RunInfo; now: number }) {
     <div className="meta">
       <Item name="run.meta.version">v{run.flowVersion}</Item>
       <Item name="run.meta.trigger">{label(t, "triggered", run.trigger)}</Item>
+      {/* Which tick a schedule's or a backfill's run is for: its created time is when it was made, not the day it covers. */}
+      {run.logicalDate && (
+        <Item name="run.meta.logicalDate">
+          <Time iso={run.logicalDate} zone />
+        </Item>
+      )}
       {run.businessKey && <Item name="run.meta.key">{run.businessKey}</Item>}
       <Item name="run.meta.created">
         <Time iso={run.createdAt} zone />

@@ -20,6 +20,9 @@ function nodeDetail(task: TaskRunInfo, now: number, { t, lang }: ReturnType<type
   if (task.reusedFrom) return `${t("status.reused")} · ${task.reusedFrom.slice(0, 8)}`;
   if (task.status === "retrying" && task.nextRetryAt) {
     const left = Date.parse(task.nextRetryAt) - now;
+    // Due, and held by a limit (a full pool): that is what it waits for now.
+    if (left <= 0 && task.waitingFor)
+      return `${waitingFor(serverText(task.waitingFor, lang), t("run.dueAt"))} · #${task.attempts.length + 1}`;
     return `${left > 0 ? `${t("node.retryIn")} ${duration(left)}` : t("node.retryDue")} · #${task.attempts.length + 1}`;
   }
   if (task.status === "running") {

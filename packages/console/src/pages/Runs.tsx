@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "react";
+import { type MouseEvent, useEffect, useRef, useState } from "react";
 import { query } from "../api";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
 import { Time, Zone } from "../components/Time";
@@ -66,6 +66,12 @@ export function RunsPage() {
   const params = location.searchParams;
   // The page's cursor is in the address: a reload keeps the page, Back returns to the one before.
   const cursor = params.get("cursor") ?? undefined;
+  const openRun = (e: MouseEvent, to: string) => {
+    // The id's own link has navigated, or opened a tab for a modified click: the row must not navigate too.
+    if ((e.target as Element).closest("a")) return;
+    if (e.ctrlKey || e.metaKey || e.shiftKey) window.open(to, "_blank", "noopener");
+    else navigate(to);
+  };
   const page = (next: string | undefined) => {
     const q = new URLSearchParams(params);
     if (next) q.set("cursor", next);
@@ -185,7 +191,7 @@ export function RunsPage() {
             </thead>
             <tbody>
               {(runs.data?.runs ?? []).map((r) => (
-                <tr key={r.id} onClick={() => navigate(`/runs/${r.id}`)}>
+                <tr key={r.id} onClick={(e) => openRun(e, `/runs/${r.id}`)}>
                   <td className="r-status">
                     <StatusBadge status={r.status} />
                   </td>
@@ -195,7 +201,15 @@ export function RunsPage() {
                     </Link>
                   </td>
                   <td className="r-flow">{r.flow}</td>
-                  <td className="r-trigger muted">{label(t, "triggered", r.trigger)}</td>
+                  <td className="r-trigger muted">
+                    {label(t, "triggered", r.trigger)}
+                    {r.logicalDate && (
+                      <span className="logical-date" title={t("run.meta.logicalDate")}>
+                        {" "}
+                        · <Time iso={r.logicalDate} />
+                      </span>
+                    )}
+                  </td>
                   {r.businessKey ? (
                     <td className="r-key">{r.businessKey}</td>
                   ) : (
