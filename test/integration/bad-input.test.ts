@@ -263,6 +263,27 @@ describe("bad input is refused with a clear error and writes nothing", () => {
         AxDefinitionError,
         /retryOn\.0: must be an error class \(RangeError, a class of your own\) or the name of one as a string/,
       );
+      // A predicate was accepted, and the retry check then threw on every failure: the attempt's
+      // outcome was never recorded and the node stayed running.
+      const predicate =
+        /: must be an error class \(extending Error\) or the name of one as a string \("TimeoutError"\), not a function that tests the error/;
+      for (const [name, matcher] of [
+        ["arrow_retry_on", (e: { code?: string }) => e.code === "ECONNRESET"],
+        [
+          "function_retry_on",
+          function isReset(e: { code?: string }) {
+            return e.code === "ECONNRESET";
+          },
+        ],
+        ["class_retry_on", class NotAnError {}],
+      ] as const) {
+        await refused(async () => ax.task({ name, retries: 1, retryOn: [matcher as never] }, () => 1), AxDefinitionError, predicate);
+        await refused(async () => ax.task({ name: `${name}_no`, noRetryOn: [matcher as never] }, () => 1), AxDefinitionError, predicate);
+      }
+      class InvoiceApiError extends Error {}
+      expect(ax.task({ name: "class_matchers", retryOn: [InvoiceApiError, Error, "TimeoutError"] }, () => 1).taskName).toBe(
+        "class_matchers",
+      );
     });
 
     it("refuses an async flow body", async () => {

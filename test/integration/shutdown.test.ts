@@ -91,6 +91,8 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
     expect(node?.attempts[0]?.error?.name).toBe("AxWorkerStoppedError");
     // Most workers are stopped by SIGTERM, not stop(): the message names the CLI's flag too.
     expect(node?.attempts[0]?.error?.message).toContain("Give stop() a longer timeout (`ax worker --stop-timeout`)");
+    // The timeout as it was given, not what was left of it once the other roles had stopped.
+    expect(node?.attempts[0]?.error?.message).toContain("within the stop timeout (2000 ms)");
 
     // The stopping worker tells it as history does: handed back, not a failure of the task.
     const finished = lines.map((l) => JSON.parse(l) as { msg: string; outcome?: string }).filter((l) => l.outcome);

@@ -7,10 +7,17 @@ import { strictOptions, wanted } from "./option-checks.js";
 
 export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
 
-const errorMatcher = z.union(
-  [z.string().min(1), z.custom<abstract new (...args: never[]) => Error>((v) => typeof v === "function", "an error class")],
-  { error: 'must be an error class (RangeError, a class of your own) or the name of one as a string ("TimeoutError")' },
-);
+/** Error itself or a class extending it: what `instanceof` can test a thrown error against. */
+const isErrorClass = (value: unknown): boolean =>
+  value === Error || (typeof value === "function" && typeof value.prototype === "object" && value.prototype instanceof Error);
+
+const errorMatcher = z.union([z.string().min(1), z.custom<abstract new (...args: never[]) => Error>(isErrorClass, "an error class")], {
+  error: (issue) =>
+    typeof issue.input === "function"
+      ? // A predicate, (e) => e.code === "ECONNRESET", reads naturally here but classifies nothing.
+        'must be an error class (extending Error) or the name of one as a string ("TimeoutError"), not a function that tests the error: to decide by its fields, throw NonRetryableError for what must not be retried'
+      : 'must be an error class (RangeError, a class of your own) or the name of one as a string ("TimeoutError")',
+});
 
 /** `retryOn: []` would retry nothing while `retries` says otherwise: almost surely a mistake. */
 const retryOnList = z

@@ -62,15 +62,26 @@ export class RuntimeCode {
     return { maxConcurrency: this.current.maxConcurrency ?? null, pools: this.current.pools };
   }
 
-  apply(config: RuntimeConfig): void {
+  /**
+   * Takes `config`'s overrides into every task's options. Answers what is set but cannot hold, one
+   * sentence each: `resources` on a task the inline executor runs, which shares this process's heap
+   * and clock and so cannot cap either.
+   */
+  apply(config: RuntimeConfig): string[] {
     this.current = config;
     this.groups = resolveAlertGroups(config.alerts);
+    const unenforced = new Set<string>();
     for (const flow of this.flows) {
       for (const task of flow.tasks.values()) {
         const runnable = this.tasks.get(task.taskName)!;
         runnable.options = resolveTaskOptions(task.taskName, task.codeOptions, config.tasks[task.taskName]);
+        if (runnable.options.resources && runnable.options.executor === "inline") unenforced.add(task.taskName);
       }
     }
+    return [...unenforced].map(
+      (task) =>
+        `task "${task}" sets resources, but runs on the inline executor, which cannot enforce them: set executor: "thread" or "process" (in code or in runtime.yaml) for hard limits, or leave resources out`,
+    );
   }
 
   /** Each scheduled flow's schedule after YAML overrides. */

@@ -288,7 +288,7 @@ export class Runtime {
       ]),
       msUntil(deadline),
     );
-    await worker?.stop(msUntil(deadline));
+    await worker?.stop(msUntil(deadline), timeoutMs);
     // Attempts are finished or handed back: a client still checked out now is one to cut, not wait for.
     await connections?.close(CLOSE_GRACE_MS);
   }
@@ -337,7 +337,8 @@ export class Runtime {
 
   /** Parses a stored version (throwing AxConfigError, with nothing changed, if this process cannot) and applies it in memory. */
   private applyVersion(version: ConfigVersion): void {
-    this.code.apply(parseRuntimeConfig(version.yaml, `${version.file} (config v${version.version})`));
+    const notes = this.code.apply(parseRuntimeConfig(version.yaml, `${version.file} (config v${version.version})`));
+    for (const note of notes) this.log.warn({ version: version.version }, note);
   }
 
   /**

@@ -224,9 +224,11 @@ export class NodeWorker {
   /**
    * Takes no new jobs and gives in-flight attempts `timeoutMs` to finish; those still running then
    * are handed back for another attempt and their signals aborted. Closing takes at most a short
-   * grace after that, whether or not Redis and PostgreSQL answer.
+   * grace after that, whether or not Redis and PostgreSQL answer. `givenMs`: the stop timeout as
+   * the caller set it, which the handed-back attempts' error names (`timeoutMs` may be what is left
+   * of it after other parts stopped).
    */
-  async stop(timeoutMs = DEFAULT_STOP_TIMEOUT_MS): Promise<void> {
+  async stop(timeoutMs = DEFAULT_STOP_TIMEOUT_MS, givenMs = timeoutMs): Promise<void> {
     const o = this.options;
     const deadline = Date.now() + timeoutMs;
     const dispatcher = this.dispatcher;
@@ -243,7 +245,7 @@ export class NodeWorker {
         workerId: this.id,
         inFlight: this.inFlight,
         log: o.log,
-        timeoutMs,
+        timeoutMs: givenMs,
         deadline: deadline + CLOSE_GRACE_MS,
       });
     }

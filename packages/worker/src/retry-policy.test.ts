@@ -91,6 +91,15 @@ describe("decideRetry", () => {
     expect(decideRetry(p, new Error("plain"), 1).retry).toBe(false);
   });
 
+  it("decides without throwing when a matcher has no prototype (options refuse one; a throw would leave the outcome unrecorded)", () => {
+    const arrow = ((e: { code?: string }) => e.code === "ECONNRESET") as never;
+    expect(decideRetry(policy({ retryOn: [arrow] }), new Error("reset"), 1)).toMatchObject({
+      retry: false,
+      reason: "error is not in retryOn",
+    });
+    expect(decideRetry(policy({ noRetryOn: [arrow] }), new Error("reset"), 1).retry).toBe(true);
+  });
+
   it("retries only errors in retryOn, by name string, and by name when the class was lost crossing a boundary", () => {
     const byName = policy({ retryOn: ["InvoiceApiError"] });
     expect(decideRetry(byName, new InvoiceApiError("503"), 1).retry).toBe(true);

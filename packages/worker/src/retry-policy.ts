@@ -17,7 +17,10 @@ function matches(error: unknown, matcher: ErrorMatcher): boolean {
   }
   // An error from a thread or process child is a plain Error carrying its classes' names; one
   // whose class was loaded twice (two copies of a package) is not an instance either.
-  return error instanceof matcher || name === matcher.name || errorClasses(error).includes(matcher.name);
+  // A matcher without a prototype cannot be an `instanceof` target: options refuse one, but a throw
+  // here would leave the attempt's outcome unrecorded.
+  const instance = typeof matcher.prototype === "object" && error instanceof matcher;
+  return instance || name === matcher.name || errorClasses(error).includes(matcher.name);
 }
 
 /** Delay before attempt `failedAttempt + 1`: exponential or fixed, ± jitter, capped. */

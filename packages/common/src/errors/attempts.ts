@@ -110,7 +110,7 @@ export class AxAttemptAbandonedError extends Error {
   override name = "AxAttemptAbandonedError";
   constructor(worker: string | null, attempt: number) {
     super(
-      `worker ${worker ?? "(unknown)"} could not record the outcome of attempt ${attempt} within 30 s and gave it up; the attempt is presumed crashed. Its log says why PostgreSQL refused the write.`,
+      `worker ${worker ?? "(unknown)"} could not record the outcome of attempt ${attempt} within 30 s and gave it up; the attempt is presumed crashed. Its log says why the write failed ("could not record the attempt's outcome").`,
     );
   }
 }
