@@ -225,9 +225,12 @@ describe("the web console's layout: large graphs and phones", () => {
     const rows = page.locator("table.runs tbody tr");
     await expect.poll(() => rows.count()).toBe(50);
     const firstOfPageOne = await rows.first().locator(".r-id").textContent();
+    // The button is at the list's foot; the next page is read from its top.
+    await page.evaluate("window.scrollTo(0, document.body.scrollHeight)");
     await page.getByRole("button", { name: /^Older runs/ }).click();
     await page.waitForURL((url) => url.searchParams.has("cursor"));
     await expect.poll(async () => (await rows.first().locator(".r-id").textContent()) !== firstOfPageOne).toBe(true);
+    await expect(page.evaluate<number>("window.scrollY")).resolves.toBe(0);
     const pageTwo = await rows.locator(".r-id").allTextContents();
     expect(pageTwo.length).toBeGreaterThan(0);
     expect(pageTwo.length).toBeLessThan(50);
@@ -236,6 +239,11 @@ describe("the web console's layout: large graphs and phones", () => {
     await page.goBack();
     await expect.poll(() => rows.first().locator(".r-id").textContent()).toBe(firstOfPageOne);
     await expect(page.getByRole("button", { name: "Newest" }).isDisabled()).resolves.toBe(true);
+    // A run's id is a link inside a clickable row: one click is one page, so one Back returns.
+    await rows.first().locator(".r-id a").click();
+    await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
+    await page.goBack();
+    await page.waitForURL((url) => url.pathname === "/runs");
     await page.close();
   });
 
