@@ -496,6 +496,12 @@ describe("the web console in a real browser", () => {
     await expect(page.locator(".pill", { hasText: "yaml v1" }).count()).resolves.toBeGreaterThan(0);
     await page.locator("pre.diff .add", { hasText: "max_concurrency: 10" }).waitFor();
     await shot("08-config");
+    // The whole file too: what a diff of later versions leaves out (alert groups, pools) is read there.
+    await page.getByRole("button", { name: /^Whole file/ }).click();
+    await expect(page.locator("pre[data-config-file]").textContent()).resolves.toMatch(/^max_concurrency: 10\npools:\n/);
+    await shot("08a-config-file");
+    await page.getByRole("button", { name: "Changes" }).click();
+    await page.locator("pre.diff").waitFor();
   });
 
   it("lists sent alerts with each sink's answer, a failed webhook's reason written out, as blocks on a phone", async () => {

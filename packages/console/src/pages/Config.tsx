@@ -80,6 +80,8 @@ export function ConfigPage() {
   const [picked, setPicked] = useState<number>();
   // Defaults are most of the options: without them the page shows what someone chose.
   const [all, setAll] = useState(false);
+  // The diff says what a version changed; the file is the whole of it (alert groups, pools), as `ax config show` prints the values.
+  const [whole, setWhole] = useState(false);
   const shown = picked ?? history.data?.versions[0]?.version;
   const version = useApi<ConfigVersionInfo>(shown === undefined ? undefined : `/api/config/versions/${shown}`);
   return (
@@ -139,16 +141,31 @@ export function ConfigPage() {
             ))}
           </ul>
           {version.data && (
-            <pre className="code diff">
-              {version.data.diff.split("\n").map((line, i) => (
-                // biome-ignore lint/suspicious/noArrayIndexKey: diff lines have no identity besides their place
-                <span key={i} className={diffClass(line)}>
-                  {line}
-                  {"\n"}
-                </span>
-              ))}
-            </pre>
+            <div className="segmented" title={t("config.view")}>
+              <button type="button" className="segment" aria-pressed={!whole} onClick={() => setWhole(false)}>
+                {t("config.diff")}
+              </button>
+              <button type="button" className="segment" aria-pressed={whole} onClick={() => setWhole(true)} title={version.data.file}>
+                {t("config.file")} <span className="muted">{version.data.file.split(/[\\/]/).at(-1)}</span>
+              </button>
+            </div>
           )}
+          {version.data &&
+            (whole ? (
+              <pre className="code" data-config-file>
+                {version.data.yaml}
+              </pre>
+            ) : (
+              <pre className="code diff">
+                {version.data.diff.split("\n").map((line, i) => (
+                  // biome-ignore lint/suspicious/noArrayIndexKey: diff lines have no identity besides their place
+                  <span key={i} className={diffClass(line)}>
+                    {line}
+                    {"\n"}
+                  </span>
+                ))}
+              </pre>
+            ))}
         </div>
       </div>
     </>
