@@ -8,6 +8,7 @@ import { FlowPage, FlowsPage } from "./pages/Flows";
 import { LoginPage } from "./pages/Login";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
+import { SchedulesPage } from "./pages/Schedules";
 import { WorkersPage } from "./pages/Workers";
 import { Link, useLocation } from "./router";
 import { SessionProvider, useSession } from "./session";
@@ -15,6 +16,7 @@ import { SessionProvider, useSession } from "./session";
 const NAV = [
   { to: "/flows", key: "flows", icon: "M4 6h4v4H4zM16 14h4v4h-4zM8 8h4a2 2 0 0 1 2 2v4a2 2 0 0 0 2 2" },
   { to: "/runs", key: "runs", icon: "M5 4l14 8-14 8z" },
+  { to: "/schedules", key: "schedules", icon: "M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18zM12 7v5l3 3" },
   { to: "/workers", key: "workers", short: "workers.short", icon: "M4 5h16v5H4zM4 14h16v5H4zM7 7.5h.01M7 16.5h.01" },
   { to: "/alerts", key: "alerts", icon: "M6 16V11a6 6 0 0 1 12 0v5l2 2H4zM10 20a2 2 0 0 0 4 0" },
   { to: "/config", key: "config", icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM12 2v3M12 19v3M2 12h3M19 12h3" },
@@ -28,6 +30,7 @@ function Page({ path }: { path: string }) {
   if (parts[0] === "config") return <ConfigPage />;
   if (parts[0] === "workers") return <WorkersPage />;
   if (parts[0] === "alerts") return <AlertsPage />;
+  if (parts[0] === "schedules") return <SchedulesPage />;
   if (parts.length === 0 || parts[0] === "flows") return <FlowsPage />;
   return <PageNotFound />;
 }
@@ -83,19 +86,21 @@ function Shell() {
             <span>console</span>
           </div>
           {NAV.map((n) => (
-            <Link key={n.to} to={n.to} className={`nav${section === n.to.slice(1) ? " active" : ""}`}>
+            <Link key={n.to} to={n.to} className={`nav${section === n.to.slice(1) ? " active" : ""}`} title={t(n.key)}>
               <svg width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="1.8" aria-hidden="true">
                 <path d={n.icon} />
               </svg>
-              {"short" in n ? (
-                <>
-                  <span className="nav-long">{t(n.key)}</span>
-                  {/* The phone's one-line bar has no room for the long label. */}
-                  <span className="nav-short">{t(n.short)}</span>
-                </>
-              ) : (
-                t(n.key)
-              )}
+              <span className="nav-label">
+                {"short" in n ? (
+                  <>
+                    <span className="nav-long">{t(n.key)}</span>
+                    {/* The phone's one-line bar has no room for the long label. */}
+                    <span className="nav-short">{t(n.short)}</span>
+                  </>
+                ) : (
+                  t(n.key)
+                )}
+              </span>
             </Link>
           ))}
           <div className="sidebar-foot">

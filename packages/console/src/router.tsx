@@ -24,14 +24,14 @@ export function useLocation(): URL {
   return new URL(href);
 }
 
-export function Link({ to, children, className }: { to: string; children: ReactNode; className?: string }) {
+export function Link({ to, children, className, title }: { to: string; children: ReactNode; className?: string; title?: string }) {
   const click = (e: MouseEvent) => {
     if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
     e.preventDefault();
     navigate(to);
   };
   return (
-    <a href={to} onClick={click} className={className}>
+    <a href={to} onClick={click} className={className} title={title}>
       {children}
     </a>
   );

@@ -2,6 +2,11 @@
 export const en = {
   flows: "Flows",
   runs: "Runs",
+  schedules: "Schedules",
+  "schedules.empty": "No schedules. A flow gets one from its schedule option, in code or under flows: in runtime.yaml.",
+  "schedules.flow": "Flow",
+  "schedules.cron": "Cron",
+  "schedules.state": "State",
   "title.run": "Run",
   config: "Config",
   workers: "Workers & queues",

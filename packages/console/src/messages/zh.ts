@@ -4,6 +4,11 @@ import type { MessageKey } from "./en";
 export const zh: Record<MessageKey, string> = {
   flows: "流程",
   runs: "运行",
+  schedules: "调度",
+  "schedules.empty": "没有调度。流程的 schedule 选项（代码中，或 runtime.yaml 的 flows: 下）会给它一个调度。",
+  "schedules.flow": "流程",
+  "schedules.cron": "Cron",
+  "schedules.state": "状态",
   "title.run": "运行",
   config: "配置",
   workers: "工作进程与队列",

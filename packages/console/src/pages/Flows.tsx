@@ -4,11 +4,10 @@ import { FlowBackfills } from "../components/Backfills";
 import { Dag } from "../components/Dag";
 import { RunStrip } from "../components/RunStrip";
 import { Empty, ErrorNote, NotFound, StatusBadge } from "../components/Status";
+import { FireTime, LastTick } from "../components/ScheduleParts";
 import { Time, Zone } from "../components/Time";
 import { TriggerDialog } from "../components/TriggerDialog";
-import { fireSeconds } from "../format";
 import { useAction, useApi } from "../hooks";
-import { serverOriginal, serverText } from "../server-reasons";
 import { fill, useI18n } from "../i18n";
 import { Link } from "../router";
 import type { FlowDescription, FlowOverview, RunSummary, ScheduleInfo } from "../types";
@@ -70,33 +69,6 @@ function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleIn
       </div>
     </div>
   );
-}
-
-/** What the schedule's newest tick did: the run it made, or why it made none (an overlap skip). */
-function LastTick({ schedule }: { schedule: ScheduleInfo }) {
-  const { t, lang } = useI18n();
-  const tick = schedule.lastTick;
-  if (!tick) return <p className="muted small">{t("flows.noTicks")}</p>;
-  return (
-    <p className="small last-tick" data-tick={tick.status}>
-      <span className="muted">{t("flows.lastTick")}</span> <FireTime iso={tick.logicalDate} schedule={schedule} /> ·{" "}
-      {tick.runId ? (
-        <Link to={`/runs/${tick.runId}`}>
-          <StatusBadge status={tick.runStatus ?? "pending"} />
-        </Link>
-      ) : (
-        <span title={tick.reason ? serverOriginal(tick.reason, lang) : undefined}>
-          {t(tick.status === "queued" ? "flows.tickQueued" : "flows.tickSkipped")}
-          {tick.reason && `: ${serverText(tick.reason, lang)}`}
-        </span>
-      )}
-    </p>
-  );
-}
-
-/** A schedule's tick in the schedule's own zone, named: the zone its cron is read in; with seconds when its cron has them. */
-function FireTime({ iso, schedule }: { iso: string | null; schedule: ScheduleInfo }) {
-  return <Time iso={iso} timeZone={schedule.timezone} seconds={fireSeconds(schedule.cron, schedule.nextFireTimes)} zone />;
 }
 
 export function FlowPage({ name }: { name: string }) {
