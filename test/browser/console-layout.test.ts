@@ -351,6 +351,15 @@ describe("the web console's layout: large graphs and phones", () => {
     await expect(schedule.locator(".last-tick").textContent()).resolves.toMatch(
       /^Last tick .*06:56:00 UTC · skipped: run 0b5c1f5e-\S+ of this flow is still unfinished \(overlap: skip\)$/,
     );
+    // The Schedules page lists it the same way, one row a flow, the last tick under its column.
+    await page.goto(`${runtime.url}/schedules`);
+    const row = page.locator(`tr[data-schedule="${chain.name}"]`);
+    await row.waitFor();
+    await expect(row.locator(".sc-cron").textContent()).resolves.toBe("*/20 * * * * * UTC");
+    await expect(row.locator(".sc-next").textContent()).resolves.toMatch(/06:56:20 UTC$/);
+    await expect(row.locator(".last-tick").textContent()).resolves.toMatch(/^\S.*06:56:00 UTC · skipped: run 0b5c1f5e-/);
+    await expect(row.getByRole("button", { name: "Pause" }).isVisible()).resolves.toBe(true);
+    await page.screenshot({ path: `${ARTIFACTS}layout-schedules.png`, fullPage: true });
     await page.close();
   });
 
