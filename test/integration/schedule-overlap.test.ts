@@ -126,4 +126,13 @@ describe("overlap policies: a 2.5 s run on a 1 s schedule", () => {
     expect(runs.slice(0, -1).every((r) => r.run_status === "cancelled")).toBe(true);
     expect(runs.at(-1)!.run_status).toBe("success");
   });
+
+  it("cancel_previous: a run it cancelled says which tick cancelled it, and why", async () => {
+    const runs = runsOf(ticks.get("overlap_cancel_previous")!);
+    const [cancelled, next] = [runs[0]!, runs[1]!];
+    const run = await client.getRun(cancelled.run_id!);
+    expect(run.tasks[0]!.error?.message).toContain(
+      `run ${cancelled.run_id} was cancelled (by the schedule's tick of ${new Date(next.at).toISOString()}, overlap: cancel_previous)`,
+    );
+  });
 });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Client, Runtime } from "ax-scheduler";
+import { Client, type Runtime } from "ax-scheduler";
 import { everySecond } from "../fixtures/every-second-flow.js";
 import { isolate } from "../helpers/isolated.js";
 import { startAx, type Child } from "../helpers/processes.js";
@@ -76,8 +76,22 @@ describe("a coordinator frozen for 9 s (SIGSTOP, as a suspended machine)", () =>
     const resumedAt = Date.now();
     await coordinator.waitFor(/missed while this coordinator could not run or reach PostgreSQL are skipped/, 10_000);
     await sleep(2500);
-    await coordinator.stop();
     const ticks = await ticksOf(env, "every_second");
+
+    // Paused, the schedule makes no ticks and so misses none: a second freeze warns of nothing.
+    const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+    await client.pauseSchedule("every_second");
+    const warned = () => coordinator!.output().split("missed while this coordinator").length - 1;
+    const before = warned();
+    coordinator.process.kill("SIGSTOP");
+    await sleep(7000);
+    coordinator.process.kill("SIGCONT");
+    await sleep(2500);
+    await client.close();
+    await coordinator.stop();
+    expect(before).toBeGreaterThanOrEqual(1);
+    expect(warned()).toBe(before);
+
     const inGap = ticks.filter((t) => t.at > frozenAt && t.at <= resumedAt);
     // Nine ticks fell due while frozen; those over 5 s late when it woke were missed and are skipped.
     expect(inGap.length).toBeLessThanOrEqual(6);

@@ -66,7 +66,7 @@ function taskLine(task: TaskRunInfo, upstream: string[], now: Date): string {
     }
   }
   if (task.reusedFrom) line += `\n      ${pc.dim(`reused from run ${task.reusedFrom}`)}`;
-  if (task.waitingFor) line += `\n      ${pc.dim(`waiting for ${task.waitingFor}`)}`;
+  if (task.waitingFor) line += `\n      ${pc.dim(`waiting: ${task.waitingFor}`)}`;
   if (task.error) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;
   if (task.error?.notRetried) line += `\n      ${pc.dim(`not retried: ${task.error.notRetried}`)}`;
   if (task.error?.notifyOnly) line += `\n      ${pc.dim("notify_only: the run's outcome ignores this failure")}`;
@@ -91,7 +91,7 @@ export function renderRun(run: RunInfo, now = new Date()): string {
       (waitedMs(run) >= 1000 ? ` (started ${duration(run.createdAt, run.startedAt)} after it was triggered)` : ""),
     ...(run.logicalDate ? [`  logical date ${run.logicalDate}`] : []),
     ...(run.rerunOf ? [`  rerun of ${run.rerunOf}`] : []),
-    ...(run.waitingFor ? [`  waiting for ${run.waitingFor}`] : []),
+    ...(run.waitingFor ? [`  waiting: ${run.waitingFor}`] : []),
   ];
   return [...header, ...run.tasks.map((t) => taskLine(t, t.upstream, now))].join("\n");
 }

@@ -125,7 +125,8 @@ export class ScheduleLoop {
     for (const schedule of this.schedules) {
       const from = this.cursor.get(schedule.flow) ?? now;
       const { ticks: due, skipped } = dueTicks(schedule, fireTimesBetween(schedule, from, now, MAX_DUE_PER_WAKE), now);
-      if (skipped > 0) {
+      // A paused schedule makes no ticks, so it missed none; the copy read at adoption may predate a pause made elsewhere.
+      if (skipped > 0 && !(await this.pausedNow(schedule))) {
         this.options.log.warn(
           { flow: schedule.flow, skipped, catchUp: schedule.catchUp },
           "schedule ticks missed while this coordinator could not run or reach PostgreSQL are skipped, as the flow's catchUp says",
@@ -149,6 +150,12 @@ export class ScheduleLoop {
       this.cursor.set(schedule.flow, handled);
     }
     return allClaimed;
+  }
+
+  private async pausedNow(schedule: StoredSchedule): Promise<boolean> {
+    if (schedule.paused) return true;
+    const [stored] = await getSchedules(this.options.db, [schedule.flow]).catch(() => []);
+    return stored?.paused ?? false;
   }
 
   private async claim(schedule: StoredSchedule, tick: Date, live: boolean): Promise<void> {

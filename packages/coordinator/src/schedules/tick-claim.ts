@@ -134,7 +134,8 @@ export async function claimTick(deps: TickDeps, source: TickSource, logicalDate:
   }
   const createdAt = new Date();
   // A cancel's Redis half waits up to 5 s for an unreachable Redis: the loop does not wait that long.
-  await within(Promise.all(decided.cancel.map((runId) => cancelPrevious(deps, flow, runId))), TICK_DISPATCH_WAIT_MS);
+  const why = `by the schedule's tick of ${logicalDate.toISOString()}, overlap: cancel_previous`;
+  await within(Promise.all(decided.cancel.map((runId) => cancelPrevious(deps, flow, runId, why))), TICK_DISPATCH_WAIT_MS);
   // The tick and its run are committed: a Redis outage must not hold the schedule loop (the
   // ticks due meanwhile would be missed), so the jobs are added when Redis is back, or by the reconciler.
   await deps.jobs.dispatch(await readyOf(deps, flow, [decided.released, decided.run]), TICK_DISPATCH_WAIT_MS);
@@ -159,8 +160,8 @@ export async function releaseQueuedTick(deps: TickDeps, flow: string): Promise<s
  * logged: the run is cancelled in PostgreSQL, its attempts' results are dropped by the fences, and
  * throwing would fail a tick that is already committed.
  */
-async function cancelPrevious(deps: TickDeps, flow: string, runId: string): Promise<void> {
-  await cancelRun(deps, runId).catch((error: unknown) => {
+async function cancelPrevious(deps: TickDeps, flow: string, runId: string, why: string): Promise<void> {
+  await cancelRun(deps, runId, why).catch((error: unknown) => {
     deps.log.warn(
       { err: error, flow, runId },
       "overlap cancel_previous could not cancel the earlier run in full; run `ax cancel <run>` once storage answers",

@@ -192,4 +192,32 @@ describe("executeInline", () => {
     };
     expect(await executeInline(input(beatLate, { heartbeatTimeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "heartbeat_lost" });
   });
+
+  it("says on the attempt's log when a function that ignored its signal ends long after its attempt; one that stops on it is not named", async () => {
+    const lines: { msg: string; lateMs?: number }[] = [];
+    const log = pino({ level: "warn" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const withLog = (fn: () => unknown, overrides: Partial<ResolvedTaskOptions>) => ({
+      ...input(fn, overrides),
+      context: { ...input(fn).context, log },
+    });
+    let finished!: () => void;
+    const ignored = new Promise<void>((resolve) => (finished = resolve));
+    const stubborn = async () => {
+      await sleep(1200);
+      finished();
+      return "late";
+    };
+    expect(await executeInline(withLog(stubborn, { timeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "timed_out" });
+    await ignored;
+    await sleep(10);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.msg).toMatch(
+      /^the function of attempt 1 returned \d+ ms after the attempt ended \(AxTimeoutError\): it did not stop on ax\.context\(\)\.signal/,
+    );
+    expect(lines[0]!.lateMs).toBeGreaterThanOrEqual(1000);
+    const polite = () => sleep(5000, undefined, { signal: taskContextStorage.getStore()!.signal });
+    expect(await executeInline(withLog(polite, { timeoutMs: 50 }))).toMatchObject({ ok: false, outcome: "timed_out" });
+    await sleep(50);
+    expect(lines).toHaveLength(1);
+  });
 });

@@ -7,6 +7,9 @@ import type { RunnableTask } from "../task-definition.js";
 import { assertProgress } from "./progress.js";
 import { AxHeartbeatLostError, AxTimeoutError } from "@ax/common";
 
+/** A function still running this long after its attempt ended did not stop on its signal. */
+const LATE_END_MS = 1000;
+
 export type AttemptResult = { ok: true; value: unknown } | { ok: false; error: unknown; outcome: AttemptOutcome };
 
 export interface AttemptInput {
@@ -36,7 +39,9 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
   let endedBy: Error | undefined;
   let settle!: (result: AttemptResult) => void;
   const finished = new Promise<AttemptResult>((resolve) => (settle = resolve));
+  let endedAt = 0;
   const end = (error: Error, outcome: AttemptOutcome) => {
+    if (!endedBy) endedAt = performance.now();
     endedBy ??= error;
     // Listeners run inside abort(); a controller exists only once the function read its signal, after `context` is made.
     const made = controller;
@@ -88,12 +93,25 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
     if (timeoutMs && now - startedAt >= timeoutMs) timedOut();
     else if (heartbeatTimeoutMs && now - lastBeatAt >= heartbeatTimeoutMs) heartbeatLost();
   };
+  // Work that ignored its signal and ends well after its attempt did may have overlapped the next
+  // attempt or the dependants: said on stdout, where nothing else would show it. A function that
+  // honours the signal stops within moments, and is not named.
+  const lateEnd = (how: string) => {
+    const lateMs = Math.round(performance.now() - endedAt);
+    if (!endedBy || lateMs < LATE_END_MS) return;
+    input.context.log.warn(
+      { endedBy: endedBy.name, lateMs },
+      `the function of attempt ${input.context.attempt} ${how} ${lateMs} ms after the attempt ended (${endedBy.name}): it did not stop on ax.context().signal, so it may have run beside the next attempt or the dependants. Stop on the signal, or use the thread or process executor`,
+    );
+  };
   runInTaskContext(context, () => (task.fn as (...args: Json[]) => unknown)(...input.args)).then(
     (value) => {
+      lateEnd("returned");
       overLimit();
       settle({ ok: true, value });
     },
     (error: unknown) => {
+      lateEnd("threw");
       overLimit();
       settle({ ok: false, error, outcome: "failed" });
     },
