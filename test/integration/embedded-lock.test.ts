@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isolate } from "../helpers/isolated.js";
-import { AX_BIN, freePort, REPO_ROOT, runAx, startAx, type Child } from "../helpers/processes.js";
+import { AX_BIN, freePort, REPO_ROOT, runAx, startAx, startChild, type Child } from "../helpers/processes.js";
 
 const run = promisify(execFile);
 const OPEN_EMBEDDED = "test/fixtures/open-embedded.ts";
@@ -283,6 +283,30 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
       expect(line).toContain("give every process the same PostgreSQL URL (--storage or DATABASE_URL)");
     } finally {
       await worker.stop();
+    }
+  });
+
+  it("a service's own Runtime with the api role on the history is reached through its API too, as ax dev is", async () => {
+    const port = await freePort();
+    const service = startChild(
+      process.execPath,
+      ["--import", "tsx", "test/fixtures/embedded-runtime.ts", dataDir, String(port), env.prefix],
+      {
+        AX_LOG_LEVEL: "warn",
+        DATABASE_URL: undefined,
+      },
+    );
+    try {
+      await service.waitFor(/embedded runtime started/, 120_000);
+      const triggered = await ax(["trigger", "hello_flow", "--payload", '"service"', "--wait", "--timeout", "120s", ...connection]);
+      expect(triggered.stderr).toBe("");
+      expect(triggered.stdout).toMatch(/hello_flow v1\s+success/);
+      const runId = new RegExp(`^run (${UUID}) `).exec(triggered.stdout)?.[1];
+      const listed = await ax(["runs", "--flow", "hello_flow", "--json", ...connection]);
+      expect(listed.code).toBe(0);
+      expect((JSON.parse(listed.stdout) as { id: string }[]).map((r) => r.id)).toContain(runId);
+    } finally {
+      await service.stop();
     }
   });
 });

@@ -179,7 +179,11 @@ export class HttpRunsApi implements RunsApi {
     try {
       response = await fetch(`${this.api}${path}`, {
         method,
-        headers: body === undefined ? {} : { "content-type": "application/json" },
+        headers: {
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+          // A Runtime serving its embedded history with tokens on (ax dev never checks them).
+          ...(process.env.AX_TOKEN ? { authorization: `Bearer ${process.env.AX_TOKEN}` } : {}),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
@@ -190,7 +194,11 @@ export class HttpRunsApi implements RunsApi {
     const answer = (await response.json().catch(() => undefined)) as (T & { error?: unknown; message?: unknown }) | undefined;
     if (response.ok && answer !== undefined) return answer;
     const name = typeof answer?.error === "string" ? answer.error : "Error";
-    const message = typeof answer?.message === "string" ? answer.message : response.statusText;
+    const said = typeof answer?.message === "string" ? answer.message : response.statusText;
+    const message =
+      response.status === 401
+        ? `${said} The ax CLI reaches this embedded history through the HTTP API of process ${this.holder.pid} (${this.api}): set AX_TOKEN to one of that API's tokens.`
+        : said;
     if (response.status >= 400 && response.status < 500 && /^Ax[A-Za-z]+Error$/.test(name)) {
       throw new AxApiAnsweredError(this.api, response.status, name, message);
     }

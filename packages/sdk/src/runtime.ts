@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { attachEventSource, checkEvictionPolicy, checkRedisVersion } from "@ax/coordinator";
 import {
+  advertiseApi,
   countApiTokens,
   insertConfigVersion,
   insertFirstConfigVersion,
@@ -183,6 +184,8 @@ export class Runtime {
     const context: RoleContext = { options: this.options, code: this.code, connections, log: this.log, registry: this.registry };
     // Ports first: one that is taken fails the start before any role has taken a job or a tick.
     if (this.roles.includes("api")) this.server = await startApi(context, live);
+    // The ax CLI reaches an embedded history this process holds through its API, as it does an ax dev's.
+    if (this.server && !this.options.storage) advertiseApi(this.server.url);
     if (this.options.metricsPort !== undefined) {
       this.metricsServer = await startMetricsServer(this.registry, this.options.metricsPort, this.options.host, {
         db: store.db,
@@ -263,6 +266,7 @@ export class Runtime {
     this.unsignal?.();
     this.unsignal = undefined;
     const { server, metricsServer, coordinator, worker, connections, follower, report, detachEvents } = this;
+    if (server && !this.options.storage) advertiseApi(undefined);
     this.server =
       this.metricsServer =
       this.coordinator =
