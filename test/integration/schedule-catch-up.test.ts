@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
+import pino from "pino";
+import { captured } from "../helpers/log-capture.js";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 import { steps, ticksOf, type TickRow } from "../helpers/schedule-ticks.js";
@@ -67,5 +69,30 @@ describe("catch-up after the coordinator was down for 3 ticks", () => {
     for (const tick of [...all, ...latest, ...none]) {
       expect(tick).toMatchObject({ status: "created", run_trigger: "schedule", run_logical: tick.at });
     }
+  }, 60_000);
+});
+
+describe("a coordinator starting after a gap longer than a few seconds", () => {
+  const env = isolate("catchup_log");
+  const gapFlow = ax.flow({ name: "catch_gap", schedule: "* * * * * *" }, () => note());
+
+  it("says how many ticks it skipped and how many it ran, as the flow's catchUp says", async () => {
+    const first = testRuntime(env, { flows: [gapFlow] });
+    await first.start();
+    await until(async () => (await ticksOf(env, "catch_gap")).length >= 2);
+    await first.stop();
+    await sleep(7500);
+    const { stream, lines } = captured();
+    const second = testRuntime(env, { flows: [gapFlow], logger: pino({ level: "info" }, stream) });
+    try {
+      await second.start();
+    } finally {
+      await second.stop();
+      await env.cleanup();
+    }
+    const said = lines.map((l) => JSON.parse(l) as { msg: string; flow?: string; skipped?: number; ran?: number; catchUp?: string });
+    const gap = said.find((l) => l.msg === "schedule ticks that fell due while no coordinator ran are skipped, as the flow's catchUp says");
+    expect(gap).toMatchObject({ flow: "catch_gap", ran: 0, catchUp: "none" });
+    expect(gap!.skipped).toBeGreaterThanOrEqual(2);
   }, 60_000);
 });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { getSchedules, lastTickDate, scheduleTx, type StoredSchedule } from "@ax/store";
-import { catchUpTicks, dueTicks } from "./catch-up.js";
+import { catchUpTicks, dueTicks, MISSED_AFTER_MS } from "./catch-up.js";
 import { fireTimesBetween, nextFireTimes } from "./fire-times.js";
 import type { LagObserver } from "./lag-metric.js";
 import { claimTick, releaseQueuedTick, type TickDeps } from "./tick-claim.js";
@@ -20,6 +20,8 @@ export interface ScheduleLoopOptions extends TickDeps {
 
 /** Live ticks later than this are still observed but logged, so a stalled loop is visible. */
 const LATE_TICK_MS = 1000;
+/** Missed ticks counted at start for the log, at most (a per-second cron down for a day has 86,400). */
+const MISSED_COUNT_LIMIT = 10_000;
 /** Ticks that fell due in one wake beyond this many are dropped, whatever catchUp says (a frozen process must not replay hours). */
 const MAX_DUE_PER_WAKE = 100;
 
@@ -51,9 +53,11 @@ export class ScheduleLoop {
     this.schedules = await getSchedules(this.options.db, this.options.flows);
     const now = new Date();
     for (const schedule of this.schedules) {
-      const missed = catchUpTicks(schedule, latest(await lastTickDate(this.options.db, schedule.flow), schedule.resumedAt), now);
+      const since = latest(await lastTickDate(this.options.db, schedule.flow), schedule.resumedAt);
+      const missed = catchUpTicks(schedule, since, now);
       for (const tick of missed) await this.claim(schedule, tick, false);
       this.cursor.set(schedule.flow, now);
+      if (since && !schedule.paused) this.sayMissed(schedule, since, now, missed);
     }
     if (!(await this.hasWork())) return;
     this.options.log.info({ flows: this.schedules.map((s) => s.flow) }, "schedule loop started");
@@ -150,6 +154,23 @@ export class ScheduleLoop {
       this.cursor.set(schedule.flow, handled);
     }
     return allClaimed;
+  }
+
+  /**
+   * Ticks that fell due while no coordinator ran: how many catch-up ran and how many it left, so a
+   * gap in a flow's runs after an outage is explained where the operator looks first.
+   */
+  private sayMissed(schedule: StoredSchedule, since: Date, now: Date, caughtUp: Date[]): void {
+    // Ticks a few seconds old may be another coordinator's to claim (a rolling restart): not counted.
+    const cutoff = new Date(now.getTime() - MISSED_AFTER_MS);
+    const gap = fireTimesBetween(schedule, since, cutoff, MISSED_COUNT_LIMIT).length;
+    const ran = caughtUp.filter((t) => t <= cutoff).length;
+    const skipped = gap - ran;
+    if (skipped <= 0) return;
+    this.options.log.info(
+      { flow: schedule.flow, since, skipped: gap >= MISSED_COUNT_LIMIT ? `${skipped}+` : skipped, ran, catchUp: schedule.catchUp },
+      "schedule ticks that fell due while no coordinator ran are skipped, as the flow's catchUp says",
+    );
   }
 
   private async pausedNow(schedule: StoredSchedule): Promise<boolean> {
