@@ -304,14 +304,20 @@ describe("tokens, scopes, audit, rate limit, redaction", { timeout: 120_000 }, (
 
   it("secrets never reach the log: pino paths are censored and result summaries mask secret keys", async () => {
     runtime!.log.info(
-      { req: { headers: { authorization: `Bearer ${token.admin}` } }, db: { password: "pw-1" }, token: "t-2", input: { card: "4111" } },
+      {
+        req: { headers: { authorization: `Bearer ${token.admin}` } },
+        db: { password: "pw-secret-1" },
+        token: "tok-secret-2",
+        input: { card: "4111-1111-1111-1111" },
+      },
       "probe",
     );
     await sleep(50);
     const text = log.lines.join("\n");
     expect(text).toContain('"msg":"probe"');
     expect(text).toContain('"msg":"attempt finished"');
-    for (const secret of [token.admin!, "pw-1", "t-2", "4111", "hunter2", "k-123"]) expect(text).not.toContain(secret);
+    for (const secret of [token.admin!, "pw-secret-1", "tok-secret-2", "4111-1111-1111-1111", "hunter2", "k-123"])
+      expect(text).not.toContain(secret);
     expect(summarise({ Password: "x", n: { api_key: "y", authToken: "z" }, list: [{ secret: "s" }] })).toBe(
       '{"Password":"[redacted]","n":{"api_key":"[redacted]","authToken":"[redacted]"},"list":[{"secret":"[redacted]"}]}',
     );
