@@ -33,10 +33,15 @@ export function isSecretKey(key: string): boolean {
   return SECRET_KEY.test(key);
 }
 
-/** A copy of a JSON value with the value of every secret-looking key replaced, at any depth. */
+/**
+ * A copy of a value with the value of every secret-looking key replaced, at any depth. Errors and
+ * values that serialise themselves (a Date, a Buffer: `toJSON`) are kept as they are, for the
+ * serializer that prints them.
+ */
 export function maskSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(maskSecrets);
-  if (value === null || typeof value !== "object") return value;
+  if (value === null || typeof value !== "object" || value instanceof Error) return value;
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSecretKey(k) ? REDACTED : maskSecrets(v)]));
 }
 

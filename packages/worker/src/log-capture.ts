@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 
 /** pino's message formatter (`%s`, `%d`, `%o`, `%O`, `%j`). Loaded by require: it ships no types. */
 const quickFormat = createRequire(import.meta.url)("quick-format-unescaped") as (f: unknown, args: unknown[]) => unknown;
-import { isSecretKey, REDACTED } from "@ax/common";
+import { maskSecrets } from "@ax/common";
 import type { Json, TaskLogLevel } from "@ax/store";
 import type { ChildLoggerOptions, Logger } from "pino";
 
@@ -79,24 +79,6 @@ export function captureLine(method: string, args: unknown[], bindings: Record<st
   };
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-/**
- * The fields a task logs, as stdout prints them: every secret-looking key (any case, any depth
- * within plain objects and arrays) masked, as the stored copy is; pino's paths only match exact
- * names one level down, and stdout is what log shipping collects. Errors, dates and other objects
- * are left to pino's serializers.
- */
-function maskPlainSecrets(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(maskPlainSecrets);
-  if (!isPlainObject(value)) return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSecretKey(k) ? REDACTED : maskPlainSecrets(v)]));
-}
-
 /**
  * The task's logger: every call still goes to pino (stdout, with the attempt's bindings), and its
  * lines also go to `sink` (see ALWAYS_STORED). Children keep capturing, with their bindings as fields.
@@ -107,8 +89,10 @@ export function capturingLogger(log: Logger, sink: (line: CapturedLine) => void,
       if (typeof prop === "string" && prop in STORED_LEVEL) {
         return (...args: unknown[]) => {
           if (ALWAYS_STORED.has(prop) || target.isLevelEnabled(prop)) sink(captureLine(prop, args, bindings));
+          // Masked as the stored copy is: pino's paths match exact names one level down only, and
+          // stdout is what log shipping collects.
           const [first, ...rest] = args;
-          const printed = isPlainObject(first) ? [maskPlainSecrets(first), ...rest] : args;
+          const printed = first !== null && typeof first === "object" ? [maskSecrets(first), ...rest] : args;
           return (target[prop as keyof Logger] as (...a: unknown[]) => unknown)(...printed);
         };
       }
