@@ -71,6 +71,13 @@ describe("serverText", () => {
     expect(zh("worker slots 10/10 (1 worker) (load)")).toBe("工作进程槽位 10/10（1 个工作进程）（节点 load）");
     expect(zh("concurrency key acme (2/2) (charge)")).toBe("并发键 acme（2/2）（节点 charge）");
     expect(zh("no worker serves queue payments (charge)")).toBe("没有工作进程处理队列 payments（节点 charge）");
+    expect(
+      zh(
+        'no worker serves queue payments on Redis prefix "ax"; 2 workers serve it on "shop", "ax_old": give every process the same --prefix (AX_PREFIX)',
+      ),
+    ).toBe(
+      'Redis 前缀 "ax" 上没有工作进程处理队列 payments；2 个工作进程在前缀 "shop", "ax_old" 上处理它：请让所有进程使用相同的 --prefix（AX_PREFIX）',
+    );
     expect(zh("rate limit 5 per 1s (charge)")).toBe("限流：每秒 5 次（节点 charge）");
   });
 
@@ -168,7 +175,11 @@ describe("the server's templates", () => {
       ],
       [
         unservedStore,
-        ['`worker slots ${served.running}/${served.capacity ?? "?"} (${served.workers} worker${served.workers === 1 ? "" : "s"})`'],
+        [
+          '`worker slots ${served.running}/${served.capacity ?? "?"} (${served.workers} worker${served.workers === 1 ? "" : "s"})`',
+          '`no worker serves queue ${queue} on Redis prefix "${prefix}"; ${n} worker${n === 1 ? "" : "s"} serve${n === 1 ? "s" : ""} it on ${on}: give every process the same --prefix (AX_PREFIX)`',
+          'elsewhere.prefixes.map((p) => `"${p}"`).join(", ")',
+        ],
       ],
       [
         waitingNodes,

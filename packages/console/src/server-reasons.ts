@@ -15,7 +15,8 @@ import type { Lang } from "./i18n";
  *   "maxConcurrentRuns 2/2", "backfill maxConcurrentRuns 1/1", "backfill cancelled",
  *   "concurrency key acme (2/2)", "admission: a slot is free, …"; "due at <ISO>" is format.ts's.
  * - workers (coordinator/src/waiting-nodes.ts, store/src/repositories/unserved.ts):
- *   "worker slots 10/10 (1 worker)", "no worker serves queue q", "no worker defines task t in queue q";
+ *   "worker slots 10/10 (1 worker)", "no worker serves queue q", "no worker defines task t in queue q",
+ *   "no worker serves queue q on Redis prefix "ax"; 1 worker serves it on "axx": …";
  *   a pending run says its first held node's reason followed by " (<node key>)".
  * - queues (coordinator/src/queue-overview.ts): "concurrency key: 5 runs waiting on 2 keys (…)",
  *   "rate limit key: 4 runs delayed on 2 keys (…)".
@@ -70,6 +71,11 @@ const ZH: Rule[] = [
   // Workers.
   [/^worker slots (\d+)\/(\d+|\?) \((\d+) workers?\)$/, (m) => `工作进程槽位 ${m[1]}/${m[2]}（${m[3]} 个工作进程）`],
   [/^no worker defines task (\S+) in queue (\S+)$/, (m) => `没有工作进程定义队列 ${m[2]} 中的任务 ${m[1]}`],
+  [
+    /^no worker serves queue (\S+) on Redis prefix "([^"]*)"; (\d+) workers? serves? it on (.+): give every process the same --prefix \(AX_PREFIX\)$/,
+    (m) =>
+      `Redis 前缀 "${m[2]}" 上没有工作进程处理队列 ${m[1]}；${m[3]} 个工作进程在前缀 ${m[4]} 上处理它：请让所有进程使用相同的 --prefix（AX_PREFIX）`,
+  ],
   [/^no worker serves queue (\S+)$/, (m) => `没有工作进程处理队列 ${m[1]}`],
   // Queues held by a limit per key.
   [

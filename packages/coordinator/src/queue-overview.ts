@@ -1,5 +1,14 @@
 import { DEFAULT_LEASE_MS } from "@ax/common";
-import { describeFullWorkers, knownQueues, servedQueues, type Db, type ServedQueue } from "@ax/store";
+import {
+  describeFullWorkers,
+  describeServedElsewhere,
+  knownQueues,
+  queuesServedElsewhere,
+  servedQueues,
+  type Db,
+  type ServedElsewhere,
+  type ServedQueue,
+} from "@ax/store";
 import { taskQueueName, type QueueRegistry } from "./queues.js";
 import { answeredByRedis } from "./redis.js";
 import { Waitlist, type BusyKey } from "./limits/waitlist.js";
@@ -18,10 +27,11 @@ export interface QueueInfo {
   delayed: number;
   /**
    * What holds the queue: a limit ("concurrency 2/2", "pool core_db (25/25)"...), or, with jobs
-   * waiting, every worker serving it busy ("worker slots 10/10 (1 worker)"); null when nothing is.
+   * waiting, every worker serving it busy ("worker slots 10/10 (1 worker)"), or its workers being
+   * on another Redis prefix than the one asked about; null when nothing is.
    */
   limited: string | null;
-  /** Live worker processes fetching from it. */
+  /** Live worker processes fetching from it on this Redis prefix. */
   workers: number;
   /** Attempts running in those workers (of any queue they serve), and their slots together (null: a worker older than 0.9 does not say). */
   slots: { running: number; capacity: number | null };
@@ -32,15 +42,19 @@ export interface QueueInfo {
  * queued and never runs" (no workers, or a limit reached).
  */
 export async function queueOverview(db: Db, queues: QueueRegistry): Promise<QueueInfo[]> {
-  const [inFlight, served] = await Promise.all([knownQueues(db), servedQueues(db, DEFAULT_LEASE_MS)]);
+  const [inFlight, served, elsewhere] = await Promise.all([
+    knownQueues(db),
+    servedQueues(db, DEFAULT_LEASE_MS, queues.prefix),
+    queuesServedElsewhere(db, DEFAULT_LEASE_MS, queues.prefix),
+  ]);
   const names = new Map<string, { group: string; task: string }>();
   for (const q of inFlight) names.set(taskQueueName(q.queue, q.task), { group: q.queue, task: q.task });
-  for (const name of served.keys()) {
+  for (const name of [...served.keys(), ...elsewhere.keys()]) {
     const dot = name.indexOf(".");
     if (!names.has(name)) names.set(name, { group: name.slice(0, dot), task: name.slice(dot + 1) });
   }
   const sorted = [...names.keys()].sort();
-  return answeredByRedis(queues.connection, countJobs(queues, sorted, names, served), "listing the queues");
+  return answeredByRedis(queues.connection, countJobs(queues, sorted, names, served, elsewhere), "listing the queues");
 }
 
 /** The queues' job counts and what holds each, all read from Redis. */
@@ -49,6 +63,7 @@ async function countJobs(
   sorted: string[],
   names: Map<string, { group: string; task: string }>,
   served: Map<string, ServedQueue>,
+  elsewhere: Map<string, ServedElsewhere>,
 ): Promise<QueueInfo[]> {
   const reasons = await waitingReasons(queues.connection, queues.prefix, sorted);
   return Promise.all(
@@ -56,7 +71,8 @@ async function countJobs(
       const counts = await queues.get(name).getJobCounts("waiting", "prioritized", "active", "delayed");
       const waiting = (counts.waiting ?? 0) + (counts.prioritized ?? 0);
       const workers = served.get(name);
-      const { task } = names.get(name)!;
+      const { group, task } = names.get(name)!;
+      const other = workers ? undefined : elsewhere.get(name);
       // Jobs parked by a per-key limit wait in the delayed set, with no reason on the queue itself.
       const keyed =
         reasons.has(name) || !counts.delayed ? undefined : ((await keyedWait(queues, task)) ?? (await rateKeyedWait(queues, name)));
@@ -66,7 +82,11 @@ async function countJobs(
         waiting,
         active: counts.active ?? 0,
         delayed: counts.delayed ?? 0,
-        limited: reasons.get(name) ?? keyed ?? (workers?.full && waiting > 0 ? describeFullWorkers(workers) : null),
+        limited:
+          (other && describeServedElsewhere(group, queues.prefix, other)) ??
+          reasons.get(name) ??
+          keyed ??
+          (workers?.full && waiting > 0 ? describeFullWorkers(workers) : null),
         workers: workers?.workers ?? 0,
         slots: { running: workers?.running ?? 0, capacity: workers ? workers.capacity : 0 },
       };

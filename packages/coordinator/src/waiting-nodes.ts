@@ -1,4 +1,13 @@
-import { describeFullWorkers, servedQueues, within, type Db, type RunInfo, type TaskRunInfo } from "@ax/store";
+import {
+  describeFullWorkers,
+  describeServedElsewhere,
+  queuesServedElsewhere,
+  servedQueues,
+  within,
+  type Db,
+  type RunInfo,
+  type TaskRunInfo,
+} from "@ax/store";
 import { DEFAULT_LEASE_MS } from "@ax/common";
 import { nodeJobId, taskQueueName, type QueueRegistry } from "./queues.js";
 import { parkedReasons, waitingReasons } from "./wake.js";
@@ -31,8 +40,10 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
   const [reasons, parked, served] = await Promise.all([
     within(waitingReasons(queues.connection, queues.prefix, names), REDIS_WAIT_MS),
     within(parkedReasons(queues.connection, queues.prefix, due.map(jobId)), REDIS_WAIT_MS),
-    servedQueues(db, DEFAULT_LEASE_MS),
+    servedQueues(db, DEFAULT_LEASE_MS, queues.prefix),
   ]);
+  const unserved = names.some((name) => !served.has(name));
+  const elsewhere = unserved ? await queuesServedElsewhere(db, DEFAULT_LEASE_MS, queues.prefix) : new Map();
   const limits = reasons.done && parked.done ? { reasons: reasons.value, parked: parked.value } : undefined;
   const groups = new Set([...served.keys()].map((name) => name.slice(0, name.indexOf("."))));
   const explain = (t: TaskRunInfo): string | null => {
@@ -40,6 +51,8 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
     const slots = served.get(name);
     if (!slots) {
       const { queue, task } = t;
+      const other = elsewhere.get(name);
+      if (other) return describeServedElsewhere(queue, queues.prefix, other);
       return groups.has(queue) ? `no worker defines task ${task} in queue ${queue}` : `no worker serves queue ${queue}`;
     }
     if (!limits) return WAITING_FOR_REDIS;

@@ -116,6 +116,7 @@ export class NodeWorker {
       pid: process.pid,
       queues: served.map((q) => q.name),
       concurrency: o.concurrency,
+      prefix: o.queues.prefix,
       configVersion: o.configVersion,
     };
     const log = o.log.child({ worker: this.id });

@@ -101,14 +101,19 @@ export interface ServedQueue {
   full: boolean;
 }
 
-/** The task queues live workers serve, with their slots, for telling why a node waits. */
-export async function servedQueues(db: Db, leaseMs: number): Promise<Map<string, ServedQueue>> {
+/**
+ * The task queues live workers serve, with their slots, for telling why a node waits. With a
+ * Redis `prefix`, only workers on that prefix count (and those older than 0.19, which do not say):
+ * a worker on another prefix never sees the jobs queued on this one.
+ */
+export async function servedQueues(db: Db, leaseMs: number, prefix?: string): Promise<Map<string, ServedQueue>> {
+  const onPrefix = prefix === undefined ? sql`true` : sql`(prefix is null or prefix = ${prefix})`;
   const found = await rows<{ queue: string; workers: number; running: number; capacity: number | null; full: boolean }>(
     db,
     sql`
     with live as (
       select id, queues, concurrency from workers
-      where heartbeat_at >= now() - make_interval(secs => ${leaseMs / 1000})
+      where heartbeat_at >= now() - make_interval(secs => ${leaseMs / 1000}) and ${onPrefix}
     ), running as (
       select a.worker, count(*)::int as running
       from node_runs n
@@ -128,6 +133,43 @@ export async function servedQueues(db: Db, leaseMs: number): Promise<Map<string,
       { workers: Number(r.workers), running: Number(r.running), capacity: r.capacity === null ? null : Number(r.capacity), full: r.full },
     ]),
   );
+}
+
+/** Each task queue live workers serve on a Redis prefix other than `prefix`, with how many serve it on which. */
+export async function queuesServedElsewhere(db: Db, leaseMs: number, prefix: string): Promise<Map<string, ServedElsewhere>> {
+  const found = await rows<{ queue: string; prefix: string; workers: number }>(
+    db,
+    sql`
+    select q as queue, w.prefix, count(*)::int as workers
+    from workers w, unnest(w.queues) as q
+    where w.heartbeat_at >= now() - make_interval(secs => ${leaseMs / 1000}) and w.prefix <> ${prefix}
+    group by q, w.prefix
+    order by workers desc, w.prefix`,
+  );
+  const served = new Map<string, ServedElsewhere>();
+  for (const r of found) {
+    const entry = served.get(r.queue) ?? { workers: 0, prefixes: [] };
+    entry.workers += Number(r.workers);
+    entry.prefixes.push(r.prefix);
+    served.set(r.queue, entry);
+  }
+  return served;
+}
+
+/** Live workers serving a queue on other Redis prefixes than the one asked about. */
+export interface ServedElsewhere {
+  workers: number;
+  prefixes: string[];
+}
+
+/**
+ * `waitingFor` of a node whose queue no worker serves on `prefix` but some serve on another: the
+ * usual cause is a process started without the `--prefix` (`AX_PREFIX`) the others have.
+ */
+export function describeServedElsewhere(queue: string, prefix: string, elsewhere: ServedElsewhere): string {
+  const n = elsewhere.workers;
+  const on = elsewhere.prefixes.map((p) => `"${p}"`).join(", ");
+  return `no worker serves queue ${queue} on Redis prefix "${prefix}"; ${n} worker${n === 1 ? "" : "s"} serve${n === 1 ? "s" : ""} it on ${on}: give every process the same --prefix (AX_PREFIX)`;
 }
 
 /** `waitingFor` of a node whose task's workers are all busy: "worker slots 10/10 (1 worker)". */

@@ -10,6 +10,8 @@ export interface WorkerIdentity {
   queues: string[];
   /** Attempts it runs at once: with its running attempts, whether a queued node waits for a free slot. */
   concurrency?: number | undefined;
+  /** Its Redis key prefix, so a queue served only on another prefix can be told from an unserved one. */
+  prefix?: string | undefined;
   /** The config version the process applies now, written with each renewal (`ax config show --cluster`). */
   configVersion?: (() => number | null) | undefined;
 }
@@ -27,7 +29,13 @@ export async function heartbeatWorker(db: Db, worker: WorkerIdentity): Promise<{
     .values({ ...identity, configVersion: version, heartbeatAt: sql`now()` })
     .onConflictDoUpdate({
       target: workers.id,
-      set: { heartbeatAt: sql`now()`, queues: worker.queues, configVersion: version, concurrency: worker.concurrency ?? null },
+      set: {
+        heartbeatAt: sql`now()`,
+        queues: worker.queues,
+        configVersion: version,
+        concurrency: worker.concurrency ?? null,
+        prefix: worker.prefix ?? null,
+      },
     })
     .returning({ serverStartedAt: sql<string>`pg_postmaster_start_time()` });
   return { serverStartedAt: new Date(row!.serverStartedAt) };

@@ -14,6 +14,8 @@ export const workers = pgTable("workers", {
   configVersion: integer("config_version"),
   /** Attempts it runs at once (`maxConcurrency`); null for a worker older than 0.9. */
   concurrency: integer("concurrency"),
+  /** Its Redis key prefix: a worker on another prefix than a queue's jobs never takes them. Null for a worker older than 0.19. */
+  prefix: text("prefix"),
 });
 
 /**
