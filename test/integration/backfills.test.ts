@@ -188,6 +188,44 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect((await client.retryBackfill(started.backfillId)).retried).toBe(0);
   });
 
+  it("a later backfill lists a date's newest run: a date rerun to success is not retried again, even once retention took its first run", async () => {
+    // The range of the test above: three dates failed, then were rerun to success by its retry.
+    const range = { from: "2026-04-01T00:00:00Z", to: "2026-04-07T00:00:00Z" };
+    const inRange = "logical_date >= '2026-04-01T00:00:00Z' and logical_date < '2026-04-07T00:00:00Z'";
+    const calls = loadCalls;
+    const again = await client.backfill("flaky_daily", range);
+    expect(again.created).toBe(0);
+    expect(await client.getBackfill(again.backfillId)).toMatchObject({ ticks: 6, succeeded: 6, failed: 0, status: "finished" });
+    expect((await client.retryBackfill(again.backfillId)).retried).toBe(0);
+
+    // Retention takes the three failed first runs (and their idempotency keys) but not their reruns.
+    await env.sql(
+      `update runs set created_at = now() - interval '100 days', finished_at = now() - interval '100 days'
+       where flow = 'flaky_daily' and status = 'failed' and ${inRange}`,
+    );
+    expect((await client.prune({ olderThan: "30d" })).runs).toBe(3);
+    const third = await client.backfill("flaky_daily", range);
+    expect(third.created).toBe(0);
+    expect(await client.getBackfill(third.backfillId)).toMatchObject({ succeeded: 6, failed: 0, status: "finished" });
+    expect(loadCalls).toBe(calls);
+
+    // Retention taking one of a finished backfill's runs leaves it finished, the tick counted as pruned.
+    await env.sql(
+      `update runs set created_at = now() - interval '100 days', finished_at = now() - interval '100 days'
+       where id = (select id from runs where flow = 'flaky_daily' and ${inRange} order by logical_date limit 1)`,
+    );
+    expect((await client.prune({ olderThan: "30d" })).runs).toBe(1);
+    expect(await client.getBackfill(third.backfillId)).toMatchObject({
+      ticks: 6,
+      done: 6,
+      succeeded: 5,
+      pruned: 1,
+      running: 0,
+      waiting: 0,
+      status: "finished",
+    });
+  });
+
   it("reruns each failed date once, whatever the number of retries at once and of backfills listing it", async () => {
     failLoads = 4;
     const range = { from: "2026-05-01T00:00:00Z", to: "2026-05-05T00:00:00Z" };

@@ -145,6 +145,7 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
               `${b.failed} failed`,
               // Cancelled runs count as done: without their number a cancelled backfill looks complete.
               `${b.cancelled} cancelled`,
+              ...(b.pruned > 0 ? [`${b.pruned} pruned`] : []),
               `${b.running} running`,
               `${b.from} -> ${b.to}`,
             ].join("  "),

@@ -204,6 +204,7 @@ export interface BackfillInfo {
   succeeded: number;
   failed: number;
   cancelled: number;
+  pruned: number;
   running: number;
   waiting: number;
 }

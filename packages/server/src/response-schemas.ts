@@ -106,10 +106,11 @@ export const backfillInfo = z.strictObject({
   status: z.enum(["active", "finished", "cancelled"]),
   createdAt: instant,
   ticks: z.number().int(),
-  done: z.number().int().meta({ description: "runs of its ticks that ended, whatever their outcome" }),
+  done: z.number().int().meta({ description: "ticks whose run ended, whatever its outcome (pruned ones included)" }),
   succeeded: z.number().int(),
   failed: z.number().int(),
   cancelled: z.number().int(),
+  pruned: z.number().int().meta({ description: "ticks whose ended run retention removed since" }),
   running: z.number().int(),
   waiting: z.number().int().meta({ description: "ticks waiting for a slot or not started yet" }),
 });

@@ -124,6 +124,7 @@ function BackfillRow({
           waiting: b.waiting,
           atOnce: b.maxConcurrentRuns,
         })}{" "}
+        {b.pruned > 0 && <>{fill(t("backfill.pruned"), { pruned: b.pruned })} </>}
         <Link to={`/runs?flow=${encodeURIComponent(flow)}&trigger=backfill`} className="backfill-runs">
           {t("backfill.runs")}
         </Link>

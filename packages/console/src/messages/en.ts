@@ -64,6 +64,7 @@ export const en = {
   "backfill.none": "No backfills of this flow.",
   "backfill.counts":
     "{done}/{ticks} done · {succeeded} succeeded · {failed} failed · {cancelled} cancelled · {running} running · {waiting} waiting · {atOnce} at once ·",
+  "backfill.pruned": "{pruned} removed by retention ·",
   "backfill.runs": "its runs",
   "backfill.cancel": "Cancel backfill",
   "backfill.retry": "Retry failed ticks",

@@ -65,6 +65,7 @@ export const zh: Record<MessageKey, string> = {
   "backfill.none": "此流程没有补跑。",
   "backfill.counts":
     "已完成 {done}/{ticks} · 成功 {succeeded} · 失败 {failed} · 已取消 {cancelled} · 运行中 {running} · 等待 {waiting} · 同时 {atOnce} ·",
+  "backfill.pruned": "已被保留策略清理 {pruned} ·",
   "backfill.runs": "查看运行",
   "backfill.cancel": "取消补跑",
   "backfill.retry": "重跑失败的触发点",

@@ -27,11 +27,13 @@ export interface BackfillInfo {
   status: "active" | "finished" | "cancelled";
   createdAt: string;
   ticks: number;
-  /** Runs of its ticks that ended, whatever their outcome. */
+  /** Ticks whose run ended, whatever its outcome (`pruned` ones included). */
   done: number;
   succeeded: number;
   failed: number;
   cancelled: number;
+  /** Ticks whose ended run retention removed since: done, with no outcome left to count. */
+  pruned: number;
   running: number;
   /** Ticks waiting for a slot (held) or not started yet. */
   waiting: number;
@@ -53,9 +55,10 @@ export async function createBackfill(db: Db, backfill: NewBackfill, runId: () =>
     let created = 0;
     for (let i = 0; i < backfill.ticks.length; i += CHUNK) {
       const chunk = backfill.ticks.slice(i, i + CHUNK);
-      // A tick the schedule already ran keeps that run: the backfill links it instead of running the date again.
-      const scheduled = await scheduleTx.scheduledRuns(tx, backfill.flow.name, chunk);
-      const ticks = chunk.filter((tick) => !scheduled.has(tick.toISOString()));
+      // A tick already run (by the schedule, another backfill or a rerun of either) keeps its newest
+      // run: the backfill links it instead of running the date again.
+      const existing = await scheduleTx.tickRuns(tx, backfill.flow.name, chunk);
+      const ticks = chunk.filter((tick) => !existing.has(tick.toISOString()));
       const answers = await createRuns(
         tx,
         ticks.map((tick) => ({
@@ -71,7 +74,7 @@ export async function createBackfill(db: Db, backfill: NewBackfill, runId: () =>
       created += answers.filter((a) => a.created).length;
       const links = [
         ...answers.map((a, j) => ({ run_id: a.runId, logical_date: ticks[j]!.toISOString() })),
-        ...[...scheduled].map(([logicalDate, run]) => ({ run_id: run, logical_date: logicalDate })),
+        ...[...existing].map(([logicalDate, run]) => ({ run_id: run, logical_date: logicalDate })),
       ];
       await tx.execute(sql`
         insert into backfill_runs (backfill_id, run_id, logical_date)
@@ -95,12 +98,16 @@ type Row = {
   failed: number;
   cancelled: number;
   running: number;
+  linked: number;
 };
 
 const iso = (d: string | Date) => new Date(d).toISOString();
 
 function toInfo(r: Row): BackfillInfo {
-  const done = r.succeeded + r.failed + r.cancelled;
+  // Every tick is linked to its run when the backfill is written, and a retry relinks the tick: a
+  // link missing is a run retention deleted, which it does only to ended runs.
+  const pruned = Math.max(0, r.ticks - r.linked);
+  const done = r.succeeded + r.failed + r.cancelled + pruned;
   return {
     id: r.id,
     flow: r.flow,
@@ -114,6 +121,7 @@ function toInfo(r: Row): BackfillInfo {
     succeeded: r.succeeded,
     failed: r.failed,
     cancelled: r.cancelled,
+    pruned,
     running: r.running,
     waiting: r.ticks - done - r.running,
   };
@@ -124,7 +132,8 @@ const progress = sql`
     count(*) filter (where r.status = 'success')::int as succeeded,
     count(*) filter (where r.status = 'failed')::int as failed,
     count(*) filter (where r.status = 'cancelled')::int as cancelled,
-    count(*) filter (where r.status = 'running')::int as running
+    count(*) filter (where r.status = 'running')::int as running,
+    count(br.run_id)::int as linked
   from backfills b
   left join backfill_runs br on br.backfill_id = b.id
   left join runs r on r.id = br.run_id`;

@@ -200,13 +200,18 @@ export const scheduleTx = {
     );
     return row ? new Date(row.logical_date) : undefined;
   },
-  /** The runs the schedule made for any of `ticks`, by logical date (ISO). */
-  async scheduledRuns(tx: Db, flow: string, ticks: Date[]): Promise<Map<string, string>> {
+  /**
+   * Each of `ticks` that has a run of the flow, by logical date (ISO), with its newest one: the
+   * schedule's or a backfill's run, or the latest rerun of it (reruns keep the logical date), so
+   * a date rerun to success is not run or retried again, even once retention took its first run.
+   */
+  async tickRuns(tx: Db, flow: string, ticks: Date[]): Promise<Map<string, string>> {
     if (ticks.length === 0) return new Map();
     const found = await rows<{ logical_date: Date | string; run_id: string }>(
       tx,
-      sql`select logical_date, run_id from schedule_ticks
-        where flow = ${flow} and run_id is not null and logical_date = any(string_to_array(${ticks.map((t) => t.toISOString()).join(",")}, ',')::timestamptz[])`,
+      sql`select distinct on (logical_date) logical_date, id as run_id from runs
+        where flow = ${flow} and logical_date = any(string_to_array(${ticks.map((t) => t.toISOString()).join(",")}, ',')::timestamptz[])
+        order by logical_date, created_at desc, id desc`,
     );
     return new Map(found.map((r) => [new Date(r.logical_date).toISOString(), r.run_id]));
   },

@@ -57,6 +57,9 @@ export const runs = pgTable(
     index("runs_created_id").on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("runs_status").on(t.status),
     index("runs_business_key").on(t.businessKey),
+    // A backfill finds each tick's runs by date. Partial: a run without a logical date (every
+    // triggered one) writes nothing to it.
+    index("runs_flow_logical_date").on(t.flow, t.logicalDate).where(sql`${t.logicalDate} is not null`),
   ],
 );
 

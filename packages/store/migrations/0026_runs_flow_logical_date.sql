@@ -1,0 +1,1 @@
+CREATE INDEX "runs_flow_logical_date" ON "runs" USING btree ("flow","logical_date") WHERE "runs"."logical_date" is not null;
