@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
@@ -64,8 +65,16 @@ describe("limits follow the live configuration on 2 worker processes, without a 
 
   afterAll(async () => {
     await Promise.all([a?.stop({ timeout: 1 }), b?.stop({ timeout: 1 })]);
+    redis.disconnect();
     await env.cleanup();
   });
+
+  const redis = new Redis(env.redis);
+  /** The parked reasons Redis still holds for jobs of these runs. */
+  async function parkedOf(runIds: string[]): Promise<string[]> {
+    const jobs = await redis.hkeys(`${env.prefix}:ax:parked`);
+    return jobs.filter((job) => runIds.some((id) => job.startsWith(`${id}.`)));
+  }
 
   async function appliedEverywhere(version: number): Promise<number> {
     const started = Date.now();
@@ -138,11 +147,20 @@ describe("limits follow the live configuration on 2 worker processes, without a 
         if (Date.now() > deadline) throw new Error("the runs of one key never lined up");
         await sleep(50);
       }
+      // A run cancelled while it waits in line takes its parked reason with it.
+      const cancelled = ids.pop()!;
+      expect(await parkedOf([cancelled])).not.toEqual([]);
+      await client.cancel(cancelled);
+      expect(await parkedOf([cancelled])).toEqual([]);
       const changedAt = Date.now();
       const v2 = await client.config.apply(to, FILE, "bob");
       await appliedEverywhere(v2.version);
       for (const id of ids) expect((await client.waitForRun(id, { timeout: "15s" })).status).toBe("success");
       const tookMs = Date.now() - changedAt;
+      // Nothing is left in Redis for the key or its runs: with a key per order, leftovers would grow for ever.
+      expect(await parkedOf(ids)).toEqual([]);
+      expect(await redis.hget(`${env.prefix}:limits:waiting-capacity`, `key:hot_keyed:K-${label}`)).toBeNull();
+      expect(await redis.sismember(`${env.prefix}:limits:waiting-keys`, `key:hot_keyed:K-${label}`)).toBe(0);
       console.log(`per-key limit ${label}: the line of 8 drained ${tookMs} ms after the change`);
       // Strictly one at a time the rest of the line needs 7 x 300 ms and more; the sweep runs every 2 s.
       expect(tookMs).toBeLessThan(6000);

@@ -38,3 +38,35 @@ describe("a worker told to serve a queue no task uses", () => {
     ]);
   });
 });
+
+describe("a task moved to another queue in runtime.yaml while its workers run", () => {
+  const env = isolate("queuemoved");
+  let runtime: Runtime | undefined;
+
+  afterAll(async () => {
+    await runtime?.stop({ timeout: 1 });
+    await env.cleanup();
+  });
+
+  it("waits saying the workers run it in its old queue until they restart, not that none defines it", async () => {
+    runtime = testRuntime(env, { flows: [flow], roles: ["coordinator", "worker", "api"], port: 0, queues: ["heavy", "default"] });
+    await runtime.start();
+    const client = runtime.client();
+    const applied = await client.config.apply("tasks:\n  queues_warning_heavy: { queue: default }\n", "runtime.yaml", "ops");
+    const deadline = Date.now() + 5000;
+    while (runtime.configVersion !== applied.version) {
+      if (Date.now() > deadline) throw new Error("the config version was not applied within 5 s");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const runId = await client.triggerFlow("queues_warning", null);
+    let waitingFor: string | null = null;
+    while (waitingFor === null) {
+      if (Date.now() > deadline + 10_000) throw new Error("the node never said why it waits");
+      waitingFor = (await client.getRun(runId)).tasks[0]!.waitingFor;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(waitingFor).toBe(
+      "no worker serves task queues_warning_heavy in queue default yet (live workers run it in heavy): restart workers with --queues default to pick up the queue from the configuration",
+    );
+  });
+});

@@ -73,6 +73,13 @@ describe("serverText", () => {
     expect(zh("no worker serves queue payments (charge)")).toBe("没有工作进程处理队列 payments（节点 charge）");
     expect(
       zh(
+        "no worker serves task charge in queue payments yet (live workers run it in default): restart workers with --queues payments to pick up the queue from the configuration",
+      ),
+    ).toBe(
+      "还没有工作进程在队列 payments 中处理任务 charge（在线工作进程在 default 中运行它）：请用 --queues payments 重启工作进程以采用配置中的队列",
+    );
+    expect(
+      zh(
         'no worker serves queue payments on Redis prefix "ax"; 2 workers serve it on "shop", "ax_old": give every process the same --prefix (AX_PREFIX)',
       ),
     ).toBe(
@@ -183,7 +190,12 @@ describe("the server's templates", () => {
       ],
       [
         waitingNodes,
-        ["`no worker defines task ${task} in queue ${queue}`", "`no worker serves queue ${queue}`", "`${held.waitingFor} (${held.key})`"],
+        [
+          "`no worker defines task ${task} in queue ${queue}`",
+          "`no worker serves queue ${queue}`",
+          "`${held.waitingFor} (${held.key})`",
+          '`no worker serves task ${task} in queue ${queue} yet (live workers run it in ${movedFrom.join(", ")}): restart workers with --queues ${queue} to pick up the queue from the configuration`',
+        ],
       ],
       [
         queueOverview,

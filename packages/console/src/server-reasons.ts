@@ -16,7 +16,8 @@ import type { Lang } from "./i18n";
  *   "concurrency key acme (2/2)", "admission: a slot is free, …"; "due at <ISO>" is format.ts's.
  * - workers (coordinator/src/waiting-nodes.ts, store/src/repositories/unserved.ts):
  *   "worker slots 10/10 (1 worker)", "no worker serves queue q", "no worker defines task t in queue q",
- *   "no worker serves queue q on Redis prefix "ax"; 1 worker serves it on "axx": …";
+ *   "no worker serves queue q on Redis prefix "ax"; 1 worker serves it on "axx": …",
+ *   "no worker serves task t in queue q yet (live workers run it in p): …";
  *   a pending run says its first held node's reason followed by " (<node key>)".
  * - queues (coordinator/src/queue-overview.ts): "concurrency key: 5 runs waiting on 2 keys (…)",
  *   "rate limit key: 4 runs delayed on 2 keys (…)".
@@ -70,6 +71,11 @@ const ZH: Rule[] = [
   [/^admission: a slot is free, released within about a second$/, () => "准入：已有空位，约一秒内放行"],
   // Workers.
   [/^worker slots (\d+)\/(\d+|\?) \((\d+) workers?\)$/, (m) => `工作进程槽位 ${m[1]}/${m[2]}（${m[3]} 个工作进程）`],
+  [
+    /^no worker serves task (\S+) in queue (\S+) yet \(live workers run it in (.+)\): restart workers with --queues \S+ to pick up the queue from the configuration$/,
+    (m) =>
+      `还没有工作进程在队列 ${m[2]} 中处理任务 ${m[1]}（在线工作进程在 ${m[3]} 中运行它）：请用 --queues ${m[2]} 重启工作进程以采用配置中的队列`,
+  ],
   [/^no worker defines task (\S+) in queue (\S+)$/, (m) => `没有工作进程定义队列 ${m[2]} 中的任务 ${m[1]}`],
   [
     /^no worker serves queue (\S+) on Redis prefix "([^"]*)"; (\d+) workers? serves? it on (.+): give every process the same --prefix \(AX_PREFIX\)$/,

@@ -1,6 +1,7 @@
 import { cancelRunRecords, type Db, type RunStatus } from "@ax/store";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
 import { answeredByRedis } from "./redis.js";
+import { parkedReasonsKey } from "./wake.js";
 import { AxCancelledError } from "@ax/common";
 
 /** The pub/sub channel every worker of a cluster (one queue prefix) listens on for cancels. */
@@ -64,16 +65,16 @@ async function stopInRedis(
 ): Promise<number> {
   const message: CancelMessage = { runId };
   await queues.connection.publish(cancelChannel(queues.prefix), JSON.stringify(message));
+  const jobs = nodes.filter((n) => n.attempt > 0).map((n) => ({ node: n, jobId: nodeJobId(runId, n.nodeKey, n.attempt) }));
+  // A job parked by a per-key limit leaves its reason behind otherwise: nothing admits it any more.
+  if (jobs.length > 0) await queues.connection.hdel(parkedReasonsKey(queues.prefix), ...jobs.map((j) => j.jobId));
   const removed = await Promise.all(
-    nodes
-      .filter((n) => n.attempt > 0)
-      .map(async (n) => {
-        const queue = queues.forNode(n);
-        const jobId = nodeJobId(runId, n.nodeKey, n.attempt);
-        // BullMQ answers 1 for a job that is not there too: only a job seen first counts as removed.
-        const existed = await queues.connection.exists(queue.toKey(jobId));
-        return existed === 1 && (await queue.remove(jobId)) === 1;
-      }),
+    jobs.map(async ({ node, jobId }) => {
+      const queue = queues.forNode(node);
+      // BullMQ answers 1 for a job that is not there too: only a job seen first counts as removed.
+      const existed = await queues.connection.exists(queue.toKey(jobId));
+      return existed === 1 && (await queue.remove(jobId)) === 1;
+    }),
   );
   return removed.filter(Boolean).length;
 }

@@ -53,6 +53,12 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
       const { queue, task } = t;
       const other = elsewhere.get(name);
       if (other) return describeServedElsewhere(queue, queues.prefix, other);
+      // Workers pick their tasks' queues when they start: a queue moved in runtime.yaml since is
+      // served only by workers started after the move.
+      const movedFrom = [...served.keys()].filter((n) => n.endsWith(`.${task}`)).map((n) => n.slice(0, n.indexOf(".")));
+      if (movedFrom.length > 0) {
+        return `no worker serves task ${task} in queue ${queue} yet (live workers run it in ${movedFrom.join(", ")}): restart workers with --queues ${queue} to pick up the queue from the configuration`;
+      }
       return groups.has(queue) ? `no worker defines task ${task} in queue ${queue}` : `no worker serves queue ${queue}`;
     }
     if (!limits) return WAITING_FOR_REDIS;

@@ -321,8 +321,9 @@ export class Runtime {
     // The cluster's taskPools include this process's: its code options were saved before this.
     const parsed = parseRuntimeConfig(fileText, file, {
       ...cluster,
-      tasks: [...cluster.tasks, ...this.code.taskNames],
-      flows: [...cluster.flows, ...this.code.flowNames],
+      // Each name once: a task named twice would have each of its problems reported twice.
+      tasks: [...new Set([...cluster.tasks, ...this.code.taskNames])],
+      flows: [...new Set([...cluster.flows, ...this.code.flowNames])],
     });
     const version = {
       yaml: fileText,

@@ -45,6 +45,37 @@ describe("Waitlist", () => {
     expect(await holders("k1")).toEqual({ [second!.id]: "run-2" });
   });
 
+  it("a line left empty by a wake or a forget leaves no capacity behind; leave and unpark clear parked reasons", async () => {
+    const capacity = (key: string) => redis.hget(`${env.prefix}:limits:waiting-capacity`, key);
+    const holder = await take("k2", "job-a");
+    expect(await take("k2", "job-b")).toBeUndefined();
+    expect(await capacity("k2")).toBe("1");
+    await gate.release(holder!);
+    expect(await waitlist.wake("k2", 1, holder!.id)).toEqual(["q|job-b"]);
+    expect(await capacity("k2")).toBeNull();
+
+    const next = await take("k3", "job-c");
+    expect(await take("k3", "job-d")).toBeUndefined();
+    await gate.release(next!);
+    expect(await waitlist.wake("k3", 1, next!.id)).toEqual(["q|job-d"]);
+    expect(await take("k3", "job-e")).toBeUndefined();
+    expect(await capacity("k3")).toBe("1");
+    // job-d's run was cancelled while woken: its claim goes and job-e, the last in line, is woken.
+    expect(await waitlist.forget("k3", 1, "q|job-d")).toEqual(["q|job-e"]);
+    expect(await capacity("k3")).toBeNull();
+
+    const third = await take("k4", "job-f");
+    expect(await take("k4", "job-g")).toBeUndefined();
+    await waitlist.leave("k4", "q|job-g");
+    expect(await redis.hget(parkedReasonsKey(env.prefix), "job-g")).toBeNull();
+    expect(await redis.llen(`${env.prefix}:limits:sem:k4:waiting`)).toBe(0);
+    await gate.release(third!);
+
+    await redis.hset(parkedReasonsKey(env.prefix), "job-x", "concurrency key k9 (1/1)", "job-y", "concurrency key k9 (1/1)");
+    await waitlist.unpark(["job-x", "job-y"]);
+    expect(await redis.hmget(parkedReasonsKey(env.prefix), "job-x", "job-y")).toEqual([null, null]);
+  });
+
   it("admits a job without a concurrency key by clearing its parked reason only", async () => {
     await redis.hset(parkedReasonsKey(env.prefix), "job-r", "rate limit key r 1 per 1s");
     await waitlist.admitted("job-r");

@@ -45,24 +45,33 @@ end
 `;
 
 /**
- * KEYS: semaphore, its list, waiting-keys set, holders hash. ARGV: capacity, key, the released
- * permit's id, claim ms. Forgets the permit's holder, then wakes as many waiters as there is room for.
+ * KEYS: semaphore, its list, waiting-keys set, holders hash, capacities hash. ARGV: capacity, key,
+ * the released permit's id, claim ms. Forgets the permit's holder, then wakes as many waiters as
+ * there is room for. A line left empty takes its key out of the set and its capacity out of the
+ * hash: with a key per order id, anything kept per key would grow for ever.
  */
 const WAKE = `${WAKE_LINE}
 redis.call('HDEL', KEYS[4], ARGV[3])
 local woken = wakeLine(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]))
-if redis.call('LLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[2]) end
+if redis.call('LLEN', KEYS[2]) == 0 then
+  redis.call('SREM', KEYS[3], ARGV[2])
+  redis.call('HDEL', KEYS[5], ARGV[2])
+end
 return woken
 `;
 
 /**
- * KEYS: semaphore, waiting-keys set. ARGV: capacity, key, the woken waiter whose job is gone, claim
- * ms. Drops its claim (its run was cancelled while it waited) and wakes whoever may go instead.
+ * KEYS: semaphore, waiting-keys set, capacities hash. ARGV: capacity, key, the woken waiter whose
+ * job is gone, claim ms. Drops its claim (its run was cancelled while it waited) and wakes whoever
+ * may go instead.
  */
 const FORGET = `${WAKE_LINE}
 redis.call('ZREM', KEYS[1] .. ':woken', ARGV[3])
 local woken = wakeLine(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]))
-if redis.call('LLEN', KEYS[1] .. ':waiting') == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
+if redis.call('LLEN', KEYS[1] .. ':waiting') == 0 then
+  redis.call('SREM', KEYS[2], ARGV[2])
+  redis.call('HDEL', KEYS[3], ARGV[2])
+end
 return woken
 `;
 
@@ -153,11 +162,12 @@ export class Waitlist {
   wake(key: string, capacity: number | undefined, permitId: string): Promise<string[]> {
     const sem = this.semPrefix + key;
     return this.commands.axWaitWake(
-      4,
+      5,
       sem,
       `${sem}:waiting`,
       this.waitingKeys,
       `${sem}:holders`,
+      this.capacities,
       capacity ?? -1,
       key,
       permitId,
@@ -185,7 +195,16 @@ export class Waitlist {
    * `capacity`: the key's limit now, `undefined` when it no longer has one.
    */
   forget(key: string, capacity: number | undefined, waiter: string): Promise<string[]> {
-    return this.commands.axWaitForget(2, this.semPrefix + key, this.waitingKeys, capacity ?? -1, key, waiter, this.claimMs);
+    return this.commands.axWaitForget(
+      3,
+      this.semPrefix + key,
+      this.waitingKeys,
+      this.capacities,
+      capacity ?? -1,
+      key,
+      waiter,
+      this.claimMs,
+    );
   }
 
   /**
@@ -213,9 +232,22 @@ export class Waitlist {
     return [...new Set([...holders!, ...waiting])].filter((id): id is string => id !== undefined);
   }
 
-  /** Takes `waiter` out of `key`'s line: its run was cancelled before it was woken. */
+  /** Takes `waiter` out of `key`'s line, with its parked reason: its run was cancelled before it was woken. */
   async leave(key: string, waiter: string): Promise<void> {
-    await this.redis.lrem(`${this.semPrefix}${key}:waiting`, 0, waiter);
+    await answersOf(
+      this.redis
+        .pipeline()
+        .lrem(`${this.semPrefix}${key}:waiting`, 0, waiter)
+        .hdel(parkedReasonsKey(this.prefix), waiter.slice(waiter.indexOf("|") + 1)),
+    );
+  }
+
+  /**
+   * Forgets why these jobs were parked: they were woken (a limit changed or a slot came free),
+   * or their runs ended. A job refused again on its next fetch is parked again with its reason.
+   */
+  async unpark(jobIds: string[]): Promise<void> {
+    if (jobIds.length > 0) await this.redis.hdel(parkedReasonsKey(this.prefix), ...jobIds);
   }
 
   /** Keys starting with `keyPrefix` that have waiters, busiest first. */

@@ -76,8 +76,13 @@ export class KeyedAdmission {
 
   async admit(job: Job<NodeJobData>, token: string, queue: string, options: ResolvedTaskOptions): Promise<Admission> {
     const { concurrencyKey, rateLimitKey } = options;
-    if (!concurrencyKey && !rateLimitKey) return { ok: true };
     const d = this.deps;
+    if (!concurrencyKey && !rateLimitKey) {
+      // A job delayed by a per-key limit that the configuration has removed since: its reason goes.
+      // Only a delayed job (a retry, a delayed run) can have one, so the rest skip the round trip.
+      if (job.delay > 0) await d.waitlist.unpark([job.id!]);
+      return { ok: true };
+    }
     const { runId, nodeKey, attempt, flowVersionId } = job.data;
     const dag = await withDbRetry(() => d.dags.get(flowVersionId));
     const node = dag.nodes.get(nodeKey);
@@ -86,6 +91,7 @@ export class KeyedAdmission {
     // line (its run was cancelled between its fetch and its parking) holds a claim on the key's slot:
     // given up now, or the next in line would wait for the claim to lapse.
     if (!node || !inputs) {
+      await d.waitlist.unpark([job.id!]);
       if (node && concurrencyKey && concurrencyKey.strategy !== "cancel_newest") {
         // Best effort: should it fail, the claim lapses on its own after a lease.
         await this.giveUpPlace(job, queue, options, node).catch((err: unknown) =>
@@ -201,10 +207,14 @@ export class KeyedAdmission {
   private async promoteLine(semKey: string, capacity: number | undefined | null, waiters: string[]): Promise<void> {
     const d = this.deps;
     const queue = [...waiters];
+    const woken: string[] = [];
     for (let waiter = queue.shift(); waiter !== undefined; waiter = queue.shift()) {
+      woken.push(waiter.slice(waiter.indexOf("|") + 1));
       if (await d.promote(waiter)) continue;
       if (capacity !== null) queue.push(...(await d.waitlist.forget(semKey, capacity, waiter)));
     }
+    // Woken, they no longer wait for their key: what holds them now is their queue's turn or limit.
+    await d.waitlist.unpark(woken);
   }
 
   private async giveUpPlace(job: Job<NodeJobData>, queue: string, options: ResolvedTaskOptions, node: DagNode): Promise<void> {
