@@ -113,7 +113,26 @@ describe("alert mutes: an operator stops a group's alerts for a while", { timeou
     expect((await api(`/api/alerts/mutes/${mute.id}`, { method: "DELETE" })).status).toBe(404);
 
     const unmuted = await runAx([...connection, "alerts", "unmute", String(id)]);
-    expect(unmuted.stdout).toBe(`mute ${id} ended: alerts of group ops are sent again\n`);
+    expect(unmuted.stdout).toBe(
+      `mute ${id} ended: alerts of group ops (every flow, task mute_other) are sent again, unless another mute covers them\n`,
+    );
     expect((await runAx([...connection, "alerts", "mutes"])).stdout).toBe("no mutes in force\n");
+    const ended = (await runAx([...connection, "alerts", "mutes", "--ended"])).stdout.split("\n").filter(Boolean);
+    // The mute ended last comes first (the first test's mute ended before both), each marked as ended.
+    expect(ended).toHaveLength(3);
+    expect(ended[0]).toMatch(new RegExp(`^mute ${id} {2}group ops \\(every flow, task mute_other\\) {2}ended `));
+    expect(ended[1]).toMatch(new RegExp(`^mute ${mute.id} {2}group ops \\(flow mute_flow\\) {2}ended `));
+
+    // A misspelt flow or task would mute nothing: refused, naming what exists.
+    const typo = await api("/api/alerts/mutes", { method: "POST", body: { group: "ops", flow: "mute_flwo", for: "10m" } });
+    expect(typo.status).toBe(404);
+    expect(await typo.json()).toMatchObject({
+      error: "AxAlertMuteTargetError",
+      message: expect.stringContaining("known: mute_flow, mute_other_flow"),
+    });
+    const typoTask = await runAx([...connection, "alerts", "mute", "ops", "--for", "1h", "--flow", "mute_flow", "--task", "mute_other"]);
+    expect(typoTask.code).toBe(1);
+    expect(typoTask.stderr).toContain('no task named "mute_other" is registered');
+    expect(typoTask.stderr).toContain("(known: mute_charge)");
   });
 });

@@ -5,11 +5,16 @@ import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
-/** What a mute covers and until when, on one line. */
-function renderMute(m: AlertMute): string {
-  const scope = [m.flow ? `flow ${m.flow}` : "every flow", ...(m.task ? [`task ${m.task}`] : [])].join(", ");
+/** "flow order_payment_flow, task charge": what a mute covers within its group. */
+function muteScope(m: AlertMute): string {
+  return [m.flow ? `flow ${m.flow}` : "every flow", ...(m.task ? [`task ${m.task}`] : [])].join(", ");
+}
+
+/** What a mute covers and until when (or, once it is over, when it ended), on one line. */
+function renderMute(m: AlertMute, now = Date.now()): string {
   const reason = m.reason ? `  "${m.reason}"` : "";
-  return `mute ${m.id}  group ${m.group} (${scope})  until ${m.until.toISOString()}  by ${m.createdBy}${reason}`;
+  const end = m.until.getTime() > now ? "until" : "ended";
+  return `mute ${m.id}  group ${m.group} (${muteScope(m)})  ${end} ${m.until.toISOString()}  by ${m.createdBy}${reason}`;
 }
 
 /**
@@ -72,7 +77,7 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
   alerts
     .command("mutes")
     .description("the mutes in force, ending soonest first")
-    .option("--ended", "those that ended in the last 30 days too")
+    .option("--ended", "then those that ended in the last 30 days, latest first")
     .option("--json", "print as JSON")
     .action(async (raw: { ended?: boolean; json?: boolean }) => {
       await withClient(async (client) => {
@@ -90,7 +95,9 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
       const flags = parseFlags(z.object({ id: positiveInt }), { id }, "alerts unmute", { id: "<id>" });
       await withClient(async (client) => {
         const mute = await client.unmuteAlerts(flags.id);
-        console.log(`mute ${mute.id} ended: alerts of group ${mute.group} are sent again`);
+        console.log(
+          `mute ${mute.id} ended: alerts of group ${mute.group} (${muteScope(mute)}) are sent again, unless another mute covers them`,
+        );
       });
     });
 }

@@ -411,7 +411,7 @@ export class Client {
     return mute;
   }
 
-  /** The mutes in force, ending soonest first; `{ ended: true }` adds those that ended in the last 30 days. */
+  /** The mutes in force, ending soonest first; `{ ended: true }` adds, after them, those that ended in the last 30 days, latest first. */
   listAlertMutes(options: { ended?: boolean } = {}): Promise<AlertMute[]> {
     checkArgs(mutesQuerySchema, options, "listAlertMutes");
     return listAlertMutes(this.connections.store.db, options);

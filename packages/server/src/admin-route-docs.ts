@@ -131,7 +131,7 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
     responses: {
       201: { description: "the mute", schema: alertMute },
       400: badRequest,
-      404: { description: "the config in force defines no such group", schema: apiError },
+      404: { description: "the config in force defines no such group, or no such flow or task is registered", schema: apiError },
     },
   },
   "DELETE /api/alerts/mutes/:id": {

@@ -57,3 +57,18 @@ export class AxAlertMuteNotFoundError extends Error {
     super(`no alert mute ${id} is in force (it ended, or never existed); \`ax alerts mutes\` lists those in force`);
   }
 }
+
+/** A mute narrowed to a flow or task the cluster has never registered: it would mute nothing. */
+export class AxAlertMuteTargetError extends Error {
+  override name = "AxAlertMuteTargetError";
+  readonly statusCode = 404;
+  constructor(kind: "flow" | "task", name: string, known: string[]) {
+    const sorted = [...known].sort();
+    const some = sorted.slice(0, 20).join(", ") + (sorted.length > 20 ? ", …" : "");
+    super(
+      `no ${kind} named "${name}" is registered, so a mute of its alerts would mute nothing` +
+        (known.length > 0 ? ` (known: ${some})` : "") +
+        `; check the name (\`ax config show\` lists flows and tasks)`,
+    );
+  }
+}

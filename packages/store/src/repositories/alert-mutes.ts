@@ -35,7 +35,7 @@ const muteOf = (r: MuteRow): AlertMute => ({
   reason: r.reason,
 });
 
-/** Ended mutes are kept this long, so `ax alerts mutes --all` can still say who muted what. */
+/** Ended mutes are kept this long, so `ax alerts mutes --ended` can still say who muted what. */
 const KEEP_ENDED_DAYS = 30;
 
 export interface NewAlertMute {
@@ -66,7 +66,9 @@ export async function listAlertMutes(db: Db, opts: { ended?: boolean } = {}): Pr
   const found = await rows<MuteRow>(
     db,
     opts.ended
-      ? sql`select * from alert_mutes order by until desc, id desc`
+      ? // Those in force as without `ended` (ending soonest first), then the ended ones, latest first.
+        sql`select * from alert_mutes
+          order by until > clock_timestamp() desc, case when until > clock_timestamp() then until end, until desc, id desc`
       : sql`select * from alert_mutes where until > clock_timestamp() order by until, id`,
   );
   return found.map(muteOf);
