@@ -88,6 +88,9 @@ describe("alert mutes: an operator stops a group's alerts for a while", { timeou
     const badFor = await runAx([...connection, "alerts", "mute", "ops", "--for", "soon"]);
     expect(badFor.code).toBe(1);
     expect(badFor.stderr).toContain("--for");
+    const tooLong = await runAx([...connection, "alerts", "mute", "ops", "--for", "31d"]);
+    expect(tooLong.code).toBe(1);
+    expect(tooLong.stderr).toContain("ax alerts mute: --for: must be at most 30d");
 
     const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
       fetch(`${runtime.url}${path}`, {

@@ -397,7 +397,12 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
       cwd: REPO_ROOT,
       timeout: 90_000,
     });
-    expect(cancelled.stdout).toMatch(/cancelled/);
+    expect(cancelled.stdout).toMatch(/^backfill \S+ cancelled: \d+ run\(s\) cancelled/);
+    const again = await promisify(execFile)(process.execPath, [AX_BIN, "backfill", "cancel", big.backfillId, ...connection], {
+      cwd: REPO_ROOT,
+      timeout: 90_000,
+    });
+    expect(again.stdout).toBe(`backfill ${big.backfillId} was already cancelled: nothing to do\n`);
     const info = await client.getBackfill(big.backfillId);
     expect(info.status).toBe("cancelled");
     // Runs released before the cancel may have finished; none is left waiting or running.

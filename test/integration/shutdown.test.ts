@@ -40,12 +40,14 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
   });
 
   // Attempt 1 ignores its signal for 60 s while holding an `ax.once` (a pool client in the
-  // current design); later attempts return at once. No retries: only a hand-back can save it.
-  const stubborn = ax.task({ name: "stubborn", retries: 0 }, async (label: string) => {
+  // current design); attempt 2 fails once, and later attempts return at once. One retry: the
+  // hand-back does not use it up, so the failure of attempt 2 is retried.
+  const stubborn = ax.task({ name: "stubborn", retries: 1, retryBackoff: "50ms" }, async (label: string) => {
     const { attempt, runId } = ax.context();
     if (attempt === 1) {
       await ax.once(`hold-${runId}`, () => new Promise((resolve) => setTimeout(resolve, 60_000).unref()));
     }
+    if (attempt === 2 && label.startsWith("order")) throw new Error("the invoice API timed out");
     return `${label} on attempt ${attempt}`;
   });
   const stubbornFlow = ax.flow({ name: "stubborn_flow" }, (label) => {
@@ -83,9 +85,10 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
     const run = await second.client().waitForRun(runId, { timeout: "20s" });
     expect(run.status).toBe("success");
     const [node] = run.tasks;
-    expect(node?.result).toBe("order-1 on attempt 2");
+    expect(node?.result).toBe("order-1 on attempt 3");
     expect(node?.attempts.map((a) => [a.outcome, a.worker])).toEqual([
       ["crashed", firstWorker],
+      ["failed", second.workerId],
       ["success", second.workerId],
     ]);
     expect(node?.attempts[0]?.error?.name).toBe("AxWorkerStoppedError");

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
+import { MAX_ALERT_MUTE_MS, parseDuration } from "@ax/common";
 import type { AlertMute, Client } from "ax-scheduler";
 import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 
@@ -60,7 +61,9 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
     .action(async (group: string, raw: Record<string, unknown>) => {
       const flags = parseFlags(
         z.object({
-          for: durationFlagAtLeast(1000, "1s"),
+          for: durationFlagAtLeast(1000, "1s").refine((value) => parseDuration(value) <= MAX_ALERT_MUTE_MS, {
+            message: "must be at most 30d; to stop an alert for good, turn its trigger off under alerts: in runtime.yaml",
+          }),
           flow: z.string().min(1).optional(),
           task: z.string().min(1).optional(),
           reason: z.string().max(500).optional(),

@@ -75,10 +75,13 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
         if (id === undefined)
           throw new AxUsageError("ax backfill cancel: missing <id>, the backfill to cancel; list backfills with `ax backfills`");
         await withClient(async (client) => {
+          const before = await client.getBackfill(id);
           const result = await client.cancelBackfill(id);
           // A backfill with no unfinished run is left as it was: say what it is, not that it was cancelled now.
           const { status } = await client.getBackfill(id);
-          if (status === "finished") console.log(`backfill ${id} is finished: nothing to cancel (its failed ticks can still be retried)`);
+          if (before.status === "cancelled") console.log(`backfill ${id} was already cancelled: nothing to do`);
+          else if (status === "finished")
+            console.log(`backfill ${id} is finished: nothing to cancel (its failed ticks can still be retried)`);
           else console.log(`backfill ${id} cancelled: ${result.cancelledRuns} run(s) cancelled; runs not started yet will not run`);
         });
         return;
@@ -155,6 +158,9 @@ export function addRerunBackfillCommands(program: Command, withClient: WithClien
     });
 }
 
+/** How often the progress line is printed again when stdout is not a terminal. */
+const NOT_TTY_LINE_MS = 10_000;
+
 /**
  * A live progress bar until every tick's run ended. Ctrl-C stops watching only: the backfill
  * lives in PostgreSQL and the coordinators keep releasing its runs.
@@ -165,7 +171,8 @@ async function followBackfill(client: RunsApi, first: BackfillInfo): Promise<voi
       format: "backfill [{bar}] {value}/{total} done | {failed} failed | {running} running | ETA {remaining}{stalled}",
       stream: process.stdout,
       noTTYOutput: true,
-      notTTYSchedule: POLL_MS,
+      // Not a terminal (a CI log, a pipe): a line every 10 s, not one per poll.
+      notTTYSchedule: NOT_TTY_LINE_MS,
     },
     cliProgress.Presets.shades_classic,
   );

@@ -6,6 +6,7 @@ import {
   firstFailedNode,
   reclaimLostStart,
   retryAttempt,
+  unchargedAttempts,
   type AttemptRef,
   type Advanced,
   type AttemptOutcome,
@@ -18,7 +19,8 @@ import type { CachedDag } from "./dag-cache.js";
 import { toTaskFailure } from "./failure.js";
 import { lazyChild } from "./log-capture.js";
 import { recordOutcome } from "./record-outcome.js";
-import { decideRetry } from "./retry-policy.js";
+import { withDbRetry } from "./db-retry.js";
+import { decideRetry, type RetryDecision } from "./retry-policy.js";
 import { AxOutcomeNotRecordedError, AxResourceLimitError } from "@ax/common";
 import { attemptKey, type AttemptDeps, type FailurePolicy, type Next, type RunMeta } from "./attempt-deps.js";
 
@@ -99,11 +101,24 @@ export async function closeFailedAttempt(
   return recorded ? afterRecorded(deps, dag, node, run, attempt, recorded) : undefined;
 }
 
+/**
+ * The retry policy's decision for a failed attempt. Attempts handed back by stopping workers
+ * charge no retry; they are looked up only when the count of attempts alone has used the
+ * retries up, so a failure within its retries costs no read.
+ */
+async function retryDecision(deps: AttemptDeps, failed: FailedAttempt, ref: AttemptRef): Promise<RetryDecision> {
+  const crashesBefore = failed.crashesBefore;
+  const decision = decideRetry(failed.policy, failed.error, ref.attempt, { crashesBefore });
+  if (decision.retry || !decision.exhausted || ref.attempt === 1) return decision;
+  const uncharged = await withDbRetry(() => unchargedAttempts(deps.db, ref));
+  return uncharged === 0 ? decision : decideRetry(failed.policy, failed.error, ref.attempt, { crashesBefore, uncharged });
+}
+
 export async function writeFailure(deps: AttemptDeps, dag: CachedDag, node: DagNode, failed: FailedAttempt): Promise<Recorded> {
   const { attempt, outcome, run } = failed;
   const ref = { runId: run.runId, nodeKey: node.key, attempt };
   const failure = toTaskFailure(failed.error, failureKind(outcome, failed.error));
-  const decision = decideRetry(failed.policy, failed.error, attempt, { crashesBefore: failed.crashesBefore });
+  const decision = await retryDecision(deps, failed, ref);
   if (decision.retry) {
     const retry = { ...ref, outcome, error: failure, delayMs: decision.delayMs, endedAt: failed.endedAt };
     const nextRetryAt = await unlessStartLost(

@@ -84,6 +84,17 @@ describe("decideRetry", () => {
     expect(decideRetry(policy({ retries: 0 }), new Error("x"), 1).retry).toBe(false);
   });
 
+  it("does not charge attempts handed back by stopping workers: they neither use up retries nor grow the backoff", () => {
+    const p = policy({ retries: 1 });
+    expect(decideRetry(p, new Error("x"), 2)).toEqual({ retry: false, reason: "no retries left (retries: 1)", exhausted: true });
+    // Attempt 1 was handed back: attempt 2 is the first charged, so one retry is left.
+    expect(decideRetry(p, new Error("x"), 2, { uncharged: 1 })).toEqual({ retry: true, delayMs: 1000 });
+    expect(decideRetry(p, new Error("x"), 3, { uncharged: 1 }).retry).toBe(false);
+    expect(decideRetry(p, new AxWorkerCrashedError("w", 5), 5, { crashesBefore: CRASHES_REDELIVERED, uncharged: 4 }).retry).toBe(true);
+    // A refusal for another reason is not about the count.
+    expect(decideRetry(p, new NonRetryableError("no"), 2)).toEqual({ retry: false, reason: "the task threw NonRetryableError" });
+  });
+
   it("retries only errors in retryOn, by class", () => {
     const p = policy({ retryOn: [InvoiceApiError] });
     expect(decideRetry(p, new InvoiceApiError("503"), 1).retry).toBe(true);
@@ -227,6 +238,7 @@ describe("decideRetry", () => {
     expect(decideRetry(none, crash, 4, { crashesBefore: CRASHES_REDELIVERED })).toEqual({
       retry: false,
       reason: "no retries left (retries: 0)",
+      exhausted: true,
     });
     // Only a dead worker: a task's own failure still needs retries.
     expect(decideRetry(none, new InvoiceApiError("down"), 1, { crashesBefore: 0 }).retry).toBe(false);

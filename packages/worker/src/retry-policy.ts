@@ -3,7 +3,8 @@ import { errorClasses, errorName } from "./executors/error-class.js";
 import type { ErrorMatcher, ResolvedTaskOptions } from "./task-definition.js";
 import { nonErrorThrown } from "./thrown-value.js";
 
-export type RetryDecision = { retry: false; reason: string } | { retry: true; delayMs: number };
+/** `exhausted`: refused only because the node used up its `retries`. */
+export type RetryDecision = { retry: false; reason: string; exhausted?: true } | { retry: true; delayMs: number };
 
 type Policy = Pick<ResolvedTaskOptions, "retries" | "retryBackoffMs" | "backoff" | "jitter" | "maxBackoffMs" | "retryOn" | "noRetryOn">;
 
@@ -39,30 +40,37 @@ export const CRASHES_REDELIVERED = 3;
 
 /**
  * Decides, where the error was caught, whether attempt `attempt` is followed by another.
- * `crashesBefore`: the node's crashed attempts before this one, when this one crashed; `random`
- * draws the jitter.
+ * `crashesBefore`: the node's crashed attempts before this one, when this one crashed;
+ * `uncharged`: its attempts before this one that workers handed back (they charge no retry);
+ * `random` draws the jitter.
  */
 export function decideRetry(
   policy: Policy,
   error: unknown,
   attempt: number,
-  { random, crashesBefore = CRASHES_REDELIVERED }: { random?: () => number; crashesBefore?: number | undefined } = {},
+  {
+    random,
+    crashesBefore = CRASHES_REDELIVERED,
+    uncharged = 0,
+  }: { random?: () => number; crashesBefore?: number | undefined; uncharged?: number | undefined } = {},
 ): RetryDecision {
+  const charged = attempt - uncharged;
+  const exhausted = { retry: false, reason: `no retries left (retries: ${policy.retries})`, exhausted: true } as const;
   // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing.
   if (matches(error, AxWorkerCrashedError)) {
-    return crashesBefore < CRASHES_REDELIVERED || attempt <= policy.retries
-      ? { retry: true, delayMs: backoffDelay(policy, attempt, random) }
-      : { retry: false, reason: `no retries left (retries: ${policy.retries})` };
+    return crashesBefore < CRASHES_REDELIVERED || charged <= policy.retries
+      ? { retry: true, delayMs: backoffDelay(policy, charged, random) }
+      : exhausted;
   }
   if (matches(error, NonRetryableError)) return { retry: false, reason: "the task threw NonRetryableError" };
   if (matches(error, AxResultTooLargeError)) return { retry: false, reason: "a result over maxResultBytes is the same on every attempt" };
   if (matches(error, AxNotJsonError)) return { retry: false, reason: "a value that is not JSON is the same on every attempt" };
-  if (attempt > policy.retries) return { retry: false, reason: `no retries left (retries: ${policy.retries})` };
+  if (charged > policy.retries) return exhausted;
   if (policy.noRetryOn.some((m) => matches(error, m))) return { retry: false, reason: "error is in noRetryOn" };
   if (policy.retryOn && !policy.retryOn.some((m) => matches(error, m))) {
     return { retry: false, reason: "error is not in retryOn" };
   }
   const requested = (error as { delayMs?: unknown } | null)?.delayMs;
   if (matches(error, RetryAfterError) && typeof requested === "number") return { retry: true, delayMs: requested };
-  return { retry: true, delayMs: backoffDelay(policy, attempt, random) };
+  return { retry: true, delayMs: backoffDelay(policy, charged, random) };
 }

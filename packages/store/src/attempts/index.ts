@@ -15,6 +15,7 @@ export { abandonAttempt, handBackAttempts } from "./crash.js";
 export { cancelledRunIds, cancelRunRecords } from "./cancel.js";
 export {
   crashedAttempts,
+  unchargedAttempts,
   firstFailedNode,
   inspectAttempt,
   nodeWaiting,

@@ -75,6 +75,19 @@ export async function crashedAttempts(db: Db, ref: { runId: string; nodeKey: str
   return Number(row?.n ?? 0);
 }
 
+/**
+ * The node's attempts before `attempt` that its workers handed back (a graceful stop past its
+ * timeout, an outcome lost with PostgreSQL): the task did not fail, so they charge no retry.
+ */
+export async function unchargedAttempts(db: Db, ref: { runId: string; nodeKey: string; attempt: number }): Promise<number> {
+  const [row] = await rows<{ n: number }>(
+    db,
+    sql`select count(*)::int as n from attempts where run_id = ${ref.runId} and node_key = ${ref.nodeKey} and n < ${ref.attempt}
+        and outcome = 'crashed' and error->>'name' in ('AxWorkerStoppedError', 'AxOutcomeLostError')`,
+  );
+  return Number(row?.n ?? 0);
+}
+
 /** Stores a running attempt's reported progress on its node. */
 export async function recordProgress(db: Db, ref: AttemptRef & { progress: Json }): Promise<void> {
   await db.execute(sql`
