@@ -75,6 +75,35 @@ describe("renderRun", () => {
     expect(text).not.toContain("second line");
   });
 
+  it("does not print a running node's previous error under its new attempt: the attempt's own line keeps it", () => {
+    const crashed = {
+      name: "AxWorkerCrashedError",
+      message: "worker w1 stopped heartbeating",
+      stack: null,
+      notRetried: null,
+      notifyOnly: false,
+    };
+    const text = plain(
+      renderRun(
+        run([
+          node({
+            status: "running",
+            finishedAt: null,
+            error: crashed,
+            attempts: [
+              { n: 1, worker: "w1", startedAt: at(0), finishedAt: at(35), outcome: "crashed", error: crashed, workerSilentMs: null },
+              { n: 2, worker: "w2", startedAt: at(800), finishedAt: null, outcome: null, error: null, workerSilentMs: 0 },
+            ],
+          }),
+        ]),
+        new Date(Date.parse(at(900))),
+      ),
+    );
+    expect(text).toMatch(/attempt 1 crashed +35ms +AxWorkerCrashedError: worker w1 stopped heartbeating\n/);
+    expect(text).toMatch(/attempt 2 running/);
+    expect(text.match(/AxWorkerCrashedError/g)).toHaveLength(1);
+  });
+
   it("says a notify_only node's failure does not decide the run", () => {
     const failed = node({
       key: "send_notification",
@@ -196,7 +225,7 @@ describe("renderRun", () => {
       plain(renderRun({ ...run([attempt(silentMs)]), status: "running", finishedAt: null }, new Date(Date.parse(at(0)) + 9000)));
     expect(show(null)).not.toContain("silent");
     expect(show(6000)).toContain(
-      "running for 9.0s on vm-1-abc (attempt 1, since 2026-12-01T12:00:00.000Z)\n      worker vm-1-abc silent for 6.0s: presumed crashed; the next worker serving its queue takes the job back, ends the attempt as crashed and starts the node again (a crash is retried whatever retries says, for a node's first 3 crashes; if no worker serves that queue now, start one)",
+      "running for 9.0s on vm-1-abc (attempt 1, since 2026-12-01T12:00:00.000Z)\n      worker vm-1-abc silent for 6.0s: presumed crashed; the next worker to fetch its job, or a coordinator's reconciler, ends the attempt as crashed and starts the node again (a crash is retried whatever retries says, for a node's first 3 crashes); if that does not happen within a minute, check that a coordinator runs and a worker serves that queue",
     );
     expect(show(2000)).toContain("worker vm-1-abc silent for 2.0s (it renews its lease every second)");
   });

@@ -31,7 +31,7 @@ function waitedMs(run: RunInfo): number {
 function silence(worker: string, silentMs: number | null): string {
   if (silentMs === null) return "";
   if (silentMs >= DEFAULT_LEASE_MS)
-    return `\n      ${pc.red(`worker ${worker} silent for ${elapsed(silentMs)}: presumed crashed; the next worker serving its queue takes the job back, ends the attempt as crashed and starts the node again (a crash is retried whatever retries says, for a node's first 3 crashes; if no worker serves that queue now, start one)`)}`;
+    return `\n      ${pc.red(`worker ${worker} silent for ${elapsed(silentMs)}: presumed crashed; the next worker to fetch its job, or a coordinator's reconciler, ends the attempt as crashed and starts the node again (a crash is retried whatever retries says, for a node's first 3 crashes); if that does not happen within a minute, check that a coordinator runs and a worker serves that queue`)}`;
   return `\n      ${pc.yellow(`worker ${worker} silent for ${elapsed(silentMs)} (it renews its lease every second)`)}`;
 }
 
@@ -67,7 +67,10 @@ function taskLine(task: TaskRunInfo, upstream: string[], now: Date): string {
   }
   if (task.reusedFrom) line += `\n      ${pc.dim(`reused from run ${task.reusedFrom}`)}`;
   if (task.waitingFor) line += `\n      ${pc.dim(`waiting: ${task.waitingFor}`)}`;
-  if (task.error) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;
+  // A node running again (or queued for it) still carries its previous attempt's error: under the
+  // new attempt it would read as that attempt's failure. The attempts' lines above keep it.
+  const again = task.status === "running" || (task.status === "queued" && tries > 0);
+  if (task.error && !again) line += `\n      ${pc.red(`${task.error.name}: ${task.error.message}`)}`;
   if (task.error?.notRetried) line += `\n      ${pc.dim(`not retried: ${task.error.notRetried}`)}`;
   if (task.error?.notifyOnly) line += `\n      ${pc.dim("notify_only: the run's outcome ignores this failure")}`;
   return line;

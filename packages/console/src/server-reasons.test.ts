@@ -71,6 +71,9 @@ describe("serverText", () => {
     expect(zh("worker slots 10/10 (1 worker) (load)")).toBe("工作进程槽位 10/10（1 个工作进程）（节点 load）");
     expect(zh("concurrency key acme (2/2) (charge)")).toBe("并发键 acme（2/2）（节点 charge）");
     expect(zh("no worker serves queue payments (charge)")).toBe("没有工作进程处理队列 payments（节点 charge）");
+    expect(zh("a coordinator: its job is not in Redis and no coordinator is running to queue it (start one: ax coordinator)")).toBe(
+      "协调进程：它的任务不在 Redis 中，且没有协调进程在运行来重新入队（请启动一个：ax coordinator）",
+    );
     expect(
       zh(
         "no worker serves task charge in queue payments yet (live workers run it in default): restart workers with --queues payments to pick up the queue from the configuration",
@@ -194,6 +197,7 @@ describe("the server's templates", () => {
           "`no worker defines task ${task} in queue ${queue}`",
           "`no worker serves queue ${queue}`",
           "`${held.waitingFor} (${held.key})`",
+          '"a coordinator: its job is not in Redis and no coordinator is running to queue it (start one: ax coordinator)"',
           '`no worker serves task ${task} in queue ${queue} yet (live workers run it in ${movedFrom.join(", ")}): restart workers with --queues ${queue} to pick up the queue from the configuration`',
         ],
       ],

@@ -17,7 +17,8 @@ import type { Lang } from "./i18n";
  * - workers (coordinator/src/waiting-nodes.ts, store/src/repositories/unserved.ts):
  *   "worker slots 10/10 (1 worker)", "no worker serves queue q", "no worker defines task t in queue q",
  *   "no worker serves queue q on Redis prefix "ax"; 1 worker serves it on "axx": …",
- *   "no worker serves task t in queue q yet (live workers run it in p): …";
+ *   "no worker serves task t in queue q yet (live workers run it in p): …", "a coordinator: its job is
+ *   not in Redis …" (WAITING_FOR_COORDINATOR);
  *   a pending run says its first held node's reason followed by " (<node key>)".
  * - queues (coordinator/src/queue-overview.ts): "concurrency key: 5 runs waiting on 2 keys (…)",
  *   "rate limit key: 4 runs delayed on 2 keys (…)".
@@ -81,6 +82,10 @@ const ZH: Rule[] = [
     /^no worker serves queue (\S+) on Redis prefix "([^"]*)"; (\d+) workers? serves? it on (.+): give every process the same --prefix \(AX_PREFIX\)$/,
     (m) =>
       `Redis 前缀 "${m[2]}" 上没有工作进程处理队列 ${m[1]}；${m[3]} 个工作进程在前缀 ${m[4]} 上处理它：请让所有进程使用相同的 --prefix（AX_PREFIX）`,
+  ],
+  [
+    /^a coordinator: its job is not in Redis and no coordinator is running to queue it \(start one: ax coordinator\)$/,
+    () => "协调进程：它的任务不在 Redis 中，且没有协调进程在运行来重新入队（请启动一个：ax coordinator）",
   ],
   [/^no worker serves queue (\S+)$/, (m) => `没有工作进程处理队列 ${m[1]}`],
   // Queues held by a limit per key.

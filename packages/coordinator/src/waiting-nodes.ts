@@ -1,4 +1,5 @@
 import {
+  coordinatorAlive,
   describeFullWorkers,
   describeServedElsewhere,
   queuesServedElsewhere,
@@ -17,6 +18,14 @@ const REDIS_WAIT_MS = 1000;
 
 /** What a due node of a served queue waits for while Redis does not answer: no worker can take its job. */
 export const WAITING_FOR_REDIS = "Redis, which does not answer: a worker takes the job once it is back";
+
+/**
+ * What a due node whose job is not in Redis waits for when no coordinator runs: only a
+ * coordinator's reconciler queues such a job (a trigger inside the caller's transaction, Redis
+ * data lost), so it would otherwise look like a node waiting its turn.
+ */
+export const WAITING_FOR_COORDINATOR =
+  "a coordinator: its job is not in Redis and no coordinator is running to queue it (start one: ax coordinator)";
 
 /**
  * Fills `waitingFor` of the run's nodes that are due to start but have not: the limit their
@@ -64,10 +73,29 @@ export async function explainWaitingNodes(db: Db, queues: QueueRegistry, run: Ru
     if (!limits) return WAITING_FOR_REDIS;
     return limits.parked.get(jobId(t)) ?? limits.reasons.get(name) ?? (slots.full ? describeFullWorkers(slots) : null);
   };
-  const explained = new Set(due);
-  const tasks = run.tasks.map((t) => (explained.has(t) ? { ...t, waitingFor: explain(t) } : t));
+  const explanations = new Map(due.map((t) => [t, explain(t)]));
+  if (limits) {
+    const unexplained = due.filter((t) => explanations.get(t) === null);
+    for (const t of await withoutJob(db, queues, unexplained, jobId)) explanations.set(t, WAITING_FOR_COORDINATOR);
+  }
+  const tasks = run.tasks.map((t) => (explanations.has(t) ? { ...t, waitingFor: explanations.get(t)! } : t));
   // A pending run none of whose nodes has started waits for what holds its first nodes: said on the
   // run too, where the run list and the run's header look.
   const held = run.status === "pending" && run.waitingFor === null ? tasks.find((t) => t.waitingFor !== null) : undefined;
   return { ...run, tasks, waitingFor: held ? `${held.waitingFor} (${held.key})` : run.waitingFor };
+}
+
+/**
+ * Of `nodes`, those whose job Redis does not hold, when no coordinator runs to queue it; none
+ * when one runs (its next pass queues the job) or Redis does not answer in time.
+ */
+async function withoutJob(db: Db, queues: QueueRegistry, nodes: TaskRunInfo[], jobId: (t: TaskRunInfo) => string): Promise<TaskRunInfo[]> {
+  if (nodes.length === 0) return [];
+  const pipeline = queues.connection.pipeline();
+  for (const t of nodes) pipeline.exists(queues.forNode({ queue: t.queue, task: t.task }).toKey(jobId(t)));
+  const answered = await within(pipeline.exec(), REDIS_WAIT_MS);
+  if (!answered.done) return [];
+  const missing = nodes.filter((_, i) => answered.value?.[i]?.[1] === 0);
+  if (missing.length === 0 || (await coordinatorAlive(db, DEFAULT_LEASE_MS))) return [];
+  return missing;
 }

@@ -130,7 +130,7 @@ export class AxWorkerStoppedError extends Error {
   override name = "AxWorkerStoppedError";
   constructor(worker: string, timeoutMs: number) {
     super(
-      `worker ${worker} was stopped and its attempt did not finish within the stop timeout (${timeoutMs} ms); the node was handed back for another attempt. Give stop() a longer timeout (\`ax worker --stop-timeout\`), or make the task honour ax.context().signal.`,
+      `worker ${worker} was stopped and its attempt did not finish within the stop timeout (${timeoutMs} ms); the node was handed back for another attempt, which charges no retry. Give stop() a longer timeout (\`ax worker --stop-timeout\`) for tasks this long; the attempt's ax.context().signal aborted at the hand-back, so a task that honours it stops instead of running on beside the new attempt.`,
     );
   }
 }

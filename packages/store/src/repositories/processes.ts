@@ -26,6 +26,16 @@ export async function removeProcess(db: Db, id: string): Promise<void> {
   await db.delete(processes).where(eq(processes.id, id));
 }
 
+/** Whether a process with the coordinator role renewed its row within `leaseMs`. */
+export async function coordinatorAlive(db: Db, leaseMs: number): Promise<boolean> {
+  const [row] = await rows<{ alive: boolean }>(
+    db,
+    sql`select exists (select 1 from processes
+      where 'coordinator' = any(roles) and heartbeat_at >= now() - make_interval(secs => ${leaseMs / 1000})) as alive`,
+  );
+  return row?.alive === true;
+}
+
 /** Deletes the rows of processes silent for more than `olderThanMs` (killed, not stopped); returns how many. */
 export async function removeDeadProcesses(db: Db, olderThanMs: number): Promise<number> {
   const removed = await rows<{ id: string }>(
