@@ -1,3 +1,5 @@
+import { Writable } from "node:stream";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
@@ -25,8 +27,19 @@ describe("a worker started on another Redis prefix than the runs' (a missing --p
   let rightWorker: Runtime | undefined;
   let client: Client;
 
+  const lines: string[] = [];
+  const logger = pino(
+    { level: "warn" },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+        done();
+      },
+    }),
+  );
+
   beforeAll(async () => {
-    coordinator = testRuntime(env, { flows: [echoFlow], roles: ["coordinator", "api"], port: 0 });
+    coordinator = testRuntime(env, { flows: [echoFlow], roles: ["coordinator", "api"], port: 0, logger });
     strayWorker = testRuntime({ ...env, prefix: other.prefix }, { flows: [echoFlow], roles: ["worker"] });
     await coordinator.start();
     await strayWorker.start();
@@ -53,6 +66,17 @@ describe("a worker started on another Redis prefix than the runs' (a missing --p
 
     const [queue] = await client.listQueues();
     expect(queue).toMatchObject({ name: "default.prefix_echo", waiting: 1, workers: 0, limited: reason });
+
+    // The coordinator says so in its log too: nothing else would, since such a node is left to wait.
+    const warning = await until(
+      async () => lines.map((l) => JSON.parse(l) as { msg: string }).find((l) => l.msg.includes("use another Redis prefix")),
+      (found) => found !== undefined,
+      "the coordinator's warning",
+    );
+    expect(warning!.msg).toContain(
+      `live workers of this history use another Redis prefix than this coordinator's "${env.prefix}": 1 on "${other.prefix}"`,
+    );
+    expect(warning!.msg).toContain("Give every process the same --prefix (AX_PREFIX)");
 
     rightWorker = testRuntime(env, { flows: [echoFlow], roles: ["worker"] });
     await rightWorker.start();

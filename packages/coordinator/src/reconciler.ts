@@ -8,6 +8,7 @@ import { nodeJobId, type QueueRegistry } from "./queues.js";
 import { RepeatedErrors } from "./repeated-errors.js";
 import { SeenJobs } from "./seen-jobs.js";
 import { failUnservedNodes } from "./unserved.js";
+import { OtherPrefixWorkers } from "./other-prefix-workers.js";
 
 const PAGE_LOCK_TRIES = 50;
 const PAGE_LOCK_PAUSE_MS = 20;
@@ -59,6 +60,7 @@ export class Reconciler {
   lastPass: ReconcilePass | undefined;
 
   private readonly errors: RepeatedErrors;
+  private readonly prefixes: OtherPrefixWorkers;
 
   constructor(
     private readonly db: Db,
@@ -68,6 +70,7 @@ export class Reconciler {
   ) {
     this.seen = new SeenJobs(options.recheckMs ?? 60_000, options.remember ?? 100_000);
     this.errors = new RepeatedErrors(log);
+    this.prefixes = new OtherPrefixWorkers(db, queues.prefix, log);
   }
 
   start(): void {
@@ -107,6 +110,7 @@ export class Reconciler {
       leaseMs: this.options.leaseMs ?? DEFAULT_LEASE_MS,
     };
     await failUnservedNodes(this.db, this.queues, window, this.log);
+    await this.prefixes.check();
     this.lastPass = stats;
     return stats;
   }
@@ -171,6 +175,12 @@ export class Reconciler {
     await redis.set(key, randomUUID(), "NX");
     const epoch = await redis.get(key);
     if (epoch === null || epoch !== this.epoch) {
+      if (this.epoch !== undefined) {
+        this.log.warn(
+          { prefix: this.queues.prefix },
+          "Redis lost its data since the last pass (a restart without persistence, a flush or an eviction); re-adding the jobs PostgreSQL says are owed",
+        );
+      }
       this.seen.clear();
       this.epoch = epoch ?? undefined;
     }

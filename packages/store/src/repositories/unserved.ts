@@ -156,6 +156,24 @@ export async function queuesServedElsewhere(db: Db, leaseMs: number, prefix: str
   return served;
 }
 
+/** Live workers on a Redis prefix other than `prefix`, per prefix, with their hosts. */
+export async function workersOnOtherPrefixes(
+  db: Db,
+  leaseMs: number,
+  prefix: string,
+): Promise<{ prefix: string; workers: number; hosts: string[] }[]> {
+  const found = await rows<{ prefix: string; workers: number; hosts: string[] }>(
+    db,
+    sql`
+    select prefix, count(*)::int as workers, array_agg(distinct hostname order by hostname) as hosts
+    from workers
+    where heartbeat_at >= now() - make_interval(secs => ${leaseMs / 1000}) and prefix <> ${prefix}
+    group by prefix
+    order by prefix`,
+  );
+  return found.map((r) => ({ prefix: r.prefix, workers: Number(r.workers), hosts: r.hosts }));
+}
+
 /** Live workers serving a queue on other Redis prefixes than the one asked about. */
 export interface ServedElsewhere {
   workers: number;
