@@ -39,7 +39,7 @@ export default defineConfig({
     // Each file gets its own schema and Redis prefix, so files run in parallel. Four at once on
     // this 2-core machine: most files wait on timers, processes and the servers, and a slow day
     // took 735 s with two against 605 s with three; four took as long as three on one day (800 s
-    // and 805 s), and on a machine twice as slow, where three took 785–870 s, four took less.
+    // and 805 s), and on a machine twice as slow, where three took 785 s and 870 s, four took 720 s.
     pool: "forks",
     poolOptions: { forks: { maxForks: 4, minForks: 1 } },
     env: { AX_LOG_LEVEL: "error" },

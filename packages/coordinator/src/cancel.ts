@@ -66,8 +66,6 @@ async function stopInRedis(
   const message: CancelMessage = { runId };
   await queues.connection.publish(cancelChannel(queues.prefix), JSON.stringify(message));
   const jobs = nodes.filter((n) => n.attempt > 0).map((n) => ({ node: n, jobId: nodeJobId(runId, n.nodeKey, n.attempt) }));
-  // A job parked by a per-key limit leaves its reason behind otherwise: nothing admits it any more.
-  if (jobs.length > 0) await queues.connection.hdel(parkedReasonsKey(queues.prefix), ...jobs.map((j) => j.jobId));
   const removed = await Promise.all(
     jobs.map(async ({ node, jobId }) => {
       const queue = queues.forNode(node);
@@ -76,5 +74,7 @@ async function stopInRedis(
       return existed === 1 && (await queue.remove(jobId)) === 1;
     }),
   );
+  // A job parked by a per-key limit leaves its reason behind otherwise: nothing admits it any more.
+  if (jobs.length > 0) await queues.connection.hdel(parkedReasonsKey(queues.prefix), ...jobs.map((j) => j.jobId));
   return removed.filter(Boolean).length;
 }
