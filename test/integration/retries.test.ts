@@ -18,7 +18,8 @@ class ConfigError extends Error {
  */
 const SCHEDULING_TOLERANCE_MS = 800;
 const BACKOFF_MS = 300;
-const RECORDING_TOLERANCE_MS = 250;
+// 250 ms was passed by 27 ms once with four test files at once on a machine twice as slow.
+const RECORDING_TOLERANCE_MS = 400;
 const JITTER = 0.2;
 
 interface InvoiceInput {
