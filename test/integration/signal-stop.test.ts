@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { readdir, readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client, Runtime } from "ax-scheduler";
 import { napProcessFlow } from "../fixtures/signal-process-task.js";
@@ -21,6 +22,23 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
   /** Until the run's node has started in the worker. */
   const untilRunning = async (runId: string) => {
     while ((await client.getRun(runId)).tasks[0]?.status !== "running") await new Promise((resolve) => setTimeout(resolve, 50));
+  };
+
+  /**
+   * Until the worker has forked the attempt's child and the child has left the worker's process
+   * group: a group signal sent while the fork is under way (the node already marked running) would
+   * reach the child before it is on its own.
+   */
+  const untilDetachedChild = async (workerPid: number) => {
+    for (;;) {
+      for (const entry of await readdir("/proc")) {
+        const stat = await readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+        // Fields after the command's closing parenthesis: state, ppid, pgrp.
+        const [, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        if (Number(ppid) === workerPid && Number(pgrp) === Number(entry)) return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   };
 
   afterAll(async () => {
@@ -58,6 +76,7 @@ describe("a Runtime embedded in a service stops on SIGTERM by itself", { timeout
     );
     const runId = await client.triggerFlow("signal_nap_process_flow", 2000);
     await untilRunning(runId);
+    await untilDetachedChild(worker.pid);
     const exited = once(worker.process, "exit");
     // The group, as a terminal's Ctrl-C or systemd's control-group stop: the executor's child gets it too.
     process.kill(-worker.pid, "SIGINT");
