@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import SlowFirstSequencer from "./test/helpers/slow-first-sequencer.js";
 
 /** Vite's `development` condition, which points the workspace packages at their TypeScript sources. */
 const withoutDevelopment = (conditions: readonly string[] = []) =>
@@ -42,6 +43,7 @@ export default defineConfig({
     // and 805 s), and on a machine twice as slow, where three took 785 s and 870 s, four took 720 s.
     pool: "forks",
     poolOptions: { forks: { maxForks: 4, minForks: 1 } },
+    sequence: { sequencer: SlowFirstSequencer },
     env: { AX_LOG_LEVEL: "error" },
   },
 });

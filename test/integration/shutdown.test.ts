@@ -158,6 +158,7 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
     );
     try {
       await worker.waitFor(/ax worker started/, 80_000);
+      expect(worker.output()).toContain(`"prefix":"${env.prefix}"`);
       redis.child.process.kill("SIGKILL");
       await redis.child.stop(0);
       await worker.waitFor(/Redis connection failed/, 20_000);

@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { constants } from "node:os";
 import { resolve } from "node:path";
 import { Registry } from "prom-client";
 import { axLogger, LiveConfig, parseDuration, reportStandaloneApi, Runtime, type Duration, type Role } from "ax-scheduler";
@@ -27,11 +28,13 @@ async function serve(
   stopTimeout: Duration,
   afterStart?: () => () => void,
   history?: string,
+  prefix?: string,
 ): Promise<void> {
   await runtime.start();
   const unwatch = afterStart?.();
   runtime.log.info(
-    { worker: runtime.workerId, api: runtime.url, console: runtime.url ? `${runtime.url}/` : undefined, history },
+    // The prefix too: processes on different prefixes never see each other's jobs.
+    { worker: runtime.workerId, api: runtime.url, console: runtime.url ? `${runtime.url}/` : undefined, history, prefix },
     `ax ${what} started`,
   );
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
@@ -40,7 +43,8 @@ async function serve(
   });
   const force = (again: NodeJS.Signals) => {
     runtime.log.warn({ signal: again }, `ax ${what}: second signal, exiting without waiting`);
-    process.exit(130);
+    // As a shell reports a process a signal ended: 130 for SIGINT, 143 for SIGTERM.
+    process.exit(128 + constants.signals[again]);
   };
   process.once("SIGINT", force);
   process.once("SIGTERM", force);
@@ -121,7 +125,7 @@ export async function runRole(
     name === "dev" && config !== undefined
       ? () => watchConfigFile(config, runtime.liveConfig, localConfigAuthor("ax dev"), runtime.log)
       : undefined;
-  await serve(runtime, name, flags.stopTimeout, watchConfig, history);
+  await serve(runtime, name, flags.stopTimeout, watchConfig, history, c.prefix ?? "ax");
 }
 
 /** The flags of `ax server`, read. */
