@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 
 /** Debian's chromium package (`.ci/run` installs it): no browser download at install time. */
 export const CHROMIUM = process.env.AX_CHROMIUM ?? "/usr/bin/chromium";
@@ -20,4 +20,13 @@ export function requireConsoleAndBrowser(): void {
 /** Headless Chromium as the tests drive it: no sandbox (root in a container), no small /dev/shm. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+}
+
+/**
+ * A screenshot under test/artifacts/ for a person to look at. Not in CI, where no one looks and
+ * the two cores are short: some fifty full-page captures cost the suite CPU every other test waits for.
+ */
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
+  if (process.env.CI) return;
+  await page.screenshot({ path: `${ARTIFACTS}${name}.png`, ...options });
 }

@@ -6,7 +6,7 @@ import { ax, Client, type Runtime } from "ax-scheduler";
 import { migrate, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
-import { ARTIFACTS, launchChromium, requireConsoleAndBrowser } from "./browser-env.js";
+import { launchChromium, requireConsoleAndBrowser, screenshot } from "./browser-env.js";
 
 // A test may hold the task before a line, so what the page shows while the node runs does not
 // depend on how fast a loaded machine gets the page open.
@@ -32,7 +32,7 @@ describe("the web console against an API that checks tokens", () => {
   let page: Page;
   const token: Record<"trigger" | "admin", string> = { trigger: "", admin: "" };
 
-  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
+  const shot = (name: string) => screenshot(page, name, { fullPage: true });
   const failures = () => redis.keys(`${env.prefix}:auth-failures:*`);
   // As strings: the test's TypeScript has no DOM types.
   const storedToken = () => page.evaluate(`localStorage.getItem("ax.token")`);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
-import { ARTIFACTS, launchChromium, requireConsoleAndBrowser } from "./browser-env.js";
+import { launchChromium, requireConsoleAndBrowser, screenshot } from "./browser-env.js";
 
 const start = ax.task({ name: "layout_start" }, async (x: unknown) => x);
 const leaf = ax.task({ name: "layout_leaf" }, (input: unknown): number => JSON.stringify(input).length);
@@ -155,7 +155,7 @@ describe("the web console's layout: large graphs and phones", () => {
     // The leaves stay nodes of their own: a click opens the failed one's panel.
     await page.locator('.dag-node[data-node="layout_bad_leaf"]').click();
     await page.locator('[data-panel="layout_bad_leaf"]').waitFor();
-    await page.screenshot({ path: `${ARTIFACTS}layout-run-wide.png` });
+    await screenshot(page, `layout-run-wide`);
     await page.close();
   });
 
@@ -179,7 +179,7 @@ describe("the web console's layout: large graphs and phones", () => {
       const [shown, needed] = await name.evaluate((el) => [el.clientWidth, el.scrollWidth]);
       expect(needed, key).toBeLessThanOrEqual(shown!);
     }
-    await page.screenshot({ path: `${ARTIFACTS}layout-long-names.png` });
+    await screenshot(page, `layout-long-names`);
     // Longer than the widest node: shortened in the middle, so their different ends still show.
     await page.goto(`${runtime.url}/flows/${longerNames.name}`);
     const shown: string[] = [];
@@ -194,7 +194,7 @@ describe("the web console's layout: large graphs and phones", () => {
       shown.push(text);
     }
     expect(new Set(shown).size).toBe(2);
-    await page.screenshot({ path: `${ARTIFACTS}layout-longer-names.png` });
+    await screenshot(page, `layout-longer-names`);
     await page.close();
   });
 
@@ -216,7 +216,7 @@ describe("the web console's layout: large graphs and phones", () => {
       `[...document.querySelectorAll(".react-flow__edge-path")].map((p) => p.getAttribute("marker-end") ?? "")`,
     );
     expect(arrows.filter((m) => m.includes("arrowclosed"))).toHaveLength(29);
-    await page.screenshot({ path: `${ARTIFACTS}layout-run-chain.png` });
+    await screenshot(page, `layout-run-chain`);
     await page.close();
   });
 
@@ -251,7 +251,7 @@ describe("the web console's layout: large graphs and phones", () => {
     const page = await open("/runs?flow=nonexistent_flow", { width: 1440, height: 900 }, "zh");
     await page.locator('select[name=flow] option[value="nonexistent_flow"]').waitFor({ state: "attached" });
     await expect(page.locator("select[name=flow]").inputValue()).resolves.toBe("nonexistent_flow");
-    await page.screenshot({ path: `${ARTIFACTS}layout-runs-unknown-flow-zh.png` });
+    await screenshot(page, `layout-runs-unknown-flow-zh`);
     await page.getByRole("button", { name: "清除筛选" }).click();
     await page.locator("table tbody tr").first().waitFor();
     await expect(page.locator("table thead").textContent()).resolves.not.toContain("Run");
@@ -262,7 +262,7 @@ describe("the web console's layout: large graphs and phones", () => {
     await page.goto(`${runtime.url}/runs/${missing}`);
     await page.getByRole("heading", { name: "找不到这次运行" }).waitFor();
     await expect(page.locator(".empty").textContent()).resolves.toContain(`没有 id 为 ${missing} 的运行。早于保留期`);
-    await page.screenshot({ path: `${ARTIFACTS}layout-run-not-found-zh.png` });
+    await screenshot(page, `layout-run-not-found-zh`);
     await page.getByRole("link", { name: "← 前往运行列表" }).click();
     await page.waitForURL((url) => url.pathname === "/runs");
     // So does a flow name nobody defined: not the API's advice to whoever triggers it.
@@ -359,7 +359,7 @@ describe("the web console's layout: large graphs and phones", () => {
     await expect(row.locator(".sc-next").textContent()).resolves.toMatch(/06:56:20 UTC$/);
     await expect(row.locator(".last-tick").textContent()).resolves.toMatch(/^\S.*06:56:00 UTC · skipped: run 0b5c1f5e-/);
     await expect(row.getByRole("button", { name: "Pause" }).isVisible()).resolves.toBe(true);
-    await page.screenshot({ path: `${ARTIFACTS}layout-schedules.png`, fullPage: true });
+    await screenshot(page, `layout-schedules`, { fullPage: true });
     await page.close();
   });
 
@@ -390,7 +390,7 @@ describe("the web console's layout: large graphs and phones", () => {
     await expect(value("retry_backoff").textContent()).resolves.toBe("1500ms");
     await page.getByLabel("show defaults").check();
     await expect(value("alert_group").textContent()).resolves.toBe("not set");
-    await page.screenshot({ path: `${ARTIFACTS}layout-config-values.png` });
+    await screenshot(page, `layout-config-values`);
     await page.close();
   });
 
@@ -405,7 +405,7 @@ describe("the web console's layout: large graphs and phones", () => {
     await expect(dag.getAttribute("data-layout")).resolves.toBe("TB");
     await expect(dag.getAttribute("data-pans")).resolves.toBe("false");
     await expect(page.evaluate(`getComputedStyle(document.querySelector(".react-flow__pane")).touchAction`)).resolves.toBe("pan-y");
-    await page.screenshot({ path: `${ARTIFACTS}layout-phone-small-graph.png`, fullPage: true });
+    await screenshot(page, `layout-phone-small-graph`, { fullPage: true });
     for (const id of [runs.wide, runs.chain]) {
       await page.goto(`${runtime.url}/runs/${id}`);
       await page.locator(".dag-node").first().waitFor();
@@ -434,7 +434,7 @@ describe("the web console's layout: large graphs and phones", () => {
     const failed = await nodeOnScreen(page, "layout_bad_leaf");
     expect(failed).toMatchObject({ inside: true });
     expect(failed.fontPx).toBeGreaterThanOrEqual(11);
-    await page.screenshot({ path: `${ARTIFACTS}layout-phone-fanout.png`, fullPage: true });
+    await screenshot(page, `layout-phone-fanout`, { fullPage: true });
     await page.close();
   });
 
@@ -444,11 +444,11 @@ describe("the web console's layout: large graphs and phones", () => {
       await page.locator("table tbody tr").first().waitFor();
       const scrolls = () => page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth");
       await expect(scrolls()).resolves.toBe(0);
-      await page.screenshot({ path: `${ARTIFACTS}layout-phone-runs-${lang}.png`, fullPage: true });
+      await screenshot(page, `layout-phone-runs-${lang}`, { fullPage: true });
       await page.goto(`${runtime.url}/runs/${runs.wide}`);
       await page.locator('.dag-node[data-status="failed"]').click();
       await page.locator(".node-panel tr[data-attempt]").first().waitFor();
-      await page.screenshot({ path: `${ARTIFACTS}layout-phone-run-${lang}.png`, fullPage: true });
+      await screenshot(page, `layout-phone-run-${lang}`, { fullPage: true });
       // Past the right edge only inside boxes that scroll or pan on their own: the graph, tables.
       const wide = await page.evaluate<string[]>(`[...document.querySelectorAll("main *:not(.dag *, .table-wrap *)")]
         .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
@@ -481,10 +481,7 @@ describe("the web console's layout: large graphs and phones", () => {
           .map((el) => el.tagName + "." + el.className)`);
         expect(outside, path).toEqual([]);
         await expect(page.getByTestId("language").isVisible()).resolves.toBe(true);
-        await page.screenshot({
-          path: `${ARTIFACTS}layout-phone-${path.split("/")[1]}${path.split("/")[2] ? "-flow" : ""}-${lang}.png`,
-          fullPage: true,
-        });
+        await screenshot(page, `layout-phone-${path.split("/")[1]}${path.split("/")[2] ? "-flow" : ""}-${lang}`, { fullPage: true });
       }
       // A queue's numbers are on the screen, each under its column's name, not cut off at its edge.
       await page.goto(`${runtime.url}/workers`);

@@ -5,7 +5,7 @@ import type { Runtime } from "ax-scheduler";
 import { flows } from "../../examples/order-payment/flows/order-flow.js";
 import { invoiceApi } from "../../examples/order-payment/services/invoice-api.js";
 import { isolate } from "../helpers/isolated.js";
-import { ARTIFACTS, launchChromium, requireConsoleAndBrowser } from "./browser-env.js";
+import { launchChromium, requireConsoleAndBrowser, screenshot } from "./browser-env.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 describe("the web console in a real browser", () => {
@@ -14,7 +14,7 @@ describe("the web console in a real browser", () => {
   let browser: Browser;
   let page: Page;
 
-  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
+  const shot = (name: string) => screenshot(page, name, { fullPage: true });
   const runIdOf = () => new URL(page.url()).pathname.split("/")[2]!;
 
   beforeAll(async () => {

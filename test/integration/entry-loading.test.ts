@@ -54,6 +54,14 @@ describe("ax <command> <entry>: loading the entry module", { timeout: 120_000 },
     expect(result.stderr).not.toContain("TransformError");
   });
 
+  it("a JavaScript ES module's syntax error names file:line:column too, which Node's own error leaves out", async () => {
+    const entry = join(scratch, "syntax.mjs");
+    writeFileSync(entry, 'import { ax } from "ax-scheduler";\n\nconst broken = {;\nexport { ax, broken };\n');
+    const result = await runAx(["trigger", "broken_flow", "--entry", entry, ...connection]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`AxEntryError: ${entry} could not be compiled: ${entry}:3:17: Unexpected token ';'.`);
+  });
+
   it("an entry whose own code throws at import is AxEntryError with that error's message", async () => {
     const entry = join(scratch, "throws.ts");
     writeFileSync(entry, 'if (!process.env.INVOICE_API_URL_UNSET) throw new Error("INVOICE_API_URL is not set");\nexport {};\n');

@@ -27,7 +27,7 @@ async function timedTrigger(client: Client, n: number): Promise<number> {
   return performance.now() - t0;
 }
 
-describe("retention: 100,000 old runs pruned while triggers keep flowing", { timeout: 600_000 }, () => {
+describe("retention: 50,000 old runs pruned while triggers keep flowing", { timeout: 600_000 }, () => {
   const env = isolate("ret100k");
   let runtime: Runtime;
   let client: Client;
@@ -43,11 +43,11 @@ describe("retention: 100,000 old runs pruned while triggers keep flowing", { tim
     await runtime.start();
     client = runtime.client();
     const t0 = performance.now();
-    await seedHistory(env, { flow: "ping_flow", runs: 100_000, tag: "old:", newest: new Date(Date.now() - 100 * DAY), spreadDays: 200 });
+    await seedHistory(env, { flow: "ping_flow", runs: 50_000, tag: "old:", newest: new Date(Date.now() - 100 * DAY), spreadDays: 200 });
     await seedHistory(env, { flow: "ping_flow", runs: 2_000, tag: "recent:", newest: new Date(Date.now() - DAY), spreadDays: 30 });
     await seedHistory(env, { flow: "ping_flow", runs: 50, tag: "stuck:", newest: new Date(Date.now() - 120 * DAY), status: "running" });
     await env.sql("analyze");
-    console.log(`seeded 102,050 runs in ${Math.round(performance.now() - t0)} ms`);
+    console.log(`seeded 52,050 runs in ${Math.round(performance.now() - t0)} ms`);
   }, 600_000);
 
   afterAll(async () => {
@@ -57,7 +57,7 @@ describe("retention: 100,000 old runs pruned while triggers keep flowing", { tim
 
   it("the coordinator's pass deletes them and everything hanging off them; trigger p99 during it stays within 2x of before", async () => {
     const dry = await client.prune({ olderThan: "90d", dryRun: true });
-    expect(dry).toEqual({ runs: 100_000, logLines: expect.any(Number), onceKeys: 0, scheduleTicks: 0, alerts: 0, dryRun: true });
+    expect(dry).toEqual({ runs: 50_000, logLines: expect.any(Number), onceKeys: 0, scheduleTicks: 0, alerts: 0, dryRun: true });
     // Warm the trigger path, then measure it idle.
     for (let i = 0; i < 100; i++) await timedTrigger(client, i);
     const before: number[] = [];
@@ -79,8 +79,8 @@ describe("retention: 100,000 old runs pruned while triggers keep flowing", { tim
       `prune of ${result?.runs} runs took ${Math.round(pruneMs)} ms (${Math.round((result!.runs / pruneMs) * 1000)} runs/s); ` +
         `trigger latency before: p50 ${idle.p50} ms p99 ${idle.p99} ms (n=${idle.n}); during: p50 ${busy.p50} ms p99 ${busy.p99} ms (n=${busy.n})`,
     );
-    expect(result).toMatchObject({ runs: 100_000, archived: false });
-    expect(result!.logLines).toBeGreaterThan(15_000);
+    expect(result).toMatchObject({ runs: 50_000, archived: false });
+    expect(result!.logLines).toBeGreaterThan(7_500);
     expect(result!.logLines).toBe(dry.logLines);
     expect(busy.n).toBeGreaterThan(100);
     // The 2x goal is a speed figure, printed above (1.35x with this file alone, see
@@ -195,8 +195,17 @@ describe("retention: archive, dry run, keys, ticks, the lock, the config key", {
 
   it("one prune at a time: a second one is refused with AxPruneBusyError, and a coordinator's pass skips", async () => {
     await seedHistory(env, { flow: "ping_flow", runs: 20_000, tag: "busy:", newest: new Date(Date.now() - 100 * DAY) });
-    const first = client.prune({ olderThan: "90d", batch: 200 });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    let settled = false;
+    const first = client.prune({ olderThan: "90d", batch: 200 }).finally(() => (settled = true));
+    // Until the first prune holds its lock (a loaded machine can take longer than any fixed wait):
+    // taking and giving it back in one statement, so on one connection, tells whether it is free.
+    const held = async () => {
+      const [row] = await env.sql<{ held: boolean }>(
+        "select case when pg_try_advisory_lock(hashtext(current_schema() || ':ax.prune')) then not pg_advisory_unlock(hashtext(current_schema() || ':ax.prune')) else true end as held",
+      );
+      return row!.held;
+    };
+    while (!settled && !(await held())) await new Promise((resolve) => setTimeout(resolve, 20));
     await expect(client.prune({ olderThan: "90d" })).rejects.toBeInstanceOf(AxPruneBusyError);
     expect(await runtime.pruneHistory()).toBeUndefined();
     expect(await first).toMatchObject({ runs: 20_000 });

@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import type { Flow } from "ax-scheduler";
 import { loadModule } from "@ax/common";
 import { AxEntryError } from "./errors.js";
+import { syntaxLocation } from "./syntax-location.js";
 
 function isFlow(value: unknown): value is Flow {
   return !!value && typeof value === "object" && "dag" in value && "tasks" in value && (value as Flow).tasks instanceof Map;
@@ -60,7 +61,13 @@ async function importEntry(entry: string, path: string): Promise<Record<string, 
     // ax's own refusals (a wrong ax.task option) already say what to fix.
     if (typeof e?.name === "string" && e.name.startsWith("Ax")) throw error;
     const message = typeof e?.message === "string" ? e.message : String(error);
-    if (e?.name === "TransformError" || error instanceof SyntaxError) {
+    if (error instanceof SyntaxError) {
+      const where = await syntaxLocation(error, path);
+      throw new AxEntryError(`${entry} could not be compiled: ${where ? `${where}: ` : ""}${message}. Fix it and run the command again.`, {
+        cause: error,
+      });
+    }
+    if (e?.name === "TransformError") {
       throw new AxEntryError(
         `${entry} could not be compiled: ${message.replace(/^Transform failed with \d+ errors?:\n/, "")}. Fix it and run the command again.`,
         {
