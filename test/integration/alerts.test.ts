@@ -170,7 +170,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
     expect(at("/burst")[0]!.json).toMatchObject({ kind: "task_failed", group: "burst", task: "alert_burst", suppressed: 0 });
     expect(at("/burst")[0]!.json.fingerprint).toBe("Error: upstream <n> for item <n>");
     // The history keeps the one sent, with each sink's answer; the silenced ones are counted, not kept.
-    type Logged = { group: string; kind: string; alert: { task: string }; deliveries: { sink: string; ok: boolean }[] };
+    type Logged = { id: number; group: string; kind: string; alert: { task: string }; deliveries: { sink: string; ok: boolean }[] };
     const api = testRuntime(env, { flows, roles: ["api"], port: 0 });
     await api.start();
     try {
@@ -181,6 +181,16 @@ describe("alerts: terminal failures only, one per silence window across coordina
       expect(burst[0]!.deliveries.map((d) => [d.sink, d.ok])).toEqual([
         ["webhook", true],
         ["log", true],
+      ]);
+      // The Client and the CLI list the same history.
+      const listed = await client.listAlerts({ limit: 100 });
+      expect(listed.map((a) => a.id)).toEqual(history.alerts.map((a) => a.id));
+      const id = listed.find((a) => a.group === "burst")!.id;
+      const page = await runAx(["--storage", env.storage, "--prefix", env.prefix, "alerts", "history", "--limit", "1", "--before", String(id + 1)]);
+      expect(page.stdout.split("\n")).toEqual([
+        expect.stringMatching(new RegExp(`^#${id}  \\S+  group burst  task_failed  alert_burst_flow/alert_burst failed .*  \\[webhook ok, log ok\\]$`)),
+        `older: ax alerts history --before ${id}`,
+        "",
       ]);
     } finally {
       await api.stop();

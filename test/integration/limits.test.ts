@@ -46,6 +46,9 @@ describe("cluster-wide limits across two worker processes (CLI, 10 attempts each
     expect(maxOverlap(spans)).toBe(2);
     expect(new Set(spans.map((s) => s.worker)).size).toBe(2);
     expect([...reasons]).toEqual(["concurrency 2/2"]);
+    // Drained, the queue is held by nothing, though the reason a worker recorded has not expired yet.
+    const queue = (await client.listQueues()).find((q) => q.task === "limited");
+    expect(queue).toMatchObject({ waiting: 0, delayed: 0, limited: null });
   });
 
   it("pool core_db: 3 slots shared by a task taking 2 and a task taking 1: held slots never exceed 3", async () => {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { MAX_ALERT_MUTE_MS, parseDuration } from "@ax/common";
-import type { AlertMute, Client } from "ax-scheduler";
+import type { AlertMute, Client, LoggedAlert } from "ax-scheduler";
 import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
@@ -18,9 +18,20 @@ function renderMute(m: AlertMute, now = Date.now()): string {
   return `mute ${m.id}  group ${m.group} (${muteScope(m)})  ${end} ${m.until.toISOString()}  by ${m.createdBy}${reason}`;
 }
 
+/** One sent alert on one line: when, group, kind, its summary, and what each sink answered. */
+export function renderSentAlert(a: LoggedAlert): string {
+  const alert = a.alert as { summary?: unknown; suppressed?: unknown };
+  const summary = typeof alert.summary === "string" ? alert.summary : `${a.flow}${a.runId ? ` run ${a.runId}` : ""}`;
+  const suppressed = typeof alert.suppressed === "number" && alert.suppressed > 0 ? ` (+${alert.suppressed} held back)` : "";
+  const deliveries = Array.isArray(a.deliveries) ? (a.deliveries as { sink: string; target: string; ok: boolean; error?: string }[]) : [];
+  const sinks = deliveries.map((d) => (d.ok ? `${d.sink} ok` : `${d.sink} FAILED${d.error ? `: ${d.error}` : ""}`)).join(", ");
+  return `#${a.id}  ${a.sentAt}  group ${a.group}  ${a.kind}  ${summary}${suppressed}  [${sinks || "no sink"}]`;
+}
+
 /**
  * `ax alerts test <group>`: one test alert through the group's sinks, to check URLs and secrets
- * before a real failure does; `ax alerts mute|mutes|unmute`: an operator's mutes.
+ * before a real failure does; `ax alerts history`: what was sent; `ax alerts mute|mutes|unmute`: an
+ * operator's mutes.
  */
 export function addAlertsCommands(program: Command, withClient: WithClient): void {
   const alerts = program.command("alerts").description("alert groups of runtime.yaml (alerts:)");
@@ -88,6 +99,29 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
         if (raw.json) console.log(JSON.stringify(mutes, null, 2));
         else if (mutes.length === 0) console.log(raw.ended ? "no mutes in the last 30 days" : "no mutes in force");
         else for (const m of mutes) console.log(renderMute(m));
+      });
+    });
+
+  alerts
+    .command("history")
+    .description("the alerts sent, newest first, with what each sink answered")
+    .option("--limit <n>", "at most this many (1 to 500)", "20")
+    .option("--before <id>", "only alerts older than this one (the last id of the previous page)")
+    .option("--json", "print as JSON")
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = parseFlags(
+        z.object({ limit: positiveInt.max(500, { error: "must be at most 500" }), before: positiveInt.optional(), json: z.boolean().optional() }),
+        raw,
+        "alerts history",
+      );
+      await withClient(async (client) => {
+        const sent = await client.listAlerts({ limit: flags.limit, ...(flags.before === undefined ? {} : { before: flags.before }) });
+        if (flags.json) console.log(JSON.stringify(sent, null, 2));
+        else if (sent.length === 0) console.log(flags.before === undefined ? "no alerts sent" : `no alerts sent before #${flags.before}`);
+        else {
+          for (const a of sent) console.log(renderSentAlert(a));
+          if (sent.length === flags.limit) console.log(`older: ax alerts history --before ${sent.at(-1)!.id}`);
+        }
       });
     });
 

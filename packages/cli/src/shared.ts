@@ -85,8 +85,8 @@ const STOP_DEV =
 /** Why a direct command cannot go through `ax dev`'s API, and what to do instead, by top-level command. */
 const NO_ROUTE: Record<string, (api: string) => string> = {
   prune: () => `its HTTP API has no route for pruning: ${STOP_DEV}`,
-  alerts: () =>
-    "its HTTP API has no route for test alerts: give --config <file> to read the groups from that file instead, or stop that ax dev and run the command again.",
+  alerts: (api) =>
+    `the CLI's alerts commands use the storage directly: for a test alert give --config <file> to read the groups from that file instead; the history and the mutes are at ${api}/api/alerts and ${api}/api/alerts/mutes (docs/api.md); or stop that ax dev and run the command again.`,
   config: (api) =>
     `the CLI does not route config commands through its HTTP API: save the config file instead (ax dev applies it on every save), use ${api}/api/config (docs/api.md), or ${STOP_DEV}`,
   token: (api) => `the CLI manages tokens on the storage only (ax dev needs none): use ${api}/api/tokens (docs/api.md), or ${STOP_DEV}`,

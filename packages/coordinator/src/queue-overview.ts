@@ -74,8 +74,10 @@ async function countJobs(
       const { group, task } = names.get(name)!;
       const other = workers ? undefined : elsewhere.get(name);
       // Jobs parked by a per-key limit wait in the delayed set, with no reason on the queue itself.
+      // A reason outlives the jobs it held by up to its TTL: with nothing waiting, nothing is held.
+      const reason = waiting + (counts.delayed ?? 0) > 0 ? reasons.get(name) : undefined;
       const keyed =
-        reasons.has(name) || !counts.delayed ? undefined : ((await keyedWait(queues, task)) ?? (await rateKeyedWait(queues, name)));
+        reason !== undefined || !counts.delayed ? undefined : ((await keyedWait(queues, task)) ?? (await rateKeyedWait(queues, name)));
       return {
         name,
         ...names.get(name)!,
@@ -84,7 +86,7 @@ async function countJobs(
         delayed: counts.delayed ?? 0,
         limited:
           (other && describeServedElsewhere(group, queues.prefix, other)) ??
-          reasons.get(name) ??
+          reason ??
           keyed ??
           (workers?.full && waiting > 0 ? describeFullWorkers(workers) : null),
         workers: workers?.workers ?? 0,

@@ -24,5 +24,6 @@ export type {
   AttemptOutcome,
   Json,
   AlertMute,
+  LoggedAlert,
 } from "@ax/store";
 export * from "@ax/common";

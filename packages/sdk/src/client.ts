@@ -54,7 +54,9 @@ import {
   toStorableText,
   writeAudit,
   listAlertMutes,
+  listAlerts,
   type AlertMute,
+  type LoggedAlert,
 } from "@ax/store";
 import type { Flow, FlowInput } from "./definition/flow.js";
 import { localActor, Tokens } from "./tokens.js";
@@ -85,6 +87,7 @@ import {
   muteIdSchema,
   muteSchema,
   mutesQuerySchema,
+  alertHistorySchema,
   payloadsSchema,
   pruneSchema,
   rerunSchema,
@@ -415,6 +418,15 @@ export class Client {
   listAlertMutes(options: { ended?: boolean } = {}): Promise<AlertMute[]> {
     checkArgs(mutesQuerySchema, options, "listAlertMutes");
     return listAlertMutes(this.connections.store.db, options);
+  }
+
+  /**
+   * Sent alerts with what each sink answered, newest first (`limit` up to 500, default 50);
+   * `before` (the last id of a page) pages to older ones. As `GET /api/alerts`.
+   */
+  listAlerts(options: { limit?: number; before?: number } = {}): Promise<LoggedAlert[]> {
+    checkArgs(alertHistorySchema, options, "listAlerts");
+    return listAlerts(this.connections.store.db, options);
   }
 
   /** Every stored schedule with its next three fire times and its newest tick. */

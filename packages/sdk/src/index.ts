@@ -47,6 +47,7 @@ export type {
   AttemptOutcome,
   Json,
   AlertMute,
+  LoggedAlert,
 } from "@ax/store";
 export type { TaskContext, AxEvent, AxEventName, ResolvedTaskOptions } from "@ax/worker";
 // Every error ax throws or stores, one family per module of @ax/common.
