@@ -186,9 +186,22 @@ describe("alerts: terminal failures only, one per silence window across coordina
       const listed = await client.listAlerts({ limit: 100 });
       expect(listed.map((a) => a.id)).toEqual(history.alerts.map((a) => a.id));
       const id = listed.find((a) => a.group === "burst")!.id;
-      const page = await runAx(["--storage", env.storage, "--prefix", env.prefix, "alerts", "history", "--limit", "1", "--before", String(id + 1)]);
+      const page = await runAx([
+        "--storage",
+        env.storage,
+        "--prefix",
+        env.prefix,
+        "alerts",
+        "history",
+        "--limit",
+        "1",
+        "--before",
+        String(id + 1),
+      ]);
       expect(page.stdout.split("\n")).toEqual([
-        expect.stringMatching(new RegExp(`^#${id}  \\S+  group burst  task_failed  alert_burst_flow/alert_burst failed .*  \\[webhook ok, log ok\\]$`)),
+        expect.stringMatching(
+          new RegExp(`^#${id}  \\S+  group burst  task_failed  alert_burst_flow/alert_burst failed .*  \\[webhook ok, log ok\\]$`),
+        ),
         `older: ax alerts history --before ${id}`,
         "",
       ]);

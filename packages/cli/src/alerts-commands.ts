@@ -110,7 +110,11 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
     .option("--json", "print as JSON")
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(
-        z.object({ limit: positiveInt.max(500, { error: "must be at most 500" }), before: positiveInt.optional(), json: z.boolean().optional() }),
+        z.object({
+          limit: positiveInt.max(500, { error: "must be at most 500" }),
+          before: positiveInt.optional(),
+          json: z.boolean().optional(),
+        }),
         raw,
         "alerts history",
       );
