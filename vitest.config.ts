@@ -29,6 +29,8 @@ export default defineConfig({
   ],
   test: {
     reporters: ["default", "./test/helpers/pass-fail-reporter.ts"],
+    globalSetup: ["./test/helpers/fresh-build.ts", "./test/helpers/catalog-vacuum.ts"],
+    include: ["packages/*/src/**/*.test.ts", "test/integration/**/*.test.ts", "test/browser/**/*.test.ts", "examples/*/**/*.test.ts"],
     exclude: ["**/node_modules/**", "test/bench/**"],
     // A package's build is loaded by Node itself, not inlined by vite-node (which inlines what is
     // outside node_modules, and the workspace packages are linked from packages/).
@@ -40,22 +42,8 @@ export default defineConfig({
     // took 735 s with two against 605 s with three; four took as long as three on one day (800 s
     // and 805 s), and on a machine twice as slow, where three took 785 s and 870 s, four took 720 s.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 4, minForks: 1 }, threads: { maxThreads: 1, minThreads: 1 } },
+    poolOptions: { forks: { maxForks: 4, minForks: 1 } },
     sequence: { sequencer: SlowFirstSequencer },
     env: { AX_LOG_LEVEL: "error" },
-    projects: [
-      // Unit tests (their package's sources, no servers but a few Redis and PostgreSQL calls) take a
-      // second of CPU less each in a worker thread than in a process of their own: one thread, beside
-      // the four processes.
-      { extends: true, test: { name: "unit", include: ["packages/*/src/**/*.test.ts"], pool: "threads" } },
-      {
-        extends: true,
-        test: {
-          name: "integration",
-          include: ["test/integration/**/*.test.ts", "test/browser/**/*.test.ts", "examples/*/**/*.test.ts"],
-          globalSetup: ["./test/helpers/fresh-build.ts", "./test/helpers/catalog-vacuum.ts"],
-        },
-      },
-    ],
   },
 });

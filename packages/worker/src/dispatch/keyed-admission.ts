@@ -114,6 +114,13 @@ export class KeyedAdmission {
     const answer = await d.gate.acquire(spec, parking ? { park: d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome) } : {});
     if (answer.ok) {
       await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
+      if (
+        concurrencyKey?.strategy === "cancel_in_progress" &&
+        (await this.supersededOnAdmission(runId, semKey, fullReason, concurrencyKey.max))
+      ) {
+        await this.release(answer.permit, semKey, options.name, true);
+        return { ok: false, finish: "complete" };
+      }
       return {
         ok: true,
         release: () => this.release(answer.permit, semKey, options.name, concurrencyKey !== null),
@@ -162,6 +169,22 @@ export class KeyedAdmission {
       await d.cancelRun(older, `superseded by run ${newest} on ${reason}: strategy cancel_in_progress`);
     }
     return false;
+  }
+
+  /**
+   * `cancel_in_progress` for a run just admitted on its key: a newer run of the key refused a
+   * moment before may have looked for the key's holders before this one was recorded as holding
+   * it, and so not cancelled it; it is in the key's line by then, so this run, seeing it, cancels
+   * itself. Answers true when it did.
+   */
+  private async supersededOnAdmission(runId: string, semKey: string, reason: string, max: number): Promise<boolean> {
+    const d = this.deps;
+    const runs = [...new Set([runId, ...(await d.waitlist.runsOn(semKey))])];
+    if (runs.length <= max) return false;
+    const kept = (await withDbRetry(() => unfinishedOldestFirst(d.db, runs))).slice(-max);
+    if (kept.length === 0 || kept.includes(runId)) return false;
+    await d.cancelRun(runId, `superseded by run ${kept.at(-1)} on ${reason}: strategy cancel_in_progress`);
+    return true;
   }
 
   /**
