@@ -156,19 +156,22 @@ export class KeyedAdmission {
    */
   private async supersede(runId: string, semKey: string, waiter: string, reason: string, max: number): Promise<boolean> {
     const d = this.deps;
-    const runs = [...new Set([runId, ...(await d.waitlist.runsOn(semKey))])];
-    const unfinished = await withDbRetry(() => unfinishedOldestFirst(d.db, runs));
+    const unfinished = await this.unfinishedOnKey(runId, semKey);
     const kept = unfinished.slice(-max);
-    const newest = kept.at(-1) ?? runId;
+    const why = `superseded by run ${kept.at(-1) ?? runId} on ${reason}: strategy cancel_in_progress`;
     if (kept.length > 0 && !kept.includes(runId)) {
       await d.waitlist.leave(semKey, waiter);
-      await d.cancelRun(runId, `superseded by run ${newest} on ${reason}: strategy cancel_in_progress`);
+      await d.cancelRun(runId, why);
       return true;
     }
-    for (const older of unfinished.slice(0, -max)) {
-      await d.cancelRun(older, `superseded by run ${newest} on ${reason}: strategy cancel_in_progress`);
-    }
+    for (const older of unfinished.slice(0, -max)) await d.cancelRun(older, why);
     return false;
+  }
+
+  /** `runId` and the runs holding `semKey` or in its line, unfinished ones only, oldest first. */
+  private async unfinishedOnKey(runId: string, semKey: string): Promise<string[]> {
+    const runs = [...new Set([runId, ...(await this.deps.waitlist.runsOn(semKey))])];
+    return withDbRetry(() => unfinishedOldestFirst(this.deps.db, runs));
   }
 
   /**
@@ -178,12 +181,9 @@ export class KeyedAdmission {
    * itself. Answers true when it did.
    */
   private async supersededOnAdmission(runId: string, semKey: string, reason: string, max: number): Promise<boolean> {
-    const d = this.deps;
-    const runs = [...new Set([runId, ...(await d.waitlist.runsOn(semKey))])];
-    if (runs.length <= max) return false;
-    const kept = (await withDbRetry(() => unfinishedOldestFirst(d.db, runs))).slice(-max);
+    const kept = (await this.unfinishedOnKey(runId, semKey)).slice(-max);
     if (kept.length === 0 || kept.includes(runId)) return false;
-    await d.cancelRun(runId, `superseded by run ${kept.at(-1)} on ${reason}: strategy cancel_in_progress`);
+    await this.deps.cancelRun(runId, `superseded by run ${kept.at(-1)} on ${reason}: strategy cancel_in_progress`);
     return true;
   }
 
