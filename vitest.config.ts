@@ -37,6 +37,9 @@ export default defineConfig({
     server: { deps: { external: [/\/packages\/[^/]+\/dist\//] } },
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // A poll's default second is too short when four files share two cores with a browser and
+    // the servers: a console page took longer than that to show its first rows in CI.
+    expect: { poll: { timeout: 10_000 } },
     // Each file gets its own schema and Redis prefix, so files run in parallel. Four at once on
     // this 2-core machine: most files wait on timers, processes and the servers, and a slow day
     // took 735 s with two against 605 s with three; four took as long as three on one day (800 s

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
-import { watch } from "chokidar";
 import type { Logger } from "pino";
 
 /** Set in the `ax dev` process a watching supervisor runs, so that it serves instead of watching again. */
@@ -35,6 +34,7 @@ export function projectRoot(entry: string): string {
  * reach the child, and this process exits with its code.
  */
 export async function superviseDev(entry: string, log: Logger, ignore: string[]): Promise<never> {
+  const { watch } = await import("chokidar");
   const root = projectRoot(entry);
   const ignored = new Set(ignore.map((file) => resolve(file)));
   const args = [...process.execArgv, ...process.argv.slice(1).filter((arg) => arg !== "--watch")];

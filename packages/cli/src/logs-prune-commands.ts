@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
 import type { Client, LogLineInfo } from "ax-scheduler";
@@ -106,6 +105,7 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
           );
           return;
         }
+        const { default: cliProgress } = await import("cli-progress");
         const bar = new cliProgress.SingleBar(
           { format: "prune [{bar}] {value}/{total} runs | ETA {remaining}", stream: process.stdout, noTTYOutput: true },
           cliProgress.Presets.shades_classic,

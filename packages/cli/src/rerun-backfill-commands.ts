@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { z } from "zod";
 import type { BackfillInfo } from "ax-scheduler";
@@ -166,6 +165,7 @@ const NOT_TTY_LINE_MS = 10_000;
  * lives in PostgreSQL and the coordinators keep releasing its runs.
  */
 async function followBackfill(client: RunsApi, first: BackfillInfo): Promise<void> {
+  const { default: cliProgress } = await import("cli-progress");
   const bar = new cliProgress.SingleBar(
     {
       format: "backfill [{bar}] {value}/{total} done | {failed} failed | {running} running | ETA {remaining}{stalled}",

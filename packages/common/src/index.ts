@@ -28,3 +28,4 @@ export * from "./process-wide.js";
 export * from "./load-module.js";
 export * from "./ids.js";
 export * from "./config-author.js";
+export * from "./lazy-require.js";

@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { Gauge, type Registry } from "prom-client";
+import type { Gauge, Registry } from "prom-client";
+import { promClient } from "./prom-client-lazy.js";
 
 /** The only policy under which Redis never drops a key to make room: any other may delete queued jobs. */
 const SAFE_POLICY = "noeviction";
@@ -37,7 +38,7 @@ export async function checkEvictionPolicy(redis: Redis, log: Logger, registry?: 
     const existing = registry.getSingleMetric("ax_redis_eviction_policy_ok");
     const gauge =
       (existing as Gauge | undefined) ??
-      new Gauge({
+      new (promClient().Gauge)({
         name: "ax_redis_eviction_policy_ok",
         help: 'Whether Redis\'s maxmemory-policy is "noeviction" (1) or may evict queued jobs (0); absent when Redis refuses CONFIG',
         registers: [registry],

@@ -1,8 +1,8 @@
-import { Queue } from "bullmq";
+import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { within } from "@ax/store";
-import { isUuid } from "@ax/common";
+import { isUuid, lazyRequire } from "@ax/common";
 import { EventPublisher } from "./events/publisher.js";
 
 /** What a node's BullMQ job carries: enough to find everything else in PostgreSQL. */
@@ -34,6 +34,8 @@ export function taskQueueName(group: string, task: string): string {
   return `${group}.${task}`;
 }
 
+const bullmq = lazyRequire<typeof import("bullmq")>(import.meta.url, "bullmq");
+
 /** One BullMQ `Queue` per task queue, sharing one Redis connection. */
 export class QueueRegistry {
   private readonly queues = new Map<string, Queue<NodeJobData>>();
@@ -58,7 +60,7 @@ export class QueueRegistry {
   get(name: string): Queue<NodeJobData> {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue<NodeJobData>(name, {
+      queue = new (bullmq().Queue)<NodeJobData>(name, {
         connection: this.connection,
         prefix: this.prefix,
         // The server was checked once at start (`checkRedisVersion`); BullMQ would check it again per queue, warning in plain text.

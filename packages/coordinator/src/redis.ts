@@ -1,7 +1,9 @@
-import { Redis, type RedisOptions } from "ioredis";
+import type { Redis, RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { AxConfigError, AxRedisUnreachableError, isRedisAuthRefusal } from "@ax/common";
+import { AxConfigError, AxRedisUnreachableError, isRedisAuthRefusal, lazyRequire } from "@ax/common";
 import { within } from "@ax/store";
+
+const ioredis = lazyRequire<typeof import("ioredis")>(import.meta.url, "ioredis");
 
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 
@@ -133,6 +135,7 @@ export function connectRedis(url: string, log: Logger, { lazy = false }: { lazy?
     disconnectTimeout: DISCONNECT_TIMEOUT_MS,
   };
   const target = redisConnectionOptions(url);
+  const { Redis } = ioredis();
   const redis = typeof target === "string" ? new Redis(target, options) : new Redis({ ...target, ...options });
   reportRedisErrors(redis, log, "main");
   return redis;

@@ -111,8 +111,7 @@ export class Client {
   private readonly caps: FlowCaps;
   private readonly versions: FlowVersions;
   private readonly unkeyed: UnkeyedWarning;
-  /** Stored configuration: apply a YAML version (every Runtime follows it live), history, diff, rollback, effective values. */
-  readonly config: LiveConfig;
+  private liveConfig: LiveConfig | undefined;
 
   constructor(
     private readonly options: ClientOptions = {},
@@ -132,7 +131,12 @@ export class Client {
     this.caps = new FlowCaps(this.connections.store.db);
     this.versions = new FlowVersions(this.connections.store.db);
     this.unkeyed = new UnkeyedWarning(this.caps, options.logger);
-    this.config = new LiveConfig(this.connections.store.db, this.connections.redis, this.connections.queues.prefix);
+  }
+
+  /** Stored configuration: apply a YAML version (every Runtime follows it live), history, diff, rollback, effective values. */
+  get config(): LiveConfig {
+    this.liveConfig ??= new LiveConfig(this.connections.store.db, this.connections.redis, this.connections.queues.prefix);
+    return this.liveConfig;
   }
 
   /**

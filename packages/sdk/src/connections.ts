@@ -1,5 +1,5 @@
-import { envLogLevel } from "@ax/common";
-import { connectRedis, DEFAULT_REDIS_URL, QueueRegistry, RunWriter, closeRedis } from "@ax/coordinator";
+import { AxClosedError, envLogLevel } from "@ax/common";
+import { connectRedis, DEFAULT_REDIS_URL, QueueRegistry, RunWriter, closeRedis, redisConnectionOptions } from "@ax/coordinator";
 import { openStore, type Store } from "@ax/store";
 import type { Redis } from "ioredis";
 import pino, { type Logger } from "pino";
@@ -50,18 +50,40 @@ export function openConnections(
   log: Logger = defaultLogger(),
   { lazyRedis = false }: { lazyRedis?: boolean } = {},
 ): Connections {
-  const store = openStore({ url: options.storage, dataDir: options.dataDir });
   const redisUrl = options.redis ?? DEFAULT_REDIS_URL;
-  const redis = connectRedis(redisUrl, log, { lazy: lazyRedis });
-  const queues = new QueueRegistry(redis, options.prefix ?? "ax", log);
+  // A malformed Sentinel URL is refused up front, before anything is opened, though Redis is reached later.
+  redisConnectionOptions(redisUrl);
+  const store = openStore({ url: options.storage, dataDir: options.dataDir });
+  // The Redis side is built at its first use: a Client that only reads history never loads
+  // ioredis and BullMQ, nor opens a socket.
+  let hot: { redis: Redis; queues: QueueRegistry; writer: RunWriter } | undefined;
+  let closed = false;
+  const open = () => {
+    if (!hot) {
+      // Opened after close, nothing would ever close it and the process would not exit.
+      if (closed) throw new AxClosedError();
+      const redis = connectRedis(redisUrl, log, { lazy: lazyRedis });
+      const queues = new QueueRegistry(redis, options.prefix ?? "ax", log);
+      hot = { redis, queues, writer: new RunWriter(store.db, queues, log) };
+    }
+    return hot;
+  };
   return {
     store,
-    redis,
-    queues,
-    writer: new RunWriter(store.db, queues, log),
+    get redis() {
+      return open().redis;
+    },
+    get queues() {
+      return open().queues;
+    },
+    get writer() {
+      return open().writer;
+    },
     redisUrl,
     async close(timeoutMs = 5000) {
-      await Promise.all([queues.close(timeoutMs).then(() => closeRedis(redis)), store.close(timeoutMs)]);
+      closed = true;
+      const opened = hot;
+      await Promise.all([opened?.queues.close(timeoutMs).then(() => closeRedis(opened.redis)), store.close(timeoutMs)]);
     },
   };
 }

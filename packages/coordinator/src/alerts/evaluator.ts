@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { Counter, type Registry } from "prom-client";
+import type { Counter, Registry } from "prom-client";
+import { promClient } from "../prom-client-lazy.js";
 import {
   claimAlert,
   endTaskSilences,
@@ -39,7 +40,7 @@ export function alertDeliveriesMetric(registry: Registry): Counter<"sink" | "out
   const name = "ax_alert_deliveries_total";
   return (
     (registry.getSingleMetric(name) as Counter<"sink" | "outcome"> | undefined) ??
-    new Counter({
+    new (promClient().Counter)({
       name,
       help: "Alert deliveries by sink and outcome (sent, failed, silenced, muted)",
       labelNames: ["sink", "outcome"],

@@ -1,4 +1,5 @@
-import { Histogram, type Registry } from "prom-client";
+import type { Histogram, Registry } from "prom-client";
+import { promClient } from "../prom-client-lazy.js";
 
 export type LagObserver = (flow: string, seconds: number) => void;
 
@@ -7,7 +8,7 @@ export function scheduleLagMetric(registry: Registry): LagObserver {
   const name = "ax_schedule_lag_seconds";
   const histogram =
     (registry.getSingleMetric(name) as Histogram<"flow"> | undefined) ??
-    new Histogram({
+    new (promClient().Histogram)({
       name,
       help: "Seconds from a schedule tick's fire time to its run being created",
       labelNames: ["flow"],

@@ -1,5 +1,6 @@
 import { isSecretKey, REDACTED, redactUrl } from "@ax/common";
-import { isAlias, isMap, isScalar, parseDocument, Scalar, visit, type Document, type Node } from "yaml";
+import type { Document, Node } from "yaml";
+import { yaml } from "./yaml-lazy.js";
 
 /**
  * Stored config versions as the API shows them: a webhook sink's inline `secret`, its `headers` and
@@ -10,6 +11,7 @@ import { isAlias, isMap, isScalar, parseDocument, Scalar, visit, type Document, 
  * PostgreSQL keeps the version as written: a rollback restores the real values.
  */
 export function redactConfigYaml(text: string): string {
+  const { isAlias, isMap, isScalar, parseDocument, Scalar, visit } = yaml();
   const doc = parseDocument(text);
   // Stored versions parsed when they were applied; one that no longer does is shown as nothing.
   if (doc.errors.length > 0) return `# ${REDACTED}\n`;
@@ -44,6 +46,7 @@ export function redactConfigYaml(text: string): string {
 
 /** Every value of a mapping (an anchored one through its alias), whatever its keys: header names are the sender's to choose. */
 function maskValues(node: Node | null, doc: Document): void {
+  const { isAlias, isMap, Scalar } = yaml();
   const target = isAlias(node) ? node.resolve(doc) : node;
   if (!isMap(target)) return;
   for (const item of target.items) item.value = new Scalar(REDACTED);

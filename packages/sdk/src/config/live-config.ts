@@ -1,4 +1,3 @@
-import { createTwoFilesPatch, diffLines } from "diff";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { closeRedis, RepeatedErrors, subscribeTo } from "@ax/coordinator";
@@ -19,13 +18,16 @@ import {
   type Json,
   type ProcessConfigState,
 } from "@ax/store";
-import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, DEFAULT_LEASE_MS } from "@ax/common";
+import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, DEFAULT_LEASE_MS, lazyRequire } from "@ax/common";
 import { shown } from "../option-checks.js";
 import { taskOverridesSchema, taskPoolOf, type TaskPool } from "../options.js";
 import { redactConfigParsed, redactConfigYaml } from "./config-redaction.js";
 import { effectiveConfig, type EffectiveConfig, type EffectiveFilter } from "./effective-config.js";
 import { codeRetryPolicy, configWarnings } from "./config-warnings.js";
 import { parseRuntimeConfig, type CodeRetryPolicy, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
+
+/** jsdiff, loaded by the first diff or history shown. */
+const jsdiff = lazyRequire<typeof import("diff")>(import.meta.url, "diff");
 
 /** Where a new version's number is published; every Runtime of the prefix subscribes. */
 export function configChannel(prefix: string): string {
@@ -72,14 +74,16 @@ const iso = (d: Date) => d.toISOString();
 
 function diffText(before: ConfigVersion | undefined, after: ConfigVersion): string {
   // jsdiff heads a patch whose two names are equal (a version against itself) with an `Index:` line.
-  return createTwoFilesPatch(
-    before ? `v${before.version} ${before.file}` : "(none)",
-    `v${after.version} ${after.file}`,
-    before?.yaml ?? "",
-    after.yaml,
-    before ? `${before.author} ${iso(before.createdAt)}` : undefined,
-    `${after.author} ${iso(after.createdAt)}`,
-  ).replace(/^Index: .*\n/, "");
+  return jsdiff()
+    .createTwoFilesPatch(
+      before ? `v${before.version} ${before.file}` : "(none)",
+      `v${after.version} ${after.file}`,
+      before?.yaml ?? "",
+      after.yaml,
+      before ? `${before.author} ${iso(before.createdAt)}` : undefined,
+      `${after.author} ${iso(after.createdAt)}`,
+    )
+    .replace(/^Index: .*\n/, "");
 }
 
 /**
@@ -172,7 +176,7 @@ export class LiveConfig {
     return rows.slice(0, limit).map((row, i) => {
       let added = 0;
       let removed = 0;
-      for (const part of diffLines(rows[i + 1]?.yaml ?? "", row.yaml)) {
+      for (const part of jsdiff().diffLines(rows[i + 1]?.yaml ?? "", row.yaml)) {
         if (part.added) added += part.count ?? 0;
         if (part.removed) removed += part.count ?? 0;
       }

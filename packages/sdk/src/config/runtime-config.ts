@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { isMap, isNode, isScalar, LineCounter, parseDocument, visit, type Alias } from "yaml";
+import type { Alias } from "yaml";
+import { yaml } from "./yaml-lazy.js";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
 import { flowOverridesSchema } from "../flow-options.js";
@@ -106,6 +107,7 @@ export function loadRuntimeConfig(file: string, known?: KnownNames): RuntimeConf
  * says what is expected there.
  */
 export function parseRuntimeConfig(text: string, file: string, known?: KnownNames): RuntimeConfig {
+  const { isMap, isNode, isScalar, LineCounter, parseDocument, visit } = yaml();
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines });
   const positionOf = (path: YamlPath): { line: number; col: number } | undefined => {

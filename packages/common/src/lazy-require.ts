@@ -1,0 +1,17 @@
+import { createRequire } from "node:module";
+
+/**
+ * A CommonJS dependency loaded on first use instead of with the importing module. bullmq, ioredis,
+ * prom-client and yaml are some 300 files: a command that only reads the history (`ax runs`)
+ * would spend a third of its start loading them. `parentUrl` is the caller's `import.meta.url`,
+ * so the name resolves from the caller's own package. They have no ES module build of their own,
+ * so an `import` elsewhere in the process gets this same instance.
+ */
+export function lazyRequire<T>(parentUrl: string, specifier: string): () => T {
+  const require = createRequire(parentUrl);
+  let loaded: T | undefined;
+  return () => {
+    loaded ??= require(specifier) as T;
+    return loaded;
+  };
+}
