@@ -156,7 +156,7 @@ export class KeyedAdmission {
    */
   private async supersede(runId: string, semKey: string, waiter: string, reason: string, max: number): Promise<boolean> {
     const d = this.deps;
-    const unfinished = await this.unfinishedOnKey(runId, semKey);
+    const unfinished = await this.unfinished(await this.runsOnKey(runId, semKey));
     const kept = unfinished.slice(-max);
     const why = `superseded by run ${kept.at(-1) ?? runId} on ${reason}: strategy cancel_in_progress`;
     if (kept.length > 0 && !kept.includes(runId)) {
@@ -168,9 +168,13 @@ export class KeyedAdmission {
     return false;
   }
 
-  /** `runId` and the runs holding `semKey` or in its line, unfinished ones only, oldest first. */
-  private async unfinishedOnKey(runId: string, semKey: string): Promise<string[]> {
-    const runs = [...new Set([runId, ...(await this.deps.waitlist.runsOn(semKey))])];
+  /** `runId` and the runs holding `semKey` or in its line. */
+  private async runsOnKey(runId: string, semKey: string): Promise<string[]> {
+    return [...new Set([runId, ...(await this.deps.waitlist.runsOn(semKey))])];
+  }
+
+  /** The unfinished ones of `runs`, oldest first. */
+  private unfinished(runs: string[]): Promise<string[]> {
     return withDbRetry(() => unfinishedOldestFirst(this.deps.db, runs));
   }
 
@@ -181,7 +185,11 @@ export class KeyedAdmission {
    * itself. Answers true when it did.
    */
   private async supersededOnAdmission(runId: string, semKey: string, reason: string, max: number): Promise<boolean> {
-    const kept = (await this.unfinishedOnKey(runId, semKey)).slice(-max);
+    const runs = await this.runsOnKey(runId, semKey);
+    // No more runs on the key than it may run at once, this one among them: none can supersede it,
+    // and the usual admission (a key with one run) asks PostgreSQL nothing.
+    if (runs.length <= max) return false;
+    const kept = (await this.unfinished(runs)).slice(-max);
     if (kept.length === 0 || kept.includes(runId)) return false;
     await this.deps.cancelRun(runId, `superseded by run ${kept.at(-1)} on ${reason}: strategy cancel_in_progress`);
     return true;
