@@ -18,6 +18,7 @@ export * from "./flow-caps.js";
 export * from "./wake.js";
 export * from "./waiting-nodes.js";
 export * from "./unserved.js";
+export * from "./limits/config-version.js";
 export * from "./limits/gate.js";
 export * from "./queue-overview.js";
 export * from "./limits/waitlist.js";

@@ -34,7 +34,7 @@ export interface RoleContext {
  */
 export function createWorker(
   { options, code, connections, log, registry }: RoleContext,
-  inForce: Pick<NodeWorkerOptions, "clusterLimits" | "configVersion">,
+  inForce: Pick<NodeWorkerOptions, "clusterLimits" | "configVersion" | "catchUpConfig">,
 ): NodeWorker {
   const { store, queues } = connections;
   const used = code.queues();
@@ -57,6 +57,7 @@ export function createWorker(
     concurrency: options.maxConcurrency ?? 10,
     clusterLimits: inForce.clusterLimits,
     configVersion: inForce.configVersion,
+    catchUpConfig: inForce.catchUpConfig,
     tasks: code.taskSource(),
     log,
     redact: options.redact,

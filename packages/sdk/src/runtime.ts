@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import { attachEventSource, checkEvictionPolicy, checkRedisVersion } from "@ax/coordinator";
+import { attachEventSource, checkEvictionPolicy, checkRedisVersion, markConfigVersion } from "@ax/coordinator";
 import {
   advertiseApi,
   countApiTokens,
@@ -193,7 +193,12 @@ export class Runtime {
       });
     }
     if (this.roles.includes("worker")) {
-      this.worker = createWorker(context, { clusterLimits: () => this.clusterLimits(), configVersion: () => this.configVersion });
+      this.worker = createWorker(context, {
+        clusterLimits: () => this.clusterLimits(),
+        configVersion: () => this.configVersion,
+        // Nothing catches up before the follower starts (after the worker): the gate then goes by the version applied at start.
+        catchUpConfig: async () => this.follower?.catchUp(),
+      });
       await this.worker.start();
     }
     if (this.roles.includes("coordinator")) {
@@ -306,6 +311,7 @@ export class Runtime {
     const db = this.connections!.store.db;
     const stored = await latestConfigVersion(db);
     if (stored && (file === undefined || fileText === stored.yaml || !this.options.configFileWins)) {
+      await this.markVersion(stored.version);
       this.applyVersion(stored);
       this.appliedVersion = stored.version;
       if (file !== undefined && fileText !== stored.yaml) {
@@ -332,6 +338,7 @@ export class Runtime {
       file,
     };
     const adopted = stored ? await insertConfigVersion(db, version) : await insertFirstConfigVersion(db, version);
+    await this.markVersion(adopted.version);
     this.applyVersion(adopted);
     this.appliedVersion = adopted.version;
     if (stored) {
@@ -353,12 +360,19 @@ export class Runtime {
   private async applyNewVersion(version: ConfigVersion): Promise<void> {
     // Stopping: the connections are gone, and a start reads the newest version anyway.
     if (!this.connections) return;
+    await this.markVersion(version.version);
     this.applyVersion(version);
     // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.
     await this.registerFlows();
     await this.coordinator?.applyConfig();
     this.appliedVersion = version.version;
     this.log.info({ version: version.version, author: version.author, file: version.file }, "config version applied");
+  }
+
+  /** Before this process acts on `version`, the limit gate stops processes still on an older one deciding (see config-version.ts). */
+  private async markVersion(version: number): Promise<void> {
+    const { redis, queues } = this.connections!;
+    await markConfigVersion(redis, queues.prefix, version);
   }
 
   private async registerFlows(): Promise<void> {

@@ -74,6 +74,11 @@ export interface NodeWorkerOptions {
   /** The config version this process applies, reported with each lease renewal. */
   configVersion?: (() => number | null) | undefined;
   /**
+   * Applies the newest stored config version now, if this process can. With it, a limit is never
+   * decided by this process's older version of it while another process applies a newer one.
+   */
+  catchUpConfig?: (() => Promise<void>) | undefined;
+  /**
    * "run": a step whose run goes on after it commits without waiting for the disk; a run's last
    * step, failures, retries and `ax.once` results always wait. "step": every outcome waits.
    * @defaultValue "run"
@@ -173,7 +178,12 @@ export class NodeWorker {
       foreignJobs: new ForeignJobs(log, o.queues.prefix),
       continuesHere,
     };
-    const gate = new LimitGate(o.connection, o.queues.prefix, { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, log });
+    const { configVersion, catchUpConfig } = o;
+    const gate = new LimitGate(o.connection, o.queues.prefix, {
+      leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS,
+      log,
+      config: configVersion && catchUpConfig ? { version: () => configVersion() ?? 0, catchUp: catchUpConfig } : undefined,
+    });
     const keyed = new KeyedAdmission({
       db: o.db,
       redis: o.connection,

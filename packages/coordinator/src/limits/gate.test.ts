@@ -3,7 +3,8 @@ import { AxLimitError } from "@ax/common";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { isolate } from "../../../../test/helpers/isolated.js";
-import { type Acquired, describeBlocked, LimitGate, type LimitSpec, type Permit, type SemaphoreLimit } from "./gate.js";
+import { configVersionKey, markConfigVersion } from "./config-version.js";
+import { type Acquired, describeBlocked, type GateConfig, LimitGate, type LimitSpec, type Permit, type SemaphoreLimit } from "./gate.js";
 
 const sem = (key: string, capacity: number, weight = 1, label = `pool ${key}`): SemaphoreLimit => ({ key, capacity, weight, label });
 const spec = (semaphores: SemaphoreLimit[], rates: LimitSpec["rates"] = []): LimitSpec => ({ semaphores, rates });
@@ -18,10 +19,10 @@ describe("LimitGate", () => {
   const connections: Redis[] = [];
   const gates: LimitGate[] = [];
 
-  const newGate = (leaseMs?: number) => {
+  const newGate = (leaseMs?: number, config?: GateConfig) => {
     const redis = new Redis(env.redis);
     connections.push(redis);
-    const gate = new LimitGate(redis, env.prefix, { leaseMs });
+    const gate = new LimitGate(redis, env.prefix, { leaseMs, config });
     gates.push(gate);
     return gate;
   };
@@ -396,6 +397,45 @@ describe("LimitGate", () => {
     expect(peak).toBeLessThanOrEqual(3);
     expect(peak).toBe(3);
     expect((await pair[0]!.usage(["contended"])).get("contended")).toBe(0);
+  });
+
+  it("a process on an older config version than another's catches up before it decides, and takes nothing meanwhile", async () => {
+    const capacityIn = (version: number) => (version >= 2 ? 3 : 1);
+    const processOn = (reaches: number) => {
+      const state = { version: 1, catchUps: 0 };
+      const gate = newGate(undefined, {
+        version: () => state.version,
+        catchUp: async () => {
+          state.catchUps++;
+          state.version = reaches;
+        },
+      });
+      return { state, gate, spec: () => spec([sem("live", capacityIn(state.version))]) };
+    };
+    const newer = processOn(2);
+    newer.state.version = 2;
+    await markConfigVersion(connections[0]!, env.prefix, 2);
+    permitOf(await newer.gate.acquire(newer.spec()));
+
+    const behind = processOn(2);
+    expect(await behind.gate.acquire(behind.spec())).toEqual({ ok: false, blocked: { kind: "stale", version: 2 } });
+    expect(behind.state.catchUps).toBe(1);
+    expect((await gate.usage(["live"])).get("live")).toBe(1);
+    // Built again from the version it caught up to: the raised limit has room.
+    permitOf(await behind.gate.acquire(behind.spec()));
+
+    // One that cannot apply the newest version (its code cannot read it) asks once, then goes by its own limits.
+    const stuck = processOn(1);
+    expect((await stuck.gate.acquire(stuck.spec())).ok).toBe(false);
+    const refused = await stuck.gate.acquire(stuck.spec());
+    expect(refused).toMatchObject({ ok: false, blocked: { kind: "semaphore", used: 2, capacity: 1 } });
+    expect(stuck.state.catchUps).toBe(1);
+
+    // A gate with no config to follow is never stale; the mark only ever rises.
+    permitOf(await gate.acquire(spec([sem("live", 3)])));
+    await markConfigVersion(connections[0]!, env.prefix, 1);
+    expect(await connections[0]!.get(configVersionKey(env.prefix))).toBe("2");
+    expect(describeBlocked({ kind: "stale", version: 2 })).toBe("config v2 reaching this process");
   });
 
   it("describes what blocks a start", () => {

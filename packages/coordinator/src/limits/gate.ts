@@ -4,6 +4,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import pino from "pino";
 import { closeRedis, subscribeTo } from "../redis.js";
+import { configVersionKey } from "./config-version.js";
 import { ACQUIRE, RELEASE, RENEW, USAGE } from "./scripts.js";
 
 /** At most `capacity` weight held at once, e.g. a pool's slots or a task's concurrency. */
@@ -42,7 +43,13 @@ export type Blocked =
       /** Slots kept free for a heavier start that was refused (see ACQUIRE), not this start's to take. */
       kept: number;
     }
-  | { kind: "rate"; label: string; key: string; max: number; perMs: number; retryInMs: number };
+  | { kind: "rate"; label: string; key: string; max: number; perMs: number; retryInMs: number }
+  /**
+   * Another process applies a newer config version (`version`) than the one the spec was built
+   * from. This process has caught up, or tried to, before the answer: the caller builds its spec
+   * again and asks again at once.
+   */
+  | { kind: "stale"; version: number };
 
 export interface Permit {
   id: string;
@@ -71,9 +78,19 @@ export interface ParkRequest {
   parkedReasons: string;
 }
 
+/** The live configuration the caller's limits come from (see config-version.ts). */
+export interface GateConfig {
+  /** The config version this process applies now (0: none). */
+  version: () => number;
+  /** Applies the newest stored version, if this process can; resolves once it tried. */
+  catchUp: () => Promise<void>;
+}
+
 export interface LimitGateOptions {
   /** A holder that stops renewing loses its slots after this long. Default 5000 ms. */
   leaseMs?: number;
+  /** Without it, every start is decided by the limits the caller passes, whatever version they come from. */
+  config?: GateConfig | undefined;
   /** Where the pub/sub connections of `onFreed` report their errors. */
   log?: Logger;
 }
@@ -143,6 +160,13 @@ export class LimitGate {
   private readonly rateNameFrom: number;
   private readonly held = new Map<string, Permit>();
   private readonly subscribers = new Set<Redis>();
+  private readonly versionKey: string;
+  /**
+   * The newest version this process tried to catch up to: it counts as being on it even when it
+   * could not apply it (a version its code cannot read, or a mark left by a history since reset),
+   * so that it asks once, not at every start.
+   */
+  private caughtUpTo = 0;
 
   constructor(
     private readonly redis: Redis,
@@ -159,6 +183,7 @@ export class LimitGate {
     this.channel = `${prefix}:limits:freed`;
     this.nameFrom = Buffer.byteLength(this.semPrefix) + 1;
     this.rateNameFrom = Buffer.byteLength(this.ratePrefix) + 1;
+    this.versionKey = configVersionKey(prefix);
     redis.defineCommand("axLimitAcquire", { lua: ACQUIRE });
     redis.defineCommand("axLimitUsage", { lua: USAGE });
     redis.defineCommand("axLimitRenew", { lua: RENEW });
@@ -172,7 +197,8 @@ export class LimitGate {
    * them, so they come back within the lease. `park`: join the blocking semaphore's line when
    * refused. `onlyALook`: the caller does not know that it has a start to make (it polls a queue
    * last found empty), so a refused heavy start keeps no slots in reserve: an idle task's polls
-   * would otherwise hold slots back from the tasks that have work.
+   * would otherwise hold slots back from the tasks that have work. With `config`, a process whose
+   * version is older than another's is answered `stale` after catching up, and takes nothing.
    */
   async acquire(
     spec: LimitSpec,
@@ -181,7 +207,9 @@ export class LimitGate {
     validate(spec);
     const id = randomUUID();
     const keys = [...spec.semaphores.map((s) => this.semPrefix + s.key), ...spec.rates.map((r) => this.ratePrefix + r.key)];
-    const args: (string | number)[] = [id, this.leaseMs, spec.semaphores.length, this.channel, this.nameFrom];
+    const config = this.options.config;
+    const version = config ? Math.max(config.version(), this.caughtUpTo) : "";
+    const args: (string | number)[] = [id, this.leaseMs, spec.semaphores.length, this.channel, this.nameFrom, this.versionKey, version];
     for (const sem of spec.semaphores) args.push(sem.capacity, sem.weight);
     for (const rate of spec.rates) args.push(rate.max, rate.perMs);
     if (park)
@@ -189,6 +217,10 @@ export class LimitGate {
     else if (onlyALook) args.push("", "", "", "", "", "", "");
     if (onlyALook) args.push("1");
     const [ok, index, value, kept] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
+    if (ok === -1) {
+      await this.catchUp(index!);
+      return { ok: false, blocked: { kind: "stale", version: index! } };
+    }
     if (ok === 1) {
       const permit = { id, spec };
       this.held.set(id, permit);
@@ -201,6 +233,18 @@ export class LimitGate {
     }
     const { label, key, max, perMs } = spec.rates[at - spec.semaphores.length]!;
     return { ok: false, blocked: { kind: "rate", label, key, max, perMs, retryInMs: value! } };
+  }
+
+  private async catchUp(newest: number): Promise<void> {
+    try {
+      await this.options.config!.catchUp();
+    } catch (err) {
+      (this.options.log ?? silentLog).warn(
+        { err, version: newest },
+        "could not catch up with the newest config version; deciding by the limits in force here",
+      );
+    }
+    this.caughtUpTo = Math.max(this.caughtUpTo, newest);
   }
 
   /**
@@ -295,6 +339,7 @@ export class LimitGate {
  * is none: "pool core_db (2/3, needs 2)", "pool core_db (1/3, 2 kept for a start that needs 2)".
  */
 export function describeBlocked(b: Blocked): string {
+  if (b.kind === "stale") return `config v${b.version} reaching this process`;
   if (b.kind === "rate") return `${b.label} ${b.max} per ${durationText(b.perMs)}`;
   // A full count needs no reserve to explain it.
   const kept = b.kept > 0 && b.used < b.capacity;

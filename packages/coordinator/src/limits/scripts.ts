@@ -105,7 +105,8 @@ end
 
 /**
  * KEYS: the semaphores, then the rate limits.
- * ARGV: permit id, lease ms, number of semaphores, freed channel, name offset,
+ * ARGV: permit id, lease ms, number of semaphores, freed channel, name offset, the config
+ *       version mark's key and the caller's config version ('' when it has none to compare),
  *       then capacity and weight per semaphore, then max and window ms per rate limit.
  *       then, to park when a semaphore blocks: waiter, its job id, the waiting-keys set, the
  *       capacities hash, the parked-reasons hash, the reason and '1' when the line is first come,
@@ -118,6 +119,8 @@ end
  * for one lease, renewed by each of its retries): lighter starts then leave that many slots free,
  * so a stream of one-slot starts cannot take every slot the moment it frees and hold the heavier
  * one back for ever. The first start at least as heavy takes the reserve and ends it.
+ * A caller on an older config version than the mark (see config-version.ts) is answered
+ * {-1, newest version} before anything is read or written: its limits may be the old ones.
  * Returns {1, room} when everything was taken, where room is how many more permits of the same
  * spec would pass right now (the tightest limit decides), or {0, index of the first blocking
  * limit (1-based over KEYS), used weight for a semaphore | ms until a rate slot frees, slots kept
@@ -125,11 +128,15 @@ end
  * except that a parking waiter joins the blocking line and a heavy start keeps its reserve.
  */
 export const ACQUIRE = `${PRELUDE}${PURGE}
+if ARGV[7] ~= '' then
+  local newest = tonumber(redis.call('GET', ARGV[6]) or '0')
+  if newest > tonumber(ARGV[7]) then return {-1, newest} end
+end
 local id = ARGV[1]
 local lease = tonumber(ARGV[2])
 local nSem = tonumber(ARGV[3])
 local used = purge(nSem, ARGV[4], tonumber(ARGV[5]))
-local rateArgs = 5 + 2 * nSem
+local rateArgs = 7 + 2 * nSem
 local parkArgs = rateArgs + 2 * (#KEYS - nSem)
 local room = 1000000
 local waiter = ARGV[parkArgs + 1]
@@ -137,8 +144,8 @@ local parking = waiter ~= nil and waiter ~= ''
 local firstCome = parking and ARGV[parkArgs + 7] == '1'
 local onlyALook = ARGV[parkArgs + 8] == '1'
 for i = 1, nSem do
-  local weight = tonumber(ARGV[5 + 2 * i])
-  local capacity = tonumber(ARGV[4 + 2 * i])
+  local weight = tonumber(ARGV[7 + 2 * i])
+  local capacity = tonumber(ARGV[6 + 2 * i])
   local list = KEYS[i] .. ':waiting'
   local taken = used[i]
   local cutsIn = false
@@ -169,7 +176,7 @@ for i = 1, nSem do
         if wasWoken then redis.call('LPUSH', list, waiter) else redis.call('RPUSH', list, waiter) end
       end
       redis.call('SADD', ARGV[parkArgs + 3], name)
-      redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[4 + 2 * i])
+      redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[6 + 2 * i])
       redis.call('HSET', ARGV[parkArgs + 5], ARGV[parkArgs + 2], ARGV[parkArgs + 6])
     end
     return {0, i, taken, kept}
@@ -190,10 +197,10 @@ for j = 1, #KEYS - nSem do
   end
 end
 for i = 1, nSem do
-  local weight = tonumber(ARGV[5 + 2 * i])
+  local weight = tonumber(ARGV[7 + 2 * i])
   local reserve = tonumber(redis.call('GET', KEYS[i] .. ':reserve') or '0')
   if reserve > 1 and weight >= reserve then redis.call('DEL', KEYS[i] .. ':reserve') end
-  semHold(KEYS[i], ARGV[5 + 2 * i] .. ':' .. id, now + lease, lease)
+  semHold(KEYS[i], ARGV[7 + 2 * i] .. ':' .. id, now + lease, lease)
   if parking then redis.call('ZREM', KEYS[i] .. ':woken', waiter) end
 end
 for j = 1, #KEYS - nSem do

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { closeRedis, RepeatedErrors, subscribeTo } from "@ax/coordinator";
+import { closeRedis, markConfigVersion, RepeatedErrors, subscribeTo } from "@ax/coordinator";
 import {
   getConfigVersion,
   insertConfigVersion,
@@ -207,6 +207,7 @@ export class LiveConfig {
 
   /** Tells every Runtime of the prefix to apply `version` now, rather than at its next poll. */
   async announce(version: number): Promise<void> {
+    await markConfigVersion(this.redis, this.prefix, version);
     await this.redis.publish(configChannel(this.prefix), String(version));
   }
 
@@ -263,6 +264,13 @@ export class ConfigFollower {
     if (this.subscriber) closeRedis(this.subscriber);
     this.subscriber = undefined;
     await this.checking;
+  }
+
+  /** Looks for a newer version now, and resolves once this check (and any asked for meanwhile) is done. */
+  async catchUp(): Promise<void> {
+    if (!this.subscriber) return;
+    this.check();
+    while (this.checking) await this.checking;
   }
 
   private check(): void {

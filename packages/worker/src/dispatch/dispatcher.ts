@@ -230,6 +230,8 @@ export class Dispatcher {
       // A queue found empty with nothing announced since is only looked at: a refusal keeps no reserve.
       const answer = await this.o.gate.acquire(spec, { onlyALook: state.emptyAtWakes === state.wakes });
       if (!answer.ok) {
+        // Caught up with a newer config version meanwhile: the next turn asks with its limits.
+        if (answer.blocked.kind === "stale") return false;
         state.fetchWidth = 1;
         this.blockOn(state, answer.blocked, this.freed !== freed);
         return false;
@@ -315,7 +317,7 @@ export class Dispatcher {
   }
 
   /** `freedMeanwhile`: a limit was freed while the refused acquire was in flight, so try again at once. */
-  private blockOn(state: QueueState, blocked: Blocked, freedMeanwhile: boolean): void {
+  private blockOn(state: QueueState, blocked: Exclude<Blocked, { kind: "stale" }>, freedMeanwhile: boolean): void {
     const reason = describeBlocked(blocked);
     // A rate slot an unused permit gives back (a fetch that found the queue empty) lifts the block early.
     if (blocked.kind === "rate") this.block(state, reason, Date.now() + Math.max(1, blocked.retryInMs), [blocked.key]);

@@ -127,6 +127,8 @@ export class KeyedAdmission {
         holdsKey: concurrencyKey !== null,
       };
     }
+    // Caught up with a newer config version meanwhile: admitted again by the key's limits in it.
+    if (answer.blocked.kind === "stale") return this.admit(job, token, queue, d.optionsOf(options.name) ?? options);
     const reason = describeBlocked(answer.blocked);
     if (answer.blocked.kind === "rate") {
       await job.moveToDelayed(Date.now() + answer.blocked.retryInMs + Math.floor(Math.random() * RATE_JITTER_MS), token);
