@@ -45,6 +45,11 @@ const longKeyedFlow = ax.flow({ name: "hot_long_keyed" }, (order) => {
   longKeyed(order);
 });
 
+const rated = ax.task({ name: "hot_rated" }, async (order: { k: string }) => order.k);
+const ratedFlow = ax.flow({ name: "hot_rated" }, (order) => {
+  rated(order);
+});
+
 const FILE = "config/runtime.yaml";
 const yaml = (concurrency: number, pool: number) =>
   ["pools:", `  hot_db: ${pool}`, "tasks:", `  hot_slow: { concurrency: ${concurrency} }`, ""].join("\n");
@@ -56,8 +61,12 @@ describe("limits follow the live configuration on 2 worker processes, without a 
   let client: Client;
 
   beforeAll(async () => {
-    a = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow], maxConcurrency: 10 });
-    b = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow], maxConcurrency: 10, roles: ["worker"] });
+    a = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow, ratedFlow], maxConcurrency: 10 });
+    b = testRuntime(env, {
+      flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow, ratedFlow],
+      maxConcurrency: 10,
+      roles: ["worker"],
+    });
     await a.start();
     await b.start();
     client = a.client();
@@ -166,6 +175,44 @@ describe("limits follow the live configuration on 2 worker processes, without a 
       expect(tookMs).toBeLessThan(6000);
     }
   }, 90_000);
+
+  it("a rate limit raised or removed while runs wait for its window lets them go within seconds, task-wide and per key", async () => {
+    const cases = [
+      ["{ max: 1, per: 1m }", "{ max: 100, per: 1m }", "raised"],
+      ["{ max: 1, per: 1h, key: k }", "{ max: 100, per: 1h, key: k }", "raised, per key"],
+      ["{ max: 1, per: 1m }", null, "removed"],
+      ["{ max: 1, per: 1h, key: k }", null, "removed, per key"],
+    ] as const;
+    for (const [tight, loose, label] of cases) {
+      const v1 = await client.config.apply(`tasks:\n  hot_rated: { rate_limit: ${tight} }\n`, FILE, "erin");
+      await appliedEverywhere(v1.version);
+      const ids = await client.triggerFlows(
+        "hot_rated",
+        Array.from({ length: 4 }, () => ({ k: `R-${label}` })),
+      );
+      // One run takes the window's only start; the rest wait for a window a minute or an hour away.
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const runs = await Promise.all(ids.map((id) => client.getRun(id)));
+        const waiting = runs.filter((r) => r.tasks[0]?.waitingFor?.startsWith("rate limit")).length;
+        if (runs.filter((r) => r.status === "success").length === 1 && waiting === 3) break;
+        if (Date.now() > deadline) throw new Error(`the runs never waited for the rate limit (${label})`);
+        await sleep(50);
+      }
+      const changedAt = Date.now();
+      const v2 = await client.config.apply(loose ? `tasks:\n  hot_rated: { rate_limit: ${loose} }\n` : "{}\n", FILE, "erin");
+      await appliedEverywhere(v2.version);
+      for (const id of ids) expect((await client.waitForRun(id, { timeout: "15s" })).status).toBe("success");
+      const tookMs = Date.now() - changedAt;
+      console.log(`rate limit ${label}: the 3 waiting runs finished ${tookMs} ms after the change`);
+      // Each worker looks at its limits as it applies the version (about 50-100 ms on an idle machine).
+      expect(tookMs).toBeLessThan(3000);
+      expect(await parkedOf(ids)).toEqual([]);
+      // A fresh window for the next case.
+      await redis.del(`${env.prefix}:limits:rate:rate:hot_rated`, `${env.prefix}:limits:rate:keyrate:hot_rated:R-${label}`);
+    }
+    await client.config.apply("{}\n", FILE, "erin");
+  }, 120_000);
 
   it("a concurrency added while attempts run counts them: new starts wait until the running ones are under it", async () => {
     const running = await client.triggerFlows("hot_long", [2500, 2500, 2500, 2500, 2500, 2500]);

@@ -362,6 +362,7 @@ export class Runtime {
     if (!this.connections) return;
     await this.markVersion(version.version);
     this.applyVersion(version);
+    this.worker?.configApplied();
     // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.
     await this.registerFlows();
     await this.coordinator?.applyConfig();

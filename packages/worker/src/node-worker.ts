@@ -28,6 +28,7 @@ import { DagCache } from "./dag-cache.js";
 import { ForeignJobs } from "./foreign-jobs.js";
 import { Dispatcher, type ServedQueue } from "./dispatch/dispatcher.js";
 import { KeyedAdmission, PARKED_SWEEP_MS, promoteParked } from "./dispatch/keyed-admission.js";
+import { LimitChanges } from "./dispatch/limit-changes.js";
 import { isLimited, limitSpecOf, NO_CLUSTER_LIMITS, type ClusterLimits } from "./dispatch/limit-spec.js";
 import { closeExecutors } from "./executors/index.js";
 import { WorkerLease } from "./lease.js";
@@ -103,6 +104,7 @@ export class NodeWorker {
   private heartbeat: NodeJS.Timeout | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private readonly inFlight = new InFlightAttempts();
+  private lookAtLimits: (() => void) | undefined;
   private cancels: CancelListener | undefined;
   private taskLogs: TaskLogWriter | undefined;
 
@@ -196,12 +198,32 @@ export class NodeWorker {
       promote: (waiter) => promoteParked(o.queues, waiter, log),
       optionsOf: (task) => o.tasks.get(task)?.options,
     });
+    const servedOptions = () => served.flatMap((q) => o.tasks.get(q.task)?.options ?? []);
+    const limitChanges = new LimitChanges();
+    limitChanges.look(servedOptions(), clusterLimits());
+    const sweep = () =>
+      keyed.sweep(servedOptions()).catch((err) => errors.warn(err, {}, "could not look for parked jobs whose key came free; retrying"));
+    this.lookAtLimits = () => {
+      const { changed, rateKeyLoosened } = limitChanges.look(servedOptions(), clusterLimits());
+      if (changed.length > 0) this.dispatcher?.limitsChanged(changed);
+      // Lines of keys whose limit was raised or removed go now, not at the next sweep.
+      void sweep();
+      for (const task of rateKeyLoosened) {
+        keyed
+          .promoteRateDelayed(task)
+          .catch((err) =>
+            log.warn(
+              { err, task: task.name },
+              "could not put back jobs delayed by a rate limit per key that was raised; they start when their delay ends",
+            ),
+          );
+      }
+    };
     // Every worker sweeps, keyed tasks or not: a limit removed by live configuration leaves its waiters parked.
     this.sweeper = setInterval(() => {
       // While Redis is away the sweep would only queue up behind the reconnect; the next one after it does the work.
       if (o.connection.status !== "ready") return;
-      const tasks = served.flatMap((q) => o.tasks.get(q.task)?.options ?? []);
-      keyed.sweep(tasks).catch((err) => errors.warn(err, {}, "could not look for parked jobs whose key came free; retrying"));
+      void sweep();
     }, PARKED_SWEEP_MS);
     this.sweeper.unref();
     this.dispatcher = new Dispatcher({
@@ -221,6 +243,14 @@ export class NodeWorker {
       log,
     });
     await this.dispatcher.start();
+  }
+
+  /**
+   * A config version was applied: queues that waited on a changed limit are fetched again at once,
+   * and jobs delayed by a rate limit per key that now lets more through are put back in their queues.
+   */
+  configApplied(): void {
+    this.lookAtLimits?.();
   }
 
   /** The job's attempt, then each node it made ready that continues here, in the job's worker slot. */

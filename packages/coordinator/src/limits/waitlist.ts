@@ -250,6 +250,18 @@ export class Waitlist {
     if (jobIds.length > 0) await this.redis.hdel(parkedReasonsKey(this.prefix), ...jobIds);
   }
 
+  /** The jobs parked with a reason starting with `reasonPrefix`, read a thousand at a time. */
+  async parkedBy(reasonPrefix: string): Promise<string[]> {
+    const jobs: string[] = [];
+    let cursor = "0";
+    do {
+      const [next, pairs] = await this.redis.hscan(parkedReasonsKey(this.prefix), cursor, "COUNT", 1000);
+      cursor = next;
+      for (let i = 0; i < pairs.length; i += 2) if (pairs[i + 1]!.startsWith(reasonPrefix)) jobs.push(pairs[i]!);
+    } while (cursor !== "0");
+    return jobs;
+  }
+
   /** Keys starting with `keyPrefix` that have waiters, busiest first. */
   async busiest(keyPrefix: string, limit: number): Promise<BusyKey[]> {
     const keys = (await this.redis.smembers(this.waitingKeys)).filter((k) => k.startsWith(keyPrefix));

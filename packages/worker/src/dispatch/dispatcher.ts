@@ -343,6 +343,13 @@ export class Dispatcher {
     this.wakeup.notify();
   }
 
+  /** The limits of `tasks` changed (live configuration): their queues stop waiting on the old ones and are fetched again. */
+  limitsChanged(tasks: readonly string[]): void {
+    const changed = new Set(tasks);
+    for (const state of this.states) if (changed.has(state.task)) state.block.block(0, []);
+    this.wakeup.notify();
+  }
+
   private onFreed(keys: string[]): void {
     this.freed++;
     const freed = new Set(keys);

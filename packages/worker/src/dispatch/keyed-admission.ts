@@ -20,6 +20,7 @@ import {
   type NodeJobData,
   type Permit,
   type QueueRegistry,
+  taskQueueName,
   type Waitlist,
 } from "@ax/coordinator";
 import type { DagCache } from "../dag-cache.js";
@@ -105,7 +106,7 @@ export class KeyedAdmission {
     const spec: LimitSpec = {
       semaphores: concurrencyKey ? [{ key: semKey, capacity: concurrencyKey.max, weight: 1, label: `concurrency key ${key}` }] : [],
       rates: rateLimitKey
-        ? [{ key: `keyrate:${options.name}:${key}`, max: rateLimitKey.max, perMs: rateLimitKey.perMs, label: `rate limit key ${key}` }]
+        ? [{ key: `keyrate:${options.name}:${key}`, max: rateLimitKey.max, perMs: rateLimitKey.perMs, label: `${RATE_KEY_LABEL} ${key}` }]
         : [],
     };
     const parking = concurrencyKey && concurrencyKey.strategy !== "cancel_newest";
@@ -232,6 +233,25 @@ export class KeyedAdmission {
   }
 
   /**
+   * Puts back in its queue every job of `task` delayed by its rate limit per key: the limit was
+   * raised or removed (live configuration) after their delays were computed by the old one, which
+   * could hold them for its whole window (`per: 1h`). Fetched again, each asks the new limit.
+   */
+  async promoteRateDelayed(task: ResolvedTaskOptions): Promise<void> {
+    const d = this.deps;
+    const queue = taskQueueName(task.queue, task.name);
+    const parked = await d.waitlist.parkedBy(`${RATE_KEY_LABEL} `);
+    if (parked.length === 0) return;
+    // Other tasks' jobs wait for their own limits: one queue per task tells them apart.
+    const pipeline = d.redis.pipeline();
+    for (const id of parked) pipeline.exists(`${d.prefix}:${queue}:${id}`);
+    const exists = (await pipeline.exec()) ?? [];
+    const mine = parked.filter((_, i) => exists[i]?.[1] === 1);
+    for (const id of mine) await d.promote(`${queue}|${id}`);
+    await d.waitlist.unpark(mine);
+  }
+
+  /**
    * Promotes woken waiters of `semKey`. One whose job is gone (its run was cancelled while it
    * waited) gives its claim up at once, and whoever may go instead is woken. `capacity`: the
    * key's limit now (`undefined`: none any more); `null` when this process cannot tell (a task
@@ -292,6 +312,9 @@ export class KeyedAdmission {
     await this.promoteLine(semKey, capacity, await d.waitlist.wake(semKey, capacity, permit.id));
   }
 }
+
+/** How a rate limit per key is named in a parked job's reason: "rate limit key user_42 2 per 1s". */
+const RATE_KEY_LABEL = "rate limit key";
 
 /** Where a task's semaphores per key start: `key:<task>:<key>`. */
 const semaphorePrefix = (task: string) => `key:${task}:`;
