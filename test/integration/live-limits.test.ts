@@ -50,6 +50,14 @@ const ratedFlow = ax.flow({ name: "hot_rated" }, (order) => {
   rated(order);
 });
 
+const capped = ax.task({ name: "hot_capped", concurrency: 1 }, async () => {
+  await sleep(200);
+  return "done";
+});
+const cappedFlow = ax.flow({ name: "hot_capped" }, () => {
+  capped();
+});
+
 const FILE = "config/runtime.yaml";
 const yaml = (concurrency: number, pool: number) =>
   ["pools:", `  hot_db: ${pool}`, "tasks:", `  hot_slow: { concurrency: ${concurrency} }`, ""].join("\n");
@@ -61,9 +69,9 @@ describe("limits follow the live configuration on 2 worker processes, without a 
   let client: Client;
 
   beforeAll(async () => {
-    a = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow, ratedFlow], maxConcurrency: 10 });
+    a = testRuntime(env, { flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow, ratedFlow, cappedFlow], maxConcurrency: 10 });
     b = testRuntime(env, {
-      flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow, ratedFlow],
+      flows: [hotFlow, pooledFlow, keyedFlow, longFlow, longKeyedFlow, ratedFlow, cappedFlow],
       maxConcurrency: 10,
       roles: ["worker"],
     });
@@ -213,6 +221,22 @@ describe("limits follow the live configuration on 2 worker processes, without a 
     }
     await client.config.apply("{}\n", FILE, "erin");
   }, 120_000);
+
+  it("null in YAML lifts a limit the code sets, without a deploy; removing the line restores it", async () => {
+    expect(maxOverlap(await burst("hot_capped", "hot_capped", 4))).toBe(1);
+    const lifted = await client.config.apply("tasks:\n  hot_capped: { concurrency: null }\n", FILE, "gus");
+    await appliedEverywhere(lifted.version);
+    const shown = await client.config.effective({ task: "hot_capped" });
+    expect(shown.tasks.hot_capped!.find((o) => o.option === "concurrency")).toEqual({
+      option: "concurrency",
+      value: null,
+      source: `yaml v${lifted.version}`,
+    });
+    expect(maxOverlap(await burst("hot_capped", "hot_capped", 4))).toBe(4);
+    const restored = await client.config.apply("{}\n", FILE, "gus");
+    await appliedEverywhere(restored.version);
+    expect(maxOverlap(await burst("hot_capped", "hot_capped", 4))).toBe(1);
+  }, 60_000);
 
   it("a concurrency added while attempts run counts them: new starts wait until the running ones are under it", async () => {
     const running = await client.triggerFlows("hot_long", [2500, 2500, 2500, 2500, 2500, 2500]);

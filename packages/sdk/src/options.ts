@@ -190,6 +190,25 @@ export interface TaskOptions {
 
 export type TaskOverrides = z.output<typeof taskOverridesSchema>;
 
+/**
+ * In YAML, an option whose default is "none" may be set to `null` (`timeout: null`,
+ * `concurrency: ~`): the task then has none, whatever its code sets. Otherwise code limits could
+ * only be raised from YAML, never lifted, without a deploy.
+ */
+const { shape } = taskOverridesSchema;
+export const taskYamlOverridesSchema = taskOverridesSchema.extend({
+  retryOn: shape.retryOn.nullable(),
+  timeout: shape.timeout.nullable(),
+  heartbeatTimeout: shape.heartbeatTimeout.nullable(),
+  concurrency: shape.concurrency.nullable(),
+  rateLimit: shape.rateLimit.nullable(),
+  pool: shape.pool.nullable(),
+  resources: shape.resources.nullable(),
+  alertGroup: shape.alertGroup.nullable(),
+});
+
+export type TaskYamlOverrides = z.output<typeof taskYamlOverridesSchema>;
+
 /** A task's `pool` option with its default of one slot made explicit. */
 export interface TaskPool {
   name: string;
@@ -199,9 +218,9 @@ export interface TaskPool {
 export const taskPoolOf = (pool: NonNullable<TaskOverrides["pool"]>): TaskPool =>
   typeof pool === "string" ? { name: pool, slots: 1 } : pool;
 
-/** Code defaults, then the task's own options, then YAML overrides (YAML wins). */
-export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: TaskOverrides = {}): ResolvedTaskOptions {
-  const o = { ...code, ...yaml };
+/** Code defaults, then the task's own options, then YAML overrides (YAML wins; its `null` removes the option). */
+export function resolveTaskOptions(name: string, code: TaskOverrides, yaml: TaskYamlOverrides = {}): ResolvedTaskOptions {
+  const o = Object.fromEntries(Object.entries({ ...code, ...yaml }).filter(([, value]) => value !== null)) as TaskOverrides;
   const pool = o.pool === undefined ? null : taskPoolOf(o.pool);
   return {
     name,

@@ -361,6 +361,7 @@ export class Runtime {
     // Stopping: the connections are gone, and a start reads the newest version anyway.
     if (!this.connections) return;
     await this.markVersion(version.version);
+    if (!this.connections) return;
     this.applyVersion(version);
     this.worker?.configApplied();
     // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.

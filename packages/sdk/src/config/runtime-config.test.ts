@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { resolveTaskOptions } from "../options.js";
 import { parseRuntimeConfig } from "./runtime-config.js";
 import { AxConfigError } from "@ax/common";
 
@@ -205,6 +206,44 @@ describe("runtime.yaml", () => {
     );
     expect(config.pools).toEqual({ core_DB_pool: 2 });
     expect(config.alerts.ops_Team!.sinks[0]).toMatchObject({ headers: { x_api_key: "k", "X-Trace": "t" } });
+  });
+
+  it("null removes an option whose default is none, whatever the code sets; others cannot be null", () => {
+    const config = parseRuntimeConfig(
+      [
+        "tasks:",
+        "  create_invoice: { timeout: null, heartbeat_timeout: ~, concurrency: null, rate_limit: null, pool: null, retry_on: null }",
+        "  send_notification: { resources: null, alert_group: null, retries: 2 }",
+      ].join("\n"),
+      "config/runtime.yaml",
+      { ...known, taskPools: { create_invoice: { name: "core_db", slots: 5 } } },
+    );
+    const code = {
+      timeout: 60_000,
+      heartbeatTimeout: 5000,
+      concurrency: 2,
+      rateLimit: { max: 5, per: 1000 },
+      pool: "core_db",
+      retryOn: ["TimeoutError"],
+      retries: 3,
+    };
+    expect(resolveTaskOptions("create_invoice", code, config.tasks.create_invoice)).toMatchObject({
+      timeoutMs: null,
+      heartbeatTimeoutMs: null,
+      concurrency: null,
+      rateLimit: null,
+      pool: null,
+      retryOn: null,
+      retries: 3,
+    });
+    expect(
+      resolveTaskOptions("send_notification", { resources: { memoryMb: 64 }, alertGroup: "ops" }, config.tasks.send_notification),
+    ).toMatchObject({ resources: null, alertGroup: null, retries: 2 });
+    const error = refusal(["tasks:", "  create_invoice: { retries: null }"].join("\n"));
+    expect(error.key).toBe("tasks.create_invoice.retries");
+    expect(error.message).toMatch(
+      /retries: expected a number, got null; only retry_on, timeout, heartbeat_timeout, concurrency, rate_limit, pool, resources, alert_group may be null/,
+    );
   });
 
   it("refuses a value of the wrong type, at its line", () => {

@@ -4,9 +4,9 @@ import { yaml } from "./yaml-lazy.js";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
 import { flowOverridesSchema } from "../flow-options.js";
-import { atLeastOne, matcherName, taskOverridesSchema, taskPoolOf, type TaskOverrides, type TaskPool } from "../options.js";
+import { atLeastOne, matcherName, taskPoolOf, taskYamlOverridesSchema, type TaskPool, type TaskYamlOverrides } from "../options.js";
 import { alertsSchema, type AlertsConfig } from "./alerts-config.js";
-import { optionKeys, yamlPath, type YamlPath } from "./yaml-keys.js";
+import { optionKeys, snake, yamlPath, type YamlPath } from "./yaml-keys.js";
 import { AxConfigError, plainMessage } from "@ax/common";
 
 /** Pruning history younger than an hour would delete runs people are still looking at. */
@@ -21,7 +21,7 @@ const configSchema = z
   .object({
     maxConcurrency: atLeastOne("a whole number of attempts, at least 1").optional(),
     pools: z.record(z.string(), atLeastOne("a whole number of slots, at least 1")).optional(),
-    tasks: z.record(z.string(), taskOverridesSchema).optional(),
+    tasks: z.record(z.string(), taskYamlOverridesSchema).optional(),
     flows: z.record(z.string(), flowOverridesSchema).optional(),
     retention: retentionMs.optional(),
     alerts: alertsSchema.optional(),
@@ -31,7 +31,8 @@ const configSchema = z
 export interface RuntimeConfig {
   maxConcurrency?: number | undefined;
   pools: Record<string, number>;
-  tasks: Record<string, TaskOverrides>;
+  /** `null`: the option removed, whatever the code sets. */
+  tasks: Record<string, TaskYamlOverrides>;
   flows: Record<string, z.output<typeof flowOverridesSchema>>;
   /** `alerts:` groups by name (durations in ms; `secret_env` not yet read). */
   alerts: AlertsConfig;
@@ -183,7 +184,7 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     );
   }
   const parsed = configSchema.safeParse(optionKeys(raw, configSchema, fail));
-  for (const issue of parsed.error?.issues ?? []) fail(yamlPath(raw, issue.path), plainMessage(issue.message));
+  for (const issue of parsed.error?.issues ?? []) fail(yamlPath(raw, issue.path), withNullHint(issue.path, plainMessage(issue.message)));
   // Names are checked on the file as written when a value is wrong too: every problem in one pass.
   if (known) checkNames(parsed.success ? parsed.data : raw, known, fail);
   if (!parsed.success) refuseProblems();
@@ -198,7 +199,7 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
   }
   const pools = config.pools ?? {};
   for (const [name, task] of Object.entries(config.tasks ?? {})) {
-    if (task.pool === undefined) continue;
+    if (task.pool === undefined || task.pool === null) continue;
     const pool = taskPoolOf(task.pool);
     const size = pools[pool.name];
     if (size === undefined) fail(["tasks", name, "pool"], `pool "${pool.name}" is not defined under pools:`);
@@ -222,6 +223,17 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     alerts: config.alerts ?? {},
     retentionMs: config.retention,
   };
+}
+
+/** The task options YAML may remove with `null`, as written there. */
+const REMOVABLE = Object.entries(taskYamlOverridesSchema.shape)
+  .filter(([, schema]) => schema.safeParse(null).success)
+  .map(([option]) => snake(option));
+
+/** A task option set to null that cannot be removed: which ones can. */
+function withNullHint(path: PropertyKey[], message: string): string {
+  if (path[0] !== "tasks" || path.length !== 3 || !message.endsWith("got null")) return message;
+  return `${message}; only ${REMOVABLE.join(", ")} may be null (the task then has none, whatever its code sets)`;
 }
 
 const mapping = (value: unknown): Record<string, unknown> =>
