@@ -59,6 +59,22 @@ describe("GET /api/flows/:name answers the schedule in force", () => {
     expect((await describeFlow("live_unscheduled")).schedule).toEqual({ cron: "0 0 1 1 *", timezone: "UTC" });
   });
 
+  it("schedule: null in YAML removes the schedule the code sets, until a version drops the line", async () => {
+    const removed = await client.config.apply("flows:\n  live_yearly: { schedule: null }\n", "config/runtime.yaml", "ops");
+    const deadline = Date.now() + 5000;
+    while (runtime.configVersion !== removed.version || (await listed()).some((s) => s.flow === "live_yearly")) {
+      if (Date.now() > deadline) throw new Error(`config v${removed.version} did not remove the stored schedule within 5 s`);
+      await sleep(20);
+    }
+    expect((await describeFlow("live_yearly")).schedule).toBeNull();
+    const restored = await client.config.apply("{}\n", "config/runtime.yaml", "ops");
+    while (runtime.configVersion !== restored.version || !(await listed()).some((s) => s.flow === "live_yearly")) {
+      if (Date.now() > deadline + 5000) throw new Error(`config v${restored.version} did not restore the code's schedule within 5 s`);
+      await sleep(20);
+    }
+    expect((await describeFlow("live_yearly")).schedule).toEqual({ cron: "0 0 1 1 *", timezone: "UTC" });
+  });
+
   it("a cron changed just after one of its fire times does not run that tick: it was not owed", async () => {
     // A fire time 1.5 s ago, inside the 5 s within which a running coordinator still takes a tick it reached late,
     // and after the loop's last pass (it sleeps up to a minute between the yearly crons' fire times).

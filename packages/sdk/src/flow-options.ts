@@ -81,10 +81,28 @@ export interface FlowOptions<Input> {
 
 export type FlowOverrides = z.output<typeof flowOverridesSchema>;
 
-/** The flow's schedule as stored: code options, then YAML overrides (YAML wins); undefined without a schedule. */
-export function resolveSchedule(flow: string, code: FlowOverrides, yaml: FlowOverrides = {}): ScheduleDefinition | undefined {
+/** In YAML, `null` removes a flow option whose default is none (a code schedule, cap or key limit). */
+export const flowYamlOverridesSchema = flowOverridesSchema.extend({
+  schedule: flowOverridesSchema.shape.schedule.nullable(),
+  maxConcurrentRuns: flowOverridesSchema.shape.maxConcurrentRuns.nullable(),
+  concurrency: flowOverridesSchema.shape.concurrency.nullable(),
+});
+
+export type FlowYamlOverrides = z.output<typeof flowYamlOverridesSchema>;
+
+/** `option` as YAML sets it (its `null` included: removed), else as the code does. */
+export function overridden<K extends keyof FlowOverrides & keyof FlowYamlOverrides>(
+  option: K,
+  code: FlowOverrides,
+  yaml: FlowYamlOverrides | undefined,
+): FlowYamlOverrides[K] {
+  return yaml && Object.hasOwn(yaml, option) ? yaml[option] : code[option];
+}
+
+/** The flow's schedule as stored: code options, then YAML overrides (YAML wins; its `null` removes it); undefined without a schedule. */
+export function resolveSchedule(flow: string, code: FlowOverrides, yaml: FlowYamlOverrides = {}): ScheduleDefinition | undefined {
   const o = { ...code, ...yaml };
-  if (o.schedule === undefined) return undefined;
+  if (o.schedule === undefined || o.schedule === null) return undefined;
   const { cron, timezone } = typeof o.schedule === "string" ? { cron: o.schedule, timezone: undefined } : o.schedule;
   return {
     flow,

@@ -7,7 +7,7 @@ import { resolveAlertGroups } from "./config/alerts-config.js";
 import type { RuntimeConfig } from "./config/runtime-config.js";
 import { dagHash, type Flow } from "./definition/flow.js";
 import type { AnyTask } from "./definition/task.js";
-import { resolveSchedule, type FlowOverrides } from "./flow-options.js";
+import { overridden, resolveSchedule, type FlowYamlOverrides } from "./flow-options.js";
 import { resolveTaskOptions } from "./options.js";
 import { servedFlows } from "./served-flows.js";
 
@@ -94,9 +94,9 @@ export class RuntimeCode {
     const yaml = this.current.flows[flow.name];
     return {
       flow: flow.name,
-      maxConcurrentRuns: yaml?.maxConcurrentRuns ?? flow.options.maxConcurrentRuns ?? null,
-      schedule: yaml?.schedule ?? flow.options.schedule ?? null,
-      concurrency: keyedConcurrency(yaml?.concurrency ?? flow.options.concurrency),
+      maxConcurrentRuns: overridden("maxConcurrentRuns", flow.options, yaml) ?? null,
+      schedule: overridden("schedule", flow.options, yaml) ?? null,
+      concurrency: keyedConcurrency(overridden("concurrency", flow.options, yaml)),
       keyFunctions: KEY_FUNCTIONS.filter((option) => typeof flow.options[option] === "function"),
     };
   }
@@ -153,6 +153,6 @@ export class RuntimeCode {
 /** Flow options a producer can only apply with the flow's code. */
 const KEY_FUNCTIONS = ["idempotencyKey", "businessKey"] as const;
 
-function keyedConcurrency(option: FlowOverrides["concurrency"]): FlowConcurrency | null {
+function keyedConcurrency(option: FlowYamlOverrides["concurrency"]): FlowConcurrency | null {
   return option ? { max: option.max, key: option.key, strategy: option.strategy ?? "queue" } : null;
 }

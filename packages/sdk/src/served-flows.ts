@@ -10,7 +10,8 @@ export function servedFlows(flows: Flow<any>[], overrides: Record<string, Record
   return flows.map((flow) => {
     const merged: Record<string, unknown> = { ...flow.options, ...overrides[flow.name] };
     const options = Object.fromEntries(
-      Object.entries(merged).filter(([, value]) => value !== undefined && typeof value !== "function"),
+      // A YAML null removed the option.
+      Object.entries(merged).filter(([, value]) => value !== undefined && value !== null && typeof value !== "function"),
     ) as Record<string, Json>;
     return {
       name: flow.name,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { overridden, resolveSchedule } from "../flow-options.js";
 import { resolveTaskOptions } from "../options.js";
 import { parseRuntimeConfig } from "./runtime-config.js";
 import { AxConfigError } from "@ax/common";
@@ -154,7 +155,7 @@ describe("runtime.yaml", () => {
   });
 
   it("says what a schedule must be when it is neither a cron string nor { cron, timezone }", () => {
-    for (const value of ["null", "5", "[a]", "{ cron: 5 }"]) {
+    for (const value of ["5", "[a]", "{ cron: 5 }"]) {
       expect(refusal(`flows: { order_payment_flow: { schedule: ${value} } }`).message).toMatch(
         /flows\.order_payment_flow\.schedule: must be a cron string \("0 2 \* \* \*"\), or \{ cron, timezone \}$/,
       );
@@ -243,6 +244,24 @@ describe("runtime.yaml", () => {
     expect(error.key).toBe("tasks.create_invoice.retries");
     expect(error.message).toMatch(
       /retries: expected a number, got null; only retry_on, timeout, heartbeat_timeout, concurrency, rate_limit, pool, resources, alert_group may be null/,
+    );
+  });
+
+  it("null removes a flow's schedule, cap or key limit that its code sets", () => {
+    const config = parseRuntimeConfig(
+      "flows:\n  order_payment_flow: { schedule: null, max_concurrent_runs: ~, concurrency: null, overlap: queue }\n",
+      "config/runtime.yaml",
+      known,
+    );
+    const code = { schedule: "0 2 * * *", maxConcurrentRuns: 3, concurrency: { max: 1, key: "order_id" } };
+    const yaml = config.flows.order_payment_flow;
+    expect(resolveSchedule("order_payment_flow", code, yaml)).toBeUndefined();
+    expect(resolveSchedule("order_payment_flow", code, {})).toMatchObject({ cron: "0 2 * * *" });
+    expect(overridden("maxConcurrentRuns", code, yaml)).toBeNull();
+    expect(overridden("concurrency", code, yaml)).toBeNull();
+    expect(overridden("maxConcurrentRuns", code, {})).toBe(3);
+    expect(refusal("flows:\n  order_payment_flow: { overlap: null }\n").message).toMatch(
+      /flows\.order_payment_flow\.overlap: .*; only schedule, max_concurrent_runs, concurrency may be null \(the flow then has none/,
     );
   });
 

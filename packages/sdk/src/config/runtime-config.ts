@@ -3,7 +3,7 @@ import type { Alias } from "yaml";
 import { yaml } from "./yaml-lazy.js";
 import { z } from "zod";
 import { durationMs } from "../duration.js";
-import { flowOverridesSchema } from "../flow-options.js";
+import { flowYamlOverridesSchema, type FlowYamlOverrides } from "../flow-options.js";
 import { atLeastOne, matcherName, taskPoolOf, taskYamlOverridesSchema, type TaskPool, type TaskYamlOverrides } from "../options.js";
 import { alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { optionKeys, snake, yamlPath, type YamlPath } from "./yaml-keys.js";
@@ -22,7 +22,7 @@ const configSchema = z
     maxConcurrency: atLeastOne("a whole number of attempts, at least 1").optional(),
     pools: z.record(z.string(), atLeastOne("a whole number of slots, at least 1")).optional(),
     tasks: z.record(z.string(), taskYamlOverridesSchema).optional(),
-    flows: z.record(z.string(), flowOverridesSchema).optional(),
+    flows: z.record(z.string(), flowYamlOverridesSchema).optional(),
     retention: retentionMs.optional(),
     alerts: alertsSchema.optional(),
   })
@@ -33,7 +33,8 @@ export interface RuntimeConfig {
   pools: Record<string, number>;
   /** `null`: the option removed, whatever the code sets. */
   tasks: Record<string, TaskYamlOverrides>;
-  flows: Record<string, z.output<typeof flowOverridesSchema>>;
+  /** `null`: the option removed, whatever the code sets. */
+  flows: Record<string, FlowYamlOverrides>;
   /** `alerts:` groups by name (durations in ms; `secret_env` not yet read). */
   alerts: AlertsConfig;
   /** `retention`, ms; unset: DEFAULT_RETENTION_MS (90 days). */
@@ -184,7 +185,10 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     );
   }
   const parsed = configSchema.safeParse(optionKeys(raw, configSchema, fail));
-  for (const issue of parsed.error?.issues ?? []) fail(yamlPath(raw, issue.path), withNullHint(issue.path, plainMessage(issue.message)));
+  for (const issue of parsed.error?.issues ?? []) {
+    const path = yamlPath(raw, issue.path);
+    fail(path, withNullHint(path, valueAt(raw, path), plainMessage(issue.message)));
+  }
   // Names are checked on the file as written when a value is wrong too: every problem in one pass.
   if (known) checkNames(parsed.success ? parsed.data : raw, known, fail);
   if (!parsed.success) refuseProblems();
@@ -225,16 +229,25 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
   };
 }
 
-/** The task options YAML may remove with `null`, as written there. */
-const REMOVABLE = Object.entries(taskYamlOverridesSchema.shape)
-  .filter(([, schema]) => schema.safeParse(null).success)
-  .map(([option]) => snake(option));
+/** The options YAML may remove with `null`, as written there. */
+const removable = (shape: Record<string, z.ZodType>) =>
+  Object.entries(shape)
+    .filter(([, schema]) => schema.safeParse(null).success)
+    .map(([option]) => snake(option));
+const REMOVABLE = { tasks: removable(taskYamlOverridesSchema.shape), flows: removable(flowYamlOverridesSchema.shape) };
 
 /** A task option set to null that cannot be removed: which ones can. */
-function withNullHint(path: PropertyKey[], message: string): string {
-  if (path[0] !== "tasks" || path.length !== 3 || !message.endsWith("got null")) return message;
-  return `${message}; only ${REMOVABLE.join(", ")} may be null (the task then has none, whatever its code sets)`;
+function withNullHint(path: YamlPath, value: unknown, message: string): string {
+  const section = path[0] === "tasks" ? "task" : path[0] === "flows" ? "flow" : undefined;
+  if (!section || path.length !== 3 || value !== null) return message;
+  return `${message}; only ${REMOVABLE[`${section}s`].join(", ")} may be null (the ${section} then has none, whatever its code sets)`;
 }
+
+const valueAt = (raw: unknown, path: YamlPath): unknown =>
+  path.reduce<unknown>(
+    (node, key) => (node !== null && typeof node === "object" ? (node as Record<string | number, unknown>)[key] : undefined),
+    raw,
+  );
 
 const mapping = (value: unknown): Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
