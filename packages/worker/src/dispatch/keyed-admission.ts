@@ -106,7 +106,7 @@ export class KeyedAdmission {
     const spec: LimitSpec = {
       semaphores: concurrencyKey ? [{ key: semKey, capacity: concurrencyKey.max, weight: 1, label: `concurrency key ${key}` }] : [],
       rates: rateLimitKey
-        ? [{ key: `keyrate:${options.name}:${key}`, max: rateLimitKey.max, perMs: rateLimitKey.perMs, label: `${RATE_KEY_LABEL} ${key}` }]
+        ? [{ key: `keyrate:${options.name}:${key}`, max: rateLimitKey.max, perMs: rateLimitKey.perMs, label: `rate limit key ${key}` }]
         : [],
     };
     const parking = concurrencyKey && concurrencyKey.strategy !== "cancel_newest";
@@ -240,7 +240,7 @@ export class KeyedAdmission {
   async promoteRateDelayed(task: ResolvedTaskOptions): Promise<void> {
     const d = this.deps;
     const queue = taskQueueName(task.queue, task.name);
-    const parked = await d.waitlist.parkedBy(`${RATE_KEY_LABEL} `);
+    const parked = await d.waitlist.parkedBy(RATE_KEY_REASON);
     if (parked.length === 0) return;
     // Other tasks' jobs wait for their own limits: one queue per task tells them apart.
     const pipeline = d.redis.pipeline();
@@ -313,8 +313,8 @@ export class KeyedAdmission {
   }
 }
 
-/** How a rate limit per key is named in a parked job's reason: "rate limit key user_42 2 per 1s". */
-const RATE_KEY_LABEL = "rate limit key";
+/** How a parked job's reason starts when a rate limit per key delays it: "rate limit key user_42 2 per 1s". */
+const RATE_KEY_REASON = "rate limit key ";
 
 /** Where a task's semaphores per key start: `key:<task>:<key>`. */
 const semaphorePrefix = (task: string) => `key:${task}:`;
