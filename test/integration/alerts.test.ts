@@ -146,6 +146,16 @@ describe("alerts: terminal failures only, one per silence window across coordina
     expect(again.status).toBe("failed");
     await expect.poll(() => at("/default", "task_failed").length, { timeout: 10_000 }).toBe(2);
     expect(at("/default", "task_failed")[1]!.json).toMatchObject({ runId: again.id, suppressed: 0 });
+
+    // Flapping (a backfill over good and bad dates): one recovery per window, and the failures
+    // after a held-back recovery stay silent instead of alerting at every turn.
+    for (const fail of [false, true, false, true]) {
+      const flap = await client.waitForRun(await client.triggerFlow("alert_charge_flow", { fail, n: 9 }), { timeout: "20s" });
+      expect(flap.status).toBe(fail ? "failed" : "success");
+    }
+    await sleep(1500);
+    expect(at("/default", "recovered")).toHaveLength(1);
+    expect(at("/default", "task_failed")).toHaveLength(2);
   });
 
   it("20 failures of the same task within the silence window, two coordinator Runtimes: one alert", async () => {

@@ -304,8 +304,23 @@ export class AlertEvaluator {
     // The delete hands the ended streak to exactly one coordinator: no claim needed for the notice.
     const ended = await endFailureStreak(this.o.db, event.flow, event.task);
     if (!ended?.alerted || !group.triggers.recovery) return;
+    if (await this.muted(name, event.flow, event.task)) {
+      await endTaskSilences(this.o.db, event.flow, event.task);
+      return;
+    }
+    // One recovery per silence window: a task that keeps failing and succeeding (a backfill over
+    // good and bad dates) would otherwise alert, recover and alert again at every turn. Held back,
+    // the recovery leaves the failures' silence in force, so the flapping stays quiet until it ends.
+    const claim = await claimAlert(
+      this.o.db,
+      { group: name, kind: "recovered", flow: event.flow, task: event.task, fingerprint: "" },
+      group.silenceMs,
+    );
+    if (!claim.send) {
+      this.deliveries.inc({ sink: "-", outcome: "silenced" });
+      return;
+    }
     const heldBack = await endTaskSilences(this.o.db, event.flow, event.task);
-    if (await this.muted(name, event.flow, event.task)) return;
     this.send(
       name,
       group,
@@ -315,7 +330,7 @@ export class AlertEvaluator {
         summary: `${event.flow}/${event.task} recovered: succeeded after ${ended.failures} failure(s) in a row`,
         details: { failures: ended.failures },
       },
-      heldBack,
+      heldBack + claim.suppressed,
     );
   }
 
