@@ -290,4 +290,33 @@ describe("the web console against an API that checks tokens", () => {
     await shot("17-short-attempt");
     await page.unroute(`**/api/runs/${runId}/stream`);
   });
+
+  it("the audit page lists who did what, newest first, each target linked; a token under admin is told it needs admin", async () => {
+    await signedInAs(token.trigger);
+    await page.goto(`${runtime.url}/audit`);
+    await expect
+      .poll(() => page.locator(".empty").textContent())
+      .toContain("The audit log needs a token with the admin scope; this one has trigger.");
+
+    const triggered = await fetch(`${runtime.url}/api/flows/console_nightly_flow/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token.trigger}`, "content-type": "application/json" },
+      body: JSON.stringify({ payload: {} }),
+    });
+    expect(triggered.status).toBe(201);
+    const { runId } = (await triggered.json()) as { runId: string };
+
+    await signedInAs(token.admin);
+    await page.goto(`${runtime.url}/audit`);
+    const newest = page.locator("table.audit tbody tr").first();
+    await expect.poll(() => newest.locator(".au-action").textContent()).toBe("run.trigger");
+    await expect(newest.locator(".au-actor").textContent()).resolves.toBe("console_trigger");
+    await expect(newest.locator(".au-target a").getAttribute("href")).resolves.toBe("/flows/console_nightly_flow");
+    const run = newest.locator(".au-detail a.au-run");
+    await expect(run.textContent()).resolves.toBe(`run ${runId.slice(0, 8)}`);
+    await expect(newest.locator(".au-detail").textContent()).resolves.toContain("created: true");
+    await shot("18-audit");
+    await run.click();
+    await page.waitForURL(`**/runs/${runId}`);
+  });
 });

@@ -56,9 +56,16 @@ describe("ax token, ax audit, ax server without tokens", { timeout: 180_000 }, (
     } finally {
       await server.stop();
     }
-    const audit = JSON.parse((await ax("audit", "--json")).stdout) as { actor: string; action: string; target: string }[];
+    type Entry = { id: number; actor: string; action: string; target: string };
+    const audit = JSON.parse((await ax("audit", "--json")).stdout) as Entry[];
     expect(audit.map((e) => `${e.action} ${e.target}`)).toEqual(["token.revoke ops", "token.create ops"]);
     expect(audit[0]!.actor).toMatch(/^cli:/);
+    // Paged by id: the entries older than the newest one.
+    const older = JSON.parse((await ax("audit", "--before", String(audit[0]!.id), "--json")).stdout) as Entry[];
+    expect(older.map((e) => e.action)).toEqual(["token.create"]);
+    expect((await ax("audit", "--limit", "1")).stdout).toMatch(
+      new RegExp(`^#${audit[0]!.id}  \\d{4}-\\S+  cli:\\S+\\s+token\\.revoke\\s+ops`, "m"),
+    );
     expect(server.output()).not.toContain(token);
   });
 });

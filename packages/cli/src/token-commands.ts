@@ -88,11 +88,16 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
       "the audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens, from where",
     )
     .option("--limit <n>", "how many entries", "50")
+    .option("--before <id>", "only entries older than this one (the last id of the previous page)")
     .option("--json", "print them as JSON")
     .action(async (raw: Record<string, unknown>) => {
-      const flags = parseFlags(z.object({ limit: positiveInt, json: z.boolean().optional() }), raw, "audit");
+      const flags = parseFlags(
+        z.object({ limit: positiveInt, before: positiveInt.optional(), json: z.boolean().optional() }),
+        raw,
+        "audit",
+      );
       await withClient(async (client) => {
-        const entries = await client.audit({ limit: flags.limit });
+        const entries = await client.audit({ limit: flags.limit, ...(flags.before === undefined ? {} : { before: flags.before }) });
         if (flags.json) {
           console.log(JSON.stringify(entries, null, 2));
           return;
@@ -105,6 +110,7 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
         for (const e of entries) {
           console.log(
             [
+              `#${e.id}`,
               e.at.toISOString(),
               e.actor.padEnd(16),
               e.action.padEnd(16),

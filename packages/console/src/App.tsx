@@ -3,6 +3,7 @@ import { setUnauthorizedHandler, token } from "./api";
 import { NotFound } from "./components/Status";
 import { fill, I18nProvider, useI18n } from "./i18n";
 import { AlertsPage } from "./pages/Alerts";
+import { AuditPage } from "./pages/Audit";
 import { ConfigPage } from "./pages/Config";
 import { FlowPage, FlowsPage } from "./pages/Flows";
 import { LoginPage } from "./pages/Login";
@@ -20,6 +21,7 @@ const NAV = [
   { to: "/workers", key: "workers", short: "workers.short", icon: "M4 5h16v5H4zM4 14h16v5H4zM7 7.5h.01M7 16.5h.01" },
   { to: "/alerts", key: "alerts", icon: "M6 16V11a6 6 0 0 1 12 0v5l2 2H4zM10 20a2 2 0 0 0 4 0" },
   { to: "/config", key: "config", icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM12 2v3M12 19v3M2 12h3M19 12h3" },
+  { to: "/audit", key: "audit", icon: "M8 4h8l3 3v13H5V4h3M9 10h6M9 14h6M9 18h3" },
 ] as const;
 
 function Page({ path }: { path: string }) {
@@ -30,6 +32,7 @@ function Page({ path }: { path: string }) {
   if (parts[0] === "config") return <ConfigPage />;
   if (parts[0] === "workers") return <WorkersPage />;
   if (parts[0] === "alerts") return <AlertsPage />;
+  if (parts[0] === "audit") return <AuditPage />;
   if (parts[0] === "schedules") return <SchedulesPage />;
   if (parts.length === 0 || parts[0] === "flows") return <FlowsPage />;
   return <PageNotFound />;

@@ -179,6 +179,17 @@ export interface SentAlert {
   deliveries: { sink: string; target: string; ok: boolean; error?: string }[];
 }
 
+/** One entry of GET /api/audit: who did what, through the API or the CLI. */
+export interface AuditEntry {
+  id: number;
+  at: string;
+  actor: string;
+  action: string;
+  target: string | null;
+  ip: string | null;
+  detail: unknown;
+}
+
 /** One entry of GET /api/alerts/mutes: an operator's mute of a group's alerts. */
 export interface AlertMute {
   id: number;

@@ -88,6 +88,7 @@ import {
   muteSchema,
   mutesQuerySchema,
   alertHistorySchema,
+  auditSchema,
   payloadsSchema,
   pruneSchema,
   rerunSchema,
@@ -453,9 +454,12 @@ export class Client {
     return new Tokens(this.connections.store.db);
   }
 
-  /** The audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens. */
-  async audit(options: { limit?: number } = {}): Promise<AuditEntry[]> {
-    checkArgs(limitSchema, options, "audit");
+  /**
+   * The audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules,
+   * managed tokens. `before`: entries older than this id (the last id of the previous page).
+   */
+  async audit(options: { limit?: number; before?: number } = {}): Promise<AuditEntry[]> {
+    checkArgs(auditSchema, options, "audit");
     return listAudit(this.connections.store.db, options);
   }
 

@@ -206,7 +206,10 @@ export const backfillsQuery = z.object({
     .meta({ description: "how many backfills, newest first (default 50)" }),
 });
 
-export const auditQuery = z.object({ limit: wholeNumberParam(1, 1000).optional() });
+export const auditQuery = z.object({
+  limit: wholeNumberParam(1, 1000).optional().meta({ description: "at most this many (default 100)" }),
+  before: wholeNumberParam(1).optional().meta({ description: "entries older than this id (the last id of the previous page)" }),
+});
 
 export const alertsQuery = z.object({
   limit: wholeNumberParam(1, 500).optional().meta({ description: "at most this many (default 50)" }),

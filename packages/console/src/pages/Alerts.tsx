@@ -1,5 +1,6 @@
 import { useState } from "react";
 import { api } from "../api";
+import { Pager, useCursor } from "../components/Pager";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time, Zone } from "../components/Time";
 import { useApi } from "../hooks";
@@ -31,7 +32,7 @@ const SHORT_ERROR = 40;
 function DeliveryError({ error }: { error: string }) {
   if (error.length <= SHORT_ERROR) return <div className="delivery-error small">{error}</div>;
   return (
-    <details className="delivery-error small">
+    <details className="delivery-error expandable small">
       <summary>
         <span className="short">{error}</span>
       </summary>
@@ -75,10 +76,11 @@ function Mutes({ mutes, onChange }: { mutes: AlertMute[]; onChange: (error?: Err
 /** The alerts coordinators sent, newest first, and what each sink answered: "did the pager get it?" */
 export function AlertsPage() {
   const { t } = useI18n();
-  // Ids of the last entry of each page read so far: "older" pushes one, "newest" clears them.
-  const [before, setBefore] = useState<number[]>([]);
-  const cursor = before.at(-1);
-  const alerts = useApi<{ alerts: SentAlert[] }>(`/api/alerts?limit=${PAGE}${cursor === undefined ? "" : `&before=${cursor}`}`, 5000);
+  const pages = useCursor();
+  const alerts = useApi<{ alerts: SentAlert[] }>(
+    `/api/alerts?limit=${PAGE}${pages.cursor === undefined ? "" : `&before=${pages.cursor}`}`,
+    5000,
+  );
   const list = alerts.data?.alerts ?? [];
   const mutes = useApi<{ mutes: AlertMute[] }>("/api/alerts/mutes", 5000);
   const [actionError, setActionError] = useState<Error>();
@@ -164,23 +166,7 @@ export function AlertsPage() {
           </table>
         </div>
       )}
-      {(list.length > 0 || before.length > 0) && (
-        <div className="pager">
-          <button type="button" disabled={before.length === 0} onClick={() => setBefore([])}>
-            {t("alerts.newest")}
-          </button>
-          <button
-            type="button"
-            disabled={list.length < PAGE}
-            onClick={() => {
-              const last = list.at(-1);
-              if (last) setBefore([...before, last.id]);
-            }}
-          >
-            {t("alerts.older")} →
-          </button>
-        </div>
-      )}
+      <Pager cursor={pages} ids={list.map((a) => a.id)} pageSize={PAGE} labels={{ newest: t("alerts.newest"), older: t("alerts.older") }} />
     </>
   );
 }

@@ -138,10 +138,12 @@ export async function writeAudit(
 }
 
 /** Newest first. */
-export async function listAudit(db: Db, options: { limit?: number | undefined } = {}): Promise<AuditEntry[]> {
+/** `before`: entries older than this id (the last id of the previous page). */
+export async function listAudit(db: Db, options: { limit?: number | undefined; before?: number | undefined } = {}): Promise<AuditEntry[]> {
   return db
     .select()
     .from(auditLog)
+    .where(options.before === undefined ? undefined : lt(auditLog.id, options.before))
     .orderBy(desc(auditLog.id))
     .limit(options.limit ?? 100);
 }
