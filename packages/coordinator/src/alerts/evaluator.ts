@@ -3,26 +3,13 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Counter, Registry } from "prom-client";
 import { promClient } from "../prom-client-lazy.js";
-import {
-  claimAlert,
-  endTaskSilences,
-  endFailureStreak,
-  logAlert,
-  markStreakAlerted,
-  mutingAlert,
-  recordTerminalFailure,
-  runDurationMs,
-  stuckRuns,
-  type AlertKey,
-  type Db,
-  type Json,
-} from "@ax/store";
+import { endTaskSilences, endFailureStreak, markStreakAlerted, recordTerminalFailure, runDurationMs, stuckRuns, type Db } from "@ax/store";
 import { durationText, elapsed } from "@ax/common";
 import { eventStreamKey, parseEntry, type AxEvent } from "../events/event.js";
 import { closeRedis, duplicateRedis } from "../redis.js";
 import { errorFingerprint } from "./fingerprint.js";
-import { deliverAlert, type DeliveryResult } from "./sinks.js";
-import { DEFAULT_ALERT_GROUP, type Alert, type AlertGroup, type AlertKind } from "./types.js";
+import { AlertSender } from "./alert-sender.js";
+import { DEFAULT_ALERT_GROUP, type AlertGroup } from "./types.js";
 import { RepeatedErrors } from "../repeated-errors.js";
 
 /** The consumer group of every coordinator of a cluster: each event goes to one of them. */
@@ -86,16 +73,14 @@ export class AlertEvaluator {
   private stopped = false;
   private readonly consumer = randomUUID();
   private readonly key: string;
-  private readonly deliveries: Counter<"sink" | "outcome">;
+  private readonly sender: AlertSender;
   private readonly warnedGroups = new Set<string>();
-  /** Deliveries under way: a webhook retrying with backoff must not hold up the evaluation of later events. */
-  private readonly sending = new Set<Promise<unknown>>();
 
   private readonly errors: RepeatedErrors;
 
   constructor(private readonly o: AlertEvaluatorOptions) {
     this.key = eventStreamKey(o.prefix);
-    this.deliveries = alertDeliveriesMetric(o.registry);
+    this.sender = new AlertSender({ db: o.db, log: o.log, deliveries: alertDeliveriesMetric(o.registry) });
     this.errors = new RepeatedErrors(o.log);
   }
 
@@ -118,7 +103,7 @@ export class AlertEvaluator {
     clearInterval(this.stuckTimer);
     if (this.redis) closeRedis(this.redis);
     await this.running;
-    await Promise.all(this.sending);
+    await this.sender.drain();
   }
 
   private async handle(event: AxEvent): Promise<void> {
@@ -153,7 +138,7 @@ export class AlertEvaluator {
         // When the newest of these runs became stuck: runs found again are no new alert held back,
         // and still stuck after the silence window they are alerted again as a reminder.
         const since = new Date(Math.max(...runs.map((r) => r.startedAt.getTime())) + threshold);
-        await this.raise(
+        await this.sender.raise(
           name,
           group,
           { kind: "stuck_running", flow, task: "", fingerprint: "" },
@@ -268,7 +253,7 @@ export class AlertEvaluator {
     const base = { ...taskAlertFields(event, event.task), error, fingerprint };
     let sent = false;
     if (triggers.terminalFailure) {
-      sent = await this.raise(
+      sent = await this.sender.raise(
         name,
         group,
         { kind: "task_failed", flow: event.flow, task: event.task, fingerprint },
@@ -282,7 +267,7 @@ export class AlertEvaluator {
     const n = triggers.consecutiveFailures;
     if (n !== undefined && streak && streak.failures === n) {
       sent =
-        (await this.raise(
+        (await this.sender.raise(
           name,
           group,
           { kind: "consecutive_failures", flow: event.flow, task: event.task, fingerprint: "" },
@@ -304,24 +289,17 @@ export class AlertEvaluator {
     // The delete hands the ended streak to exactly one coordinator: no claim needed for the notice.
     const ended = await endFailureStreak(this.o.db, event.flow, event.task);
     if (!ended?.alerted || !group.triggers.recovery) return;
-    if (await this.muted(name, event.flow, event.task)) {
+    if (await this.sender.muted(name, event.flow, event.task)) {
       await endTaskSilences(this.o.db, event.flow, event.task);
       return;
     }
     // One recovery per silence window: a task that keeps failing and succeeding (a backfill over
     // good and bad dates) would otherwise alert, recover and alert again at every turn. Held back,
     // the recovery leaves the failures' silence in force, so the flapping stays quiet until it ends.
-    const claim = await claimAlert(
-      this.o.db,
-      { group: name, kind: "recovered", flow: event.flow, task: event.task, fingerprint: "" },
-      group.silenceMs,
-    );
-    if (!claim.send) {
-      this.deliveries.inc({ sink: "-", outcome: "silenced" });
-      return;
-    }
+    const claim = await this.sender.claim(name, group, { kind: "recovered", flow: event.flow, task: event.task, fingerprint: "" });
+    if (!claim.send) return;
     const heldBack = await endTaskSilences(this.o.db, event.flow, event.task);
-    this.send(
+    this.sender.send(
       name,
       group,
       {
@@ -344,7 +322,7 @@ export class AlertEvaluator {
       const threshold = group.triggers.slowRunMs!;
       if (durationMs <= threshold) continue;
       const outcome = event.name === "run_succeeded" ? "succeeded" : "failed";
-      await this.raise(
+      await this.sender.raise(
         name,
         group,
         { kind: "slow_run", flow: event.flow, task: "", fingerprint: "" },
@@ -359,67 +337,4 @@ export class AlertEvaluator {
       );
     }
   }
-
-  /**
-   * Sends unless the key is within its silence window (cluster-wide); true when sent. A `repeat`
-   * held back by the window is not counted as silenced: it is the alert already sent, found again.
-   */
-  private async raise(
-    name: string,
-    group: AlertGroup,
-    key: Omit<AlertKey, "group">,
-    alert: AlertFields,
-    opts: { since?: Date } = {},
-  ): Promise<boolean> {
-    // Checked before the claim: an alert muted does not open a silence window that outlives the mute.
-    if (await this.muted(name, key.flow, key.task)) return false;
-    const claim = await claimAlert(this.o.db, { ...key, group: name }, group.silenceMs, opts);
-    if (!claim.send) {
-      if (claim.held) this.deliveries.inc({ sink: "-", outcome: "silenced" });
-      return false;
-    }
-    this.send(name, group, { ...alert, kind: key.kind as AlertKind, task: key.task || null }, claim.suppressed);
-    return true;
-  }
-
-  private async muted(group: string, flow: string, task: string): Promise<boolean> {
-    const mute = await mutingAlert(this.o.db, group, flow, task);
-    if (!mute) return false;
-    this.deliveries.inc({ sink: "-", outcome: "muted" });
-    this.o.log.debug({ group, flow, task, mute: mute.id }, `alert muted by mute ${mute.id} until ${mute.until.toISOString()}`);
-    return true;
-  }
-
-  /** The history an operator reads (`GET /api/alerts`, the console); losing an entry loses no alert. */
-  private async keep(alert: Alert, results: DeliveryResult[]): Promise<void> {
-    try {
-      await logAlert(this.o.db, { alert: alert as unknown as Json, deliveries: results as unknown as Json });
-    } catch (err) {
-      this.o.log.warn({ err, alert: { kind: alert.kind, flow: alert.flow } }, "could not keep the sent alert in its history");
-    }
-  }
-
-  private send(name: string, group: AlertGroup, fields: AlertFields & { kind: AlertKind }, suppressed = 0): void {
-    const alert: Alert = {
-      task: null,
-      runId: null,
-      nodeKey: null,
-      attempt: null,
-      businessKey: null,
-      error: null,
-      fingerprint: null,
-      eventId: null,
-      ...fields,
-      group: name,
-      suppressed,
-      at: new Date().toISOString(),
-    };
-    const sending = deliverAlert(alert, group.sinks, this.o.log, { deliveries: this.deliveries })
-      .then((results) => this.keep(alert, results))
-      .finally(() => this.sending.delete(sending));
-    this.sending.add(sending);
-  }
 }
-
-type AlertFields = Partial<Omit<Alert, "kind" | "group" | "suppressed" | "at" | "summary" | "flow" | "details">> &
-  Pick<Alert, "summary" | "flow" | "details">;
