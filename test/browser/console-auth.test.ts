@@ -319,4 +319,40 @@ describe("the web console against an API that checks tokens", () => {
     await run.click();
     await page.waitForURL(`**/runs/${runId}`);
   });
+
+  it("the tokens page creates a token shown once, lists it and revokes it after asking; a token under admin is told it needs admin", async () => {
+    await signedInAs(token.trigger);
+    await page.goto(`${runtime.url}/tokens`);
+    await expect
+      .poll(() => page.locator(".empty").textContent())
+      .toContain("Managing tokens needs a token with the admin scope; this one has trigger.");
+
+    await signedInAs(token.admin);
+    await page.goto(`${runtime.url}/tokens`);
+    await page.locator('tr[data-token="console_admin"]').waitFor();
+    await page.locator("input[name=tokenName]").fill("console_dashboard");
+    await page.locator("select[name=tokenScope]").selectOption("read");
+    await page.locator("select[name=tokenExpires]").selectOption("30");
+    await page.getByRole("button", { name: "Create token" }).click();
+    const secret = await page.getByTestId("new-token").textContent();
+    expect(secret).toMatch(/^\S{20,}$/);
+    const row = page.locator('tr[data-token="console_dashboard"]');
+    await expect.poll(() => row.locator(".pill").textContent()).toBe("read");
+    await expect(row.textContent()).resolves.toContain("not yet");
+    await shot("19-tokens");
+    // The secret works, with the scope chosen.
+    const session = await fetch(`${runtime.url}/api/session`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(await session.json()).toMatchObject({ auth: true, name: "console_dashboard", scope: "read" });
+    const expires = (await client.tokens.list()).find((k) => k.name === "console_dashboard")!.expiresAt!;
+    expect(Math.round((expires.getTime() - Date.now()) / 86_400_000)).toBe(30);
+
+    // Revoking asks first; kept, the token still works.
+    await row.getByRole("button", { name: "Revoke" }).click();
+    await page.getByRole("button", { name: "Keep it" }).click();
+    await expect(row.count()).resolves.toBe(1);
+    await row.getByRole("button", { name: "Revoke" }).click();
+    await page.locator("dialog").getByRole("button", { name: "Revoke" }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    expect((await fetch(`${runtime.url}/api/session`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(401);
+  });
 });

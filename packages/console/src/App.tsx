@@ -10,6 +10,7 @@ import { LoginPage } from "./pages/Login";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
 import { SchedulesPage } from "./pages/Schedules";
+import { TokensPage } from "./pages/Tokens";
 import { WorkersPage } from "./pages/Workers";
 import { Link, useLocation } from "./router";
 import { SessionProvider, useSession } from "./session";
@@ -21,8 +22,12 @@ const NAV = [
   { to: "/workers", key: "workers", short: "workers.short", icon: "M4 5h16v5H4zM4 14h16v5H4zM7 7.5h.01M7 16.5h.01" },
   { to: "/alerts", key: "alerts", icon: "M6 16V11a6 6 0 0 1 12 0v5l2 2H4zM10 20a2 2 0 0 0 4 0" },
   { to: "/config", key: "config", icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM12 2v3M12 19v3M2 12h3M19 12h3" },
-  { to: "/audit", key: "audit", icon: "M8 4h8l3 3v13H5V4h3M9 10h6M9 14h6M9 18h3" },
+  { to: "/tokens", key: "access", also: ["audit"], icon: "M4 12a4 4 0 1 0 8 0a4 4 0 1 0-8 0zM12 12h9M18 12v3M15 12v2" },
 ] as const;
+
+/** Whether the page `section` (the path's first part) belongs to the navigation entry `n`. */
+const inSection = (n: (typeof NAV)[number], section: string) =>
+  section === n.to.slice(1) || ("also" in n && (n.also as readonly string[]).includes(section));
 
 function Page({ path }: { path: string }) {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
@@ -33,6 +38,7 @@ function Page({ path }: { path: string }) {
   if (parts[0] === "workers") return <WorkersPage />;
   if (parts[0] === "alerts") return <AlertsPage />;
   if (parts[0] === "audit") return <AuditPage />;
+  if (parts[0] === "tokens") return <TokensPage />;
   if (parts[0] === "schedules") return <SchedulesPage />;
   if (parts.length === 0 || parts[0] === "flows") return <FlowsPage />;
   return <PageNotFound />;
@@ -46,7 +52,9 @@ function PageNotFound() {
 /** The browser tab's title: tabs and history entries of several pages told apart. */
 function pageTitle(path: string, t: ReturnType<typeof useI18n>["t"]): string {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
-  const section = NAV.find((n) => n.to === `/${parts[0] ?? "flows"}`);
+  const page = parts[0] ?? "flows";
+  // A section's other pages (the audit log under Access) are named for themselves.
+  const section = NAV.find((n) => n.to === `/${page}`) ?? (page === "audit" ? { key: "audit" as const } : undefined);
   const name =
     parts[0] === "runs" && parts[1]
       ? `${t("title.run")} ${parts[1].slice(0, 8)}`
@@ -89,7 +97,7 @@ function Shell() {
             <span>console</span>
           </div>
           {NAV.map((n) => (
-            <Link key={n.to} to={n.to} className={`nav${section === n.to.slice(1) ? " active" : ""}`} title={t(n.key)}>
+            <Link key={n.to} to={n.to} className={`nav${inSection(n, section) ? " active" : ""}`} title={t(n.key)}>
               <svg width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="1.8" aria-hidden="true">
                 <path d={n.icon} />
               </svg>

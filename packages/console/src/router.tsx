@@ -24,14 +24,27 @@ export function useLocation(): URL {
   return new URL(href);
 }
 
-export function Link({ to, children, className, title }: { to: string; children: ReactNode; className?: string; title?: string }) {
+export function Link({
+  to,
+  children,
+  className,
+  title,
+  current,
+}: {
+  to: string;
+  children: ReactNode;
+  className?: string;
+  title?: string;
+  /** The page shown now (`aria-current="page"`): a tab of a section. */
+  current?: boolean;
+}) {
   const click = (e: MouseEvent) => {
     if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
     e.preventDefault();
     navigate(to);
   };
   return (
-    <a href={to} onClick={click} className={className} title={title}>
+    <a href={to} onClick={click} className={className} title={title} aria-current={current ? "page" : undefined}>
       {children}
     </a>
   );

@@ -179,6 +179,15 @@ export interface SentAlert {
   deliveries: { sink: string; target: string; ok: boolean; error?: string }[];
 }
 
+/** One entry of GET /api/tokens (never the token itself). */
+export interface TokenInfo {
+  name: string;
+  scope: "read" | "trigger" | "admin";
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+
 /** One entry of GET /api/audit: who did what, through the API or the CLI. */
 export interface AuditEntry {
   id: number;

@@ -1,4 +1,5 @@
 import { Pager, useCursor } from "../components/Pager";
+import { AccessTabs } from "../components/AccessTabs";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time, Zone } from "../components/Time";
 import { useApi } from "../hooks";
@@ -68,6 +69,7 @@ export function AuditPage() {
   return (
     <>
       <h1>{t("audit")}</h1>
+      <AccessTabs current="audit" />
       {refused ? (
         <Empty>{fill(t("audit.needsAdmin"), { scope: session.scope })}</Empty>
       ) : (

@@ -1,11 +1,12 @@
-import { useEffect, useRef, useState } from "react";
+import { useState } from "react";
 import { api } from "../api";
 import { Dag } from "../components/Dag";
 import type { DagNode } from "../components/dag-layout";
 import { FirstFailure } from "../components/FirstFailure";
 import { NodePanel } from "../components/NodePanel";
 import { RunMeta } from "../components/RunMeta";
-import { ErrorNote, Modal, NotFound, StatusBadge } from "../components/Status";
+import { Confirm } from "../components/Confirm";
+import { ErrorNote, NotFound, StatusBadge } from "../components/Status";
 import { between, duration, progressText, summary, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
 import { fill, type MessageKey, useI18n } from "../i18n";
@@ -42,31 +43,6 @@ function nodeDetail(task: TaskRunInfo, now: number, { t, lang }: ReturnType<type
 function rerunFailedLabel(run: RunInfo): MessageKey {
   if (run.status !== "cancelled") return "run.rerunFailed";
   return run.tasks.some((n) => n.status === "failed") ? "run.rerunCancelledFailed" : "run.rerunCancelled";
-}
-
-/**
- * A change that cannot be taken back (cancelling stops work for good; rerunning all repeats every
- * effect), asked in the page with the safe choice focused, so Enter does no harm.
- */
-function Confirm(props: { title: string; text: string; keep: string; act: string; onKeep: () => void; onAct: () => void }) {
-  const keep = useRef<HTMLButtonElement>(null);
-  // After the dialog's own showModal, which focuses its first button (the ×).
-  useEffect(() => keep.current?.focus(), []);
-  return (
-    <Modal title={props.title} onClose={props.onKeep}>
-      <div className="modal-body">
-        <p className="confirm-text">{props.text}</p>
-      </div>
-      <footer>
-        <button type="button" ref={keep} onClick={props.onKeep}>
-          {props.keep}
-        </button>
-        <button type="button" className="danger" onClick={props.onAct}>
-          {props.act}
-        </button>
-      </footer>
-    </Modal>
-  );
 }
 
 export function RunPage({ id }: { id: string }) {
