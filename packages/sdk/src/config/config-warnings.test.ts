@@ -35,6 +35,8 @@ describe("retryListWarnings", () => {
       parse("tasks:", "  charge: { retry_on: [FraudSuspected], no_retry_on: [] }"),
       parse("tasks:", "  notify: { no_retry_on: [SmtpBusy], retries: 0 }"),
       parse("tasks:", "  charge: { no_retry_on: [Unrelated] }", "  notify: { retry_on: [SmtpBusy, Other] }"),
+      // retry_on: null lifts the code's list, so no_retry_on contradicts nothing.
+      parse("tasks:", "  notify: { no_retry_on: [SmtpBusy], retry_on: null }"),
     ];
     for (const config of quiet) expect(retryListWarnings(config, known)).toEqual([]);
     // No code options stored (a Runtime older than them, or none started yet): nothing to contradict.

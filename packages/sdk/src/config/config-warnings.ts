@@ -34,7 +34,8 @@ export function retryListWarnings(config: RuntimeConfig, known: KnownNames): str
     const code = known.taskRetries?.[task];
     // With no retries the lists decide nothing.
     if (!code || (yaml.retries ?? code.retries) === 0) continue;
-    if (yaml.noRetryOn && !yaml.retryOn && code.retryOn) {
+    // retry_on: null lifts the code's list: nothing left for no_retry_on to contradict.
+    if (yaml.noRetryOn && yaml.retryOn === undefined && code.retryOn) {
       const both = yaml.noRetryOn.map(matcherName).filter((name) => code.retryOn!.includes(name));
       const rest = code.retryOn.filter((name) => !both.includes(name));
       if (both.length > 0) {
