@@ -472,7 +472,7 @@ describe("the web console's layout: large graphs and phones", () => {
         .map((el) => Math.round(el.getBoundingClientRect().top + el.getBoundingClientRect().height / 2))`);
       expect(tops.length).toBeGreaterThanOrEqual(8);
       expect(Math.max(...tops) - Math.min(...tops), tops.join(", ")).toBeLessThanOrEqual(2);
-      for (const path of ["/flows", `/flows/${wide.name}`, "/schedules", "/workers", "/alerts", "/config"]) {
+      for (const path of ["/flows", `/flows/${wide.name}`, "/schedules", "/workers", "/alerts", "/config", "/tokens", "/audit"]) {
         await page.goto(`${runtime.url}${path}`);
         await page.locator("main h1").first().waitFor();
         await page.waitForLoadState("networkidle");
