@@ -363,7 +363,7 @@ export class Runtime {
     await this.markVersion(version.version);
     if (!this.connections) return;
     this.applyVersion(version);
-    this.worker?.configApplied();
+    this.worker?.configApplied(version.version);
     // A failed write leaves the version unapplied as far as the poll is concerned: it is applied again.
     await this.registerFlows();
     await this.coordinator?.applyConfig();

@@ -104,7 +104,7 @@ export class NodeWorker {
   private heartbeat: NodeJS.Timeout | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private readonly inFlight = new InFlightAttempts();
-  private lookAtLimits: (() => void) | undefined;
+  private lookAtLimits: ((version: number) => void) | undefined;
   private cancels: CancelListener | undefined;
   private taskLogs: TaskLogWriter | undefined;
 
@@ -190,6 +190,7 @@ export class NodeWorker {
       db: o.db,
       redis: o.connection,
       prefix: o.queues.prefix,
+      workerId: this.id,
       gate,
       waitlist: new Waitlist(o.connection, o.queues.prefix),
       dags: deps.dags,
@@ -203,14 +204,14 @@ export class NodeWorker {
     limitChanges.look(servedOptions(), clusterLimits());
     const sweep = () =>
       keyed.sweep(servedOptions()).catch((err) => errors.warn(err, {}, "could not look for parked jobs whose key came free; retrying"));
-    this.lookAtLimits = () => {
+    this.lookAtLimits = (version) => {
       const { changed, rateKeyLoosened } = limitChanges.look(servedOptions(), clusterLimits());
       if (changed.length > 0) this.dispatcher?.limitsChanged(changed);
       // Lines of keys whose limit was raised or removed go now, not at the next sweep.
       void sweep();
       for (const task of rateKeyLoosened) {
         keyed
-          .promoteRateDelayed(task)
+          .promoteRateDelayed(task, version)
           .catch((err) =>
             log.warn(
               { err, task: task.name },
@@ -249,8 +250,8 @@ export class NodeWorker {
    * A config version was applied: queues that waited on a changed limit are fetched again at once,
    * and jobs delayed by a rate limit per key that now lets more through are put back in their queues.
    */
-  configApplied(): void {
-    this.lookAtLimits?.();
+  configApplied(version: number): void {
+    this.lookAtLimits?.(version);
   }
 
   /** The job's attempt, then each node it made ready that continues here, in the job's worker slot. */

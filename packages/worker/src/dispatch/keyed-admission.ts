@@ -38,6 +38,8 @@ export interface KeyedAdmissionDeps {
   db: Db;
   redis: Redis;
   prefix: string;
+  /** This worker, as a claim's holder in Redis. */
+  workerId: string;
   gate: LimitGate;
   waitlist: Waitlist;
   dags: DagCache;
@@ -236,9 +238,13 @@ export class KeyedAdmission {
    * Puts back in its queue every job of `task` delayed by its rate limit per key: the limit was
    * raised or removed (live configuration) after their delays were computed by the old one, which
    * could hold them for its whole window (`per: 1h`). Fetched again, each asks the new limit.
+   * One process does it per task and config version: every worker applies the version, and each
+   * promoting every job would multiply the round trips by the number of workers.
    */
-  async promoteRateDelayed(task: ResolvedTaskOptions): Promise<void> {
+  async promoteRateDelayed(task: ResolvedTaskOptions, version: number): Promise<void> {
     const d = this.deps;
+    const claim = `${d.prefix}:limits:rate-promote:${task.name}:v${version}`;
+    if ((await d.redis.set(claim, d.workerId, "PX", PROMOTE_CLAIM_MS, "NX")) !== "OK") return;
     const queue = taskQueueName(task.queue, task.name);
     const parked = await d.waitlist.parkedBy(RATE_KEY_REASON);
     if (parked.length === 0) return;
@@ -312,6 +318,9 @@ export class KeyedAdmission {
     await this.promoteLine(semKey, capacity, await d.waitlist.wake(semKey, capacity, permit.id));
   }
 }
+
+/** How long one process's claim to put back a task's rate-delayed jobs for a version stands. */
+const PROMOTE_CLAIM_MS = 60_000;
 
 /** How a parked job's reason starts when a rate limit per key delays it: "rate limit key user_42 2 per 1s". */
 const RATE_KEY_REASON = "rate limit key ";
