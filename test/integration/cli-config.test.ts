@@ -95,6 +95,33 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     );
   });
 
+  it("check: what apply would do, storing nothing; a bad file is refused as apply refuses it", async () => {
+    const history = async () => (await runAx([...connection(), "config", "history"])).stdout;
+    const before = await history();
+    const inForce = (await runtime.liveConfig.current())!;
+    const file = join(dir, "check.yaml");
+    writeFileSync(file, "tasks:\n  hello_greet: { retries: 7, pool: missing_pool }\n");
+    const refused = await runAx([...connection(), "config", "check", file]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `AxConfigError: ${file}:2:30: tasks.hello_greet.pool: pool "missing_pool" is not defined under pools:`,
+    );
+
+    writeFileSync(file, "tasks:\n  hello_greet: { retries: 7, concurrency: null }\n");
+    const checked = await runAx([...connection(), "config", "check", file]);
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain(`valid: apply would store ${file} as config v${inForce.version + 1}`);
+    expect(checked.stdout).toContain(`+++ (not stored) ${file}`);
+    expect(checked.stdout).toContain("+  hello_greet: { retries: 7, concurrency: null }");
+    expect(await history()).toBe(before);
+    expect(runtime.configVersion).toBe(inForce.version);
+
+    writeFileSync(file, inForce.yaml);
+    expect((await runAx([...connection(), "config", "check", file])).stdout).toContain(
+      `unchanged: ${file} is config v${inForce.version}, in force; apply would store nothing`,
+    );
+  });
+
   it("the API: POST /api/config stores a version, a bad one is a 400 naming line and column, versions list and read back", async () => {
     const base = runtime.url!;
     const post = (body: object) =>

@@ -67,6 +67,26 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     });
 
   config
+    .command("check <file>")
+    .description(
+      "what apply would do, storing nothing: refuses what apply refuses, else the diff from the version in force and the warnings",
+    )
+    .action(async (file: string) => {
+      const { readConfigFile } = await import("ax-scheduler");
+      const text = readConfigFile(file);
+      await withClient(async (client) => {
+        const checked = await client.config.check(text, file);
+        if (checked.unchanged) console.log(`unchanged: ${file} is config v${checked.inForce}, in force; apply would store nothing`);
+        else {
+          const next = (checked.inForce ?? 0) + 1;
+          console.log(`valid: apply would store ${file} as config v${next} (the next version number, if none is stored meanwhile)`);
+          console.log(checked.diff);
+        }
+        for (const warning of checked.warnings) console.warn(`warning: ${warning}`);
+      });
+    });
+
+  config
     .command("show")
     .description("the effective value of every option and its source (yaml vN, code, default)")
     .option("--task <name>", "only this task")

@@ -29,6 +29,7 @@ export {
   type ConfigHistoryEntry,
   type ConfigVersionInfo,
   type ConfigApplied,
+  type ConfigCheck,
 } from "./config/live-config.js";
 export type { EffectiveConfig, EffectiveOption } from "./config/effective-config.js";
 export type { CancelResult } from "@ax/coordinator";

@@ -60,6 +60,17 @@ export interface ConfigApplied extends ConfigVersionInfo {
   unchanged: boolean;
 }
 
+/** What `apply` would do with a file, nothing stored (`ax config check`). */
+export interface ConfigCheck {
+  /** The version in force, which the diff is taken from; null while none is stored. */
+  inForce: number | null;
+  /** The text is the version in force's own: apply would store nothing. */
+  unchanged: boolean;
+  /** Unified diff from the version in force to the file. */
+  diff: string;
+  warnings: string[];
+}
+
 export interface ConfigHistoryEntry {
   version: number;
   author: string;
@@ -72,16 +83,20 @@ export interface ConfigHistoryEntry {
 
 const iso = (d: Date) => d.toISOString();
 
-function diffText(before: ConfigVersion | undefined, after: ConfigVersion): string {
+type Diffed = Pick<ConfigVersion, "version" | "file" | "yaml" | "author" | "createdAt">;
+
+/** `after` unstored (a file checked before it is applied) is named `(not stored) <file>`. */
+function diffText(before: Diffed | undefined, after: Diffed | { file: string; yaml: string }): string {
+  const stored = "version" in after;
   // jsdiff heads a patch whose two names are equal (a version against itself) with an `Index:` line.
   return jsdiff()
     .createTwoFilesPatch(
       before ? `v${before.version} ${before.file}` : "(none)",
-      `v${after.version} ${after.file}`,
+      stored ? `v${after.version} ${after.file}` : `(not stored) ${after.file}`,
       before?.yaml ?? "",
       after.yaml,
       before ? `${before.author} ${iso(before.createdAt)}` : undefined,
-      `${after.author} ${iso(after.createdAt)}`,
+      stored ? `${after.author} ${iso(after.createdAt)}` : undefined,
     )
     .replace(/^Index: .*\n/, "");
 }
@@ -127,18 +142,36 @@ export class LiveConfig {
   /** Validates, stores as a new version and announces it; nothing is stored when it is invalid. */
   async apply(text: string, file: string, author: string): Promise<ConfigApplied> {
     mustBeStrings("config.apply(text, file, author)", { text, file, author });
-    const known = await this.knownNames();
-    const parsed = parseRuntimeConfig(text, file, known);
+    const { parsed, latest, warnings } = await this.judge(text, file);
     // The same text again (a save with no change, a rollback to the version in force) is no change to record or announce.
-    const latest = await latestConfigVersion(this.db);
     const unchanged = latest?.yaml === text;
     const version = unchanged
       ? latest.version
       : (await insertConfigVersion(this.db, { yaml: text, parsed: parsed as unknown as Json, author, file })).version;
     if (!unchanged) await this.announce(version);
+    return { ...(await this.version(version)), warnings, unchanged };
+  }
+
+  /**
+   * What `apply` would do with `text`, storing and announcing nothing: it refuses what `apply`
+   * refuses (AxConfigError naming file, line, column and key), and otherwise answers the diff from
+   * the version in force and the warnings `apply` would give. For a pipeline that checks a change
+   * before it is applied; the diff shows the stored text as it is, secrets included.
+   */
+  async check(text: string, file: string): Promise<ConfigCheck> {
+    mustBeStrings("config.check(text, file)", { text, file });
+    const { latest, warnings } = await this.judge(text, file);
+    return { inForce: latest?.version ?? null, unchanged: latest?.yaml === text, diff: diffText(latest, { file, yaml: text }), warnings };
+  }
+
+  /** `text` validated against what the cluster knows, the version in force, and what may surprise in it. */
+  private async judge(text: string, file: string) {
+    const known = await this.knownNames();
+    const parsed = parseRuntimeConfig(text, file, known);
+    const latest = await latestConfigVersion(this.db);
     // The queues live workers serve now: a worker keeps those it started with whatever the new version says.
     const served = (await servedQueues(this.db, DEFAULT_LEASE_MS)).keys();
-    return { ...(await this.version(version)), warnings: configWarnings(parsed, known, served), unchanged };
+    return { parsed, latest, warnings: configWarnings(parsed, known, served) };
   }
 
   /** A new version whose text is `version`'s (re-validated: the cluster's flows may have changed since). */
