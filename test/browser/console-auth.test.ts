@@ -316,6 +316,14 @@ describe("the web console against an API that checks tokens", () => {
     await expect(run.textContent()).resolves.toBe(`run ${runId.slice(0, 8)}`);
     await expect(newest.locator(".au-detail").textContent()).resolves.toContain("created: true");
     await shot("18-audit");
+    // Filtered by a family of actions and by actor; a filter nothing matches says so.
+    await page.locator("select[name=auditAction]").selectOption("token");
+    await expect.poll(() => page.locator("table.audit tbody tr").first().locator(".au-action").textContent()).toMatch(/^token\./);
+    await page.locator("input[name=auditActor]").fill("nobody_at_all");
+    await expect.poll(() => page.locator(".empty").textContent()).toBe("No entry matches these filters.");
+    await page.locator("input[name=auditActor]").fill("");
+    await page.locator("select[name=auditAction]").selectOption("");
+    await expect.poll(() => newest.locator(".au-action").textContent()).toBe("run.trigger");
     await run.click();
     await page.waitForURL(`**/runs/${runId}`);
   });

@@ -63,6 +63,13 @@ describe("ax token, ax audit, ax server without tokens", { timeout: 180_000 }, (
     // Paged by id: the entries older than the newest one.
     const older = JSON.parse((await ax("audit", "--before", String(audit[0]!.id), "--json")).stdout) as Entry[];
     expect(older.map((e) => e.action)).toEqual(["token.create"]);
+    // Filtered: one action, a family of them, an actor.
+    const only = async (...args: string[]) => (JSON.parse((await ax("audit", ...args, "--json")).stdout) as Entry[]).map((e) => e.action);
+    expect(await only("--action", "token.create")).toEqual(["token.create"]);
+    expect(await only("--action", "token")).toEqual(["token.revoke", "token.create"]);
+    expect(await only("--action", "tok")).toEqual([]);
+    expect(await only("--actor", "nobody")).toEqual([]);
+    expect(await only("--actor", audit[0]!.actor)).toEqual(["token.revoke", "token.create"]);
     expect((await ax("audit", "--limit", "1")).stdout).toMatch(
       new RegExp(`^#${audit[0]!.id}  \\d{4}-\\S+  cli:\\S+\\s+token\\.revoke\\s+ops`, "m"),
     );

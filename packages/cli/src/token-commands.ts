@@ -89,15 +89,24 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
     )
     .option("--limit <n>", "how many entries", "50")
     .option("--before <id>", "only entries older than this one (the last id of the previous page)")
+    .option("--action <action>", "only this action (run.cancel), or a family of them (run: trigger, cancel, rerun)")
+    .option("--actor <name>", "only this actor: a token's name, cli:<user>, anonymous")
     .option("--json", "print them as JSON")
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags(
-        z.object({ limit: positiveInt, before: positiveInt.optional(), json: z.boolean().optional() }),
+        z.object({
+          limit: positiveInt,
+          before: positiveInt.optional(),
+          action: z.string().min(1).optional(),
+          actor: z.string().min(1).optional(),
+          json: z.boolean().optional(),
+        }),
         raw,
         "audit",
       );
+      const { json: _json, ...filter } = flags;
       await withClient(async (client) => {
-        const entries = await client.audit({ limit: flags.limit, ...(flags.before === undefined ? {} : { before: flags.before }) });
+        const entries = await client.audit(filter);
         if (flags.json) {
           console.log(JSON.stringify(entries, null, 2));
           return;

@@ -159,7 +159,12 @@ export const mutesQuerySchema = strictOptions({ ended: flag.optional() });
 
 export const alertHistorySchema = strictOptions({ limit: wholeNumber(1, 500).optional(), before: wholeNumber(1).optional() });
 
-export const auditSchema = strictOptions({ limit: wholeNumber(1).optional(), before: wholeNumber(1).optional() });
+export const auditSchema = strictOptions({
+  limit: wholeNumber(1).optional(),
+  before: wholeNumber(1).optional(),
+  action: text.optional(),
+  actor: text.optional(),
+});
 
 /** `unmuteAlerts(id)`: a mute's id as `muteAlerts` and `listAlertMutes` give it. */
 export const muteIdSchema = wholeNumber(1);

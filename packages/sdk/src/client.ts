@@ -32,6 +32,7 @@ import {
   callerTransactionDb,
   listAudit,
   type AuditEntry,
+  type AuditFilter,
   listBackfills,
   type BackfillInfo,
   getRunInfo,
@@ -456,9 +457,10 @@ export class Client {
 
   /**
    * The audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules,
-   * managed tokens. `before`: entries older than this id (the last id of the previous page).
+   * managed tokens. `before`: entries older than this id (the last id of the previous page);
+   * `action`: one action (`run.cancel`) or a family without the dot (`run`); `actor`: one actor.
    */
-  async audit(options: { limit?: number; before?: number } = {}): Promise<AuditEntry[]> {
+  async audit(options: AuditFilter = {}): Promise<AuditEntry[]> {
     checkArgs(auditSchema, options, "audit");
     return listAudit(this.connections.store.db, options);
   }

@@ -209,6 +209,10 @@ export const backfillsQuery = z.object({
 export const auditQuery = z.object({
   limit: wholeNumberParam(1, 1000).optional().meta({ description: "at most this many (default 100)" }),
   before: wholeNumberParam(1).optional().meta({ description: "entries older than this id (the last id of the previous page)" }),
+  action: storableText
+    .optional()
+    .meta({ description: "one action (run.cancel), or a family of them without the dot (run: trigger, cancel, rerun)" }),
+  actor: storableText.optional().meta({ description: "one actor: a token's name, cli:<user>, anonymous" }),
 });
 
 export const alertsQuery = z.object({

@@ -41,6 +41,8 @@ export const en = {
   "audit.empty":
     "Nothing audited yet. Triggers, cancels, reruns, config versions, schedule pauses, mutes and token changes made through the API or the CLI are listed here.",
   "audit.needsAdmin": "The audit log needs a token with the admin scope; this one has {scope}.",
+  "audit.everyAction": "every action",
+  "audit.noMatch": "No entry matches these filters.",
   "audit.at": "When",
   "audit.actor": "Who",
   "audit.action": "Action",

@@ -41,6 +41,8 @@ export const zh: Record<MessageKey, string> = {
   audit: "审计",
   "audit.empty": "还没有审计记录。通过 API 或命令行进行的触发、取消、重跑、配置版本、暂停调度、静音和令牌变更都会列在这里。",
   "audit.needsAdmin": "审计日志需要 admin 权限的令牌，当前令牌只有 {scope} 权限。",
+  "audit.everyAction": "所有操作",
+  "audit.noMatch": "没有符合这些筛选条件的记录。",
   "audit.at": "时间",
   "audit.actor": "操作者",
   "audit.action": "操作",

@@ -1,3 +1,4 @@
+import { useState } from "react";
 import { Pager, useCursor } from "../components/Pager";
 import { AccessTabs } from "../components/AccessTabs";
 import { Empty, ErrorNote } from "../components/Status";
@@ -9,6 +10,8 @@ import { useSession } from "../session";
 import type { AuditEntry } from "../types";
 
 const PAGE = 50;
+/** The families of audited actions, as the filter offers them (`run` is run.trigger, run.cancel, run.rerun). */
+const FAMILIES = ["run", "backfill", "config", "schedule", "alerts", "token"] as const;
 
 /** Actions whose target is a flow (the API's `:flow`), and those whose target is a run id. */
 const ON_FLOW = new Set(["run.trigger", "backfill.create", "schedule.pause", "schedule.resume"]);
@@ -61,10 +64,18 @@ export function AuditPage() {
   // The log is for admins: a smaller token is told so instead of asking for a 403.
   const refused = session?.auth === true && session.scope !== "admin";
   const pages = useCursor();
-  const audit = useApi<{ entries: AuditEntry[] }>(
-    refused ? undefined : `/api/audit?limit=${PAGE}${pages.cursor === undefined ? "" : `&before=${pages.cursor}`}`,
-    5000,
-  );
+  const [family, setFamily] = useState("");
+  const [actor, setActor] = useState("");
+  const query = new URLSearchParams({ limit: String(PAGE) });
+  if (pages.cursor !== undefined) query.set("before", String(pages.cursor));
+  if (family) query.set("action", family);
+  if (actor.trim()) query.set("actor", actor.trim());
+  const audit = useApi<{ entries: AuditEntry[] }>(refused ? undefined : `/api/audit?${query}`, 5000);
+  // A new filter reads from the newest entry again.
+  const filter = (set: (value: string) => void) => (value: string) => {
+    set(value);
+    pages.newest();
+  };
   const list = audit.data?.entries ?? [];
   return (
     <>
@@ -74,9 +85,26 @@ export function AuditPage() {
         <Empty>{fill(t("audit.needsAdmin"), { scope: session.scope })}</Empty>
       ) : (
         <>
+          <div className="filters audit-filters">
+            <label>
+              {t("audit.action")}
+              <select name="auditAction" value={family} onChange={(e) => filter(setFamily)(e.target.value)}>
+                <option value="">{t("audit.everyAction")}</option>
+                {FAMILIES.map((f) => (
+                  <option key={f} value={f}>
+                    {f}.*
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              {t("audit.actor")}
+              <input name="auditActor" value={actor} placeholder="ops_dashboard" onChange={(e) => filter(setActor)(e.target.value)} />
+            </label>
+          </div>
           <ErrorNote error={audit.error} />
           {audit.data && list.length === 0 ? (
-            <Empty>{t("audit.empty")}</Empty>
+            <Empty>{t(family || actor.trim() ? "audit.noMatch" : "audit.empty")}</Empty>
           ) : (
             <div className="table-wrap">
               <table className="table audit">

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { and, desc, eq, isNull, like, lt, or, sql } from "drizzle-orm";
 import { AxTokenNameError, TOKEN_SCOPES, type TokenScope } from "@ax/common";
 import type { Db } from "../connect.js";
 import { pgErrorCode } from "../pg-error.js";
@@ -137,16 +137,36 @@ export async function writeAudit(
   });
 }
 
+export interface AuditFilter {
+  limit?: number | undefined;
+  /** Entries older than this id (the last id of the previous page). */
+  before?: number | undefined;
+  /** One action (`run.cancel`), or a family of them without the dot (`run`: trigger, cancel, rerun). */
+  action?: string | undefined;
+  /** One actor: a token's name, `cli:<user>`, `anonymous`. */
+  actor?: string | undefined;
+}
+
 /** Newest first. */
-/** `before`: entries older than this id (the last id of the previous page). */
-export async function listAudit(db: Db, options: { limit?: number | undefined; before?: number | undefined } = {}): Promise<AuditEntry[]> {
+export async function listAudit(db: Db, filter: AuditFilter = {}): Promise<AuditEntry[]> {
+  const { action, actor, before } = filter;
+  const family = action !== undefined && !action.includes(".");
   return db
     .select()
     .from(auditLog)
-    .where(options.before === undefined ? undefined : lt(auditLog.id, options.before))
+    .where(
+      and(
+        before === undefined ? undefined : lt(auditLog.id, before),
+        action === undefined ? undefined : family ? like(auditLog.action, `${escapeLike(action)}.%`) : eq(auditLog.action, action),
+        actor === undefined ? undefined : eq(auditLog.actor, actor),
+      ),
+    )
     .orderBy(desc(auditLog.id))
-    .limit(options.limit ?? 100);
+    .limit(filter.limit ?? 100);
 }
+
+/** `%` and `_` in a family name match themselves, not any text. */
+const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 function info(row: typeof apiTokens.$inferSelect): ApiTokenInfo {
   return { name: row.name, scope: row.scope, createdAt: row.createdAt, expiresAt: row.expiresAt, lastUsedAt: row.lastUsedAt };
