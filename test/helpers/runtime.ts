@@ -18,3 +18,13 @@ export function testRuntime(env: Isolated, options: Omit<RuntimeOptions, "storag
     ...options,
   });
 }
+
+/** Waits until every one of `runtimes` applies config `version`; answers how long that took (ms). */
+export async function configAppliedOn(runtimes: Runtime[], version: number, timeoutMs = 5000): Promise<number> {
+  const started = Date.now();
+  while (runtimes.some((runtime) => runtime.configVersion !== version)) {
+    if (Date.now() - started > timeoutMs) throw new Error(`config v${version} was not applied on every process within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return Date.now() - started;
+}

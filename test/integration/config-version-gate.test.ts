@@ -6,7 +6,7 @@ import { markConfigVersion } from "@ax/coordinator";
 import { insertConfigVersion, openStore, type Json } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { attemptSpans, maxOverlap } from "../helpers/limits.js";
-import { testRuntime } from "../helpers/runtime.js";
+import { configAppliedOn, testRuntime } from "../helpers/runtime.js";
 
 const slow = ax.task({ name: "gated_slow" }, async () => {
   await sleep(400);
@@ -47,11 +47,7 @@ describe("the limit gate never decides a start by an older config version than t
 
   it("a version stored and marked, never announced, applies to the next starts on both processes", async () => {
     const v1 = await client.config.apply(concurrency(1), FILE, "alice");
-    const deadline = Date.now() + 5000;
-    while (a.configVersion !== v1.version || b.configVersion !== v1.version) {
-      if (Date.now() > deadline) throw new Error("v1 was not applied on both processes within 5 s");
-      await sleep(10);
-    }
+    await configAppliedOn([a, b], v1.version);
     // Stored as `ax config apply` stores it, but nobody is told: only the mark says it exists.
     const store = openStore({ url: env.storage });
     const parsed = parseRuntimeConfig(concurrency(3), FILE) as unknown as Json;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
-import { testRuntime } from "../helpers/runtime.js";
+import { configAppliedOn, testRuntime } from "../helpers/runtime.js";
 
 const step = ax.task(
   { name: "order_step", concurrency: { max: 1, key: "order" } },
@@ -124,7 +124,7 @@ describe("a key's line is first come, first served across worker processes", () 
   it("keeps the order when the key's limit is lowered while runs wait, and raised again", async () => {
     const applied = async (yaml: string) => {
       const { version } = await client.config.apply(yaml, FILE, "test");
-      while (a.configVersion !== version || b.configVersion !== version) await sleep(10);
+      await configAppliedOn([a, b], version);
     };
     await applied("tasks:\n  order_step: { concurrency: { max: 3, key: order } }\n");
     const runIds = await line("o-lowered", 10);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { attemptSpans, maxOverlap, type Span } from "../helpers/limits.js";
-import { testRuntime } from "../helpers/runtime.js";
+import { configAppliedOn, testRuntime } from "../helpers/runtime.js";
 
 const hot = ax.task({ name: "hot_slow" }, async () => {
   await sleep(200);
@@ -93,14 +93,7 @@ describe("limits follow the live configuration on 2 worker processes, without a 
     return jobs.filter((job) => runIds.some((id) => job.startsWith(`${id}.`)));
   }
 
-  async function appliedEverywhere(version: number): Promise<number> {
-    const started = Date.now();
-    while (a.configVersion !== version || b.configVersion !== version) {
-      if (Date.now() - started > 5000) throw new Error(`version ${version} not applied on both within 5 s`);
-      await sleep(10);
-    }
-    return Date.now() - started;
-  }
+  const appliedEverywhere = (version: number) => configAppliedOn([a, b], version);
 
   /** Waits until the single node of every run in `ids` is running at once. */
   async function allRunning(ids: string[], what: string): Promise<void> {

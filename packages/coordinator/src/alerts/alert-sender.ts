@@ -2,11 +2,10 @@ import type { Logger } from "pino";
 import type { Counter } from "prom-client";
 import { claimAlert, logAlert, mutingAlert, type AlertClaim, type AlertKey, type Db, type Json } from "@ax/store";
 import { deliverAlert, type DeliveryResult } from "./sinks.js";
-import type { Alert, AlertGroup, AlertKind } from "./types.js";
+import { newAlert, type Alert, type AlertFields, type AlertGroup, type AlertKind } from "./types.js";
 
-/** What a trigger says of its alert; the sender fills in the group, the count held back and the time. */
-export type AlertFields = Partial<Omit<Alert, "kind" | "group" | "suppressed" | "at" | "summary" | "flow" | "details">> &
-  Pick<Alert, "summary" | "flow" | "details">;
+/** What a trigger says of its alert; the sender fills in the group and the count held back. */
+export type TriggerFields = Omit<AlertFields, "kind" | "group" | "suppressed">;
 
 export interface AlertSenderOptions {
   db: Db;
@@ -33,7 +32,7 @@ export class AlertSender {
     name: string,
     group: AlertGroup,
     key: Omit<AlertKey, "group">,
-    alert: AlertFields,
+    alert: TriggerFields,
     opts: { since?: Date } = {},
   ): Promise<boolean> {
     // Checked before the claim: an alert muted does not open a silence window that outlives the mute.
@@ -60,21 +59,8 @@ export class AlertSender {
     return true;
   }
 
-  send(name: string, group: AlertGroup, fields: AlertFields & { kind: AlertKind }, suppressed = 0): void {
-    const alert: Alert = {
-      task: null,
-      runId: null,
-      nodeKey: null,
-      attempt: null,
-      businessKey: null,
-      error: null,
-      fingerprint: null,
-      eventId: null,
-      ...fields,
-      group: name,
-      suppressed,
-      at: new Date().toISOString(),
-    };
+  send(name: string, group: AlertGroup, fields: TriggerFields & { kind: AlertKind }, suppressed = 0): void {
+    const alert = newAlert({ ...fields, group: name, suppressed });
     const sending = deliverAlert(alert, group.sinks, this.o.log, { deliveries: this.o.deliveries })
       .then((results) => this.keep(alert, results))
       .finally(() => this.sending.delete(sending));

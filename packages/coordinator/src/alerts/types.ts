@@ -62,5 +62,26 @@ export interface Alert {
   at: string;
 }
 
+/** What a trigger says of its alert; `newAlert` fills in the rest. */
+export type AlertFields = Partial<Omit<Alert, "kind" | "group" | "summary" | "flow" | "details" | "at">> &
+  Pick<Alert, "kind" | "group" | "summary" | "flow" | "details">;
+
+/** An alert stamped now, every field its trigger leaves out empty (nothing held back before it). */
+export function newAlert(fields: AlertFields): Alert {
+  return {
+    task: null,
+    runId: null,
+    nodeKey: null,
+    attempt: null,
+    businessKey: null,
+    error: null,
+    fingerprint: null,
+    eventId: null,
+    suppressed: 0,
+    ...fields,
+    at: new Date().toISOString(),
+  };
+}
+
 /** The group a task without `alertGroup` reports to, and that watches flows no group lists. */
 export const DEFAULT_ALERT_GROUP = "default";

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { deliverAlert, type Alert, type AlertGroup, type AlertSink, type DeliveryResult } from "@ax/coordinator";
+import { deliverAlert, newAlert, type AlertGroup, type AlertSink, type DeliveryResult } from "@ax/coordinator";
 import { z } from "zod";
 import { AxAlertGroupNotFoundError } from "@ax/common";
 import { durationMs, timerMs } from "../duration.js";
@@ -97,23 +97,7 @@ export async function sendTestAlert(config: RuntimeConfig, group: string, log: L
   const groups = resolveAlertGroups(config.alerts);
   const found = groups[group];
   if (!found) throw new AxAlertGroupNotFoundError(group, Object.keys(groups));
-  const alert: Alert = {
-    kind: "test",
-    group,
-    summary: `test alert of group ${group} (ax alerts test)`,
-    flow: "",
-    task: null,
-    runId: null,
-    nodeKey: null,
-    attempt: null,
-    businessKey: null,
-    error: null,
-    fingerprint: null,
-    suppressed: 0,
-    details: {},
-    eventId: null,
-    at: new Date().toISOString(),
-  };
+  const alert = newAlert({ kind: "test", group, summary: `test alert of group ${group} (ax alerts test)`, flow: "", details: {} });
   // Each sink's result is the caller's to show (`ax alerts test` prints one line per sink).
   return deliverAlert(alert, found.sinks, log, { resultsShown: true });
 }
