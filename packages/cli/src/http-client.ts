@@ -15,7 +15,7 @@ import type {
   TaskLogs,
   TriggerOptions,
 } from "ax-scheduler";
-import type { CancelResult } from "@ax/coordinator";
+import type { CancelResult, RetiredFlow } from "@ax/coordinator";
 import { AxWaitTimeoutError, parseDuration, REUSED_KEY_CODE, reusedKeyMessage, TERMINAL_RUN_STATUSES } from "@ax/common";
 import type { Logger } from "pino";
 import { AxApiAnsweredError, AxApiError, AxApiUnreachableError } from "./errors.js";
@@ -156,6 +156,11 @@ export class HttpRunsApi implements RunsApi {
 
   async resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }> {
     return this.request("POST", `/api/flows/${encodeURIComponent(flow)}/schedule/resume`);
+  }
+
+  async retireFlow(flow: string): Promise<RetiredFlow> {
+    const answer = await this.request<Json<RetiredFlow>>("POST", `/api/flows/${encodeURIComponent(flow)}/retire`);
+    return { ...answer, retiredAt: new Date(answer.retiredAt) };
   }
 
   async listQueues(): Promise<QueueInfo[]> {

@@ -6,6 +6,7 @@ import { renderBusyKeys, renderQueues, unknownTaskNote } from "./render-queues.j
 import { addRunCommands } from "./run-commands.js";
 import { connection, withClient, withDirectClient } from "./shared.js";
 import { addScheduleCommands } from "./schedule-commands.js";
+import { addFlowCommands } from "./flow-commands.js";
 import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
 import { addConfigCommands } from "./config-commands.js";
 import { addAlertsCommands } from "./alerts-commands.js";
@@ -72,6 +73,7 @@ export async function main(argv: string[]): Promise<void> {
     });
 
   addScheduleCommands(program, routed);
+  addFlowCommands(program, routed);
   addRerunBackfillCommands(program, routed);
   addConfigCommands(program, direct);
   addAlertsCommands(program, direct);

@@ -14,7 +14,7 @@ import type {
   TaskLogs,
   TriggerOptions,
 } from "ax-scheduler";
-import type { CancelResult } from "@ax/coordinator";
+import type { CancelResult, RetiredFlow } from "@ax/coordinator";
 
 /**
  * What the CLI's client commands need: a `Client` on the store, or the HTTP API of the `ax dev`
@@ -36,6 +36,7 @@ export interface RunsApi {
   listSchedules(): Promise<ScheduleInfo[]>;
   pauseSchedule(flow: string): Promise<{ flow: string; paused: boolean }>;
   resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }>;
+  retireFlow(flow: string): Promise<RetiredFlow>;
   listQueues(): Promise<QueueInfo[]>;
   listBusyKeys(task: string): Promise<BusyKey[]>;
   close(): Promise<void>;

@@ -75,6 +75,8 @@ export interface FlowDescription {
   nodes: { key: string; task: string; queue: string; upstream: string[] }[];
   edges: { from: string; to: string }[];
   schedule: string | { cron: string; timezone?: string } | null;
+  /** When `ax flow retire` took it out of use; null while in use. */
+  retiredAt: string | null;
 }
 
 export interface ScheduleInfo {

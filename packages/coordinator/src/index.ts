@@ -32,3 +32,4 @@ export * from "./alerts/evaluator.js";
 export * from "./alerts/fingerprint.js";
 export * from "./retention.js";
 export * from "./alerts/mutes.js";
+export * from "./flow-retirement.js";

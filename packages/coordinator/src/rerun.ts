@@ -4,6 +4,7 @@ import {
   admitsRuns,
   createRuns,
   descendantsOf,
+  flowRetiredAt,
   flowSettings,
   flowVersionById,
   lockBackfillTicks,
@@ -16,7 +17,7 @@ import {
 import { admitFlow } from "./admission.js";
 import { enqueueNodes } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
-import { AxNothingToRerunError, AxRunNotFinishedError, AxTaskUnavailableError, AxUnknownNodeError } from "@ax/common";
+import { AxNothingToRerunError, AxRunNotFinishedError, AxTaskUnavailableError, AxUnknownFlowError, AxUnknownNodeError } from "@ax/common";
 import { checkPayload } from "./trigger.js";
 
 export interface RerunOptions {
@@ -67,6 +68,8 @@ export async function rerunRun(
   const source = await rerunSource(deps.db, runId);
   if (!source) return undefined;
   if (source.status === "pending" || source.status === "running") throw new AxRunNotFinishedError(runId, source.status);
+  const retiredAt = await flowRetiredAt(deps.db, source.flow);
+  if (retiredAt) throw new AxUnknownFlowError(source.flow, [], retiredAt);
   const version = await flowVersionById(deps.db, source.flowVersionId);
   if (!version) throw new Error(`run ${runId} names flow version id ${source.flowVersionId}, which is not stored`);
   const keys = version.dag.nodes.map((n) => n.key);

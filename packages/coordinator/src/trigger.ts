@@ -6,7 +6,7 @@ import {
   GroupCommit,
   jsonBytes,
   currentFlowVersion,
-  listFlowNames,
+  unknownFlowError,
   runsHavePayloads,
   toStorableText,
   type CreatedRun,
@@ -20,7 +20,7 @@ import type { Logger } from "pino";
 import { BatchedEnqueue } from "./enqueue.js";
 import { flowAdmitsRuns } from "./flow-caps.js";
 import type { QueueRegistry } from "./queues.js";
-import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxTriggerOptionError, AxUnknownFlowError } from "@ax/common";
+import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxTriggerOptionError } from "@ax/common";
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
@@ -113,7 +113,7 @@ export async function prepareRun(deps: TriggerDeps, request: TriggerRequest, wha
   // A name PostgreSQL cannot hold names no registered flow; asking would only make it refuse the query.
   const nameStorable = toStorableText(request.flow) === request.flow;
   const flow = nameStorable ? await (deps.resolveFlow ?? ((name) => currentFlowVersion(db, name)))(request.flow) : undefined;
-  if (!flow) throw new AxUnknownFlowError(request.flow, await listFlowNames(db));
+  if (!flow) throw await unknownFlowError(db, request.flow);
   return {
     id: randomUUID(),
     flow,

@@ -8,7 +8,9 @@ import {
   FlowCaps,
   rerunRun,
   retryBackfill,
+  retireFlow,
   setPaused,
+  type RetiredFlow,
   startBackfill,
   triggerRun,
   triggerRuns,
@@ -26,7 +28,7 @@ import {
   muteAlerts,
   unmuteAlerts,
 } from "@ax/coordinator";
-import { AxBackfillNotFoundError, AxTriggerOptionError, AxUnknownFlowError, isUuid } from "@ax/common";
+import { AxBackfillNotFoundError, AxTriggerOptionError, isUuid } from "@ax/common";
 import {
   backfillInfo,
   callerTransactionDb,
@@ -51,7 +53,7 @@ import {
   type TaskLogQuery,
   type TaskLogs,
   type Json,
-  listFlowNames,
+  unknownFlowError,
   toStorableText,
   writeAudit,
   listAlertMutes,
@@ -397,6 +399,26 @@ export class Client {
   }
 
   /**
+   * Takes a flow whose code is gone out of use: it is no longer listed, triggered (by name, a
+   * rerun or a backfill), scheduled or named in runtime.yaml, while its runs stay readable. Throws
+   * AxFlowInUseError while a live process's code defines it, a run of it is unfinished, or the
+   * config in force names it or a task only it runs; AxUnknownFlowError for a name never
+   * registered. A Runtime whose code defines it brings it back. Audited as `flow.retire`.
+   */
+  async retireFlow(flow: string): Promise<RetiredFlow> {
+    checkArgs(flowNameSchema, flow, "retireFlow");
+    const retired = await retireFlow(this.connections.store.db, flow);
+    this.versions.forget(flow);
+    await writeAudit(this.connections.store.db, {
+      actor: localActor(),
+      action: "flow.retire",
+      target: flow,
+      detail: { changed: retired.changed },
+    });
+    return retired;
+  }
+
+  /**
    * Mutes a group's alerts (narrowed to a flow, and a task, when given) cluster-wide until `for` has
    * passed or `unmuteAlerts(id)`; a muted alert is not sent, held back or counted in a silence
    * window. Throws AxAlertGroupNotFoundError for a group the config in force does not define.
@@ -472,7 +494,7 @@ export class Client {
   private async assertRegistered(flow: string): Promise<void> {
     // A name PostgreSQL cannot store names no registered flow (the trigger path answers the same).
     const known = toStorableText(flow) === flow && (await this.versions.get(flow)) !== undefined;
-    if (!known) throw new AxUnknownFlowError(flow, await listFlowNames(this.connections.store.db));
+    if (!known) throw await unknownFlowError(this.connections.store.db, flow);
   }
 
   private async triggerMany(requests: TriggerRequest[], options: RunTimingOptions): Promise<string[]> {

@@ -4,12 +4,18 @@ const FLOW_CACHE_MS = 5000;
 
 /**
  * The latest registered version of each flow a client triggers, kept 5 s. Concurrent triggers
- * share one lookup; an unknown flow is not cached, so it is found once registered.
+ * share one lookup; an unknown flow is not cached, so it is found once registered. A flow retired
+ * elsewhere may thus still be triggered through a client for up to 5 s.
  */
 export class FlowVersions {
   private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();
 
   constructor(private readonly db: Db) {}
+
+  /** The client itself retired the flow: its next trigger finds that out at once. */
+  forget(name: string): void {
+    this.versions.delete(name);
+  }
 
   async get(name: string): Promise<FlowVersion | undefined> {
     const cached = this.versions.get(name);

@@ -32,7 +32,7 @@ export {
   type ConfigCheck,
 } from "./config/live-config.js";
 export type { EffectiveConfig, EffectiveOption } from "./config/effective-config.js";
-export type { CancelResult } from "@ax/coordinator";
+export type { CancelResult, RetiredFlow } from "@ax/coordinator";
 export type { ScheduleInfo, QueueInfo, BusyKey } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
 export type { RerunOptions, BackfillStarted } from "@ax/coordinator";

@@ -16,6 +16,8 @@ export interface ProcessReportOptions {
   /** The worker's id when the process has the worker role, so its two rows tell one process. */
   id?: string | undefined;
   roles: string[];
+  /** The flows its code defines: one a live process defines cannot be retired. */
+  flows: string[];
   configVersion: () => number | null;
   log: Logger;
   intervalMs?: number | undefined;
@@ -68,6 +70,7 @@ export class ProcessReport {
         hostname: hostname(),
         pid: process.pid,
         roles: this.o.roles,
+        flows: this.o.flows,
         configVersion: this.o.configVersion(),
       });
     } finally {
@@ -105,7 +108,7 @@ export async function reportStandaloneApi(o: StandaloneApiReportOptions): Promis
       served = version.version;
     },
   });
-  const report = new ProcessReport({ db: o.store.leases, roles: ["api"], configVersion: () => served || null, log: o.log });
+  const report = new ProcessReport({ db: o.store.leases, roles: ["api"], flows: [], configVersion: () => served || null, log: o.log });
   await follower.start();
   await report.start();
   return {

@@ -219,6 +219,7 @@ export class Runtime {
       db: store.leases,
       id: this.worker?.id,
       roles: this.roles,
+      flows: this.code.flowNames,
       configVersion: () => this.configVersion,
       log: this.log,
     });
@@ -381,7 +382,9 @@ export class Runtime {
     const db = this.connections!.store.db;
     for (const flow of this.code.flows) {
       await registerFlowVersion(db, ...this.code.versionOf(flow));
-      await saveFlowSettings(db, this.code.settingsOf(flow));
+      const { retiredAt } = await saveFlowSettings(db, this.code.settingsOf(flow));
+      if (retiredAt)
+        this.log.warn({ flow: flow.name, retiredAt }, "this flow had been retired; this process's code defines it, so it is in use again");
     }
   }
 }

@@ -336,9 +336,20 @@ export const flowDescription = z.object({
     description:
       "the schedule coordinators tick the flow by (code, then the current config version), as GET /api/schedules lists it; null when it has none",
   }),
+  retiredAt: z.string().nullable().meta({
+    description:
+      "when the flow was retired (POST /api/flows/:flow/retire): its runs stay readable, it takes no new ones; null while in use",
+  }),
 });
 
 export const pausedAnswer = z.object({ flow: z.string(), paused: z.boolean() });
+
+export const retiredAnswer = z.object({
+  flow: z.string(),
+  retiredAt: z.string(),
+  changed: z.boolean().meta({ description: "false when the flow had been retired already" }),
+  tasks: z.array(z.string()).meta({ description: "tasks no other flow in use runs: runtime.yaml may no longer name them" }),
+});
 
 export const configVersion = z
   .object({

@@ -41,6 +41,7 @@ const AUDIT_DETAIL_KEYS = [
   "cancelled",
   "status",
   "paused",
+  "changed",
   "cancelledRuns",
   "ticks",
 ];

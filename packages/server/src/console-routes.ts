@@ -8,14 +8,14 @@ import { z } from "zod";
 import {
   flowOverview,
   getRunInfo,
-  listFlowNames,
+  unknownFlowError,
   listFlowVersions,
   listWorkerConfigVersions,
   runningAttemptsByWorker,
   type Db,
 } from "@ax/store";
 import { explainWaitingNodes, type QueueRegistry } from "@ax/coordinator";
-import { AxRunNotFoundError, AxUnknownFlowError } from "@ax/common";
+import { AxRunNotFoundError } from "@ax/common";
 import { endStreamWhenUnauthorized } from "./auth.js";
 import { RunFeed } from "./run-feed.js";
 import { answerNoRoute } from "./no-route.js";
@@ -85,7 +85,7 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
   app.get<{ Params: { name: string } }>("/api/flows/:name/versions", async (request) => {
     const { name } = flowNameParams.parse(request.params);
     const versions = await listFlowVersions(deps.db, name);
-    if (versions.length === 0) throw new AxUnknownFlowError(name, await listFlowNames(deps.db));
+    if (versions.length === 0) throw await unknownFlowError(deps.db, name);
     return { versions };
   });
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { backfillBody, backfillsQuery, flowParams, backfillIdParams, apiError, pausedAnswer } from "./api-schemas.js";
+import { backfillBody, backfillsQuery, flowParams, backfillIdParams, apiError, pausedAnswer, retiredAnswer } from "./api-schemas.js";
 import { backfillInfo, scheduleInfo } from "./response-schemas.js";
 import { badRequest, redisUnreachable, type RouteDoc } from "./route-doc.js";
 
@@ -64,6 +64,21 @@ export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
     responses: {
       200: { description: "resumed", schema: pausedAnswer },
       404: { description: "the flow has no schedule", schema: apiError },
+    },
+  },
+  "POST /api/flows/:flow/retire": {
+    scope: "admin",
+    audit: "flow.retire",
+    summary:
+      "take a flow whose code is gone out of use: no longer listed, triggered, scheduled or named in config; its runs stay readable. A Runtime defining it brings it back",
+    params: flowParams,
+    responses: {
+      200: { description: "retired", schema: retiredAnswer },
+      404: { description: "no flow of that name was registered", schema: apiError },
+      409: {
+        description: "still in use: a live process defines it, a run of it is unfinished, or the config in force names it",
+        schema: apiError,
+      },
     },
   },
   "POST /api/flows/:flow/backfills": {

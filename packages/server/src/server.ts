@@ -8,7 +8,9 @@ import {
   getRunInfo,
   getSchedules,
   currentFlowVersion,
+  flowRetiredAt,
   listFlowNames,
+  unknownFlowError,
   listRunPage,
   toStorableText,
   type Db,
@@ -43,6 +45,7 @@ import { registerClusterMetrics } from "./cluster-metrics.js";
 import { addProcessMetrics } from "./process-metrics.js";
 import { bodyOf, registerJsonBodies } from "./json-body.js";
 import { openApiDocument } from "./openapi.js";
+import { flowRetireRoute } from "./flow-retire-route.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
 import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
@@ -236,8 +239,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   app.get<{ Params: { name: string } }>("/api/flows/:name", async (request) => {
     const { name } = request.params;
-    const version = toStorableText(name) === name ? await currentFlowVersion(options.db, name) : undefined;
-    if (!version) throw new AxUnknownFlowError(name, await listFlowNames(options.db));
+    const version = toStorableText(name) === name ? await currentFlowVersion(options.db, name, { retired: true }) : undefined;
+    if (!version) throw await unknownFlowError(options.db, name);
+    const retiredAt = await flowRetiredAt(options.db, name);
     const served = flows.get(name);
     // The stored schedule is the one coordinators tick by: it follows config versions, unlike the options this server started with.
     const [schedule] = await getSchedules(options.db, [name]);
@@ -248,6 +252,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       edges: version.dag.nodes.flatMap((n) => n.upstream.map((from) => ({ from, to: n.key }))),
       options: served?.options ?? null,
       schedule: schedule ? { cron: schedule.cron, timezone: schedule.timezone } : null,
+      retiredAt: retiredAt?.toISOString() ?? null,
     };
   });
 
@@ -293,6 +298,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   await app.register(scheduleRoutes(options.db));
+  await app.register(flowRetireRoute(options.db));
   registerRerunBackfillRoutes(app, {
     db: options.db,
     queues: options.queues,

@@ -5,6 +5,7 @@ export { migrate, NEW_SCHEMA } from "./migrate.js";
 export { advertiseApi, dataDirHolder, lockFileOf } from "./data-dir-lock.js";
 export * as tables from "./schema/index.js";
 export * from "./repositories/flow-definitions.js";
+export * from "./repositories/flow-retirement.js";
 export * from "./repositories/create-run.js";
 export * from "./repositories/create-run-in-tx.js";
 export type { Listening } from "./listen.js";

@@ -41,18 +41,35 @@ export class AxWaitTimeoutError extends Error {
   }
 }
 
-/** A trigger named a flow that no runtime has registered. */
+/** A trigger named a flow that no runtime has registered, or one retired (`ax flow retire`). */
 export class AxUnknownFlowError extends Error {
   override name = "AxUnknownFlowError";
   constructor(
     readonly flow: string,
     known: string[],
+    /** When the flow was retired; undefined for a name never registered. */
+    readonly retiredAt?: Date | undefined,
   ) {
     super(
-      `no flow named "${flow}" is registered` +
-        (known.length ? ` (known: ${known.join(", ")})` : "") +
-        ". Start a Runtime that defines it (ax dev/worker/coordinator <entry>) before triggering, or check the name.",
+      retiredAt
+        ? `flow "${flow}" was retired at ${retiredAt.toISOString()} (ax flow retire): its runs stay readable, but it takes no new ones. ` +
+            "Start a Runtime whose code defines it to bring it back into use."
+        : `no flow named "${flow}" is registered` +
+            (known.length ? ` (known: ${known.join(", ")})` : "") +
+            ". Start a Runtime that defines it (ax dev/worker/coordinator <entry>) before triggering, or check the name.",
     );
+  }
+}
+
+/** `ax flow retire` refused: something still uses the flow. The message says what, and what to do first. */
+export class AxFlowInUseError extends Error {
+  override name = "AxFlowInUseError";
+  readonly statusCode = 409;
+  constructor(
+    readonly flow: string,
+    why: string,
+  ) {
+    super(`flow "${flow}" cannot be retired: ${why}`);
   }
 }
 

@@ -116,10 +116,20 @@ export function FlowPage({ name }: { name: string }) {
           </div>
           <h1>{name}</h1>
         </div>
-        <ActionButton needs="trigger" className="primary" onClick={() => setTriggering(true)}>
-          {t("trigger")}
-        </ActionButton>
+        {flow.data && !flow.data.retiredAt && (
+          <ActionButton needs="trigger" className="primary" onClick={() => setTriggering(true)}>
+            {t("trigger")}
+          </ActionButton>
+        )}
       </div>
+      {flow.data?.retiredAt && (
+        <div className="note" role="status">
+          <strong>
+            {t("flow.retired")} <Time iso={flow.data.retiredAt} zone />
+          </strong>{" "}
+          {t("flow.retiredBody")}
+        </div>
+      )}
       {flow.data && (
         <Dag
           nodes={flow.data.nodes.map((n) => ({

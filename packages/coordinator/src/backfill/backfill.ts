@@ -5,7 +5,7 @@ import {
   createBackfill,
   flowSettings,
   currentFlowVersion,
-  listFlowNames,
+  unknownFlowError,
   retryableBackfillRuns,
 } from "@ax/store";
 import { admitFlow, type AdmissionDeps } from "../admission.js";
@@ -18,7 +18,6 @@ import {
   AxNoScheduleError,
   AxNoTicksError,
   AxTooManyTicksError,
-  AxUnknownFlowError,
 } from "@ax/common";
 import { scheduleTicks, type Schedule } from "./ticks.js";
 
@@ -65,7 +64,7 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
   const until = new Date(Math.min(request.to.getTime(), Date.now() + 1));
   if (!(request.from < until)) throw new AxBackfillRangeError(request.from, request.to, true);
   const version = await currentFlowVersion(deps.db, request.flow);
-  if (!version) throw new AxUnknownFlowError(request.flow, await listFlowNames(deps.db));
+  if (!version) throw await unknownFlowError(deps.db, request.flow);
   const settings = await flowSettings(deps.db, request.flow);
   const schedule = (settings?.schedule as Schedule | null | undefined) ?? request.schedule;
   if (!schedule) throw new AxNoScheduleError(request.flow);

@@ -24,14 +24,24 @@ export function admitsRuns(settings: FlowSettingsRow | undefined): boolean {
   return settings?.maxConcurrentRuns != null || settings?.concurrency != null;
 }
 
-/** What coordinators act on for a flow; the Runtime writes it (code options, then YAML) at start. */
-export async function saveFlowSettings(db: Db, settings: FlowSettingsRow): Promise<void> {
-  await db.execute(sql`
+/**
+ * What coordinators act on for a flow; the Runtime writes it (code options, then YAML) at start.
+ * Registering a flow brings a retired one back into use: the answer says when it had been retired.
+ */
+export async function saveFlowSettings(db: Db, settings: FlowSettingsRow): Promise<{ retiredAt: Date | null }> {
+  const [row] = await rows<{ retired_at: string | null }>(
+    db,
+    sql`
+    with before as (select retired_at from flow_settings where flow = ${settings.flow})
     insert into flow_settings (flow, max_concurrent_runs, schedule, concurrency, key_functions, updated_at)
     values (${settings.flow}, ${settings.maxConcurrentRuns}, ${JSON.stringify(settings.schedule)}::jsonb,
       ${JSON.stringify(settings.concurrency ?? null)}::jsonb, ${JSON.stringify(settings.keyFunctions ?? null)}::jsonb, now())
     on conflict (flow) do update set max_concurrent_runs = excluded.max_concurrent_runs,
-      schedule = excluded.schedule, concurrency = excluded.concurrency, key_functions = excluded.key_functions, updated_at = now()`);
+      schedule = excluded.schedule, concurrency = excluded.concurrency, key_functions = excluded.key_functions,
+      retired_at = null, updated_at = now()
+    returning (select retired_at from before)`,
+  );
+  return { retiredAt: row?.retired_at ? new Date(row.retired_at) : null };
 }
 
 export async function flowSettings(db: Db, flow: string): Promise<FlowSettingsRow | undefined> {

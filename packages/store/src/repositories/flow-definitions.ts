@@ -24,7 +24,7 @@ export async function registerFlowVersion(db: Db, dag: FlowDag, hash: string): P
       .from(flowDefinitions)
       .where(and(eq(flowDefinitions.name, dag.flow), eq(flowDefinitions.hash, hash)));
     if (existing) {
-      if ((await currentFlowVersion(tx, dag.flow))?.id === existing.id) return existing;
+      if ((await currentFlowVersion(tx, dag.flow, { retired: true }))?.id === existing.id) return existing;
       const [again] = await tx
         .update(flowDefinitions)
         .set({ registeredAt: sql`now()` })
@@ -46,12 +46,18 @@ export async function registerFlowVersion(db: Db, dag: FlowDag, hash: string): P
   });
 }
 
-/** The version new runs of `name` get: the one registered last (see `registerFlowVersion`). */
-export async function currentFlowVersion(db: Db, name: string): Promise<FlowVersion | undefined> {
+/** A flow `ax flow retire` took out of use: no registered flow as triggers, lists and config see it. */
+export const notRetired = sql`not exists (select 1 from flow_settings s where s.flow = ${flowDefinitions.name} and s.retired_at is not null)`;
+
+/**
+ * The version new runs of `name` get: the one registered last (see `registerFlowVersion`).
+ * Undefined for a retired flow unless `retired` (its graph, to read its runs).
+ */
+export async function currentFlowVersion(db: Db, name: string, options: { retired?: boolean } = {}): Promise<FlowVersion | undefined> {
   const [row] = await db
     .select()
     .from(flowDefinitions)
-    .where(eq(flowDefinitions.name, name))
+    .where(and(eq(flowDefinitions.name, name), options.retired ? undefined : notRetired))
     .orderBy(desc(flowDefinitions.registeredAt), desc(flowDefinitions.version))
     .limit(1);
   return row;
@@ -62,8 +68,13 @@ export async function flowVersionById(db: Db, id: number): Promise<FlowVersion |
   return row;
 }
 
+/** The flows in use: every registered one but those retired. */
 export async function listFlowNames(db: Db): Promise<string[]> {
-  const rows = await db.selectDistinct({ name: flowDefinitions.name }).from(flowDefinitions);
+  const rows = await db
+    .selectDistinct({ name: flowDefinitions.name })
+    .from(flowDefinitions)
+    .where(notRetired)
+    .orderBy(flowDefinitions.name);
   return rows.map((r) => r.name);
 }
 

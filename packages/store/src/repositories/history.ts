@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gte, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
 import { attempts, flowDefinitions, nodeRuns, runs, workers } from "../schema/index.js";
-import { flowVersionById } from "./flow-definitions.js";
+import { flowVersionById, notRetired } from "./flow-definitions.js";
 import { waitingFor } from "./admission.js";
 import { AxBadCursorError, DEFAULT_HEARTBEAT_MS } from "@ax/common";
 import type { AttemptOutcome, Json, RunStatus, RunTrigger, TaskFailure, TaskStatus } from "../types.js";
@@ -259,6 +259,7 @@ export async function flowOverview(db: Db, runsPerFlow: number): Promise<FlowOve
       nodes: sql<number>`jsonb_array_length(${flowDefinitions.dag}->'nodes')`,
     })
     .from(flowDefinitions)
+    .where(notRetired)
     .orderBy(flowDefinitions.name, desc(flowDefinitions.registeredAt), desc(flowDefinitions.version));
   const recent =
     runsPerFlow === 0
@@ -267,7 +268,8 @@ export async function flowOverview(db: Db, runsPerFlow: number): Promise<FlowOve
           .select()
           .from(runs)
           .where(
-            sql`${runs.id} in (select r.id from (select distinct name from flow_definitions) f
+            sql`${runs.id} in (select r.id from (select distinct name from flow_definitions
+              where not exists (select 1 from flow_settings s where s.flow = name and s.retired_at is not null)) f
               cross join lateral (select id from runs where flow = f.name
                 order by created_at desc nulls first, id desc nulls first limit ${runsPerFlow}) r)`,
           )

@@ -9,6 +9,8 @@ export interface ProcessIdentity {
   pid: number;
   roles: string[];
   configVersion: number | null;
+  /** The flows its code defines (none for `ax server` without an entry). */
+  flows: string[];
 }
 
 /** Registers the process or renews its row with the config version it applies now. */
@@ -18,7 +20,7 @@ export async function heartbeatProcess(db: Db, process: ProcessIdentity): Promis
     .values({ ...process, heartbeatAt: sql`now()` })
     .onConflictDoUpdate({
       target: processes.id,
-      set: { heartbeatAt: sql`now()`, roles: process.roles, configVersion: process.configVersion },
+      set: { heartbeatAt: sql`now()`, roles: process.roles, configVersion: process.configVersion, flows: process.flows },
     });
 }
 

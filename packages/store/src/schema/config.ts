@@ -29,6 +29,11 @@ export const processes = pgTable("processes", {
   pid: integer("pid").notNull(),
   roles: text("roles").array().notNull(),
   configVersion: integer("config_version"),
+  /**
+   * The flows its code defines (a Runtime registers them at start): a flow a live process defines
+   * cannot be retired. Empty for `ax server` without an entry; null for a process older than 0.21.
+   */
+  flows: text("flows").array(),
   startedAt: at("started_at").defaultNow().notNull(),
   heartbeatAt: at("heartbeat_at").defaultNow().notNull(),
 });

@@ -48,6 +48,12 @@ export const flowSettings = pgTable("flow_settings", {
    * recorded (written by an older release).
    */
   keyFunctions: jsonb("key_functions").$type<string[]>(),
+  /**
+   * When `ax flow retire` took the flow out of use (its code is gone): it is no longer listed,
+   * triggered or named in config, while its runs stay readable. A Runtime registering it clears it.
+   */
+  retiredAt: at("retired_at"),
+  /** When a Runtime last registered the flow (or a config version it applies rewrote its settings). */
   updatedAt: at("updated_at").defaultNow().notNull(),
 });
 

@@ -1,0 +1,135 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { AxConfigError, AxFlowInUseError, AxUnknownFlowError, Client, ax, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { testRuntime } from "../helpers/runtime.js";
+
+const shared = ax.task({ name: "retire_shared" }, (n: number) => n + 1);
+const keptOnly = ax.task({ name: "retire_kept_step" }, (n: number) => n * 2);
+const goneOnly = ax.task({ name: "retire_gone_step" }, (n: number) => n * 3);
+const kept = ax.flow({ name: "retire_kept" }, (n) => {
+  keptOnly(shared(n));
+});
+const gone = ax.flow({ name: "retire_gone", schedule: "0 3 * * *" }, (n) => {
+  goneOnly(shared(n));
+});
+
+const refusal = async (promise: Promise<unknown>) => {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(Error);
+  return error as Error;
+};
+
+describe("retiring a flow whose code is gone", () => {
+  const env = isolate("retire");
+  const started: Runtime[] = [];
+  const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+
+  afterAll(async () => {
+    await Promise.all(started.map((r) => r.stop({ timeout: "2s" })));
+    await client.close();
+    await env.cleanup();
+  });
+
+  const start = async (flows: (typeof kept)[], roles?: ("coordinator" | "worker" | "api")[]) => {
+    const runtime = testRuntime(env, { flows, ...(roles ? { roles, port: 0 } : {}) });
+    started.push(runtime);
+    await runtime.start();
+    return runtime;
+  };
+  /** What the ten seconds after a registration look like, without waiting them out. */
+  const registeredLongAgo = () => env.sql("update flow_settings set updated_at = now() - interval '1 minute'");
+
+  it("is refused while a process defines it, a run is unfinished or the config names it; then it takes no new runs", async () => {
+    const old = await start([kept, gone]);
+    const done = await client.waitForRun(await client.triggerFlow("retire_gone", 1), { timeout: "20s" });
+    expect(done.status).toBe("success");
+    const waiting = await client.triggerFlow("retire_gone", 2, { delay: "1h" });
+
+    const defined = await refusal(client.retireFlow("retire_gone"));
+    expect(defined).toBeInstanceOf(AxFlowInUseError);
+    expect(defined.message).toMatch(/the code of 1 live process\(es\) defines it .*Deploy code without it/);
+
+    // The new deploy no longer has the flow; the old process is gone.
+    await old.stop({ timeout: "2s" });
+    await start([kept]);
+    expect((await refusal(client.retireFlow("retire_gone"))).message).toMatch(/a Runtime registered it \d+ s ago/);
+    await registeredLongAgo();
+    expect((await refusal(client.retireFlow("retire_gone"))).message).toMatch(
+      new RegExp(`1 of its runs are not finished \\(${waiting}\\)\\. Wait for them or cancel them`),
+    );
+    await client.cancel(waiting);
+
+    await client.config.apply(
+      [
+        "tasks:",
+        "  retire_gone_step: { timeout: 5s }",
+        "  retire_shared: { timeout: 5s }",
+        "flows:",
+        "  retire_gone: { max_concurrent_runs: 2 }",
+      ].join("\n"),
+      "runtime.yaml",
+      "test",
+    );
+    await registeredLongAgo();
+    const named = await refusal(client.retireFlow("retire_gone"));
+    expect(named.message).toMatch(
+      /config version 1 \(runtime\.yaml\) names it at flows\.retire_gone, tasks\.retire_gone_step\. Apply a version without them/,
+    );
+    await client.config.apply("tasks:\n  retire_shared: { timeout: 5s }\n", "runtime.yaml", "test");
+    await registeredLongAgo();
+
+    expect((await client.listSchedules()).map((s) => s.flow)).toEqual(["retire_gone"]);
+    const retired = await client.retireFlow("retire_gone");
+    expect(retired).toMatchObject({ flow: "retire_gone", changed: true, tasks: ["retire_gone_step"] });
+    expect((await client.retireFlow("retire_gone")).changed).toBe(false);
+
+    const trigger = await refusal(client.triggerFlow("retire_gone", 3));
+    expect(trigger).toBeInstanceOf(AxUnknownFlowError);
+    expect(trigger.message).toMatch(/flow "retire_gone" was retired at .*Start a Runtime whose code defines it/);
+    expect((await refusal(client.rerun(done.id))).message).toMatch(/was retired at/);
+    expect(
+      (await refusal(client.backfill("retire_gone", { from: new Date(Date.now() - 3 * 86_400_000), to: new Date() }))).message,
+    ).toMatch(/was retired at/);
+    const config = await refusal(client.config.apply("flows:\n  retire_gone: { max_concurrent_runs: 2 }\n", "runtime.yaml", "test"));
+    expect(config).toBeInstanceOf(AxConfigError);
+    expect(config.message).toMatch(/unknown flow "retire_gone"/);
+    expect(await client.listSchedules()).toEqual([]);
+
+    // Its history stays readable.
+    expect((await client.getRun(done.id)).status).toBe("success");
+    const audit = await client.audit({ action: "flow.retire" });
+    expect(audit.map((a) => [a.target, a.detail])).toEqual([
+      ["retire_gone", { changed: false }],
+      ["retire_gone", { changed: true }],
+    ]);
+  });
+
+  it("is answered by the API, which still shows the retired flow's graph", async () => {
+    const api = await start([kept], ["api"]);
+    const names = (await (await fetch(`${api.url}/api/flows`)).json()) as { flows: string[] };
+    expect(names.flows).toEqual(["retire_kept"]);
+    const described = (await (await fetch(`${api.url}/api/flows/retire_gone`)).json()) as { retiredAt: string | null; nodes: unknown[] };
+    expect(described.nodes).toHaveLength(2);
+    expect(Date.parse(described.retiredAt ?? "")).toBeGreaterThan(0);
+    expect(((await (await fetch(`${api.url}/api/flows/retire_kept`)).json()) as { retiredAt: string | null }).retiredAt).toBeNull();
+    const overview = (await (await fetch(`${api.url}/api/flow-overview`)).json()) as { flows: { name: string }[] };
+    expect(overview.flows.map((f) => f.name)).toEqual(["retire_kept"]);
+    const inUse = await fetch(`${api.url}/api/flows/retire_kept/retire`, { method: "POST" });
+    expect(inUse.status).toBe(409);
+    expect(((await inUse.json()) as { error: string }).error).toBe("AxFlowInUseError");
+    const unknown = await fetch(`${api.url}/api/flows/never_was/retire`, { method: "POST" });
+    expect(unknown.status).toBe(404);
+    const again = await fetch(`${api.url}/api/flows/retire_gone/retire`, { method: "POST" });
+    expect([again.status, ((await again.json()) as { changed: boolean }).changed]).toEqual([200, false]);
+  });
+
+  it("comes back into use when a Runtime whose code defines it starts", async () => {
+    await start([kept, gone]);
+    const run = await client.waitForRun(await client.triggerFlow("retire_gone", 4), { timeout: "20s" });
+    expect(run.status).toBe("success");
+    expect((await client.listSchedules()).map((s) => s.flow)).toEqual(["retire_gone"]);
+  });
+});
