@@ -1,12 +1,17 @@
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "ax-scheduler";
+import { ax, Client, type Runtime } from "ax-scheduler";
 import { flows } from "../../examples/order-payment/flows/order-flow.js";
 import { invoiceApi } from "../../examples/order-payment/services/invoice-api.js";
 import { isolate } from "../helpers/isolated.js";
 import { launchChromium, requireConsoleAndBrowser, screenshot } from "./browser-env.js";
 import { testRuntime } from "../helpers/runtime.js";
+
+const oldStep = ax.task({ name: "console_old_step" }, (n: number) => n + 1);
+const oldFlow = ax.flow({ name: "console_old_flow" }, (n) => {
+  oldStep(n);
+});
 
 describe("the web console in a real browser", () => {
   const env = isolate("console");
@@ -502,6 +507,31 @@ describe("the web console in a real browser", () => {
     await shot("08a-config-file");
     await page.getByRole("button", { name: "Changes" }).click();
     await page.locator("pre.diff").waitFor();
+  });
+
+  it("says a retired flow takes no new runs and offers no trigger, and leaves it off the Flows page", async () => {
+    // A deploy that had the flow, then code without it: retired as an operator would.
+    const old = testRuntime(env, { flows: [oldFlow], roles: ["worker"] });
+    await old.start();
+    await old.stop();
+    await env.sql("update flow_settings set updated_at = now() - interval '1 minute' where flow = 'console_old_flow'");
+    const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+    try {
+      await client.retireFlow("console_old_flow");
+    } finally {
+      await client.close();
+    }
+    await page.goto(`${runtime.url}/flows/console_old_flow`);
+    const note = page.locator(".note[role=status]", { hasText: "Retired" });
+    await note.waitFor();
+    await expect(note.textContent()).resolves.toMatch(/takes no new runs \(ax flow retire\).*Its runs stay readable/);
+    await page.locator(".dag-node").first().waitFor();
+    await expect(page.getByRole("button", { name: "Trigger run" }).count()).resolves.toBe(0);
+    await page.getByText("None: a retired flow is not scheduled.").waitFor();
+    await shot("07b-retired-flow");
+    await page.goto(`${runtime.url}/flows`);
+    await page.locator(".flow-card", { hasText: "order_payment_flow" }).waitFor();
+    await expect(page.locator(".flow-card", { hasText: "console_old_flow" }).count()).resolves.toBe(0);
   });
 
   it("lists sent alerts with each sink's answer, a failed webhook's reason written out, as blocks on a phone", async () => {

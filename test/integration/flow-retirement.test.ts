@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { AxConfigError, AxFlowInUseError, AxUnknownFlowError, Client, ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
+import { runAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const shared = ax.task({ name: "retire_shared" }, (n: number) => n + 1);
@@ -74,6 +75,9 @@ describe("retiring a flow whose code is gone", () => {
       "test",
     );
     await registeredLongAgo();
+    const refusedByCli = await runAx(["flow", "retire", "retire_gone", "--storage", env.storage, "--prefix", env.prefix]);
+    expect(refusedByCli.code).toBe(1);
+    expect(refusedByCli.stderr).toContain("names it at flows.retire_gone, tasks.retire_gone_step");
     const named = await refusal(client.retireFlow("retire_gone"));
     expect(named.message).toMatch(
       /config version 1 \(runtime\.yaml\) names it at flows\.retire_gone, tasks\.retire_gone_step\. Apply a version without them/,
@@ -82,9 +86,13 @@ describe("retiring a flow whose code is gone", () => {
     await registeredLongAgo();
 
     expect((await client.listSchedules()).map((s) => s.flow)).toEqual(["retire_gone"]);
-    const retired = await client.retireFlow("retire_gone");
-    expect(retired).toMatchObject({ flow: "retire_gone", changed: true, tasks: ["retire_gone_step"] });
-    expect((await client.retireFlow("retire_gone")).changed).toBe(false);
+    const cli = await runAx(["flow", "retire", "retire_gone", "--storage", env.storage, "--prefix", env.prefix]);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toMatch(
+      /^flow retire_gone retired at \S+\n {2}its tasks no other flow runs, which runtime\.yaml may no longer name: retire_gone_step\n$/,
+    );
+    const again = await client.retireFlow("retire_gone");
+    expect(again).toMatchObject({ flow: "retire_gone", changed: false, tasks: ["retire_gone_step"] });
 
     const trigger = await refusal(client.triggerFlow("retire_gone", 3));
     expect(trigger).toBeInstanceOf(AxUnknownFlowError);

@@ -200,7 +200,7 @@ export function FlowPage({ name }: { name: string }) {
               )}
             </>
           ) : (
-            <p className="muted">{t("flows.noSchedule")}</p>
+            <p className="muted">{t(flow.data?.retiredAt ? "flow.retiredNoSchedule" : "flows.noSchedule")}</p>
           )}
         </section>
         <section className="panel">
