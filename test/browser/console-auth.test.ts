@@ -348,6 +348,12 @@ describe("the web console against an API that checks tokens", () => {
     await expect.poll(() => row.locator(".pill").textContent()).toBe("read");
     await expect(row.textContent()).resolves.toContain("not yet");
     await shot("19-tokens");
+    // Served over plain http at an address other than localhost, a page gets no clipboard: the secret is selected instead.
+    await page.evaluate(`Object.defineProperty(navigator, "clipboard", { value: undefined, configurable: true })`);
+    await page.getByRole("button", { name: "Copy" }).click();
+    await expect.poll(() => page.evaluate(`window.getSelection()?.toString()`)).toBe(secret);
+    await expect(page.locator(".token-created").textContent()).resolves.toContain("the token is selected, press Ctrl+C");
+    await shot("19a-token-copy-by-hand");
     // The secret works, with the scope chosen.
     const session = await fetch(`${runtime.url}/api/session`, { headers: { authorization: `Bearer ${secret}` } });
     expect(await session.json()).toMatchObject({ auth: true, name: "console_dashboard", scope: "read" });

@@ -137,7 +137,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(rerunFrom.stderr).not.toContain("answered by");
   });
 
-  it("ax rerun, backfill, backfills, backfill cancel, schedules, schedule pause|resume and queues go through its HTTP API too", async () => {
+  it("ax rerun, backfill, backfills, backfill cancel, schedules, schedule pause|resume, flow retire and queues go through its HTTP API too", async () => {
     const [rerun, backfill, paused] = await Promise.all([
       ax(["rerun", triggeredRun, "--all", "--wait", "--timeout", "120s", ...connection]),
       ax(["backfill", "hello_yearly", "--from", "2024-01-01", "--to", "2026-01-01T00:00:01Z", ...connection]),
@@ -158,13 +158,17 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
 
     expect(paused).toMatchObject({ code: 0, stderr: "", stdout: "schedule of hello_yearly paused\n" });
 
-    const [schedules, schedulesJson, backfills, queues, unknownBackfill] = await Promise.all([
+    const [schedules, schedulesJson, backfills, queues, unknownBackfill, retire] = await Promise.all([
       ax(["schedules", ...connection]),
       ax(["schedules", "--json", ...connection]),
       ax(["backfills", "--limit", "5", ...connection]),
       ax(["queues", ...connection]),
       ax(["backfill", "cancel", "00000000-0000-4000-8000-000000000000", ...connection]),
+      ax(["flow", "retire", "hello_yearly", ...connection]),
     ]);
+    // The ax dev holding the directory defines the flow: its API refuses, saying so.
+    expect(retire.code).not.toBe(0);
+    expect(retire.stderr).toMatch(/^AxFlowInUseError: flow "hello_yearly" cannot be retired: the code of 1 live process\(es\) defines it/);
     expect(schedules.stderr).toBe("");
     expect(schedules.stdout).toMatch(/^hello_yearly {2}cron "0 0 1 1 \*" {2}zone UTC {2}PAUSED {2}overlap skip {2}catch-up none\n/);
     expect(schedules.stdout).toMatch(/\n {2}next if resumed \(UTC\): (\d{4}-01-01 00:00:00 \+00:00(, |\n)){3}/);
@@ -250,7 +254,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(second.message).toMatch(/DATABASE_URL/);
     // It says which CLI commands reach the directory through ax dev, and which need it stopped.
     expect(second.message).toContain(
-      "the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun, backfill, backfills, schedules, schedule pause|resume and queues",
+      "the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun, backfill, backfills, schedules, schedule pause|resume, flow retire and queues",
     );
     expect(second.message).toContain("prune, config, token, audit and alerts test (without --config) work on the directory itself");
     expect(second.message).not.toContain("does so by itself");

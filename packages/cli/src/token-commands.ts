@@ -113,7 +113,7 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
         }
         if (entries.length === 0) {
           console.log(
-            "no audit entries: the HTTP API's triggers, cancels, reruns, backfills, config applies and schedule pauses, and `ax token`, are recorded here",
+            "no audit entries: the HTTP API's triggers, cancels, reruns, backfills, config applies, schedule pauses and flow retirements, and `ax token`, are recorded here",
           );
         }
         for (const e of entries) {

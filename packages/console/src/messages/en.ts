@@ -15,7 +15,7 @@ export const en = {
   access: "Access",
   tokens: "Tokens",
   "tokens.explain":
-    "API tokens for the console, the CLI and services calling the API: read reads, trigger also triggers, reruns and cancels, admin also applies config, pauses schedules and manages tokens. PostgreSQL keeps only their hash.",
+    "API tokens for the console, the CLI and services calling the API: read reads, trigger also triggers, reruns and cancels, admin also applies config, pauses schedules, retires flows and manages tokens. PostgreSQL keeps only their hash.",
   "tokens.needsAdmin": "Managing tokens needs a token with the admin scope; this one has {scope}.",
   "tokens.empty": "No tokens. Create one above, or with `ax token create --name <name> --scope read|trigger|admin`.",
   "tokens.name": "Name",
@@ -30,6 +30,8 @@ export const en = {
   "tokens.created": "Token {name} ({scope}) created. Copy it now: it is not shown again.",
   "tokens.copy": "Copy",
   "tokens.copied": "Copied",
+  "tokens.copyByHand":
+    "This browser does not let the page copy (the console is not on https or localhost): the token is selected, press Ctrl+C (⌘C on a Mac).",
   "tokens.hide": "Done",
   "tokens.revoke": "Revoke",
   "tokens.revokeTitle": "Revoke token {name}?",
@@ -39,7 +41,7 @@ export const en = {
   "tokens.keep": "Keep it",
   audit: "Audit",
   "audit.empty":
-    "Nothing audited yet. Triggers, cancels, reruns, config versions, schedule pauses, mutes and token changes made through the API or the CLI are listed here.",
+    "Nothing audited yet. Triggers, cancels, reruns, config versions, schedule pauses, flow retirements, mutes and token changes made through the API or the CLI are listed here.",
   "audit.needsAdmin": "The audit log needs a token with the admin scope; this one has {scope}.",
   "audit.everyAction": "every action",
   "audit.noMatch": "No entry matches these filters.",

@@ -11,10 +11,10 @@ import type { AuditEntry } from "../types";
 
 const PAGE = 50;
 /** The families of audited actions, as the filter offers them (`run` is run.trigger, run.cancel, run.rerun). */
-const FAMILIES = ["run", "backfill", "config", "schedule", "alerts", "token"] as const;
+const FAMILIES = ["run", "backfill", "config", "schedule", "flow", "alerts", "token"] as const;
 
 /** Actions whose target is a flow (the API's `:flow`), and those whose target is a run id. */
-const ON_FLOW = new Set(["run.trigger", "backfill.create", "schedule.pause", "schedule.resume"]);
+const ON_FLOW = new Set(["run.trigger", "backfill.create", "schedule.pause", "schedule.resume", "flow.retire"]);
 const ON_RUN = new Set(["run.cancel", "run.rerun"]);
 
 /** Where an entry's target lives in the console, for the actions whose target has a page. */
@@ -57,7 +57,7 @@ function Detail({ detail }: { detail: unknown }) {
   );
 }
 
-/** Who did what through the API and the CLI, newest first: triggers, cancels, reruns, config, schedules, tokens, mutes. */
+/** Who did what through the API and the CLI, newest first: triggers, cancels, reruns, config, schedules, flow retirements, tokens, mutes. */
 export function AuditPage() {
   const { t } = useI18n();
   const session = useSession();

@@ -1,4 +1,4 @@
-import { useState } from "react";
+import { useRef, useState } from "react";
 import { api } from "../api";
 import { Confirm } from "../components/Confirm";
 import { AccessTabs } from "../components/AccessTabs";
@@ -13,28 +13,34 @@ const SCOPES = ["read", "trigger", "admin"] as const;
 /** How long a new token works: the choices a person makes, in days (0: until revoked). */
 const LIFETIMES = [0, 1, 30, 90, 365] as const;
 
-/** A token just made: the only time its secret is shown, with a button to copy it. */
+/**
+ * A token just made: the only time its secret is shown, with a button to copy it. A browser gives
+ * pages the clipboard only over https or on localhost: a console reached at http://10.0.0.5 gets
+ * none, so the secret is selected for the person to copy with the keyboard.
+ */
 function Created({ token, onDone }: { token: TokenInfo & { token: string }; onDone: () => void }) {
   const { t } = useI18n();
-  const [copied, setCopied] = useState(false);
+  const [copied, setCopied] = useState<"yes" | "selected">();
+  const secret = useRef<HTMLElement>(null);
+  const selectSecret = () => {
+    if (secret.current) window.getSelection()?.selectAllChildren(secret.current);
+    setCopied("selected");
+  };
+  const copy = () => {
+    if (!navigator.clipboard) return selectSecret();
+    navigator.clipboard.writeText(token.token).then(() => setCopied("yes"), selectSecret);
+  };
   return (
     <div className="note token-created" role="status">
       <strong>{fill(t("tokens.created"), { name: token.name, scope: token.scope })}</strong>
-      <code className="token-secret" data-testid="new-token">
+      <code className="token-secret" data-testid="new-token" ref={secret}>
         {token.token}
       </code>
       <div className="row">
-        <button
-          type="button"
-          onClick={() =>
-            navigator.clipboard?.writeText(token.token).then(
-              () => setCopied(true),
-              () => setCopied(false),
-            )
-          }
-        >
-          {copied ? t("tokens.copied") : t("tokens.copy")}
+        <button type="button" onClick={copy}>
+          {copied === "yes" ? t("tokens.copied") : t("tokens.copy")}
         </button>
+        {copied === "selected" && <span className="muted small">{t("tokens.copyByHand")}</span>}
         <button type="button" className="link" onClick={onDone}>
           {t("tokens.hide")}
         </button>
