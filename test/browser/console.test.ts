@@ -515,6 +515,16 @@ describe("the web console in a real browser", () => {
     await old.start();
     await old.stop();
     await env.sql("update flow_settings set updated_at = now() - interval '1 minute' where flow = 'console_old_flow'");
+    // Before it is retired, its card says no running process defines it.
+    await page.goto(`${runtime.url}/flows`);
+    const card = page.locator(".flow-card", { hasText: "console_old_flow" });
+    await expect
+      .poll(() => card.locator("[data-undefined]").textContent())
+      .toBe(
+        "No running process defines it: once its code is gone for good and its runs are done, retire it (ax flow retire console_old_flow).",
+      );
+    await expect(page.locator(".flow-card", { hasText: "order_payment_flow" }).locator("[data-undefined]").count()).resolves.toBe(0);
+    await shot("01b-flows-undefined");
     const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
     try {
       await client.retireFlow("console_old_flow");

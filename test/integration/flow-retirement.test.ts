@@ -56,6 +56,18 @@ describe("retiring a flow whose code is gone", () => {
     // The new deploy no longer has the flow; the old process is gone.
     await old.stop({ timeout: "2s" });
     await start([kept]);
+    const states = await client.listFlows();
+    expect(states.map((f) => [f.name, f.version, f.nodes, f.definedBy, f.unfinishedRuns, f.retiredAt])).toEqual([
+      ["retire_gone", 1, 2, 0, 1, null],
+      ["retire_kept", 1, 2, 1, 0, null],
+    ]);
+    expect(states[0]!.lastRunAt!.getTime()).toBeGreaterThan(Date.now() - 60_000);
+    const listed = await runAx(["flows", "--storage", env.storage, "--prefix", env.prefix]);
+    expect(listed.stdout.split("\n")[0]).toMatch(/^FLOW +VERSION +NODES +DEFINED BY +LAST RUN +UNFINISHED +STATE$/);
+    expect(listed.stdout).toMatch(
+      /\nretire_gone +v1 +2 +no live process +\S+Z +1 +in use; no code defines it now \(ax flow retire retire_gone once its runs are done\)\n/,
+    );
+    expect(listed.stdout).toMatch(/\nretire_kept +v1 +2 +1 process +never +0 +in use\n/);
     expect((await refusal(client.retireFlow("retire_gone"))).message).toMatch(/a Runtime registered it \d+ s ago/);
     await registeredLongAgo();
     expect((await refusal(client.retireFlow("retire_gone"))).message).toMatch(
@@ -106,6 +118,12 @@ describe("retiring a flow whose code is gone", () => {
     expect(config.message).toMatch(/unknown flow "retire_gone"/);
     expect(await client.listSchedules()).toEqual([]);
 
+    expect((await client.listFlows()).map((f) => f.name)).toEqual(["retire_kept"]);
+    const withRetired = await client.listFlows({ retired: true });
+    expect(withRetired.map((f) => [f.name, f.retiredAt === null])).toEqual([
+      ["retire_gone", false],
+      ["retire_kept", true],
+    ]);
     // Its history stays readable.
     expect((await client.getRun(done.id)).status).toBe("success");
     const audit = await client.audit({ action: "flow.retire" });
@@ -123,8 +141,17 @@ describe("retiring a flow whose code is gone", () => {
     expect(described.nodes).toHaveLength(2);
     expect(Date.parse(described.retiredAt ?? "")).toBeGreaterThan(0);
     expect(((await (await fetch(`${api.url}/api/flows/retire_kept`)).json()) as { retiredAt: string | null }).retiredAt).toBeNull();
-    const overview = (await (await fetch(`${api.url}/api/flow-overview`)).json()) as { flows: { name: string }[] };
-    expect(overview.flows.map((f) => f.name)).toEqual(["retire_kept"]);
+    const overview = (await (await fetch(`${api.url}/api/flow-overview`)).json()) as { flows: { name: string; definedBy: number }[] };
+    // Two live processes define retire_kept: the one of the last test and this API process.
+    expect(overview.flows.map((f) => [f.name, f.definedBy])).toEqual([["retire_kept", 2]]);
+    const states = (await (await fetch(`${api.url}/api/flow-states?retired=true`)).json()) as {
+      flows: { name: string; retiredAt: string | null }[];
+    };
+    expect(states.flows.map((f) => [f.name, f.retiredAt === null])).toEqual([
+      ["retire_gone", false],
+      ["retire_kept", true],
+    ]);
+    expect((await fetch(`${api.url}/api/flow-states?retired=maybe`)).status).toBe(400);
     const inUse = await fetch(`${api.url}/api/flows/retire_kept/retire`, { method: "POST" });
     expect(inUse.status).toBe(409);
     expect(((await inUse.json()) as { error: string }).error).toBe("AxFlowInUseError");

@@ -4,6 +4,7 @@ import type {
   BackfillOptions,
   BackfillStarted,
   BusyKey,
+  FlowState,
   Duration,
   QueueInfo,
   RerunOptions,
@@ -161,6 +162,15 @@ export class HttpRunsApi implements RunsApi {
   async retireFlow(flow: string): Promise<RetiredFlow> {
     const answer = await this.request<Json<RetiredFlow>>("POST", `/api/flows/${encodeURIComponent(flow)}/retire`);
     return { ...answer, retiredAt: new Date(answer.retiredAt) };
+  }
+
+  async listFlows(options: { retired?: boolean } = {}): Promise<FlowState[]> {
+    const { flows } = await this.request<{ flows: Json<FlowState>[] }>("GET", `/api/flow-states${options.retired ? "?retired=true" : ""}`);
+    return flows.map((f) => ({
+      ...f,
+      lastRunAt: f.lastRunAt === null ? null : new Date(f.lastRunAt),
+      retiredAt: f.retiredAt === null ? null : new Date(f.retiredAt),
+    }));
   }
 
   async listQueues(): Promise<QueueInfo[]> {

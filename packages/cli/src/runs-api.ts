@@ -3,6 +3,7 @@ import type {
   BackfillOptions,
   BackfillStarted,
   BusyKey,
+  FlowState,
   Duration,
   QueueInfo,
   RerunOptions,
@@ -37,6 +38,7 @@ export interface RunsApi {
   pauseSchedule(flow: string): Promise<{ flow: string; paused: boolean }>;
   resumeSchedule(flow: string): Promise<{ flow: string; paused: boolean }>;
   retireFlow(flow: string): Promise<RetiredFlow>;
+  listFlows(options?: { retired?: boolean }): Promise<FlowState[]>;
   listQueues(): Promise<QueueInfo[]>;
   listBusyKeys(task: string): Promise<BusyKey[]>;
   close(): Promise<void>;

@@ -59,6 +59,8 @@ export interface FlowOverview {
   name: string;
   version: number;
   nodes: number;
+  /** Live processes whose code defines it: 0 once its code is gone (it may then be retired). */
+  definedBy: number;
   /** Newest first. */
   recentRuns: RunSummary[];
 }

@@ -154,6 +154,9 @@ export const muteSchema = strictOptions({
   reason: storable.max(500, { error: "must be at most 500 characters" }).optional(),
 });
 
+/** `listFlows({ retired })`. */
+export const listFlowsSchema = strictOptions({ retired: flag.optional() });
+
 /** `listAlertMutes({ ended })`. */
 export const mutesQuerySchema = strictOptions({ ended: flag.optional() });
 

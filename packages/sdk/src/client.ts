@@ -8,6 +8,7 @@ import {
   FlowCaps,
   rerunRun,
   retryBackfill,
+  RETIRE_LIVE_MS,
   retireFlow,
   setPaused,
   type RetiredFlow,
@@ -57,6 +58,8 @@ import {
   toStorableText,
   writeAudit,
   listAlertMutes,
+  listFlowStates,
+  type FlowState,
   listAlerts,
   type AlertMute,
   type LoggedAlert,
@@ -90,6 +93,7 @@ import {
   muteIdSchema,
   muteSchema,
   mutesQuerySchema,
+  listFlowsSchema,
   alertHistorySchema,
   auditSchema,
   payloadsSchema,
@@ -396,6 +400,16 @@ export class Client {
       detail: { paused: answer.paused },
     });
     return answer;
+  }
+
+  /**
+   * Every flow in use by name (with `retired: true`, the retired ones too): its current version,
+   * the live processes whose code defines it (0: none does, so it may be retired once its runs are
+   * done), its newest run and its unfinished runs.
+   */
+  listFlows(options: { retired?: boolean } = {}): Promise<FlowState[]> {
+    checkArgs(listFlowsSchema, options, "listFlows");
+    return listFlowStates(this.connections.store.db, { liveMs: RETIRE_LIVE_MS, retired: options.retired });
   }
 
   /**

@@ -33,6 +33,7 @@ export {
 } from "./config/live-config.js";
 export type { EffectiveConfig, EffectiveOption } from "./config/effective-config.js";
 export type { CancelResult, RetiredFlow } from "@ax/coordinator";
+export type { FlowState } from "@ax/store";
 export type { ScheduleInfo, QueueInfo, BusyKey } from "@ax/coordinator";
 export type { CallerTransactionHandle } from "@ax/store";
 export type { RerunOptions, BackfillStarted } from "@ax/coordinator";

@@ -344,6 +344,26 @@ export const flowDescription = z.object({
 
 export const pausedAnswer = z.object({ flow: z.string(), paused: z.boolean() });
 
+export const flowStatesQuery = z.object({
+  retired: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .transform((v) => v === "true")
+    .optional()
+    .meta({ description: "true: the retired flows too" }),
+});
+
+export const flowState = z.object({
+  name: z.string(),
+  version: z.number().int().meta({ description: "the current version, the one new runs get" }),
+  nodes: z.number().int(),
+  definedBy: z.number().int().meta({
+    description: "live processes whose code defines the flow (0: none, so it may be retired once its runs are done)",
+  }),
+  lastRunAt: z.string().nullable().meta({ description: "when its newest run was created; null when it has none" }),
+  unfinishedRuns: z.number().int().meta({ description: "runs pending (held and delayed included) or running" }),
+  retiredAt: z.string().nullable(),
+});
+
 export const retiredAnswer = z.object({
   flow: z.string(),
   retiredAt: z.string(),

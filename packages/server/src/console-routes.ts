@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import {
   flowOverview,
+  liveDefinerCounts,
   getRunInfo,
   unknownFlowError,
   listFlowVersions,
@@ -14,7 +15,7 @@ import {
   runningAttemptsByWorker,
   type Db,
 } from "@ax/store";
-import { explainWaitingNodes, type QueueRegistry } from "@ax/coordinator";
+import { explainWaitingNodes, RETIRE_LIVE_MS, type QueueRegistry } from "@ax/coordinator";
 import { AxRunNotFoundError } from "@ax/common";
 import { endStreamWhenUnauthorized } from "./auth.js";
 import { RunFeed } from "./run-feed.js";
@@ -79,7 +80,8 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
   // The Flows page in one request: a card per flow asking for its version and runs made 2 per flow, every 5 s.
   app.get("/api/flow-overview", async (request) => {
     const { runs = 30 } = parseQuery(flowOverviewQuery, request.query);
-    return { flows: await flowOverview(deps.db, runs) };
+    const [flows, definers] = await Promise.all([flowOverview(deps.db, runs), liveDefinerCounts(deps.db, RETIRE_LIVE_MS)]);
+    return { flows: flows.map((flow) => ({ ...flow, definedBy: definers.get(flow.name) ?? 0 })) };
   });
 
   app.get<{ Params: { name: string } }>("/api/flows/:name/versions", async (request) => {

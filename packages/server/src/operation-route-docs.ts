@@ -1,5 +1,15 @@
 import { z } from "zod";
-import { backfillBody, backfillsQuery, flowParams, backfillIdParams, apiError, pausedAnswer, retiredAnswer } from "./api-schemas.js";
+import {
+  backfillBody,
+  backfillsQuery,
+  flowParams,
+  backfillIdParams,
+  apiError,
+  pausedAnswer,
+  retiredAnswer,
+  flowState,
+  flowStatesQuery,
+} from "./api-schemas.js";
 import { backfillInfo, scheduleInfo } from "./response-schemas.js";
 import { badRequest, redisUnreachable, type RouteDoc } from "./route-doc.js";
 
@@ -65,6 +75,13 @@ export const OPERATION_ROUTE_DOCS: Record<string, RouteDoc> = {
       200: { description: "resumed", schema: pausedAnswer },
       404: { description: "the flow has no schedule", schema: apiError },
     },
+  },
+  "GET /api/flow-states": {
+    scope: "read",
+    summary:
+      "every flow in use by name (with retired=true: the retired ones too), with the live processes defining it, its newest run and its unfinished runs",
+    query: flowStatesQuery,
+    responses: { 200: { description: "flows", schema: z.object({ flows: z.array(flowState) }) }, 400: badRequest },
   },
   "POST /api/flows/:flow/retire": {
     scope: "admin",

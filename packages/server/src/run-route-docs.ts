@@ -140,6 +140,7 @@ export const RUN_ROUTE_DOCS: Record<string, RouteDoc> = {
               name: z.string(),
               version: z.number().int(),
               nodes: z.number().int(),
+              definedBy: z.number().int().meta({ description: "live processes whose code defines the flow (0: none)" }),
               recentRuns: z.array(runSummary),
             }),
           ),

@@ -45,7 +45,7 @@ import { registerClusterMetrics } from "./cluster-metrics.js";
 import { addProcessMetrics } from "./process-metrics.js";
 import { bodyOf, registerJsonBodies } from "./json-body.js";
 import { openApiDocument } from "./openapi.js";
-import { flowRetireRoute } from "./flow-retire-route.js";
+import { flowRoutes } from "./flow-routes.js";
 import { scheduleRoutes } from "./schedule-routes.js";
 import { triggerKeys, type ServedFlow } from "./served-flow.js";
 import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
@@ -298,7 +298,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   await app.register(scheduleRoutes(options.db));
-  await app.register(flowRetireRoute(options.db));
+  await app.register(flowRoutes(options.db));
   registerRerunBackfillRoutes(app, {
     db: options.db,
     queues: options.queues,

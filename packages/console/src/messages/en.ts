@@ -74,6 +74,8 @@ export const en = {
   "flows.allRuns": "All runs of this flow →",
   "flows.noRuns": "No runs yet.",
   "flows.schedule": "Schedule",
+  "flows.undefined":
+    "No running process defines it: once its code is gone for good and its runs are done, retire it (ax flow retire {name}).",
   "flows.noSchedule": "No schedule: runs start on triggers only.",
   "flows.next": "Next fire times",
   "flows.overdue": "Overdue: no tick since",

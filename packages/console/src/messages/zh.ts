@@ -72,6 +72,7 @@ export const zh: Record<MessageKey, string> = {
   "flows.allRuns": "此流程的全部运行 →",
   "flows.noRuns": "还没有运行。",
   "flows.schedule": "调度",
+  "flows.undefined": "没有运行中的进程定义它：如果它的代码已永久删除且运行都已结束，可将其停用（ax flow retire {name}）。",
   "flows.noSchedule": "没有调度：只在触发时运行。",
   "flows.next": "下次触发时间",
   "flows.overdue": "已逾期：自本应触发的",

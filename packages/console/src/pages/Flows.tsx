@@ -67,6 +67,11 @@ function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleIn
           t("flows.noSchedule")
         )}
       </div>
+      {flow.definedBy === 0 && (
+        <div className="small undefined-flow" data-undefined>
+          {fill(t("flows.undefined"), { name: flow.name })}
+        </div>
+      )}
     </div>
   );
 }

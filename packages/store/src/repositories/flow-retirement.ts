@@ -85,3 +85,63 @@ export async function unknownFlowError(db: Db, flow: string): Promise<AxUnknownF
   const retiredAt = toStorableText(flow) === flow ? await flowRetiredAt(db, flow) : undefined;
   return new AxUnknownFlowError(flow, retiredAt ? [] : await listFlowNames(db), retiredAt);
 }
+
+/** A registered flow as `ax flows` lists it: whether any live process still defines it, and its runs. */
+export interface FlowState {
+  name: string;
+  /** The current version (the one new runs get) and its node count. */
+  version: number;
+  nodes: number;
+  /** Live processes whose code defines it (processes older than 0.21 report no flows and are not counted). */
+  definedBy: number;
+  /** When its newest run was created; null when it has none. */
+  lastRunAt: Date | null;
+  /** Runs not finished (`pending`, held and delayed included, or `running`). */
+  unfinishedRuns: number;
+  retiredAt: Date | null;
+}
+
+/** Every flow in use by name, and the retired ones too when `retired`. */
+export async function listFlowStates(db: Db, options: { liveMs: number; retired?: boolean }): Promise<FlowState[]> {
+  const found = await rows<{
+    name: string;
+    version: number;
+    nodes: number;
+    defined_by: number;
+    last_run_at: string | null;
+    unfinished: number;
+    retired_at: string | null;
+  }>(
+    db,
+    sql`
+    select f.name, f.version, jsonb_array_length(f.dag->'nodes')::int as nodes,
+      (select count(*)::int from processes p
+        where f.name = any(p.flows) and p.heartbeat_at >= now() - make_interval(secs => ${options.liveMs / 1000})) as defined_by,
+      (select max(r.created_at) from runs r where r.flow = f.name) as last_run_at,
+      (select count(*)::int from runs r where r.flow = f.name and r.status in ('pending', 'running')) as unfinished,
+      s.retired_at
+    from (select distinct on (name) name, version, dag from flow_definitions order by name, registered_at desc, version desc) f
+    left join flow_settings s on s.flow = f.name
+    where ${options.retired ? sql`true` : sql`s.retired_at is null`}
+    order by f.name`,
+  );
+  return found.map((row) => ({
+    name: row.name,
+    version: row.version,
+    nodes: row.nodes,
+    definedBy: row.defined_by,
+    lastRunAt: row.last_run_at ? new Date(row.last_run_at) : null,
+    unfinishedRuns: row.unfinished,
+    retiredAt: row.retired_at ? new Date(row.retired_at) : null,
+  }));
+}
+
+/** How many live processes define each flow, by name (a flow no live process defines is absent). */
+export async function liveDefinerCounts(db: Db, liveMs: number): Promise<Map<string, number>> {
+  const found = await rows<{ flow: string; n: number }>(
+    db,
+    sql`select flow, count(*)::int as n from processes cross join lateral unnest(flows) flow
+      where heartbeat_at >= now() - make_interval(secs => ${liveMs / 1000}) group by flow`,
+  );
+  return new Map(found.map((r) => [r.flow, r.n]));
+}
