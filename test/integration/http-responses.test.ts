@@ -120,6 +120,7 @@ describe("every JSON route answers what the OpenAPI document says", () => {
     "GET /api/runs/:id/logs": [`/api/runs/${ids.good}/logs`],
     "GET /api/flows/:name/versions": ["/api/flows/resp_flow/versions"],
     "GET /api/flow-overview": ["/api/flow-overview"],
+    "GET /api/flow-states": ["/api/flow-states", "/api/flow-states?retired=true"],
     "GET /api/queues": ["/api/queues"],
     "GET /api/queues/:task/keys": ["/api/queues/resp_fetch/keys"],
     "GET /api/schedules": ["/api/schedules"],

@@ -46,6 +46,7 @@ describe("catch-up after the coordinator was down for 3 ticks", () => {
     const restartedAt = Date.now();
     runtime = testRuntime(env, { flows });
     await runtime.start();
+    const startedAt = Date.now();
     await until(async () => (await Promise.all(flows.map((f) => ticksOf(env, f.name)))).every((t) => t.at(-1)!.at > restartedAt + 1000));
     await runtime.stop();
     runtime = undefined;
@@ -59,9 +60,12 @@ describe("catch-up after the coordinator was down for 3 ticks", () => {
     expect(steps(all).every((s) => s === 1)).toBe(true);
 
     const latest = await ticksOf(env, "catch_latest");
-    const latestMissed = missedBy("catch_latest", latest);
-    expect(latestMissed).toEqual([Math.floor(restartedAt / 1000) * 1000]);
+    // One gap, closed by the newest tick due when the coordinator caught up: the second of the
+    // restart, or a later one when a loaded machine took that long to start it.
     expect(steps(latest).filter((s) => s !== 1)).toHaveLength(1);
+    const resumed = latest.find((t, i) => i > 0 && t.at - latest[i - 1]!.at !== 1000)!;
+    expect(resumed.at).toBeGreaterThanOrEqual(Math.floor(restartedAt / 1000) * 1000);
+    expect(resumed.at).toBeLessThanOrEqual(startedAt);
 
     const none = await ticksOf(env, "catch_none");
     expect(missedBy("catch_none", none)).toEqual([]);

@@ -253,7 +253,10 @@ export class KeyedAdmission {
     for (const id of parked) pipeline.exists(`${d.prefix}:${queue}:${id}`);
     const exists = (await pipeline.exec()) ?? [];
     const mine = parked.filter((_, i) => exists[i]?.[1] === 1);
-    for (const id of mine) await d.promote(`${queue}|${id}`);
+    // A long per-key window can leave thousands delayed: promoted a chunk at a time, each chunk's scripts in one round trip.
+    for (let i = 0; i < mine.length; i += PROMOTE_CHUNK) {
+      await Promise.all(mine.slice(i, i + PROMOTE_CHUNK).map((id) => d.promote(`${queue}|${id}`)));
+    }
     await d.waitlist.unpark(mine);
   }
 
@@ -321,6 +324,8 @@ export class KeyedAdmission {
 
 /** How long one process's claim to put back a task's rate-delayed jobs for a version stands. */
 const PROMOTE_CLAIM_MS = 60_000;
+/** Rate-delayed jobs promoted at once when a config version loosens their limit. */
+const PROMOTE_CHUNK = 100;
 
 /** How a parked job's reason starts when a rate limit per key delays it: "rate limit key user_42 2 per 1s". */
 const RATE_KEY_REASON = "rate limit key ";
