@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { untilMatches } from "../helpers/until.js";
 
 let release: () => void = () => undefined;
 const gate = new Promise<void>((resolve) => {
@@ -13,16 +14,6 @@ const slow = ax.task({ name: "slot_holder" }, async () => {
   return "done";
 });
 const slowFlow = ax.flow({ name: "busy_workers_flow" }, () => slow());
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe("a node waiting because every worker slot is taken (the thread pool is full)", () => {
   const env = isolate("busyslots");
@@ -44,16 +35,16 @@ describe("a node waiting because every worker slot is taken (the thread pool is 
   it("says so in waitingFor, ax queues and /api/workers, and stops saying it once a slot frees", async () => {
     const first = await client.triggerFlows("busy_workers_flow", [1, 2]);
     const third = await client.triggerFlow("busy_workers_flow", 3);
-    await until(
+    await untilMatches(
+      "both slots taken",
       async () => (await Promise.all(first.map((id) => client.getRun(id)))).map((r) => r.tasks[0]!.status),
       (statuses) => statuses.every((s) => s === "running"),
-      "both slots taken",
     );
     // The lease renewal carries the worker's slots; its first one may predate the start.
-    const waiting = await until(
+    const waiting = await untilMatches(
+      "the third run to say why it waits",
       async () => (await client.getRun(third)).tasks[0]!,
       (task) => task.waitingFor !== null,
-      "the third run to say why it waits",
     );
     expect(waiting).toMatchObject({ status: "queued", waitingFor: "worker slots 2/2 (1 worker)" });
 

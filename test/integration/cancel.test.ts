@@ -10,6 +10,7 @@ import { AxRunNotFoundError, ax, type Client, type RunInfo, type Runtime } from 
 import { cancelRunRecords, handBackAttempts, openStore } from "@ax/store";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { until } from "../helpers/until.js";
 
 /** What the tasks saw, by run id: the test process runs the worker, so memory is the witness. */
 const seen = new Map<
@@ -72,13 +73,8 @@ const busy = ax.flow({ name: "busy" }, (input) => {
   add(...leaves);
 });
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+const waitFor = (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000) =>
+  until(what, check, { timeoutMs, everyMs: 20 });
 
 const byKey = (run: RunInfo) => Object.fromEntries(run.tasks.map((t) => [t.key, t]));
 

@@ -137,7 +137,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(rerunFrom.stderr).not.toContain("answered by");
   });
 
-  it("ax rerun, backfill, backfills, backfill cancel, schedules, schedule pause|resume, flow retire and queues go through its HTTP API too", async () => {
+  it("ax rerun, backfill, backfills, backfill cancel, schedules, schedule pause|resume, flows, flow retire and queues go through its HTTP API too", async () => {
     const [rerun, backfill, paused] = await Promise.all([
       ax(["rerun", triggeredRun, "--all", "--wait", "--timeout", "120s", ...connection]),
       ax(["backfill", "hello_yearly", "--from", "2024-01-01", "--to", "2026-01-01T00:00:01Z", ...connection]),
@@ -158,14 +158,17 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
 
     expect(paused).toMatchObject({ code: 0, stderr: "", stdout: "schedule of hello_yearly paused\n" });
 
-    const [schedules, schedulesJson, backfills, queues, unknownBackfill, retire] = await Promise.all([
+    const [schedules, schedulesJson, backfills, queues, unknownBackfill, retire, flowsListed] = await Promise.all([
       ax(["schedules", ...connection]),
       ax(["schedules", "--json", ...connection]),
       ax(["backfills", "--limit", "5", ...connection]),
       ax(["queues", ...connection]),
       ax(["backfill", "cancel", "00000000-0000-4000-8000-000000000000", ...connection]),
       ax(["flow", "retire", "hello_yearly", ...connection]),
+      ax(["flows", ...connection]),
     ]);
+    expect(flowsListed.stderr).toBe("");
+    expect(flowsListed.stdout).toMatch(/\nhello_yearly +v1 +1 +1 process +\S+ +0 +in use\n/);
     // The ax dev holding the directory defines the flow: its API refuses, saying so.
     expect(retire.code).not.toBe(0);
     expect(retire.stderr).toMatch(/^AxFlowInUseError: flow "hello_yearly" cannot be retired: the code of 1 live process\(es\) defines it/);

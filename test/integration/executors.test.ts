@@ -4,6 +4,7 @@ import type { AttemptInfo, Client, RunInfo, Runtime } from "ax-scheduler";
 import { executorFlows } from "../fixtures/executor-tasks.js";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { until } from "../helpers/until.js";
 
 const KINDS = ["thread", "process"] as const;
 
@@ -11,13 +12,7 @@ function durationMs(attempt: AttemptInfo): number {
   return Date.parse(attempt.finishedAt!) - Date.parse(attempt.startedAt);
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs = 30_000) => until(what, check, { timeoutMs, everyMs: 50 });
 
 /** Fails if a thread of this process keeps spinning: that would burn ~1 s of CPU per second. */
 async function expectNoSpinningThread(): Promise<void> {

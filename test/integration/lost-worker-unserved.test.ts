@@ -5,6 +5,7 @@ import { napFlow } from "../fixtures/signal-worker.js";
 import { isolate, type Isolated } from "../helpers/isolated.js";
 import { spawnWorker, type WorkerProcess } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { untilMatches } from "../helpers/until.js";
 
 const FIXTURE = "test/fixtures/signal-worker.ts";
 const GRACE_MS = 3000;
@@ -14,16 +15,6 @@ const other = ax.task({ name: "lost_other" }, () => "other");
 const otherFlow = ax.flow({ name: "lost_other_flow" }, () => {
   other();
 });
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await sleep(100);
-  }
-}
 
 describe("the only worker of a queue killed mid-attempt, none restarted", () => {
   const envs: Isolated[] = [];
@@ -59,11 +50,11 @@ describe("the only worker of a queue killed mid-attempt, none restarted", () => 
     const victim = await spawnWorker(FIXTURE, { AX_STORAGE: env.storage, AX_REDIS: env.redis, AX_PREFIX: env.prefix });
     workers.push(victim);
     const runId = await client.triggerFlow("signal_nap_flow", 600_000);
-    await until(
+    await untilMatches(
+      "the nap to start",
       () => client.getRun(runId),
       (run) => run.tasks[0]?.status === "running",
-      30_000,
-      "the nap to start",
+      { timeoutMs: 30_000 },
     );
     await victim.kill9();
     return { env, client, runId, victim, killedAt: Date.now() };
@@ -90,11 +81,11 @@ describe("the only worker of a queue killed mid-attempt, none restarted", () => 
       expect(node.error!.message).toContain('no live worker has served task "signal_nap" in queue "default"');
       expect(node.error!.message).toContain("ax worker --queues default");
       expect(tookMs).toBeGreaterThanOrEqual(GRACE_MS - 1000);
-      await until(
+      await untilMatches(
+        "task_failed and run_failed",
         async () => events.filter((e) => e.runId === runId && (e.name === "task_failed" || e.name === "run_failed")),
         (found) => found.length === 2,
-        10_000,
-        "task_failed and run_failed",
+        { timeoutMs: 10_000 },
       );
       expect(events.filter((e) => e.runId === runId && (e.name === "task_failed" || e.name === "run_failed"))).toMatchObject([
         { name: "task_failed", task: "signal_nap", attempt: 1, error: { name: "AxWorkerCrashedError" } },
@@ -117,11 +108,11 @@ describe("the only worker of a queue killed mid-attempt, none restarted", () => 
     const returning = await started(testRuntime(env, { flows: [napFlow], roles: ["worker"] }));
     // The worker that came back closes the attempt as crashed and starts the next one, though
     // signal_nap has no retries: its worker died, the task did not fail.
-    const run = await until(
+    const run = await untilMatches(
+      "the second attempt",
       () => client.getRun(runId),
       (r) => r.tasks[0]!.attempts.length === 2,
-      60_000,
-      "the second attempt",
+      { timeoutMs: 60_000 },
     );
     const node = run.tasks[0]!;
     expect(node.attempts.map((a) => [a.n, a.outcome, a.worker])).toEqual([

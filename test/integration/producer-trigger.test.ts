@@ -17,6 +17,7 @@ import {
 import { pino } from "pino";
 import { isolate, PG_URL } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { until } from "../helpers/until.js";
 
 /** Start times of task bodies by run id: the worker runs in this process. */
 const startedAt = new Map<string, number>();
@@ -244,7 +245,7 @@ describe("commit -> dispatch latency", () => {
           conn.release();
         }
         if (flow === "parked_flow") {
-          const job = await waitFor(() => firstJob(parked, runId, "parked_step"));
+          const job = await until("the parked step's job", () => firstJob(parked, runId, "parked_step"), { timeoutMs: 20_000, everyMs: 5 });
           sample.push(job.timestamp - committedAt);
         } else {
           await client.waitForRun(runId, { timeout: "20s" });
@@ -340,7 +341,7 @@ describe("delay, runAt and priority", () => {
       const tail = queue("prio_tail.prio_tail");
       for (const [label, runId] of runs) {
         // The dependant's job, added by the worker, carries the run's priority too.
-        const job = await waitFor(() => firstJob(tail, runId, "prio_tail"));
+        const job = await until("the tail's job", () => firstJob(tail, runId, "prio_tail"), { timeoutMs: 20_000, everyMs: 5 });
         expect(job.opts.priority).toBe(Number(label.slice(1)));
       }
       expect(executionOrder).toEqual(["p1", "p3", "p5"]);
@@ -355,7 +356,7 @@ describe("delay, runAt and priority", () => {
     try {
       executionOrder.length = 0;
       const low = await client.triggerFlow("prio_chain", { label: "low", step: 1 }, { priority: 10 });
-      await waitFor(async () => (executionOrder.includes("low:1") ? true : undefined));
+      await until("low:1 to run", async () => executionOrder.includes("low:1"), { timeoutMs: 20_000, everyMs: 5 });
       const high = await client.triggerFlows(
         "prio_single",
         [
@@ -371,13 +372,3 @@ describe("delay, runAt and priority", () => {
     }
   });
 });
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

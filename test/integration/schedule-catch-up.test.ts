@@ -6,6 +6,7 @@ import { captured } from "../helpers/log-capture.js";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 import { steps, ticksOf, type TickRow } from "../helpers/schedule-ticks.js";
+import { until } from "../helpers/until.js";
 
 const note = ax.task({ name: "catch_up_note" }, () => ax.context().logicalDate);
 const latestFlow = ax.flow({ name: "catch_latest", schedule: "* * * * * *", catchUp: "latest", overlap: "allow" }, () => note());
@@ -13,14 +14,6 @@ const allFlow = ax.flow({ name: "catch_all", schedule: "* * * * * *", catchUp: "
 const noneFlow = ax.flow({ name: "catch_none", schedule: "* * * * * *", overlap: "allow" }, () => note());
 // overlap "allow": caught-up ticks come at once and must not skip each other (the default "skip" would).
 const flows = [latestFlow, allFlow, noneFlow];
-
-async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await sleep(100);
-  }
-}
 
 describe("catch-up after the coordinator was down for 3 ticks", () => {
   const env = isolate("catchup");
@@ -34,7 +27,13 @@ describe("catch-up after the coordinator was down for 3 ticks", () => {
   it("none runs no missed tick, latest runs the newest, all runs every one", async () => {
     runtime = testRuntime(env, { flows });
     await runtime.start();
-    await until(async () => (await Promise.all(flows.map((f) => ticksOf(env, f.name)))).every((t) => t.length >= 2));
+    await until(
+      "two ticks of every flow",
+      async () => (await Promise.all(flows.map((f) => ticksOf(env, f.name)))).every((t) => t.length >= 2),
+      {
+        timeoutMs: 20_000,
+      },
+    );
     await runtime.stop();
     runtime = undefined;
     const before = new Map<string, TickRow[]>();
@@ -47,7 +46,11 @@ describe("catch-up after the coordinator was down for 3 ticks", () => {
     runtime = testRuntime(env, { flows });
     await runtime.start();
     const startedAt = Date.now();
-    await until(async () => (await Promise.all(flows.map((f) => ticksOf(env, f.name)))).every((t) => t.at(-1)!.at > restartedAt + 1000));
+    await until(
+      "every flow to tick again after the restart",
+      async () => (await Promise.all(flows.map((f) => ticksOf(env, f.name)))).every((t) => t.at(-1)!.at > restartedAt + 1000),
+      { timeoutMs: 20_000 },
+    );
     await runtime.stop();
     runtime = undefined;
 
@@ -83,7 +86,7 @@ describe("a coordinator starting after a gap longer than a few seconds", () => {
   it("says how many ticks it skipped and how many it ran, as the flow's catchUp says", async () => {
     const first = testRuntime(env, { flows: [gapFlow] });
     await first.start();
-    await until(async () => (await ticksOf(env, "catch_gap")).length >= 2);
+    await until("two ticks of catch_gap", async () => (await ticksOf(env, "catch_gap")).length >= 2, { timeoutMs: 20_000 });
     await first.stop();
     await sleep(7500);
     const { stream, lines } = captured();

@@ -6,17 +6,7 @@ import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { startAx, startChild, startPrivateRedis } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
-
-/** Polls `check` until it returns something truthy; fails after `timeoutMs`. */
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const giveUpAt = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > giveUpAt) throw new Error(`still waiting for ${what} after ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
+import { until } from "../helpers/until.js";
 
 /** A pino logger whose lines are kept, to wait for what a Runtime reported. */
 function capturedLogger() {
@@ -62,10 +52,14 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
     runtimes.push(first);
     await first.start();
     const runId = await first.client().triggerFlow("stubborn_flow", "order-1");
-    await until("attempt 1 running", async () => {
-      const [row] = await env.sql<{ status: string }>(`select status from node_runs where run_id = $1`, [runId]);
-      return row?.status === "running";
-    });
+    await until(
+      "attempt 1 running",
+      async () => {
+        const [row] = await env.sql<{ status: string }>(`select status from node_runs where run_id = $1`, [runId]);
+        return row?.status === "running";
+      },
+      { timeoutMs: 30_000 },
+    );
 
     const second = testRuntime(env, {
       flows: [stubbornFlow],
@@ -116,7 +110,9 @@ describe("Runtime.stop({ timeout }) is bounded", { timeout: 90_000 }, () => {
       await runtime.start();
       redis.child.process.kill("SIGKILL");
       await redis.child.stop(0);
-      await until("the Redis outage in the log", async () => lines.some((l) => l.includes("Redis connection failed")));
+      await until("the Redis outage in the log", async () => lines.some((l) => l.includes("Redis connection failed")), {
+        timeoutMs: 30_000,
+      });
       const t0 = performance.now();
       await runtime.stop({ timeout });
       return performance.now() - t0;

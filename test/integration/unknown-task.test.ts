@@ -2,6 +2,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ax, type AxEvent, type Runtime } from "ax-scheduler";
 import { isolate, type Isolated } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { until } from "../helpers/until.js";
 
 /** The new release's flow: its task is unknown to workers of the old release. */
 const newTask = ax.task({ name: "new_task" }, () => `ran on attempt ${ax.context().attempt}`);
@@ -27,14 +28,6 @@ function coordinator(env: Isolated, unknownTaskGraceMs = 600_000): Runtime {
   });
 }
 
-async function until(condition: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 describe("a job whose task this worker does not define (rolling deploy)", () => {
   const envs: Isolated[] = [];
   const runtimes: Runtime[] = [];
@@ -58,7 +51,9 @@ describe("a job whose task this worker does not define (rolling deploy)", () => 
     await started(oldWorker(env));
     const runId = await client.triggerFlow("release_2", null);
 
-    await until(async () => (await client.getRun(runId)).tasks[0]!.waitingFor !== null, 10_000, "the node to say why it waits");
+    await until("the node to say why it waits", async () => (await client.getRun(runId)).tasks[0]!.waitingFor !== null, {
+      timeoutMs: 10_000,
+    });
     const waiting = await client.getRun(runId);
     expect(waiting.tasks[0]).toMatchObject({
       status: "queued",
@@ -100,7 +95,7 @@ describe("a job whose task this worker does not define (rolling deploy)", () => 
     expect(node.error!.message).toContain('task "new_task" in queue "default"');
     expect(tookMs).toBeGreaterThanOrEqual(graceMs);
     // Alerts hear of it as of any other final failure: the task's, then the run's naming the node.
-    await until(async () => events.some((e) => e.runId === runId && e.name === "run_failed"), 10_000, "run_failed");
+    await until("run_failed", async () => events.some((e) => e.runId === runId && e.name === "run_failed"), { timeoutMs: 10_000 });
     unsubscribe();
     const failures = events.filter((e) => e.runId === runId && (e.name === "task_failed" || e.name === "run_failed"));
     expect(failures).toMatchObject([

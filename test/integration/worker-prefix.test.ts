@@ -4,19 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
+import { untilMatches } from "../helpers/until.js";
 
 const echo = ax.task({ name: "prefix_echo" }, (n: number) => n);
 const echoFlow = ax.flow<number>({ name: "prefix_echo_flow" }, (n) => echo(n));
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe("a worker started on another Redis prefix than the runs' (a missing --prefix / AX_PREFIX)", () => {
   const env = isolate("prefixrun");
@@ -57,10 +48,10 @@ describe("a worker started on another Redis prefix than the runs' (a missing --p
   it("is named in waitingFor and ax queues instead of looking like a healthy worker, and the run goes on once a worker is on the prefix", async () => {
     const runId = await client.triggerFlow("prefix_echo_flow", 7);
     const reason = `no worker serves queue default on Redis prefix "${env.prefix}"; 1 worker serves it on "${other.prefix}": give every process the same --prefix (AX_PREFIX)`;
-    const waiting = await until(
+    const waiting = await untilMatches(
+      "the node to say why it waits",
       async () => (await client.getRun(runId)).tasks[0]!,
       (task) => task.waitingFor !== null,
-      "the node to say why it waits",
     );
     expect(waiting).toMatchObject({ status: "queued", waitingFor: reason });
 
@@ -68,10 +59,10 @@ describe("a worker started on another Redis prefix than the runs' (a missing --p
     expect(queue).toMatchObject({ name: "default.prefix_echo", waiting: 1, workers: 0, limited: reason });
 
     // The coordinator says so in its log too: nothing else would, since such a node is left to wait.
-    const warning = await until(
+    const warning = await untilMatches(
+      "the coordinator's warning",
       async () => lines.map((l) => JSON.parse(l) as { msg: string }).find((l) => l.msg.includes("use another Redis prefix")),
       (found) => found !== undefined,
-      "the coordinator's warning",
     );
     expect(warning!.msg).toContain(
       `live workers of this history use another Redis prefix than this coordinator's "${env.prefix}": 1 on "${other.prefix}"`,
