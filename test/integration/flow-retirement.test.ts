@@ -115,7 +115,11 @@ describe("retiring a flow whose code is gone", () => {
     ).toMatch(/was retired at/);
     const config = await refusal(client.config.apply("flows:\n  retire_gone: { max_concurrent_runs: 2 }\n", "runtime.yaml", "test"));
     expect(config).toBeInstanceOf(AxConfigError);
-    expect(config.message).toMatch(/unknown flow "retire_gone"/);
+    expect(config.message).toMatch(
+      /flows\.retire_gone: flow "retire_gone" was retired \(ax flow retire\): remove it from this file, or start a Runtime whose code defines the flow/,
+    );
+    const task = await refusal(client.config.apply("tasks:\n  retire_gone_step: { timeout: 5s }\n", "runtime.yaml", "test"));
+    expect(task.message).toMatch(/tasks\.retire_gone_step: task "retire_gone_step" was retired with its flow/);
     expect(await client.listSchedules()).toEqual([]);
 
     expect((await client.listFlows()).map((f) => f.name)).toEqual(["retire_kept"]);

@@ -10,6 +10,7 @@ import {
   listCodeOptions,
   listConfigVersions,
   listFlowNames,
+  listRetiredFlowNames,
   listClusterProcesses,
   previousConfigVersion,
   servedQueues,
@@ -130,7 +131,14 @@ export class LiveConfig {
       const retry = codeRetryPolicy(row.options);
       if (retry) taskRetries[row.name] = retry;
     }
-    return { flows, tasks, taskPools, taskRetries };
+    const retiredFlows = await listRetiredFlowNames(this.db);
+    const retiredTasks = new Set<string>();
+    for (const flow of retiredFlows) {
+      for (const node of (await currentFlowVersion(this.db, flow, { retired: true }))?.dag.nodes ?? []) {
+        if (!tasks.has(node.task)) retiredTasks.add(node.task);
+      }
+    }
+    return { flows, tasks, taskPools, taskRetries, retired: { flows: retiredFlows, tasks: retiredTasks } };
   }
 
   /** Validates `text` against what the cluster knows; throws AxConfigError naming file, line, column and key. */

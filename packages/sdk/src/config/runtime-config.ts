@@ -52,6 +52,8 @@ export interface KnownNames {
   taskPools?: Record<string, TaskPool> | undefined;
   /** Each task's retry options as its code sets them, by task name: a YAML list replacing one of them may contradict the other. */
   taskRetries?: Record<string, CodeRetryPolicy> | undefined;
+  /** Flows retired with `ax flow retire`, and the tasks only they ran: named, they are refused saying so. */
+  retired?: { flows: Iterable<string>; tasks: Iterable<string> } | undefined;
 }
 
 /** A task's retry options as its code set them when a Runtime registered it (error classes by name). */
@@ -256,11 +258,22 @@ const mapping = (value: unknown): Record<string, unknown> =>
 function checkNames(config: unknown, known: KnownNames, fail: (path: YamlPath, message: string) => void): void {
   const top = mapping(config);
   const tasks = new Set(known.tasks);
+  const retiredTasks = new Set(known.retired?.tasks);
+  const retiredFlows = new Set(known.retired?.flows);
+  const retired = (what: string) =>
+    `${what} (ax flow retire): remove it from this file, or start a Runtime whose code defines the flow to bring it back`;
   for (const name of Object.keys(mapping(top.tasks))) {
-    if (!tasks.has(name)) fail(["tasks", name], `unknown task "${name}" (defined: ${[...tasks].join(", ") || "none"})`);
+    if (tasks.has(name)) continue;
+    fail(
+      ["tasks", name],
+      retiredTasks.has(name)
+        ? retired(`task "${name}" was retired with its flow`)
+        : `unknown task "${name}" (defined: ${[...tasks].join(", ") || "none"})`,
+    );
   }
   const flows = new Set(known.flows);
-  const unknownFlow = (name: string) => `unknown flow "${name}" (defined: ${[...flows].join(", ") || "none"})`;
+  const unknownFlow = (name: string) =>
+    retiredFlows.has(name) ? retired(`flow "${name}" was retired`) : `unknown flow "${name}" (defined: ${[...flows].join(", ") || "none"})`;
   for (const name of Object.keys(mapping(top.flows))) {
     if (!flows.has(name)) fail(["flows", name], unknownFlow(name));
   }

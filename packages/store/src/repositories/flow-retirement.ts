@@ -145,3 +145,9 @@ export async function liveDefinerCounts(db: Db, liveMs: number): Promise<Map<str
   );
   return new Map(found.map((r) => [r.flow, r.n]));
 }
+
+/** The flows retired and not brought back, by name. */
+export async function listRetiredFlowNames(db: Db): Promise<string[]> {
+  const found = await rows<{ flow: string }>(db, sql`select flow from flow_settings where retired_at is not null order by flow`);
+  return found.map((r) => r.flow);
+}
