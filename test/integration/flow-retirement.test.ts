@@ -103,7 +103,9 @@ describe("retiring a flow whose code is gone", () => {
     expect(cli.stdout).toMatch(
       /^flow retire_gone retired at \S+\n {2}its tasks no other flow runs, which runtime\.yaml may no longer name: retire_gone_step\n$/,
     );
-    const again = await client.retireFlow("retire_gone");
+    const again = JSON.parse(
+      (await runAx(["flow", "retire", "retire_gone", "--json", "--storage", env.storage, "--prefix", env.prefix])).stdout,
+    );
     expect(again).toMatchObject({ flow: "retire_gone", changed: false, tasks: ["retire_gone_step"] });
 
     const trigger = await refusal(client.triggerFlow("retire_gone", 3));

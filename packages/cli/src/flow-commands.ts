@@ -47,9 +47,11 @@ export function addFlowCommands(program: Command, withClient: WithClient): void 
     .description(
       "take a flow whose code is gone out of use: no longer listed, triggered, scheduled or named in config; its runs stay readable (a Runtime defining it again brings it back)",
     )
-    .action(async (name: string) => {
+    .option("--json", "print the answer as JSON")
+    .action(async (name: string, raw: { json?: boolean }) => {
       await withClient(async (client) => {
         const retired = await client.retireFlow(name);
+        if (raw.json) return console.log(JSON.stringify(retired, null, 2));
         const when = retired.retiredAt.toISOString();
         console.log(retired.changed ? `flow ${retired.flow} retired at ${when}` : `flow ${retired.flow} was retired already (at ${when})`);
         if (retired.tasks.length > 0)

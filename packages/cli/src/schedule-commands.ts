@@ -40,7 +40,7 @@ export function describeSchedule(s: ScheduleInfo): string {
     `  last tick: ${tick}`,
     ...(s.overdueSince
       ? [
-          `  OVERDUE: no tick since it should have fired at ${inZone(s.overdueSince, s.timezone)}: is a coordinator running with this flow in its entry (ax coordinator <entry>)?`,
+          `  OVERDUE: no tick since it should have fired at ${inZone(s.overdueSince, s.timezone)}: is a coordinator running with this flow in its entry (ax coordinator <entry>)? If its code is gone for good, retire it (ax flow retire ${s.flow})`,
         ]
       : []),
   ].join("\n");
