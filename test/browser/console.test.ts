@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ax, Client, type Runtime } from "ax-scheduler";
+import { ax, type Runtime } from "ax-scheduler";
 import { flows } from "../../examples/order-payment/flows/order-flow.js";
 import { invoiceApi } from "../../examples/order-payment/services/invoice-api.js";
 import { isolate } from "../helpers/isolated.js";
@@ -509,8 +509,8 @@ describe("the web console in a real browser", () => {
     await page.locator("pre.diff").waitFor();
   });
 
-  it("says a retired flow takes no new runs and offers no trigger, and leaves it off the Flows page", async () => {
-    // A deploy that had the flow, then code without it: retired as an operator would.
+  it("offers to retire a flow no running process defines, then says it takes no new runs, offers no trigger and leaves it off the Flows page", async () => {
+    // A deploy that had the flow, then code without it.
     const old = testRuntime(env, { flows: [oldFlow], roles: ["worker"] });
     await old.start();
     await old.stop();
@@ -525,13 +525,18 @@ describe("the web console in a real browser", () => {
       );
     await expect(page.locator(".flow-card", { hasText: "order_payment_flow" }).locator("[data-undefined]").count()).resolves.toBe(0);
     await shot("01b-flows-undefined");
-    const client = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
-    try {
-      await client.retireFlow("console_old_flow");
-    } finally {
-      await client.close();
-    }
-    await page.goto(`${runtime.url}/flows/console_old_flow`);
+    // A flow a running process defines offers no Retire: the API would refuse it.
+    await page.goto(`${runtime.url}/flows/order_payment_flow`);
+    await page.locator(".dag-node").first().waitFor();
+    await expect(page.getByRole("button", { name: "Retire" }).count()).resolves.toBe(0);
+    await page.goto(`${runtime.url}/flows`);
+    await card.click({ position: { x: 6, y: 6 } });
+    await page.waitForURL(/\/flows\/console_old_flow$/);
+    await page.getByRole("button", { name: "Retire" }).click();
+    const dialog = page.locator("dialog");
+    await expect(dialog.textContent()).resolves.toContain("Retire console_old_flow?");
+    await shot("07a-retire-confirm");
+    await dialog.getByRole("button", { name: "Retire" }).click();
     const note = page.locator(".note[role=status]", { hasText: "Retired" });
     await note.waitFor();
     await expect(note.textContent()).resolves.toMatch(/takes no new runs \(ax flow retire\).*Its runs stay readable/);

@@ -79,6 +79,8 @@ export interface FlowDescription {
   schedule: string | { cron: string; timezone?: string } | null;
   /** When `ax flow retire` took it out of use; null while in use. */
   retiredAt: string | null;
+  /** Live processes whose code defines it. */
+  definedBy: number;
 }
 
 export interface ScheduleInfo {

@@ -340,6 +340,7 @@ export const flowDescription = z.object({
     description:
       "when the flow was retired (POST /api/flows/:flow/retire): its runs stay readable, it takes no new ones; null while in use",
   }),
+  definedBy: z.number().int().meta({ description: "live processes whose code defines the flow (0: none)" }),
 });
 
 export const pausedAnswer = z.object({ flow: z.string(), paused: z.boolean() });

@@ -9,6 +9,7 @@ import {
   getSchedules,
   currentFlowVersion,
   flowRetiredAt,
+  liveDefinerCounts,
   listFlowNames,
   unknownFlowError,
   listRunPage,
@@ -21,6 +22,7 @@ import {
   DEFAULT_MAX_PAYLOAD_BYTES,
   explainWaitingNodes,
   queueOverview,
+  RETIRE_LIVE_MS,
   RunWriter,
   triggerRun,
   type QueueRegistry,
@@ -241,7 +243,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const { name } = request.params;
     const version = toStorableText(name) === name ? await currentFlowVersion(options.db, name, { retired: true }) : undefined;
     if (!version) throw await unknownFlowError(options.db, name);
-    const retiredAt = await flowRetiredAt(options.db, name);
+    const [retiredAt, definers] = await Promise.all([flowRetiredAt(options.db, name), liveDefinerCounts(options.db, RETIRE_LIVE_MS)]);
     const served = flows.get(name);
     // The stored schedule is the one coordinators tick by: it follows config versions, unlike the options this server started with.
     const [schedule] = await getSchedules(options.db, [name]);
@@ -253,6 +255,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       options: served?.options ?? null,
       schedule: schedule ? { cron: schedule.cron, timezone: schedule.timezone } : null,
       retiredAt: retiredAt?.toISOString() ?? null,
+      definedBy: definers.get(name) ?? 0,
     };
   });
 

@@ -171,6 +171,11 @@ export const en = {
     "No flow is named {name}. A flow is listed once a process that defines it (ax dev, ax worker or ax coordinator with its entry, or a Runtime given it) has started; check the name.",
   "flow.missing": "Back to flows",
   "flow.retired": "Retired",
+  "flow.retire": "Retire",
+  "flow.retireTitle": "Retire {name}?",
+  "flow.retireConfirm":
+    "It will no longer be listed, scheduled or triggered, and runtime.yaml may not name it; its runs stay readable. A process whose code defines it brings it back when it starts.",
+  "flow.retireKeep": "Keep it",
   "flow.retiredNoSchedule": "None: a retired flow is not scheduled.",
   "flow.retiredBody":
     "This flow takes no new runs (ax flow retire): it is no longer listed, scheduled or triggered, and runtime.yaml may not name it. Its runs stay readable. A process whose code defines it brings it back when it starts.",

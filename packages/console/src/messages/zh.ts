@@ -167,6 +167,11 @@ export const zh: Record<MessageKey, string> = {
     "没有名为 {name} 的流程。定义它的进程（带入口的 ax dev、ax worker 或 ax coordinator，或传入它的 Runtime）启动后，流程才会列出；请检查名称。",
   "flow.missing": "返回流程",
   "flow.retired": "已停用",
+  "flow.retire": "停用",
+  "flow.retireTitle": "停用 {name}？",
+  "flow.retireConfirm":
+    "它将不再列出、调度或触发，runtime.yaml 也不能再引用它；它的运行记录仍可查看。代码中定义它的进程启动后，它会重新启用。",
+  "flow.retireKeep": "保留",
   "flow.retiredNoSchedule": "无：已停用的流程不会被调度。",
   "flow.retiredBody":
     "这个流程不再接受新的运行（ax flow retire）：它不再列出、调度或触发，runtime.yaml 也不能再引用它。它的运行记录仍可查看。代码中定义它的进程启动后，它会重新启用。",

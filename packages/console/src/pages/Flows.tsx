@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { ApiError, api } from "../api";
 import { FlowBackfills } from "../components/Backfills";
+import { Confirm } from "../components/Confirm";
 import { Dag } from "../components/Dag";
 import { RunStrip } from "../components/RunStrip";
 import { Empty, ErrorNote, NotFound, StatusBadge } from "../components/Status";
@@ -79,6 +80,8 @@ function FlowCard({ flow, schedule }: { flow: FlowOverview; schedule: ScheduleIn
 export function FlowPage({ name }: { name: string }) {
   const { t } = useI18n();
   const [triggering, setTriggering] = useState(false);
+  const [retiring, setRetiring] = useState(false);
+  const retireAction = useAction();
   const flow = useApi<FlowDescription>(`/api/flows/${encodeURIComponent(name)}`);
   const versions = useApi<{ versions: { version: number; createdAt: string; nodes: number }[] }>(
     `/api/flows/${encodeURIComponent(name)}/versions`,
@@ -122,11 +125,24 @@ export function FlowPage({ name }: { name: string }) {
           <h1>{name}</h1>
         </div>
         {flow.data && !flow.data.retiredAt && (
-          <ActionButton needs="trigger" className="primary" onClick={() => setTriggering(true)}>
-            {t("trigger")}
-          </ActionButton>
+          <div className="actions">
+            {/* Offered once no running process defines it: retiring one in use would be refused. */}
+            {flow.data.definedBy === 0 && (
+              <ActionButton needs="admin" onClick={() => setRetiring(true)} disabled={retireAction.busy}>
+                {t("flow.retire")}
+              </ActionButton>
+            )}
+            <ActionButton needs="trigger" className="primary" onClick={() => setTriggering(true)}>
+              {t("trigger")}
+            </ActionButton>
+          </div>
         )}
       </div>
+      {retireAction.error && (
+        <div className="error-note" role="alert">
+          {retireAction.error}
+        </div>
+      )}
       {flow.data?.retiredAt && (
         <div className="note" role="status">
           <strong>
@@ -224,6 +240,23 @@ export function FlowPage({ name }: { name: string }) {
       </div>
       {schedule && <FlowBackfills flow={name} schedule={schedule} />}
       {triggering && <TriggerDialog flow={name} onClose={() => setTriggering(false)} />}
+      {retiring && (
+        <Confirm
+          title={fill(t("flow.retireTitle"), { name })}
+          text={t("flow.retireConfirm")}
+          keep={t("flow.retireKeep")}
+          act={t("flow.retire")}
+          onKeep={() => setRetiring(false)}
+          onAct={() => {
+            setRetiring(false);
+            void retireAction.run(async () => {
+              await api.post(`/api/flows/${encodeURIComponent(name)}/retire`);
+              flow.reload();
+              schedules.reload();
+            });
+          }}
+        />
+      )}
     </>
   );
 }
