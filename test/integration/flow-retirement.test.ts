@@ -51,7 +51,7 @@ describe("retiring a flow whose code is gone", () => {
 
     const defined = await refusal(client.retireFlow("retire_gone"));
     expect(defined).toBeInstanceOf(AxFlowInUseError);
-    expect(defined.message).toMatch(/the code of 1 live process\(es\) defines it .*Deploy code without it/);
+    expect(defined.message).toMatch(/the code of 1 live process\(es\) defines it, or may: .*\(\S+ pid \d+\)\. Deploy code without it/);
 
     // The new deploy no longer has the flow; the old process is gone.
     await old.stop({ timeout: "2s" });
@@ -98,6 +98,16 @@ describe("retiring a flow whose code is gone", () => {
     await registeredLongAgo();
 
     expect((await client.listSchedules()).map((s) => s.flow)).toEqual(["retire_gone"]);
+    // A live process of a release before 0.21 reports no flows: it may define this one.
+    await env.sql(
+      "insert into processes (id, hostname, pid, roles, flows, heartbeat_at) values ('legacy-1', 'old-host', 42, '{worker}', null, now())",
+    );
+    expect((await client.listFlows()).map((f) => [f.name, f.definedBy])).toEqual([
+      ["retire_gone", 1],
+      ["retire_kept", 2],
+    ]);
+    expect((await refusal(client.retireFlow("retire_gone"))).message).toMatch(/release before 0\.21 .*\(old-host pid 42\)/);
+    await env.sql("delete from processes where id = 'legacy-1'");
     const cli = await runAx(["flow", "retire", "retire_gone", "--storage", env.storage, "--prefix", env.prefix]);
     expect(cli.code).toBe(0);
     expect(cli.stdout).toMatch(

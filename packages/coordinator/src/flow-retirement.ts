@@ -44,7 +44,7 @@ export async function retireFlow(db: Db, flow: string, options: { liveMs?: numbe
 function inUse(state: RetirementState, liveMs: number): string | undefined {
   if (state.definers.length > 0) {
     const list = state.definers.map((p) => `${p.hostname} pid ${p.pid}`).join(", ");
-    return `the code of ${state.definers.length} live process(es) defines it (${list}). Deploy code without it and stop those processes first (a process's report counts as live for ${liveMs / 1000} s)`;
+    return `the code of ${state.definers.length} live process(es) defines it, or may: a process of a release before 0.21 does not say which flows it defines (${list}). Deploy code without it and stop or upgrade those processes first (a process's report counts as live for ${liveMs / 1000} s)`;
   }
   if (state.registeredSecondsAgo * 1000 < liveMs) {
     return `a Runtime registered it ${Math.round(state.registeredSecondsAgo)} s ago, so one whose code defines it may be starting. Deploy code without it, then retire it once no process defines it`;

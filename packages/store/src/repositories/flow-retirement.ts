@@ -10,7 +10,10 @@ export interface RetirementState {
   retiredAt: Date | null;
   /** Seconds since a Runtime last registered the flow (or rewrote its settings applying a config version). */
   registeredSecondsAgo: number;
-  /** Processes that reported within the live window and whose code defines the flow. */
+  /**
+   * Processes that reported within the live window and whose code defines the flow, or that run a
+   * release before 0.21, which does not report its flows (`flows` null): either may run its code.
+   */
   definers: { id: string; hostname: string; pid: number }[];
   /** Runs of the flow not finished (`pending`, which includes held and delayed ones, or `running`). */
   unfinished: { count: number; sample: string[] };
@@ -38,7 +41,7 @@ export async function lockFlowForRetirement(tx: Db, flow: string, liveMs: number
   const definers = await rows<{ id: string; hostname: string; pid: number }>(
     tx,
     sql`select id, hostname, pid from processes
-      where ${flow} = any(flows) and heartbeat_at >= now() - make_interval(secs => ${liveMs / 1000}) order by hostname, pid`,
+      where (${flow} = any(flows) or flows is null) and heartbeat_at >= now() - make_interval(secs => ${liveMs / 1000}) order by hostname, pid`,
   );
   const unfinished = await rows<{ id: string; count: number }>(
     tx,
@@ -92,7 +95,7 @@ export interface FlowState {
   /** The current version (the one new runs get) and its node count. */
   version: number;
   nodes: number;
-  /** Live processes whose code defines it (processes older than 0.21 report no flows and are not counted). */
+  /** Live processes whose code defines it, those of a release before 0.21 (which report no flows) counted as defining every flow. */
   definedBy: number;
   /** When its newest run was created; null when it has none. */
   lastRunAt: Date | null;
@@ -116,7 +119,7 @@ export async function listFlowStates(db: Db, options: { liveMs: number; retired?
     sql`
     select f.name, f.version, jsonb_array_length(f.dag->'nodes')::int as nodes,
       (select count(*)::int from processes p
-        where f.name = any(p.flows) and p.heartbeat_at >= now() - make_interval(secs => ${options.liveMs / 1000})) as defined_by,
+        where (f.name = any(p.flows) or p.flows is null) and p.heartbeat_at >= now() - make_interval(secs => ${options.liveMs / 1000})) as defined_by,
       (select max(r.created_at) from runs r where r.flow = f.name) as last_run_at,
       (select count(*)::int from runs r where r.flow = f.name and r.status in ('pending', 'running')) as unfinished,
       s.retired_at
@@ -136,14 +139,19 @@ export async function listFlowStates(db: Db, options: { liveMs: number; retired?
   }));
 }
 
-/** How many live processes define each flow, by name (a flow no live process defines is absent). */
-export async function liveDefinerCounts(db: Db, liveMs: number): Promise<Map<string, number>> {
+/**
+ * How many live processes define a flow, as a function of its name. A process of a release before
+ * 0.21 reports no flows: it is counted as defining every flow, since it may.
+ */
+export async function liveDefinerCounts(db: Db, liveMs: number): Promise<(flow: string) => number> {
+  const live = sql`heartbeat_at >= now() - make_interval(secs => ${liveMs / 1000})`;
   const found = await rows<{ flow: string; n: number }>(
     db,
-    sql`select flow, count(*)::int as n from processes cross join lateral unnest(flows) flow
-      where heartbeat_at >= now() - make_interval(secs => ${liveMs / 1000}) group by flow`,
+    sql`select flow, count(*)::int as n from processes cross join lateral unnest(flows) flow where ${live} group by flow`,
   );
-  return new Map(found.map((r) => [r.flow, r.n]));
+  const [legacy] = await rows<{ n: number }>(db, sql`select count(*)::int as n from processes where flows is null and ${live}`);
+  const counts = new Map(found.map((r) => [r.flow, r.n]));
+  return (flow) => (counts.get(flow) ?? 0) + (legacy?.n ?? 0);
 }
 
 /** The flows retired and not brought back, by name. */
