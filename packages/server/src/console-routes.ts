@@ -81,7 +81,7 @@ export async function registerConsoleRoutes(app: App, deps: ConsoleDeps): Promis
   app.get("/api/flow-overview", async (request) => {
     const { runs = 30 } = parseQuery(flowOverviewQuery, request.query);
     const [flows, definers] = await Promise.all([flowOverview(deps.db, runs), liveDefinerCounts(deps.db, RETIRE_LIVE_MS)]);
-    return { flows: flows.map((flow) => ({ ...flow, definedBy: definers(flow.name) })) };
+    return { flows: flows.map((flow) => ({ ...flow, definedBy: definers.get(flow.name) ?? 0 })) };
   });
 
   app.get<{ Params: { name: string } }>("/api/flows/:name/versions", async (request) => {

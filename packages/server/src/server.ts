@@ -255,7 +255,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       options: served?.options ?? null,
       schedule: schedule ? { cron: schedule.cron, timezone: schedule.timezone } : null,
       retiredAt: retiredAt?.toISOString() ?? null,
-      definedBy: definers(name),
+      definedBy: definers.get(name) ?? 0,
     };
   });
 

@@ -10,7 +10,7 @@ import {
   listCodeOptions,
   listConfigVersions,
   listFlowNames,
-  listRetiredFlowNames,
+  listRetiredFlows,
   listClusterProcesses,
   previousConfigVersion,
   servedQueues,
@@ -131,14 +131,9 @@ export class LiveConfig {
       const retry = codeRetryPolicy(row.options);
       if (retry) taskRetries[row.name] = retry;
     }
-    const retiredFlows = await listRetiredFlowNames(this.db);
-    const retiredTasks = new Set<string>();
-    for (const flow of retiredFlows) {
-      for (const node of (await currentFlowVersion(this.db, flow, { retired: true }))?.dag.nodes ?? []) {
-        if (!tasks.has(node.task)) retiredTasks.add(node.task);
-      }
-    }
-    return { flows, tasks, taskPools, taskRetries, retired: { flows: retiredFlows, tasks: retiredTasks } };
+    const retired = await listRetiredFlows(this.db);
+    const retiredTasks = retired.flatMap((r) => r.tasks).filter((task) => !tasks.has(task));
+    return { flows, tasks, taskPools, taskRetries, retired: { flows: retired.map((r) => r.flow), tasks: retiredTasks } };
   }
 
   /** Validates `text` against what the cluster knows; throws AxConfigError naming file, line, column and key. */

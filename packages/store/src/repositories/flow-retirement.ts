@@ -1,9 +1,25 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { AxUnknownFlowError } from "@ax/common";
 import type { Db } from "../connect.js";
 import { toStorableText } from "../json.js";
-import { listFlowNames } from "./flow-definitions.js";
+import { listFlowNames, notRetired } from "./flow-definitions.js";
 import { rows } from "./raw.js";
+
+/** Each flow's current version, the one new runs get: the one registered last. */
+const currentVersions = sql`(select distinct on (name) name, version, dag from flow_definitions
+  order by name, registered_at desc, version desc)`;
+
+/** The distinct tasks of a version's graph. */
+const tasksOf = (dag: SQL) => sql`coalesce((select array_agg(distinct n->>'task') from jsonb_array_elements(${dag}->'nodes') n), '{}')`;
+
+/**
+ * A process `p` that reported within `liveMs` and whose code defines `flow`, or may: one of a
+ * release before 0.21 reports no flows (`flows` null).
+ */
+const definesLive = (flow: SQL, liveMs: number) =>
+  sql`(${flow} = any(p.flows) or p.flows is null) and p.heartbeat_at >= now() - make_interval(secs => ${liveMs / 1000})`;
+
+const UNFINISHED = sql`status in ('pending', 'running')`;
 
 /** What `ax flow retire` checks, read in its transaction with the flow's settings row locked. */
 export interface RetirementState {
@@ -29,8 +45,7 @@ export interface RetirementState {
 export async function lockFlowForRetirement(tx: Db, flow: string, liveMs: number): Promise<RetirementState | undefined> {
   const [registered] = await rows<{ tasks: string[] }>(
     tx,
-    sql`select coalesce((select array_agg(distinct n->>'task') from jsonb_array_elements(dag->'nodes') n), '{}') as tasks
-      from flow_definitions where name = ${flow} order by registered_at desc, version desc limit 1`,
+    sql`select ${tasksOf(sql`dag`)} as tasks from ${currentVersions} f where name = ${flow}`,
   );
   if (!registered) return undefined;
   await tx.execute(sql`insert into flow_settings (flow, updated_at) values (${flow}, to_timestamp(0)) on conflict (flow) do nothing`);
@@ -40,20 +55,18 @@ export async function lockFlowForRetirement(tx: Db, flow: string, liveMs: number
   );
   const definers = await rows<{ id: string; hostname: string; pid: number }>(
     tx,
-    sql`select id, hostname, pid from processes
-      where (${flow} = any(flows) or flows is null) and heartbeat_at >= now() - make_interval(secs => ${liveMs / 1000}) order by hostname, pid`,
+    sql`select id, hostname, pid from processes p where ${definesLive(sql`${flow}`, liveMs)} order by hostname, pid`,
   );
   const unfinished = await rows<{ id: string; count: number }>(
     tx,
     sql`select id, count(*) over ()::int as count from runs
-      where flow = ${flow} and status in ('pending', 'running') order by created_at limit 5`,
+      where flow = ${flow} and ${UNFINISHED} order by created_at limit 5`,
   );
   const [shared] = await rows<{ tasks: string[] }>(
     tx,
     sql`select coalesce(array_agg(distinct n->>'task'), '{}') as tasks
-      from (select distinct on (name) dag from flow_definitions
-        where name <> ${flow} and not exists (select 1 from flow_settings s where s.flow = name and s.retired_at is not null)
-        order by name, registered_at desc, version desc) d
+      from (select dag from ${currentVersions} f where name <> ${flow}
+        and not exists (select 1 from flow_settings s where s.flow = f.name and s.retired_at is not null)) d
       cross join lateral jsonb_array_elements(d.dag->'nodes') n`,
   );
   const sharedTasks = new Set(shared?.tasks ?? []);
@@ -118,12 +131,11 @@ export async function listFlowStates(db: Db, options: { liveMs: number; retired?
     db,
     sql`
     select f.name, f.version, jsonb_array_length(f.dag->'nodes')::int as nodes,
-      (select count(*)::int from processes p
-        where (f.name = any(p.flows) or p.flows is null) and p.heartbeat_at >= now() - make_interval(secs => ${options.liveMs / 1000})) as defined_by,
+      (select count(*)::int from processes p where ${definesLive(sql`f.name`, options.liveMs)}) as defined_by,
       (select max(r.created_at) from runs r where r.flow = f.name) as last_run_at,
-      (select count(*)::int from runs r where r.flow = f.name and r.status in ('pending', 'running')) as unfinished,
+      (select count(*)::int from runs r where r.flow = f.name and ${UNFINISHED}) as unfinished,
       s.retired_at
-    from (select distinct on (name) name, version, dag from flow_definitions order by name, registered_at desc, version desc) f
+    from ${currentVersions} f
     left join flow_settings s on s.flow = f.name
     where ${options.retired ? sql`true` : sql`s.retired_at is null`}
     order by f.name`,
@@ -139,23 +151,21 @@ export async function listFlowStates(db: Db, options: { liveMs: number; retired?
   }));
 }
 
-/**
- * How many live processes define a flow, as a function of its name. A process of a release before
- * 0.21 reports no flows: it is counted as defining every flow, since it may.
- */
-export async function liveDefinerCounts(db: Db, liveMs: number): Promise<(flow: string) => number> {
-  const live = sql`heartbeat_at >= now() - make_interval(secs => ${liveMs / 1000})`;
-  const found = await rows<{ flow: string; n: number }>(
+/** How many live processes define each registered flow, by name (see `definesLive`). */
+export async function liveDefinerCounts(db: Db, liveMs: number): Promise<Map<string, number>> {
+  const found = await rows<{ name: string; n: number }>(
     db,
-    sql`select flow, count(*)::int as n from processes cross join lateral unnest(flows) flow where ${live} group by flow`,
+    sql`select f.name, count(p.id)::int as n from (select distinct name from flow_definitions) f
+      left join processes p on ${definesLive(sql`f.name`, liveMs)} group by f.name`,
   );
-  const [legacy] = await rows<{ n: number }>(db, sql`select count(*)::int as n from processes where flows is null and ${live}`);
-  const counts = new Map(found.map((r) => [r.flow, r.n]));
-  return (flow) => (counts.get(flow) ?? 0) + (legacy?.n ?? 0);
+  return new Map(found.map((r) => [r.name, r.n]));
 }
 
-/** The flows retired and not brought back, by name. */
-export async function listRetiredFlowNames(db: Db): Promise<string[]> {
-  const found = await rows<{ flow: string }>(db, sql`select flow from flow_settings where retired_at is not null order by flow`);
-  return found.map((r) => r.flow);
+/** The flows retired and not brought back, by name, with the tasks of their current versions. */
+export async function listRetiredFlows(db: Db): Promise<{ flow: string; tasks: string[] }[]> {
+  return rows<{ flow: string; tasks: string[] }>(
+    db,
+    sql`select f.name as flow, ${tasksOf(sql`f.dag`)} as tasks from ${currentVersions} f
+      join flow_settings s on s.flow = f.name where s.retired_at is not null order by f.name`,
+  );
 }

@@ -268,8 +268,7 @@ export async function flowOverview(db: Db, runsPerFlow: number): Promise<FlowOve
           .select()
           .from(runs)
           .where(
-            sql`${runs.id} in (select r.id from (select distinct name from flow_definitions
-              where not exists (select 1 from flow_settings s where s.flow = name and s.retired_at is not null)) f
+            sql`${runs.id} in (select r.id from (select distinct name from flow_definitions where ${notRetired}) f
               cross join lateral (select id from runs where flow = f.name
                 order by created_at desc nulls first, id desc nulls first limit ${runsPerFlow}) r)`,
           )
