@@ -49,6 +49,8 @@ interface Results {
   baselineLatency: BaselineLatency;
   single: Rounds<Throughput>;
   drain: Rounds<Throughput>;
+  /** Drain only with other worker slot counts (`maxConcurrency`): Runtime's default and a wide one. */
+  slots: { concurrency: number; drain: Rounds<Throughput> }[];
   limited: Rounds<Throughput>;
   keyed: Rounds<Throughput>;
   diamond: Rounds<Throughput>;
@@ -62,6 +64,13 @@ interface Results {
   memory?: MemoryResult;
   history?: HistoryResult;
 }
+
+/**
+ * Worker slot counts the drain is also measured with: Runtime's default and three times the bench's.
+ * With few slots each attempt's statements carry few others, so CPU per task rises and the slots
+ * wait on the round trips; the sweep shows how much of the gap to BullMQ is that.
+ */
+const SLOT_SWEEP = [10, 300];
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
@@ -89,6 +98,11 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       const single = await rounds(() => singleNodeThroughput(client, env, sizes.axRuns, sizes.triggerBatch));
       log(`ax single-node, drain only: ${sizes.axRuns} runs triggered, then a worker started, ${sizes.rounds} rounds`);
       const drain = await rounds(() => drainThroughput(client, env, sizes.axRuns, sizes.triggerBatch, sizes.concurrency));
+      const slots: Results["slots"] = [];
+      for (const concurrency of SLOT_SWEEP) {
+        log(`ax single-node, drain only with maxConcurrency ${concurrency}: ${sizes.axRuns} runs, ${sizes.rounds} rounds`);
+        slots.push({ concurrency, drain: await rounds(() => drainThroughput(client, env, sizes.axRuns, sizes.triggerBatch, concurrency)) });
+      }
       log(`ax single-node under concurrency ${LIMITED_CONCURRENCY} and pool ${LIMITED_POOL}: ${sizes.axRuns} runs, ${sizes.rounds} rounds`);
       const limited = await rounds(() => limitedThroughput(client, env, sizes.axRuns, sizes.triggerBatch));
       log(`ax single-node under concurrency { max: 1, key } over ${KEYED_KEYS} keys: ${sizes.axRuns} runs, ${sizes.rounds} rounds`);
@@ -102,7 +116,7 @@ async function measure(sizes: BenchSizes): Promise<Results> {
       log(`ax trigger -> start: ${sizes.latencyRuns} runs, one at a time, ${sizes.latencyGapMs} ms apart`);
       const latency = await triggerToStart(client, env, sizes.latencyRuns, sizes.latencyGapMs);
       const health = await attemptHealth(env);
-      return { baseline, baselineChain, baselineLatency, single, drain, limited, keyed, diamond, chain, chain10ms, latency, health };
+      return { baseline, baselineChain, baselineLatency, single, drain, slots, limited, keyed, diamond, chain, chain10ms, latency, health };
     } finally {
       await runtime.stop();
     }
@@ -162,6 +176,12 @@ function report(r: Results): void {
       vsBaseline: faster(r.drain.tasksPerS, baseDrain),
       detail: throughputDetail(r.drain),
     },
+    ...r.slots.map(({ concurrency, drain }) => ({
+      name: `ax drain only, maxConcurrency ${concurrency}`,
+      value: `${Math.round(drain.tasksPerS)} /s`,
+      vsBaseline: faster(drain.tasksPerS, baseDrain),
+      detail: throughputDetail(drain),
+    })),
     {
       name: `ax single-node, concurrency ${LIMITED_CONCURRENCY} + pool`,
       value: `${Math.round(r.limited.tasksPerS)} /s`,
@@ -236,6 +256,7 @@ function report(r: Results): void {
       ax_tasks_per_s: Math.round(r.single.tasksPerS),
       ratio: round(r.single.tasksPerS / base, 3),
       drain_ratio: round(r.drain.tasksPerS / baseDrain, 3),
+      ...Object.fromEntries(r.slots.map(({ concurrency, drain }) => [`drain_c${concurrency}_tasks_per_s`, Math.round(drain.tasksPerS)])),
       limited_ratio: round(r.limited.tasksPerS / base, 3),
       keyed_ratio: round(r.keyed.tasksPerS / base, 3),
       diamond_tasks_per_s: Math.round(r.diamond.tasksPerS),

@@ -28,6 +28,8 @@ const TINY = {
 const GOAL_KEYS = ["ratio", "drain_ratio", "chain40_ms", "chain40_10ms_ms", "hop_p50_ms", "hop_p99_ms"];
 const SCENARIO_KEYS = [
   "diamond_tasks_per_s",
+  "drain_c10_tasks_per_s",
+  "drain_c300_tasks_per_s",
   "total_cpu_ms_per_task",
   "worker_rss_peak_mb",
   "worker_cpu_ms_per_task",
