@@ -14,6 +14,11 @@ const gone = ax.flow({ name: "retire_gone", schedule: "0 3 * * *" }, (n) => {
   goneOnly(shared(n));
 });
 
+const lateOnly = ax.task({ name: "retire_late_step" }, (n: number) => n * 5);
+const late = ax.flow({ name: "retire_late" }, (n) => {
+  lateOnly(n);
+});
+
 const refusal = async (promise: Promise<unknown>) => {
   const error = await promise.then(
     () => undefined,
@@ -175,6 +180,32 @@ describe("retiring a flow whose code is gone", () => {
     expect(unknown.status).toBe(404);
     const again = await fetch(`${api.url}/api/flows/retire_gone/retire`, { method: "POST" });
     expect([again.status, ((await again.json()) as { changed: boolean }).changed]).toEqual([200, false]);
+  });
+
+  it("refuses a producer's trigger of a flow just retired, though the producer still holds the flow's version", async () => {
+    const runtime = await start([kept, late]);
+    const first = await client.triggerFlow("retire_late", 1, { idempotencyKey: "first" });
+    expect((await client.waitForRun(first, { timeout: "20s" })).status).toBe("success");
+    await runtime.stop({ timeout: "2s" });
+    await registeredLongAgo();
+    const producer = new Client({ storage: env.storage, redis: env.redis, prefix: env.prefix });
+    try {
+      // Answered by the existing run: the producer now holds the flow's version, without a new run.
+      expect(await producer.triggerFlow("retire_late", 1, { idempotencyKey: "first" })).toBe(first);
+      expect((await client.retireFlow("retire_late")).changed).toBe(true);
+
+      const alone = await refusal(producer.triggerFlow("retire_late", 2));
+      expect(alone).toBeInstanceOf(AxUnknownFlowError);
+      expect(alone.message).toMatch(/flow "retire_late" was retired at /);
+      expect((await refusal(producer.triggerFlows("retire_late", [3, 4]))).message).toMatch(/was retired at/);
+      // Triggers written together: only the retired flow's is refused.
+      const [keptRun, lateRun] = await Promise.allSettled([producer.triggerFlow("retire_kept", 5), producer.triggerFlow("retire_late", 6)]);
+      expect(keptRun.status).toBe("fulfilled");
+      expect(lateRun.status === "rejected" && lateRun.reason).toBeInstanceOf(AxUnknownFlowError);
+      expect(await env.sql("select count(*)::int as n from runs where flow = 'retire_late'")).toEqual([{ n: 1 }]);
+    } finally {
+      await producer.close();
+    }
   });
 
   it("comes back into use when a Runtime whose code defines it starts", async () => {

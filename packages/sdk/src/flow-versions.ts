@@ -5,7 +5,7 @@ const FLOW_CACHE_MS = 5000;
 /**
  * The latest registered version of each flow a client triggers, kept 5 s. Concurrent triggers
  * share one lookup; an unknown flow is not cached, so it is found once registered. A flow retired
- * elsewhere may thus still be triggered through a client for up to 5 s.
+ * elsewhere meanwhile is refused by the statement that writes its runs (`createRuns`).
  */
 export class FlowVersions {
   private readonly versions = new Map<string, { at: number; version: Promise<FlowVersion | undefined> }>();

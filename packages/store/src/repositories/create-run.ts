@@ -4,6 +4,7 @@ import type { FlowVersion } from "./flow-definitions.js";
 import { hotRows, recordset, rows } from "./raw.js";
 import type { Json, RunTrigger } from "../types.js";
 import type { ReadyNode } from "./ready-node.js";
+import { flowRetiredAt, unknownFlowError } from "./flow-retirement.js";
 
 export interface NewRun {
   id: string;
@@ -73,6 +74,13 @@ function nodeRowsOf(run: NewRun): NodeRow[] {
  * commit, however many runs); nodes without upstream still to run are `queued`, unless the run
  * is held (then admission queues them). A run whose idempotency key the flow already used —
  * before, or earlier in the same batch — is not written: its answer is the run that holds the key.
+ *
+ * A batch naming a retired flow writes nothing and throws `AxUnknownFlowError`, so a group commit
+ * can split it and fail only the runs of that flow. Callers find a flow's version through a cache
+ * (a `Client` keeps it 5 s), so the statement itself checks: it takes a key-share lock on the
+ * flows' settings rows, which `ax flow retire` locks for update. A retirement under way makes the
+ * statement wait and then see the flow retired; a statement first makes the retirement wait and
+ * then find the new run unfinished, and refuse.
  */
 export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[]> {
   const runRows = newRuns.map((run, ord) => ({
@@ -110,12 +118,16 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
   const inserted = await hotRows<{ id: string }>(
     db,
     sql`
-    with input as (
+    with batch as (
       select * from ${recordset(
         runRows,
         "id uuid, ord int, flow text, flow_version_id int, trigger text, payload jsonb, business_key text, idempotency_key text, " +
           "logical_date timestamptz, rerun_of uuid, priority int, run_at timestamptz, nodes_remaining int, held boolean, backfill_id uuid",
       )} as x
+    ), settings as (
+      select s.retired_at from flow_settings s where s.flow in (select flow from batch) for key share of s
+    ), input as (
+      select * from batch where not exists (select 1 from settings where retired_at is not null)
     ), claimed as (
       insert into idempotency_keys (flow, key, run_id)
       select flow, idempotency_key, id from input where idempotency_key is not null
@@ -138,6 +150,7 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     )
     select id from created`,
   );
+  if (inserted.length === 0) await refuseRetired(db, newRuns);
   const created = new Set(inserted.map((r) => r.id));
   const holders = await keyHolders(
     db,
@@ -160,6 +173,13 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     if (!holder) throw new Error(`run ${run.id} was neither written nor found by its idempotency key`);
     return { created: false, runId: holder };
   });
+}
+
+/** Nothing was written: the batch may name a retired flow (or only hold keys already used). */
+async function refuseRetired(db: Db, runs: NewRun[]): Promise<void> {
+  for (const flow of new Set(runs.map((r) => r.flow.name))) {
+    if (await flowRetiredAt(db, flow)) throw await unknownFlowError(db, flow);
+  }
 }
 
 /** A delayed run's first jobs wait for `runAt`; a prioritised run's jobs carry its priority. */
