@@ -136,6 +136,16 @@ const service = z.object({
   metadata,
   spec: z.object({ selector: labels }),
 });
+const networkPolicy = z.object({
+  apiVersion: z.literal("networking.k8s.io/v1"),
+  kind: z.literal("NetworkPolicy"),
+  metadata,
+  spec: z.object({
+    podSelector: z.object({ matchLabels: labels }),
+    policyTypes: z.array(z.string()),
+    ingress: z.array(z.object({ ports: z.array(z.object({ protocol: z.literal("TCP"), port: z.number() })) })),
+  }),
+});
 const anyManifest = z.object({ apiVersion: z.string().min(1), kind: z.string().min(1), metadata });
 
 const matches = (selector: Record<string, string>, target: Record<string, string>) =>
@@ -194,6 +204,18 @@ function validate(docs: unknown[], source: string): void {
     for (const m of h.spec.metrics)
       expect(exported, `${source}: ${m.external.metric.name} is exported`).toContain(`name: "${m.external.metric.name}"`);
   }
+  // Ingress is denied but for the policies' ports: each pod must get exactly the ports it listens on.
+  const policies = of("NetworkPolicy", networkPolicy);
+  for (const d of deployments) {
+    const podLabels = d.spec.template.metadata.labels;
+    const allowed = policies
+      .filter((p) => p.spec.policyTypes.includes("Ingress") && matches(p.spec.podSelector.matchLabels, podLabels))
+      .flatMap((p) => p.spec.ingress.flatMap((rule) => rule.ports.map((port) => port.port)));
+    const listening = (d.spec.template.spec.containers[0]!.ports ?? []).map((p) => p.containerPort);
+    expect([...new Set(allowed)].sort(), `${source}: the network policies open ${d.metadata.name}'s ports, and no others`).toEqual(
+      [...new Set(listening)].sort(),
+    );
+  }
   const services = of("Service", service);
   const server = deployments.find((d) => d.metadata.name === "ax-server")!;
   expect(
@@ -218,6 +240,35 @@ describe("deploy/k8s (kustomize)", () => {
       if (m.kind !== "Namespace") expect((doc.metadata as { namespace?: string }).namespace, m.metadata.name).toBe("ax");
     }
     expect(rendered.stdout).toMatch(/secretRef:\n\s+name: ax-connections-[a-z0-9]{10}/);
+  });
+
+  it("the Prometheus Operator component's PodMonitor scrapes every role on a port it names", () => {
+    const component = z
+      .object({ kind: z.literal("Component"), resources: z.array(z.string()) })
+      .parse(parse(readFileSync(join(DEPLOY, "k8s/components/prometheus-operator/kustomization.yaml"), "utf8")));
+    const podMonitor = z.object({
+      apiVersion: z.literal("monitoring.coreos.com/v1"),
+      kind: z.literal("PodMonitor"),
+      metadata,
+      spec: z.object({
+        selector: z.object({ matchLabels: labels }),
+        podMetricsEndpoints: z.array(z.object({ port: z.string(), path: z.literal("/metrics") })).length(1),
+      }),
+    });
+    const [monitor] = component.resources.map((file) =>
+      podMonitor.parse(parse(readFileSync(join(DEPLOY, "k8s/components/prometheus-operator", file), "utf8"))),
+    );
+    const port = monitor!.spec.podMetricsEndpoints[0]!.port;
+    for (const file of ["coordinator.yaml", "worker.yaml", "server.yaml"]) {
+      const [doc] = parseAllDocuments(readFileSync(join(DEPLOY, "k8s", file), "utf8"))
+        .map((d) => d.toJS() as { kind?: string })
+        .filter((d) => d.kind === "Deployment")
+        .map((d) => deployment.parse(d));
+      expect(matches(monitor!.spec.selector.matchLabels, doc!.spec.template.metadata.labels), `${file} is selected`).toBe(true);
+      const named = doc!.spec.template.spec.containers[0]!.ports?.find((p) => p.name === port);
+      expect(named?.containerPort, `${file} names its metrics port "${port}"`).toBe(9464);
+      expect(doc!.spec.template.spec.containers[0]!.args, file).toEqual(expect.arrayContaining(["--metrics-port", "9464"]));
+    }
   });
 
   it("the kustomization's resources, read directly, validate", () => {
