@@ -68,6 +68,7 @@ export async function rerunRun(
   const source = await rerunSource(deps.db, runId);
   if (!source) return undefined;
   if (source.status === "pending" || source.status === "running") throw new AxRunNotFinishedError(runId, source.status);
+  // Said first, before a task of the retired flow is found missing; createRuns refuses it too, under the lock.
   const retiredAt = await flowRetiredAt(deps.db, source.flow);
   if (retiredAt) throw new AxUnknownFlowError(source.flow, [], retiredAt);
   const version = await flowVersionById(deps.db, source.flowVersionId);

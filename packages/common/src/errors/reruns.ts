@@ -101,7 +101,6 @@ export class AxTooManyTicksError extends Error {
   }
 }
 
-/** No backfill has that id. */
 /** A backfill range in which the flow's schedule never fires: nothing would run, so nothing is recorded. */
 export class AxNoTicksError extends Error {
   override name = "AxNoTicksError";
@@ -118,6 +117,7 @@ export class AxNoTicksError extends Error {
   }
 }
 
+/** No backfill has that id. */
 export class AxBackfillNotFoundError extends Error {
   override name = "AxBackfillNotFoundError";
   readonly statusCode = 404;

@@ -1,10 +1,11 @@
-import { sql } from "drizzle-orm";
+import { and, inArray, isNotNull, sql } from "drizzle-orm";
+import { AxUnknownFlowError } from "@ax/common";
+import { flowSettings } from "../schema/index.js";
 import type { Db } from "../connect.js";
 import type { FlowVersion } from "./flow-definitions.js";
 import { hotRows, recordset, rows } from "./raw.js";
 import type { Json, RunTrigger } from "../types.js";
 import type { ReadyNode } from "./ready-node.js";
-import { flowRetiredAt, unknownFlowError } from "./flow-retirement.js";
 
 export interface NewRun {
   id: string;
@@ -177,9 +178,12 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
 
 /** Nothing was written: the batch may name a retired flow (or only hold keys already used). */
 async function refuseRetired(db: Db, runs: NewRun[]): Promise<void> {
-  for (const flow of new Set(runs.map((r) => r.flow.name))) {
-    if (await flowRetiredAt(db, flow)) throw await unknownFlowError(db, flow);
-  }
+  const [retired] = await db
+    .select({ flow: flowSettings.flow, retiredAt: flowSettings.retiredAt })
+    .from(flowSettings)
+    .where(and(inArray(flowSettings.flow, [...new Set(runs.map((r) => r.flow.name))]), isNotNull(flowSettings.retiredAt)))
+    .limit(1);
+  if (retired?.retiredAt) throw new AxUnknownFlowError(retired.flow, [], retired.retiredAt);
 }
 
 /** A delayed run's first jobs wait for `runAt`; a prioritised run's jobs carry its priority. */
