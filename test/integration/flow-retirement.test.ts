@@ -158,10 +158,16 @@ describe("retiring a flow whose code is gone", () => {
     const api = await start([kept], ["api"]);
     const names = (await (await fetch(`${api.url}/api/flows`)).json()) as { flows: string[] };
     expect(names.flows).toEqual(["retire_kept"]);
-    const described = (await (await fetch(`${api.url}/api/flows/retire_gone`)).json()) as { retiredAt: string | null; nodes: unknown[] };
+    const described = (await (await fetch(`${api.url}/api/flows/retire_gone`)).json()) as {
+      retiredAt: string | null;
+      nodes: unknown[];
+      definedBy: number;
+    };
     expect(described.nodes).toHaveLength(2);
     expect(Date.parse(described.retiredAt ?? "")).toBeGreaterThan(0);
-    expect(((await (await fetch(`${api.url}/api/flows/retire_kept`)).json()) as { retiredAt: string | null }).retiredAt).toBeNull();
+    expect(described.definedBy).toBe(0);
+    const keptShown = (await (await fetch(`${api.url}/api/flows/retire_kept`)).json()) as { retiredAt: string | null; definedBy: number };
+    expect([keptShown.retiredAt, keptShown.definedBy]).toEqual([null, 2]);
     const overview = (await (await fetch(`${api.url}/api/flow-overview`)).json()) as { flows: { name: string; definedBy: number }[] };
     // Two live processes define retire_kept: the one of the last test and this API process.
     expect(overview.flows.map((f) => [f.name, f.definedBy])).toEqual([["retire_kept", 2]]);

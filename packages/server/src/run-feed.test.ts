@@ -30,7 +30,10 @@ describe("RunFeed", () => {
     let reads = 0;
     let status: RunInfo["status"] = "running";
     const feed = new RunFeed(
-      async () => (reads++, run(status)),
+      async () => {
+        reads++;
+        return run(status);
+      },
       () => {},
       20,
     );
@@ -57,7 +60,10 @@ describe("RunFeed", () => {
   it("stops reading a run when its last client leaves", async () => {
     let reads = 0;
     const feed = new RunFeed(
-      async () => (reads++, run("running")),
+      async () => {
+        reads++;
+        return run("running");
+      },
       () => {},
       10,
     );

@@ -243,7 +243,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const { name } = request.params;
     const version = toStorableText(name) === name ? await currentFlowVersion(options.db, name, { retired: true }) : undefined;
     if (!version) throw await unknownFlowError(options.db, name);
-    const [retiredAt, definers] = await Promise.all([flowRetiredAt(options.db, name), liveDefinerCounts(options.db, RETIRE_LIVE_MS)]);
+    const [retiredAt, definers] = await Promise.all([flowRetiredAt(options.db, name), liveDefinerCounts(options.db, RETIRE_LIVE_MS, name)]);
     const served = flows.get(name);
     // The stored schedule is the one coordinators tick by: it follows config versions, unlike the options this server started with.
     const [schedule] = await getSchedules(options.db, [name]);

@@ -2,7 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { AxUnknownFlowError } from "@ax/common";
 import type { Db } from "../connect.js";
 import { toStorableText } from "../json.js";
-import { listFlowNames, notRetired } from "./flow-definitions.js";
+import { listFlowNames } from "./flow-definitions.js";
 import { rows } from "./raw.js";
 
 /** Each flow's current version, the one new runs get: the one registered last. */
@@ -151,11 +151,12 @@ export async function listFlowStates(db: Db, options: { liveMs: number; retired?
   }));
 }
 
-/** How many live processes define each registered flow, by name (see `definesLive`). */
-export async function liveDefinerCounts(db: Db, liveMs: number): Promise<Map<string, number>> {
+/** How many live processes define each registered flow, by name (see `definesLive`); only `flow`'s when it is given. */
+export async function liveDefinerCounts(db: Db, liveMs: number, flow?: string): Promise<Map<string, number>> {
+  const names = flow === undefined ? sql`true` : sql`name = ${flow}`;
   const found = await rows<{ name: string; n: number }>(
     db,
-    sql`select f.name, count(p.id)::int as n from (select distinct name from flow_definitions) f
+    sql`select f.name, count(p.id)::int as n from (select distinct name from flow_definitions where ${names}) f
       left join processes p on ${definesLive(sql`f.name`, liveMs)} group by f.name`,
   );
   return new Map(found.map((r) => [r.name, r.n]));
