@@ -257,6 +257,7 @@ describe("the web console's layout: large graphs and phones", () => {
     await expect(page.locator("table thead").textContent()).resolves.not.toContain("Run");
     await page.goto(`${runtime.url}/nowhere`);
     await page.getByRole("heading", { name: "页面不存在" }).waitFor();
+    await expect(page.title()).resolves.toBe("页面不存在 · ax console");
     // A run id nobody has (mistyped, or pruned by retention) says so, and why a run may be gone.
     const missing = "00000000-0000-4000-8000-000000000000";
     await page.goto(`${runtime.url}/runs/${missing}`);

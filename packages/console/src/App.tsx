@@ -62,8 +62,8 @@ function pageTitle(path: string, t: ReturnType<typeof useI18n>["t"]): string {
         ? parts[1]
         : section
           ? t(section.key)
-          : undefined;
-  return name ? `${name} · ax console` : "ax console";
+          : t("notFound.title");
+  return `${name} · ax console`;
 }
 
 /** Whose token the console acts with, so a disabled action's reason is no surprise. */
