@@ -22,7 +22,7 @@ const MAX_BATCH = 200;
  * One batch is in flight at a time. Two at a time (before 0.7.3) halved the batches, and
  * PostgreSQL's work per task grows with the number of statements: in `pnpm bench` a worker
  * draining queued no-op runs used 0.19–0.20 ms of PostgreSQL CPU per task with two and
- * 0.12–0.14 ms with one.
+ * 0.12–0.14 ms with one. Measured again in 0.21.2, two made every throughput row slower.
  *
  * `write` must be atomic (one statement or one transaction) or idempotent, since a failed batch
  * is written again in parts.
