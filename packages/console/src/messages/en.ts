@@ -137,7 +137,7 @@ export const en = {
   "runs.from": "From",
   "runs.to": "To",
   "runs.any": "any",
-  "runs.unfinished": "unfinished (pending or running)",
+  "runs.unfinished": "pending or running",
   "runs.created": "Created",
   "runs.duration": "Duration",
   "runs.more": "Older runs",

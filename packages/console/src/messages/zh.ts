@@ -133,7 +133,7 @@ export const zh: Record<MessageKey, string> = {
   "runs.from": "开始",
   "runs.to": "结束",
   "runs.any": "全部",
-  "runs.unfinished": "未结束（等待或运行中）",
+  "runs.unfinished": "等待或运行中",
   "runs.created": "创建时间",
   "runs.duration": "耗时",
   "runs.more": "更早的运行",
