@@ -131,7 +131,7 @@ export const en = {
   "runs.flow": "Flow",
   "runs.status": "Status",
   "runs.trigger": "Trigger",
-  "runs.businessKeyHint": "the whole key, e.g. order-123",
+  "runs.businessKeyHint": "e.g. order-123",
   "runs.businessKey": "Business key",
   "runs.businessKeyFilter": "Business key (exact)",
   "runs.from": "From",

@@ -127,7 +127,7 @@ export const zh: Record<MessageKey, string> = {
   "runs.flow": "流程",
   "runs.status": "状态",
   "runs.trigger": "触发方式",
-  "runs.businessKeyHint": "完整的键，如 order-123",
+  "runs.businessKeyHint": "如 order-123",
   "runs.businessKey": "业务键",
   "runs.businessKeyFilter": "业务键（完整匹配）",
   "runs.from": "开始",
