@@ -161,7 +161,7 @@ describe("the HTTP API refuses client input it cannot store", () => {
     for (const path of [
       "/api/flows?x=1",
       "/api/runs/0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11?flow=a",
-      "/api/config/effective?task=input_echo",
+      "/api/config/cluster?task=input_echo",
     ]) {
       const answer = await call(path);
       expect(answer.status, path).toBe(400);

@@ -229,13 +229,58 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(listed.stdout.trim().split("\n")).toHaveLength(56);
   });
 
+  it("ax config apply, check, show, history, diff and rollback go through its HTTP API too, printing what the direct path prints", async () => {
+    const first = join(root, "runtime.yaml");
+    const second = join(root, "second.yaml");
+    const bad = join(root, "bad.yaml");
+    writeFileSync(first, "tasks:\n  hello_greet: { retries: 4 }\n");
+    writeFileSync(second, "tasks:\n  hello_greet: { retries: 2 }\n");
+    writeFileSync(bad, "tasks:\n  hello_greet:\n    retries: 4\n    timeuot: 30s\n");
+    const applied = await ax(["config", "apply", first, "--author", "dora", ...connection]);
+    expect(applied).toMatchObject({ code: 0, stderr: "" });
+    expect(applied.stdout).toMatch(
+      new RegExp(`^config v1 stored from ${first} by dora at \\S+; running processes apply it within seconds\n`),
+    );
+    expect(applied.stdout).toContain("+  hello_greet: { retries: 4 }");
+
+    const [checked, refused, shown] = await Promise.all([
+      ax(["config", "check", second, ...connection]),
+      ax(["config", "apply", bad, ...connection]),
+      ax(["config", "show", "--task", "hello_greet", ...connection]),
+    ]);
+    expect(checked).toMatchObject({ code: 0, stderr: "" });
+    expect(checked.stdout).toContain(`valid: apply would store ${second} as config v2`);
+    expect(checked.stdout).toContain("+  hello_greet: { retries: 2 }");
+    expect(refused).toMatchObject({ code: 1, stdout: "" });
+    expect(refused.stderr).toContain(`AxConfigError: ${bad}:4:5: tasks.hello_greet.timeuot: unknown key; did you mean timeout?`);
+    expect(shown).toMatchObject({ code: 0, stderr: "" });
+    expect(shown.stdout).toMatch(/^config v1 in force\ntask hello_greet\n/);
+    expect(shown.stdout).toMatch(/retries\s+4\s+yaml v1/);
+
+    expect((await ax(["config", "apply", second, "--author", "dora", ...connection])).stdout).toMatch(/^config v2 stored/);
+    const [rolled, diff] = await Promise.all([
+      ax(["config", "rollback", "1", "--author", "emil", ...connection]),
+      ax(["config", "diff", "1", "2", ...connection]),
+    ]);
+    expect(rolled).toMatchObject({ code: 0, stderr: "" });
+    expect(rolled.stdout).toMatch(new RegExp(`^config v3 stored from ${first} by emil at \\S+ \\(the text of v1\\)`));
+    expect(diff.stdout).toMatch(/- {2}hello_greet: \{ retries: 4 \}\n\+ {2}hello_greet: \{ retries: 2 \}/);
+    const [history, cluster] = await Promise.all([
+      ax(["config", "history", "--limit", "2", ...connection]),
+      ax(["config", "show", "--cluster", ...connection]),
+    ]);
+    expect(history.stdout).toMatch(new RegExp(`^v3  \\S+  emil  ${first}  \\+1 -1\nv2  \\S+  dora  ${second}  \\+1 -1\n$`));
+    expect(cluster.stdout).toMatch(/^newest stored version: v3\n/);
+    expect(cluster.stdout).toContain(`pid ${dev.process.pid}`);
+  });
+
   it("a command its HTTP API does not serve is refused up front, saying so and what to do instead", async () => {
-    const [prune, history, token] = await Promise.all([
+    const [prune, audit, token] = await Promise.all([
       ax(["prune", "--older-than", "90d", ...connection]),
-      ax(["config", "history", ...connection]),
+      ax(["audit", ...connection]),
       ax(["token", "list", ...connection]),
     ]);
-    for (const refused of [prune, history, token]) {
+    for (const refused of [prune, audit, token]) {
       expect(refused.code).toBe(1);
       expect(refused.stdout).toBe("");
       expect(refused.stderr).toContain(`held by the ax dev (process ${dev.process.pid}, ${api})`);
@@ -243,8 +288,8 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     }
     expect(prune.stderr).toMatch(/^AxNoDevRouteError: ax prune works on the storage directly/);
     expect(prune.stderr).toContain("its HTTP API has no route for pruning: stop that ax dev and run the command again");
-    expect(history.stderr).toMatch(/^AxNoDevRouteError: ax config history works on the storage directly/);
-    expect(history.stderr).toContain(`save the config file instead (ax dev applies it on every save), use ${api}/api/config`);
+    expect(audit.stderr).toMatch(/^AxNoDevRouteError: ax audit works on the storage directly/);
+    expect(audit.stderr).toContain(`${api}/api/audit`);
     expect(token.stderr).toMatch(/^AxNoDevRouteError: ax token list works on the storage directly/);
     expect(token.stderr).toContain(`${api}/api/tokens`);
   });
@@ -257,9 +302,9 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(second.message).toMatch(/DATABASE_URL/);
     // It says which CLI commands reach the directory through ax dev, and which need it stopped.
     expect(second.message).toContain(
-      "the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun, backfill, backfills, schedules, schedule pause|resume, flow retire and queues",
+      "the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun, backfill, backfills, schedules, schedule pause|resume, flow retire, queues and config",
     );
-    expect(second.message).toContain("prune, config, token, audit and alerts test (without --config) work on the directory itself");
+    expect(second.message).toContain("prune, token, audit and alerts test (without --config) work on the directory itself");
     expect(second.message).not.toContain("does so by itself");
   });
 

@@ -91,6 +91,18 @@ beforeAll(async () => {
   const same = await call("POST", "/api/config", { yaml: "tasks:\n  resp_bill: { retries: 1 }\n", author: "resp-test" });
   expectDocumented("POST /api/config", same);
   expect(same).toMatchObject({ status: 200, body: { version: ids.version, unchanged: true } });
+  const checked = await call("POST", "/api/config/check", { yaml: "tasks:\n  resp_bill: { retries: 2 }\n" });
+  expectDocumented("POST /api/config/check", checked);
+  expect(checked).toMatchObject({ status: 200, body: { inForce: ids.version, unchanged: false } });
+  expectDocumented("POST /api/config/check", await call("POST", "/api/config/check", { yaml: "tasks:\n  resp_nope: {}\n" }));
+  expectDocumented(
+    "POST /api/config",
+    await call("POST", "/api/config", { yaml: "tasks:\n  resp_bill: { retries: 2 }\n", author: "resp-test" }),
+  );
+  const rolled = await call("POST", "/api/config/rollback", { version: ids.version, author: "resp-test" });
+  expectDocumented("POST /api/config/rollback", rolled);
+  expect(rolled).toMatchObject({ status: 201, body: { version: ids.version + 2, unchanged: false } });
+  expectDocumented("POST /api/config/rollback", await call("POST", "/api/config/rollback", { version: 99, author: "resp-test" }));
 
   expectDocumented("POST /api/flows/:flow/schedule/pause", await call("POST", "/api/flows/resp_flow/schedule/pause", {}));
   expectDocumented("POST /api/flows/:flow/schedule/resume", await call("POST", "/api/flows/resp_flow/schedule/resume", {}));
@@ -128,9 +140,10 @@ describe("every JSON route answers what the OpenAPI document says", () => {
     "GET /api/backfills/:id": [`/api/backfills/${ids.backfill}`],
     "GET /api/workers": ["/api/workers"],
     "GET /api/config": ["/api/config"],
-    "GET /api/config/versions": ["/api/config/versions"],
+    "GET /api/config/versions": ["/api/config/versions", "/api/config/versions?limit=1"],
+    "GET /api/config/diff": [`/api/config/diff?from=${ids.version}&to=${ids.version + 1}`, "/api/config/diff?from=1&to=99"],
     "GET /api/config/versions/:version": [`/api/config/versions/${ids.version}`],
-    "GET /api/config/effective": ["/api/config/effective"],
+    "GET /api/config/effective": ["/api/config/effective", "/api/config/effective?task=resp_bill", "/api/config/effective?task=resp_nope"],
     "GET /api/config/cluster": ["/api/config/cluster"],
     "GET /api/audit": ["/api/audit"],
     "GET /api/alerts": ["/api/alerts"],

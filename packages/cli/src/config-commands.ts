@@ -5,7 +5,13 @@ import { AxUsageError } from "./errors.js";
 import { parseFlags, positiveInt } from "./options.js";
 import { localConfigAuthor, yamlValue } from "@ax/common";
 
-type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+/**
+ * What the config commands need: a Client's `config` on the storage, or the HTTP API of the
+ * `ax dev` holding an embedded data directory (every method here has a route there).
+ */
+export type ConfigApi = Pick<Client["config"], "apply" | "check" | "rollback" | "current" | "history" | "diff" | "cluster" | "effective">;
+
+type WithConfig = (fn: (api: ConfigApi) => Promise<void>) => Promise<void>;
 
 function shownValue(o: EffectiveOption, block: EffectiveOption[]): string {
   // A `concurrency` or `rate_limit` with a key counts per key: its task-wide row is empty, and it is not unset.
@@ -43,7 +49,7 @@ function versionArg(command: string, text: string): number {
 }
 
 /** `ax config apply|show|history|diff|rollback`: stored `runtime.yaml` versions every Runtime follows live. */
-export function addConfigCommands(program: Command, withClient: WithClient): void {
+export function addConfigCommands(program: Command, withConfig: WithConfig): void {
   const config = program
     .command("config")
     .description("runtime.yaml versions stored in PostgreSQL; every running process applies a new one within seconds");
@@ -55,8 +61,8 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     .action(async (file: string, raw: { author?: string }) => {
       const { readConfigFile } = await import("ax-scheduler");
       const text = readConfigFile(file);
-      await withClient(async (client) => {
-        const version = await client.config.apply(text, file, raw.author ?? localConfigAuthor());
+      await withConfig(async (api) => {
+        const version = await api.apply(text, file, raw.author ?? localConfigAuthor());
         if (version.unchanged) console.log(`unchanged: ${file} is config v${version.version}, in force; nothing stored`);
         else {
           console.log(`${stored(version)}; running processes apply it within seconds`);
@@ -74,8 +80,8 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     .action(async (file: string) => {
       const { readConfigFile } = await import("ax-scheduler");
       const text = readConfigFile(file);
-      await withClient(async (client) => {
-        const checked = await client.config.check(text, file);
+      await withConfig(async (api) => {
+        const checked = await api.check(text, file);
         if (checked.unchanged) console.log(`unchanged: ${file} is config v${checked.inForce}, in force; apply would store nothing`);
         else {
           const next = (checked.inForce ?? 0) + 1;
@@ -94,9 +100,9 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     .option("--cluster", "each process (workers, coordinators, API) and the config version it runs")
     .option("--json", "print as JSON")
     .action(async (raw: { task?: string; flow?: string; cluster?: boolean; json?: boolean }) => {
-      await withClient(async (client) => {
+      await withConfig(async (api) => {
         if (raw.cluster) {
-          const [processes, current] = await Promise.all([client.config.cluster(), client.config.current()]);
+          const [processes, current] = await Promise.all([api.cluster(), api.current()]);
           if (raw.json) {
             console.log(JSON.stringify({ version: current?.version ?? null, processes }, null, 2));
             return;
@@ -118,7 +124,7 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
           if (processes.length === 0) console.log("no ax processes");
           return;
         }
-        const shown = await client.config.effective({ task: raw.task, flow: raw.flow });
+        const shown = await api.effective({ task: raw.task, flow: raw.flow });
         if (raw.json) {
           console.log(JSON.stringify(shown, null, 2));
           return;
@@ -140,8 +146,8 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     .option("--json", "print as JSON")
     .action(async (raw: { limit: string; json?: boolean }) => {
       const { limit } = parseFlags(z.object({ limit: positiveInt }), raw, "config history");
-      await withClient(async (client) => {
-        const history = await client.config.history(limit);
+      await withConfig(async (api) => {
+        const history = await api.history(limit);
         if (raw.json) console.log(JSON.stringify(history, null, 2));
         else if (history.length === 0) console.log("no config version stored; store one with `ax config apply <file>`");
         else for (const h of history) console.log(`v${h.version}  ${h.createdAt}  ${h.author}  ${h.file}  +${h.added} -${h.removed}`);
@@ -154,8 +160,8 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     .action(async (a: string, b: string) => {
       const from = versionArg("diff", a);
       const to = versionArg("diff", b);
-      await withClient(async (client) => {
-        console.log(await client.config.diff(from, to));
+      await withConfig(async (api) => {
+        console.log(await api.diff(from, to));
       });
     });
 
@@ -165,8 +171,8 @@ export function addConfigCommands(program: Command, withClient: WithClient): voi
     .option("--author <name>", "who made the change (default: user@host)")
     .action(async (version: string, raw: { author?: string }) => {
       const v = versionArg("rollback", version);
-      await withClient(async (client) => {
-        const rolled = await client.config.rollback(v, raw.author ?? localConfigAuthor());
+      await withConfig(async (api) => {
+        const rolled = await api.rollback(v, raw.author ?? localConfigAuthor());
         if (rolled.unchanged) console.log(`unchanged: config v${rolled.version}, in force, has the text of v${v}; nothing stored`);
         else {
           console.log(`${stored(rolled)} (the text of v${v}); running processes apply it within seconds`);

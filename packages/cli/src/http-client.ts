@@ -19,28 +19,23 @@ import type {
 import type { CancelResult, RetiredFlow } from "@ax/coordinator";
 import { AxWaitTimeoutError, parseDuration, REUSED_KEY_CODE, reusedKeyMessage, TERMINAL_RUN_STATUSES } from "@ax/common";
 import type { Logger } from "pino";
-import { AxApiAnsweredError, AxApiError, AxApiUnreachableError } from "./errors.js";
+import { apiRequest, type ApiRequest, type Json } from "./api-request.js";
 import type { RunsApi } from "./runs-api.js";
 import type { DataDirHolder } from "@ax/common";
-
-const REQUEST_TIMEOUT_MS = 30_000;
-
-/** A value as JSON carries it: its Dates are ISO strings. */
-type Json<T> = T extends Date ? string : T extends (infer U)[] ? Json<U>[] : T extends object ? { [K in keyof T]: Json<T[K]> } : T;
 
 /**
  * The client commands through the HTTP API of the `ax dev` that holds an embedded data
  * directory: PGlite serves one process, so the CLI must not open the directory itself.
  */
 export class HttpRunsApi implements RunsApi {
-  private readonly api: string;
+  private readonly request: ApiRequest;
 
   constructor(
-    private readonly holder: DataDirHolder & { api: string },
+    holder: DataDirHolder & { api: string },
     /** Where the warning for a reused idempotency key goes, as a Client's logger gets it. */
     private readonly log?: Logger,
   ) {
-    this.api = holder.api.replace(/\/+$/, "");
+    this.request = apiRequest(holder);
   }
 
   async triggerFlow(flow: string, payload: unknown, options: TriggerOptions = {}): Promise<string> {
@@ -184,39 +179,4 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async close(): Promise<void> {}
-
-  /**
-   * An ax error the API answers for the request (4xx, `Ax…Error`) is thrown as it came, so a command
-   * prints what it prints on the direct path; anything else is an AxApiError naming the API.
-   */
-  private async request<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
-    let response: Response;
-    try {
-      response = await fetch(`${this.api}${path}`, {
-        method,
-        headers: {
-          ...(body === undefined ? {} : { "content-type": "application/json" }),
-          // A Runtime serving its embedded history with tokens on (ax dev never checks them).
-          ...(process.env.AX_TOKEN ? { authorization: `Bearer ${process.env.AX_TOKEN}` } : {}),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-    } catch (error) {
-      const cause = (error as { cause?: { code?: string } }).cause?.code;
-      throw new AxApiUnreachableError(this.api, this.holder.pid, cause ?? (error as Error).message);
-    }
-    const answer = (await response.json().catch(() => undefined)) as (T & { error?: unknown; message?: unknown }) | undefined;
-    if (response.ok && answer !== undefined) return answer;
-    const name = typeof answer?.error === "string" ? answer.error : "Error";
-    const said = typeof answer?.message === "string" ? answer.message : response.statusText;
-    const message =
-      response.status === 401
-        ? `${said} The ax CLI reaches this embedded history through the HTTP API of process ${this.holder.pid} (${this.api}): set AX_TOKEN to one of that API's tokens.`
-        : said;
-    if (response.status >= 400 && response.status < 500 && /^Ax[A-Za-z]+Error$/.test(name)) {
-      throw new AxApiAnsweredError(this.api, response.status, name, message);
-    }
-    throw new AxApiError(this.api, response.status, name, message);
-  }
 }

@@ -4,7 +4,7 @@ import type { Client } from "ax-scheduler";
 import { addProcessCommands } from "./process-commands.js";
 import { renderBusyKeys, renderQueues, unknownTaskNote } from "./render-queues.js";
 import { addRunCommands } from "./run-commands.js";
-import { connection, withClient, withDirectClient } from "./shared.js";
+import { connection, withClient, withConfigApi, withDirectClient } from "./shared.js";
 import { addScheduleCommands } from "./schedule-commands.js";
 import { addFlowCommands } from "./flow-commands.js";
 import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
@@ -75,7 +75,7 @@ export async function main(argv: string[]): Promise<void> {
   addScheduleCommands(program, routed);
   addFlowCommands(program, routed);
   addRerunBackfillCommands(program, routed);
-  addConfigCommands(program, direct);
+  addConfigCommands(program, (fn) => withConfigApi(program, fn));
   addAlertsCommands(program, direct);
   addLogsPruneCommands(program, routed, direct);
   addTokenCommands(program, direct);

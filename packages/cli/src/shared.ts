@@ -6,6 +6,7 @@ import type { DataDirHolder } from "@ax/common";
 import { AxNoEmbeddedHistoryError, DEFAULT_DATA_DIR } from "@ax/common";
 import { AxNoDevRouteError } from "./errors.js";
 import { connectionFlags, parseFlags, type ConnectionFlags } from "./options.js";
+import type { ConfigApi } from "./config-commands.js";
 import type { RunsApi } from "./runs-api.js";
 
 export function connection(program: Command): ConnectionFlags {
@@ -43,6 +44,27 @@ export async function withClient(program: Command, fn: (client: RunsApi) => Prom
   const client: RunsApi = holder ? await httpRunsApi(holder) : await newClient({ ...flags, flows });
   try {
     await fn(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * The stored config versions through a Client on the global connection flags, or through the HTTP
+ * API of the `ax dev` that holds an embedded data directory, as `withClient` reaches runs.
+ */
+export async function withConfigApi(program: Command, fn: (api: ConfigApi) => Promise<void>): Promise<void> {
+  const flags = connection(program);
+  refuseMissingDataDir(flags);
+  const holder = await devHolder(flags);
+  if (holder) {
+    const { HttpConfigApi } = await import("./http-config.js");
+    await fn(new HttpConfigApi(holder));
+    return;
+  }
+  const client = await newClient(flags);
+  try {
+    await fn(client.config);
   } finally {
     await client.close();
   }
@@ -87,8 +109,6 @@ const NO_ROUTE: Record<string, (api: string) => string> = {
   prune: () => `its HTTP API has no route for pruning: ${STOP_DEV}`,
   alerts: (api) =>
     `the CLI's alerts commands use the storage directly: for a test alert give --config <file> to read the groups from that file instead; the history and the mutes are at ${api}/api/alerts and ${api}/api/alerts/mutes (docs/api.md); or stop that ax dev and run the command again.`,
-  config: (api) =>
-    `the CLI does not route config commands through its HTTP API: save the config file instead (ax dev applies it on every save), use ${api}/api/config (docs/api.md), or ${STOP_DEV}`,
   token: (api) => `the CLI manages tokens on the storage only (ax dev needs none): use ${api}/api/tokens (docs/api.md), or ${STOP_DEV}`,
   audit: (api) => `the CLI reads the audit log on the storage only: use ${api}/api/audit (docs/api.md), or ${STOP_DEV}`,
 };

@@ -7,6 +7,11 @@ import {
   mutesQuery,
   loggedAlert,
   configBody,
+  configCheckBody,
+  configDiffQuery,
+  configEffectiveQuery,
+  configHistoryQuery,
+  configRollbackBody,
   configVersionParams,
   auditQuery,
   tokenBody,
@@ -26,6 +31,16 @@ const configApplied = configVersion.extend({
   unchanged: z.boolean().meta({ description: "true when nothing was stored: the text was the newest version's" }),
 });
 
+const configRefused = {
+  description: "invalid YAML or request: the error names file, line, column and key; nothing is stored",
+  schema: apiError.extend({
+    file: z.string().optional(),
+    line: z.number().int().optional(),
+    column: z.number().int().optional(),
+    key: z.string().optional(),
+  }),
+};
+
 /** Administration: configuration versions, the audit log, sent alerts, API tokens. */
 export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
   "GET /api/config": {
@@ -36,8 +51,10 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
   "GET /api/config/versions": {
     scope: "read",
     summary: "stored config versions, newest first, with lines added and removed",
+    query: configHistoryQuery,
     responses: {
       200: { description: "versions", schema: z.object({ versions: z.array(configHistoryEntry) }) },
+      400: badRequest,
       501: configUnavailable,
     },
   },
@@ -48,6 +65,52 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
     responses: {
       200: { description: "the version", schema: configVersion },
       400: badRequest,
+      404: { description: "unknown version", schema: apiError },
+      501: configUnavailable,
+    },
+  },
+  "GET /api/config/diff": {
+    scope: "read",
+    summary: "unified diff from one stored config version to another, secrets masked on both sides",
+    query: configDiffQuery,
+    responses: {
+      200: { description: "the diff", schema: z.object({ diff: z.string() }) },
+      400: badRequest,
+      404: { description: "unknown version", schema: apiError },
+      501: configUnavailable,
+    },
+  },
+  "POST /api/config/check": {
+    scope: "admin",
+    summary:
+      "what POST /api/config would do with this runtime.yaml, storing nothing: its refusal, or the diff from the version in force and the warnings",
+    body: configCheckBody,
+    responses: {
+      200: {
+        description: "valid: the diff from the version in force (secrets masked on both sides) and the warnings apply would give",
+        schema: z.object({
+          inForce: z.number().int().nullable().meta({ description: "the version in force, null while none is stored" }),
+          unchanged: z.boolean().meta({ description: "the text is the version in force's own: apply would store nothing" }),
+          diff: z.string(),
+          warnings: z.array(z.string()),
+        }),
+      },
+      400: configRefused,
+      501: configUnavailable,
+    },
+  },
+  "POST /api/config/rollback": {
+    scope: "admin",
+    audit: "config.rollback",
+    summary: "store a new config version whose text is that stored version's (validated again); every process applies it within seconds",
+    body: configRollbackBody,
+    responses: {
+      200: {
+        description: "that text is the newest version's already: nothing stored; that version, with `unchanged: true`",
+        schema: configApplied,
+      },
+      201: { description: "the stored version, with `warnings` as POST /api/config gives them", schema: configApplied },
+      400: configRefused,
       404: { description: "unknown version", schema: apiError },
       501: configUnavailable,
     },
@@ -67,21 +130,14 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
           "the stored version, with `warnings`: pools the code gives tasks that it leaves unsized (those tasks will not start), YAML error lists the code contradicts, and YAML queues no live worker serves",
         schema: configApplied,
       },
-      400: {
-        description: "invalid YAML or request: the error names file, line, column and key; nothing is stored",
-        schema: apiError.extend({
-          file: z.string().optional(),
-          line: z.number().int().optional(),
-          column: z.number().int().optional(),
-          key: z.string().optional(),
-        }),
-      },
+      400: configRefused,
       501: configUnavailable,
     },
   },
   "GET /api/config/effective": {
     scope: "read",
     summary: "every option's effective value and its source (yaml vN, code or default); durations in ms",
+    query: configEffectiveQuery,
     responses: {
       200: {
         description: "effective config",
@@ -92,6 +148,8 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
           flows: z.record(z.string(), z.array(effectiveOption)),
         }),
       },
+      400: { description: "a task no Runtime registered and the config does not name (AxConfigError)", schema: apiError },
+      404: { description: "a flow no Runtime registered (AxUnknownFlowError)", schema: apiError },
       501: configUnavailable,
     },
   },

@@ -178,6 +178,30 @@ export const configBody = strictBody({
     .meta({ description: 'the file name errors and history show; default "api"' }),
 });
 
+export const configCheckBody = strictBody({
+  yaml: configBody.shape.yaml,
+  file: configBody.shape.file,
+});
+
+export const configRollbackBody = strictBody({
+  version: wholeNumberField(1).meta({ description: "the stored version whose text becomes a new version" }),
+  author: configBody.shape.author,
+});
+
+export const configHistoryQuery = z.object({
+  limit: wholeNumberParam(1, 500).optional().meta({ description: "at most this many, newest first (default 50)" }),
+});
+
+export const configDiffQuery = z.object({
+  from: wholeNumberParam(1).meta({ description: "the version the diff starts from" }),
+  to: wholeNumberParam(1).meta({ description: "the version it goes to" }),
+});
+
+export const configEffectiveQuery = z.object({
+  task: storableText.optional().meta({ description: "only this task" }),
+  flow: storableText.optional().meta({ description: "only this flow" }),
+});
+
 export const configVersionParams = z.object({
   version: wholeNumberParam(1).meta({ description: "config version" }),
 });
@@ -312,7 +336,7 @@ export const auditEntry = z.object({
   actor: z.string().meta({ description: "token name; cli:<user> for token commands run on the storage; anonymous without auth" }),
   action: z.string().meta({
     description:
-      "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, backfill.retry, config.apply, schedule.pause, schedule.resume, token.create, token.revoke",
+      "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, backfill.retry, config.apply, config.rollback, schedule.pause, schedule.resume, flow.retire, token.create, token.revoke, alerts.mute, alerts.unmute",
   }),
   target: z.string().nullable(),
   ip: z.string().nullable(),

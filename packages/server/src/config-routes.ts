@@ -1,7 +1,15 @@
-import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
+import type { FastifyInstance, FastifyReply, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { AxConfigError, AxConfigUnavailableError, AxConfigVersionNotFoundError } from "@ax/common";
-import { configBody, configVersionParams } from "./api-schemas.js";
+import {
+  configBody,
+  configCheckBody,
+  configDiffQuery,
+  configEffectiveQuery,
+  configHistoryQuery,
+  configRollbackBody,
+  configVersionParams,
+} from "./api-schemas.js";
 import { bodyOf } from "./json-body.js";
 
 /**
@@ -14,14 +22,20 @@ export interface ConfigService {
   history(limit?: number): Promise<object[]>;
   version(version: number, options: { redacted: boolean }): Promise<object>;
   apply(yaml: string, file: string, author: string): Promise<{ version: number; warnings: string[]; unchanged: boolean }>;
-  effective(): Promise<object>;
+  check(yaml: string, file: string, options: { redacted: boolean }): Promise<object>;
+  rollback(version: number, author: string): Promise<{ version: number; warnings: string[]; unchanged: boolean }>;
+  diff(a: number, b: number, options: { redacted: boolean }): Promise<string>;
+  effective(filter: { task?: string | undefined; flow?: string | undefined }): Promise<object>;
   /** Every process of the cluster with the config version it last reported. */
   cluster(): Promise<object[]>;
 }
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
-/** `GET /api/config`, `GET /api/config/effective`, `GET /api/config/cluster`, `GET /api/config/versions[/:version]`, `POST /api/config`. */
+/**
+ * `GET /api/config`, `GET /api/config/effective`, `GET /api/config/cluster`, `GET /api/config/versions[/:version]`,
+ * `GET /api/config/diff`, `POST /api/config`, `POST /api/config/check`, `POST /api/config/rollback`.
+ */
 export function registerConfigRoutes(app: App, service: ConfigService | undefined): void {
   const config = (): ConfigService => {
     if (!service) {
@@ -34,38 +48,70 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
 
   app.get("/api/config", async () => ({ config: (await config().current({ redacted: true })) ?? null }));
 
-  app.get("/api/config/effective", async () => config().effective());
+  app.get("/api/config/effective", async (request) => config().effective(configEffectiveQuery.parse(request.query)));
 
   app.get("/api/config/cluster", async () => {
     const [processes, current] = await Promise.all([config().cluster(), config().current({ redacted: true })]);
     return { version: current?.version ?? null, processes };
   });
 
-  app.get("/api/config/versions", async () => ({ versions: await config().history() }));
+  app.get("/api/config/versions", async (request) => {
+    const { limit } = configHistoryQuery.parse(request.query);
+    return { versions: await config().history(limit) };
+  });
 
   app.get<{ Params: { version: string } }>("/api/config/versions/:version", async (request) => {
     const { version } = configVersionParams.parse(request.params);
     return config().version(version, { redacted: true });
   });
 
+  app.get("/api/config/diff", async (request) => {
+    const { from, to } = configDiffQuery.parse(request.query);
+    return { diff: await config().diff(from, to, { redacted: true }) };
+  });
+
   app.post("/api/config", async (request, reply) => {
     const body = configBody.parse(bodyOf(request));
+    return answerApplied(reply, () => config().apply(body.yaml, body.file ?? "api", body.author));
+  });
+
+  app.post("/api/config/rollback", async (request, reply) => {
+    const body = configRollbackBody.parse(bodyOf(request));
+    return answerApplied(reply, () => config().rollback(body.version, body.author));
+  });
+
+  app.post("/api/config/check", async (request, reply) => {
+    const body = configCheckBody.parse(bodyOf(request));
     try {
-      const applied = await config().apply(body.yaml, body.file ?? "api", body.author);
+      return await config().check(body.yaml, body.file ?? "api", { redacted: true });
+    } catch (error) {
+      return refuseConfig(reply, error);
+    }
+  });
+
+  /** 201 and the stored version, or 200 and the newest when nothing changed; 400 naming the YAML's place when it is refused. */
+  async function answerApplied(reply: FastifyReply, applying: () => Promise<{ version: number; warnings: string[]; unchanged: boolean }>) {
+    try {
+      const applied = await applying();
       const shown = await config().version(applied.version, { redacted: true });
       return reply.status(applied.unchanged ? 200 : 201).send({ ...shown, warnings: applied.warnings, unchanged: applied.unchanged });
     } catch (error) {
-      if (error instanceof AxConfigError) {
-        const { name, message, file, line, column, key } = error;
-        return reply.status(400).send({ error: name, message, file, line, column, key });
-      }
-      throw error;
+      return refuseConfig(reply, error);
     }
-  });
+  }
+}
+
+/** A YAML the cluster refuses is the caller's to fix: 400 with the file, line, column and key it names. */
+function refuseConfig(reply: FastifyReply, error: unknown) {
+  if (!(error instanceof AxConfigError)) throw error;
+  const { name, message, file, line, column, key } = error;
+  return reply.status(400).send({ error: name, message, file, line, column, key });
 }
 
 export function configErrorStatus(error: Error): number | undefined {
   if (error instanceof AxConfigVersionNotFoundError) return 404;
   if (error instanceof AxConfigUnavailableError) return 501;
+  // An unknown task named by `GET /api/config/effective?task=`.
+  if (error instanceof AxConfigError) return 400;
   return undefined;
 }

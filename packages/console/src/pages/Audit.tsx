@@ -22,7 +22,7 @@ function targetPath(e: AuditEntry): string | undefined {
   if (!e.target) return undefined;
   if (ON_RUN.has(e.action)) return `/runs/${encodeURIComponent(e.target)}`;
   if (ON_FLOW.has(e.action)) return `/flows/${encodeURIComponent(e.target)}`;
-  if (e.action === "config.apply") return "/config";
+  if (e.action === "config.apply" || e.action === "config.rollback") return "/config";
   return undefined;
 }
 

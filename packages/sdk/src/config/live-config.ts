@@ -102,6 +102,11 @@ function diffText(before: Diffed | undefined, after: Diffed | { file: string; ya
     .replace(/^Index: .*\n/, "");
 }
 
+/** A text as `options` show it: with `redacted`, inline secrets, header values and webhook URLs masked. */
+function shownText(options: ShowOptions) {
+  return <T extends { yaml: string }>(row: T): T => (options.redacted ? { ...row, yaml: redactConfigYaml(row.yaml) } : row);
+}
+
 /**
  * Stored configuration versions: validate, store and announce new ones, read them back, and tell
  * each option's effective value and source. The CLI, the API and `ax dev` all go through this.
@@ -159,12 +164,15 @@ export class LiveConfig {
    * What `apply` would do with `text`, storing and announcing nothing: it refuses what `apply`
    * refuses (AxConfigError naming file, line, column and key), and otherwise answers the diff from
    * the version in force and the warnings `apply` would give. For a pipeline that checks a change
-   * before it is applied; the diff shows the stored text as it is, secrets included.
+   * before it is applied; the diff shows the texts as they are, secrets included, unless `redacted`
+   * (what the HTTP API answers) masks them on both sides.
    */
-  async check(text: string, file: string): Promise<ConfigCheck> {
+  async check(text: string, file: string, options: ShowOptions = {}): Promise<ConfigCheck> {
     mustBeStrings("config.check(text, file)", { text, file });
     const { latest, warnings } = await this.judge(text, file);
-    return { inForce: latest?.version ?? null, unchanged: latest?.yaml === text, diff: diffText(latest, { file, yaml: text }), warnings };
+    const shown = shownText(options);
+    const diff = diffText(latest && shown(latest), shown({ file, yaml: text }));
+    return { inForce: latest?.version ?? null, unchanged: latest?.yaml === text, diff, warnings };
   }
 
   /** `text` validated against what the cluster knows, the version in force, and what may surprise in it. */
@@ -190,7 +198,7 @@ export class LiveConfig {
   }
 
   async version(version: number, options: ShowOptions = {}): Promise<ConfigVersionInfo> {
-    const shown = (row: ConfigVersion): ConfigVersion => (options.redacted ? { ...row, yaml: redactConfigYaml(row.yaml) } : row);
+    const shown = shownText(options);
     const row = await this.stored(version);
     const previous = await previousConfigVersion(this.db, version);
     return {
@@ -220,9 +228,10 @@ export class LiveConfig {
     });
   }
 
-  /** Unified diff from version `a` to version `b`. */
-  async diff(a: number, b: number): Promise<string> {
-    return diffText(await this.stored(a), await this.stored(b));
+  /** Unified diff from version `a` to version `b`; `redacted` masks secrets on both sides. */
+  async diff(a: number, b: number, options: ShowOptions = {}): Promise<string> {
+    const shown = shownText(options);
+    return diffText(shown(await this.stored(a)), shown(await this.stored(b)));
   }
 
   /**

@@ -1,0 +1,57 @@
+import type { ConfigApplied, ConfigCheck, ConfigHistoryEntry, ConfigVersionInfo, EffectiveConfig, ProcessConfigState } from "ax-scheduler";
+import type { DataDirHolder } from "@ax/common";
+import { apiRequest, type ApiRequest, type Json } from "./api-request.js";
+import type { ConfigApi } from "./config-commands.js";
+
+/**
+ * `ax config` through the HTTP API of the `ax dev` that holds an embedded data directory. The API
+ * masks secrets in every text it answers, so a diff read this way shows them masked.
+ */
+export class HttpConfigApi implements ConfigApi {
+  private readonly request: ApiRequest;
+
+  constructor(holder: DataDirHolder & { api: string }) {
+    this.request = apiRequest(holder);
+  }
+
+  async apply(text: string, file: string, author: string): Promise<ConfigApplied> {
+    return this.request("POST", "/api/config", { yaml: text, file, author });
+  }
+
+  async check(text: string, file: string): Promise<ConfigCheck> {
+    return this.request("POST", "/api/config/check", { yaml: text, file });
+  }
+
+  async rollback(version: number, author: string): Promise<ConfigApplied> {
+    return this.request("POST", "/api/config/rollback", { version, author });
+  }
+
+  async current(): Promise<ConfigVersionInfo | undefined> {
+    const { config } = await this.request<{ config: ConfigVersionInfo | null }>("GET", "/api/config");
+    return config ?? undefined;
+  }
+
+  async history(limit?: number): Promise<ConfigHistoryEntry[]> {
+    const { versions } = await this.request<{ versions: ConfigHistoryEntry[] }>(
+      "GET",
+      `/api/config/versions${limit === undefined ? "" : `?limit=${limit}`}`,
+    );
+    return versions;
+  }
+
+  async diff(a: number, b: number): Promise<string> {
+    const { diff } = await this.request<{ diff: string }>("GET", `/api/config/diff?from=${a}&to=${b}`);
+    return diff;
+  }
+
+  async cluster(): Promise<ProcessConfigState[]> {
+    const { processes } = await this.request<{ processes: Json<ProcessConfigState>[] }>("GET", "/api/config/cluster");
+    return processes.map((p) => ({ ...p, heartbeatAt: new Date(p.heartbeatAt) }));
+  }
+
+  async effective(filter: { task?: string | undefined; flow?: string | undefined } = {}): Promise<EffectiveConfig> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, value);
+    return this.request("GET", `/api/config/effective?${query}`);
+  }
+}

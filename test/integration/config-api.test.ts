@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ax, type Runtime } from "ax-scheduler";
+import { isolate } from "../helpers/isolated.js";
+import { configAppliedOn, testRuntime } from "../helpers/runtime.js";
+
+// `ax config check|diff|rollback|history --limit|show --task` over HTTP: what the CLI uses against an
+// `ax dev` holding an embedded data directory, and what a pipeline without PostgreSQL access can call.
+
+const bill = ax.task({ name: "capi_bill" }, (n: number) => n + 1);
+const capiFlow = ax.flow({ name: "capi_flow" }, (input) => {
+  bill(input);
+});
+
+const env = isolate("cfgapi");
+let runtime: Runtime;
+
+async function call(method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${runtime.url}${path}`, {
+    method,
+    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+const withSecret = (retries: number, secret: string) =>
+  [
+    "alerts:",
+    "  ops:",
+    "    sinks:",
+    `      - { type: webhook, url: "https://hooks.example.com/${secret}", secret: "${secret}-signing" }`,
+    "tasks:",
+    `  capi_bill: { retries: ${retries}, alert_group: ops }`,
+    "",
+  ].join("\n");
+
+beforeAll(async () => {
+  runtime = testRuntime(env, { flows: [capiFlow], roles: ["coordinator", "worker", "api"], port: 0 });
+  await runtime.start();
+});
+
+afterAll(async () => {
+  await runtime?.stop({ timeout: 2 });
+  await env.cleanup();
+});
+
+describe("the config routes the CLI takes through an ax dev", () => {
+  it("check stores nothing and masks secrets on both sides of its diff; a bad file is refused naming its place", async () => {
+    const first = await call("POST", "/api/config", { yaml: withSecret(1, "SECRETA"), author: "alice", file: "a.yaml" });
+    expect(first).toMatchObject({ status: 201, body: { version: 1, unchanged: false } });
+
+    const checked = await call("POST", "/api/config/check", { yaml: withSecret(2, "SECRETB"), file: "b.yaml" });
+    expect(checked.status).toBe(200);
+    expect(checked.body).toMatchObject({ inForce: 1, unchanged: false, warnings: [] });
+    expect(checked.body.diff).toContain("+  capi_bill: { retries: 2, alert_group: ops }");
+    expect(checked.body.diff).toContain("(not stored) b.yaml");
+    expect(checked.body.diff).not.toMatch(/SECRET[AB]/);
+    expect((await call("GET", "/api/config/versions")).body.versions).toHaveLength(1);
+
+    const same = await call("POST", "/api/config/check", { yaml: withSecret(1, "SECRETA") });
+    expect(same.body).toMatchObject({ inForce: 1, unchanged: true });
+
+    const bad = await call("POST", "/api/config/check", { yaml: "tasks:\n  capi_bill: { retries: lots }\n", file: "bad.yaml" });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ error: "AxConfigError", file: "bad.yaml", line: 2, key: "tasks.capi_bill.retries" });
+    const unknown = await call("POST", "/api/config/check", { yaml: "tasks:\n  capi_nope: { retries: 1 }\n" });
+    expect(unknown).toMatchObject({ status: 400, body: { error: "AxConfigError", file: "api" } });
+    expect(String(unknown.body.message)).toMatch(/capi_nope/);
+  });
+
+  it("diff masks secrets, rollback stores the old text as a new version every process applies, and history takes a limit", async () => {
+    const second = await call("POST", "/api/config", { yaml: withSecret(3, "SECRETC"), author: "bob", file: "c.yaml" });
+    expect(second).toMatchObject({ status: 201, body: { version: 2 } });
+
+    const diff = await call("GET", "/api/config/diff?from=1&to=2");
+    expect(diff.status).toBe(200);
+    expect(diff.body.diff).toContain("-  capi_bill: { retries: 1, alert_group: ops }");
+    expect(diff.body.diff).toContain("+  capi_bill: { retries: 3, alert_group: ops }");
+    expect(diff.body.diff).not.toMatch(/SECRET[AC]/);
+    expect(await call("GET", "/api/config/diff?from=1&to=9")).toMatchObject({
+      status: 404,
+      body: { error: "AxConfigVersionNotFoundError" },
+    });
+    expect(await call("GET", "/api/config/diff?from=0&to=1")).toMatchObject({ status: 400, body: { error: "BadRequest" } });
+
+    const rolled = await call("POST", "/api/config/rollback", { version: 1, author: "carol" });
+    expect(rolled).toMatchObject({ status: 201, body: { version: 3, author: "carol", file: "a.yaml", unchanged: false, warnings: [] } });
+    expect(rolled.body.yaml).not.toContain("SECRETA");
+    await configAppliedOn([runtime], 3);
+    const effective = await call("GET", "/api/config/effective?task=capi_bill");
+    expect(Object.keys(effective.body.tasks as object)).toEqual(["capi_bill"]);
+    expect(effective.body.flows).toEqual({});
+    expect((effective.body.tasks as Record<string, { option: string; value: unknown; source: string }[]>).capi_bill).toContainEqual({
+      option: "retries",
+      value: 1,
+      source: "yaml v3",
+    });
+    const again = await call("POST", "/api/config/rollback", { version: 1, author: "carol" });
+    expect(again).toMatchObject({ status: 200, body: { version: 3, unchanged: true } });
+    expect(await call("POST", "/api/config/rollback", { version: 7, author: "carol" })).toMatchObject({
+      status: 404,
+      body: { error: "AxConfigVersionNotFoundError" },
+    });
+
+    const history = await call("GET", "/api/config/versions?limit=2");
+    expect((history.body.versions as { version: number }[]).map((v) => v.version)).toEqual([3, 2]);
+    expect((await call("GET", "/api/config/versions?limit=0")).status).toBe(400);
+
+    const audit = await call("GET", "/api/audit");
+    const actions = (audit.body.entries as { action: string; target: string }[]).map((e) => `${e.action} ${e.target}`);
+    // The rollback that stored nothing is audited too: the call succeeded.
+    expect(actions.filter((a) => a.startsWith("config."))).toEqual([
+      "config.rollback 3",
+      "config.rollback 3",
+      "config.apply 2",
+      "config.apply 1",
+    ]);
+  });
+
+  it("effective narrowed to a task or flow nobody defined is refused in words", async () => {
+    const task = await call("GET", "/api/config/effective?task=capi_nope");
+    expect(task).toMatchObject({ status: 400, body: { error: "AxConfigError" } });
+    expect(String(task.body.message)).toContain('unknown task "capi_nope"');
+    expect(await call("GET", "/api/config/effective?flow=capi_nope")).toMatchObject({ status: 404, body: { error: "AxUnknownFlowError" } });
+    const flow = await call("GET", "/api/config/effective?flow=capi_flow");
+    expect(Object.keys(flow.body.flows as object)).toEqual(["capi_flow"]);
+    expect(flow.body.tasks).toEqual({});
+  });
+});
