@@ -158,11 +158,7 @@ describe("the HTTP API refuses client input it cannot store", () => {
   });
 
   it("refuses query parameters on a route that takes none, rather than ignoring a misspelt filter", async () => {
-    for (const path of [
-      "/api/flows?x=1",
-      "/api/runs/0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11?flow=a",
-      "/api/config/cluster?task=input_echo",
-    ]) {
+    for (const path of ["/api/flows?x=1", "/api/runs/0b5c1f5e-4a43-4a52-9d1e-3d2b1a0c9f11?flow=a", "/api/config/cluster?task=input_echo"]) {
       const answer = await call(path);
       expect(answer.status, path).toBe(400);
       expect(answer.body.message, path).toMatch(/^query: unknown parameter "(x|flow|task)"; this route takes no query parameters$/);
