@@ -233,8 +233,10 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     const first = join(root, "runtime.yaml");
     const second = join(root, "second.yaml");
     const bad = join(root, "bad.yaml");
-    writeFileSync(first, "tasks:\n  hello_greet: { retries: 4 }\n");
-    writeFileSync(second, "tasks:\n  hello_greet: { retries: 2 }\n");
+    // A group for the alerts commands of the next test.
+    const alerts = "alerts:\n  ops:\n    sinks:\n      - { type: log }\n";
+    writeFileSync(first, `${alerts}tasks:\n  hello_greet: { retries: 4 }\n`);
+    writeFileSync(second, `${alerts}tasks:\n  hello_greet: { retries: 2 }\n`);
     writeFileSync(bad, "tasks:\n  hello_greet:\n    retries: 4\n    timeuot: 30s\n");
     const applied = await ax(["config", "apply", first, "--author", "dora", ...connection]);
     expect(applied).toMatchObject({ code: 0, stderr: "" });
@@ -274,13 +276,49 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(cluster.stdout).toContain(`pid ${dev.process.pid}`);
   });
 
+  it("ax audit and ax alerts mute, mutes, unmute and history go through its HTTP API too, recorded as its API records callers", async () => {
+    const muted = await ax(["alerts", "mute", "ops", "--for", "2h", "--reason", "known", ...connection]);
+    expect(muted).toMatchObject({ code: 0, stderr: "" });
+    // ax dev checks no token: its API records the caller as anonymous, not as cli:<os user>.
+    expect(muted.stdout).toMatch(/^mute (\d+) {2}group ops \(every flow\) {2}until \S+ {2}by anonymous {2}"known"\n$/);
+    const id = /^mute (\d+)/.exec(muted.stdout)![1]!;
+    const [mutes, history, audit, unknownGroup] = await Promise.all([
+      ax(["alerts", "mutes", ...connection]),
+      ax(["alerts", "history", ...connection]),
+      ax(["audit", "--action", "config", ...connection]),
+      ax(["alerts", "mute", "pagers", "--for", "1h", ...connection]),
+    ]);
+    expect(mutes).toMatchObject({ code: 0, stderr: "" });
+    expect(mutes.stdout).toMatch(new RegExp(`^mute ${id} {2}group ops \\(every flow\\) {2}until `));
+    expect(history).toEqual({ code: 0, stdout: "no alerts sent\n", stderr: "" });
+    expect(audit).toMatchObject({ code: 0, stderr: "" });
+    const actions = audit.stdout
+      .trim()
+      .split("\n")
+      .map((line) => line.split(/\s{2,}/).slice(2, 5));
+    expect(actions).toEqual([
+      ["anonymous", "config.rollback", "3"],
+      ["anonymous", "config.apply", "2"],
+      ["anonymous", "config.apply", "1"],
+    ]);
+    expect(unknownGroup.code).toBe(1);
+    expect(unknownGroup.stderr).toMatch(/^AxAlertGroupNotFoundError: alert group "pagers" is not defined \(defined: ops\)/);
+
+    const unmuted = await ax(["alerts", "unmute", id, ...connection]);
+    expect(unmuted).toEqual({
+      code: 0,
+      stdout: `mute ${id} ended: alerts of group ops (every flow) are sent again, unless another mute covers them\n`,
+      stderr: "",
+    });
+  });
+
   it("a command its HTTP API does not serve is refused up front, saying so and what to do instead", async () => {
-    const [prune, audit, token] = await Promise.all([
+    const [prune, alertTest, token] = await Promise.all([
       ax(["prune", "--older-than", "90d", ...connection]),
-      ax(["audit", ...connection]),
+      ax(["alerts", "test", "ops", ...connection]),
       ax(["token", "list", ...connection]),
     ]);
-    for (const refused of [prune, audit, token]) {
+    for (const refused of [prune, alertTest, token]) {
       expect(refused.code).toBe(1);
       expect(refused.stdout).toBe("");
       expect(refused.stderr).toContain(`held by the ax dev (process ${dev.process.pid}, ${api})`);
@@ -288,8 +326,8 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     }
     expect(prune.stderr).toMatch(/^AxNoDevRouteError: ax prune works on the storage directly/);
     expect(prune.stderr).toContain("its HTTP API has no route for pruning: stop that ax dev and run the command again");
-    expect(audit.stderr).toMatch(/^AxNoDevRouteError: ax audit works on the storage directly/);
-    expect(audit.stderr).toContain(`${api}/api/audit`);
+    expect(alertTest.stderr).toMatch(/^AxNoDevRouteError: ax alerts test works on the storage directly/);
+    expect(alertTest.stderr).toContain("give --config <file> to read the groups from that file instead");
     expect(token.stderr).toMatch(/^AxNoDevRouteError: ax token list works on the storage directly/);
     expect(token.stderr).toContain(`${api}/api/tokens`);
   });
@@ -302,9 +340,9 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(second.message).toMatch(/DATABASE_URL/);
     // It says which CLI commands reach the directory through ax dev, and which need it stopped.
     expect(second.message).toContain(
-      "the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun, backfill, backfills, schedules, schedule pause|resume, flow retire, queues and config",
+      "the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun, backfill, backfills, schedules, schedule pause|resume, flow retire, queues, config, audit and alerts",
     );
-    expect(second.message).toContain("prune, token, audit and alerts test (without --config) work on the directory itself");
+    expect(second.message).toContain("prune, token and alerts test (without --config) work on the directory itself");
     expect(second.message).not.toContain("does so by itself");
   });
 

@@ -2,9 +2,11 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { MAX_ALERT_MUTE_MS, parseDuration } from "@ax/common";
 import type { AlertMute, Client, LoggedAlert } from "ax-scheduler";
+import type { AdminApi } from "./admin-api.js";
 import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+type WithAdmin = (fn: (api: AdminApi) => Promise<void>) => Promise<void>;
 
 /** "flow order_payment_flow, task charge": what a mute covers within its group. */
 function muteScope(m: AlertMute): string {
@@ -30,10 +32,10 @@ export function renderSentAlert(a: LoggedAlert): string {
 
 /**
  * `ax alerts test <group>`: one test alert through the group's sinks, to check URLs and secrets
- * before a real failure does; `ax alerts history`: what was sent; `ax alerts mute|mutes|unmute`: an
- * operator's mutes.
+ * before a real failure does (on the storage: it needs the secrets); `ax alerts history`: what was
+ * sent; `ax alerts mute|mutes|unmute`: an operator's mutes.
  */
-export function addAlertsCommands(program: Command, withClient: WithClient): void {
+export function addAlertsCommands(program: Command, withClient: WithClient, withAdmin: WithAdmin): void {
   const alerts = program.command("alerts").description("alert groups of runtime.yaml (alerts:)");
 
   alerts
@@ -82,7 +84,7 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
         raw,
         "alerts mute",
       );
-      await withClient(async (client) => {
+      await withAdmin(async (client) => {
         const mute = await client.muteAlerts({ group, ...flags });
         console.log(renderMute(mute));
       });
@@ -94,7 +96,7 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
     .option("--ended", "then those that ended in the last 30 days, latest first")
     .option("--json", "print as JSON")
     .action(async (raw: { ended?: boolean; json?: boolean }) => {
-      await withClient(async (client) => {
+      await withAdmin(async (client) => {
         const mutes = await client.listAlertMutes({ ended: raw.ended === true });
         if (raw.json) console.log(JSON.stringify(mutes, null, 2));
         else if (mutes.length === 0) console.log(raw.ended ? "no mutes in the last 30 days" : "no mutes in force");
@@ -118,7 +120,7 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
         raw,
         "alerts history",
       );
-      await withClient(async (client) => {
+      await withAdmin(async (client) => {
         const sent = await client.listAlerts({ limit: flags.limit, ...(flags.before === undefined ? {} : { before: flags.before }) });
         if (flags.json) console.log(JSON.stringify(sent, null, 2));
         else if (sent.length === 0) console.log(flags.before === undefined ? "no alerts sent" : `no alerts sent before #${flags.before}`);
@@ -134,7 +136,7 @@ export function addAlertsCommands(program: Command, withClient: WithClient): voi
     .description("end a mute now; its group's alerts are sent again from the next one")
     .action(async (id: string) => {
       const flags = parseFlags(z.object({ id: positiveInt }), { id }, "alerts unmute", { id: "<id>" });
-      await withClient(async (client) => {
+      await withAdmin(async (client) => {
         const mute = await client.unmuteAlerts(flags.id);
         console.log(
           `mute ${mute.id} ended: alerts of group ${mute.group} (${muteScope(mute)}) are sent again, unless another mute covers them`,

@@ -7,7 +7,7 @@ const REQUEST_TIMEOUT_MS = 30_000;
 export type Json<T> = T extends Date ? string : T extends (infer U)[] ? Json<U>[] : T extends object ? { [K in keyof T]: Json<T[K]> } : T;
 
 /** One call of the HTTP API of the process holding an embedded data directory, answering its JSON. */
-export type ApiRequest = <T>(method: "GET" | "POST", path: string, body?: unknown) => Promise<T>;
+export type ApiRequest = <T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown) => Promise<T>;
 
 /**
  * Calls of `holder`'s API. An ax error the API answers for the request (4xx, `Ax…Error`) is thrown
@@ -16,7 +16,7 @@ export type ApiRequest = <T>(method: "GET" | "POST", path: string, body?: unknow
  */
 export function apiRequest(holder: DataDirHolder & { api: string }): ApiRequest {
   const api = holder.api.replace(/\/+$/, "");
-  return async <T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> => {
+  return async <T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> => {
     let response: Response;
     try {
       response = await fetch(`${api}${path}`, {

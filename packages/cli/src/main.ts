@@ -4,7 +4,7 @@ import type { Client } from "ax-scheduler";
 import { addProcessCommands } from "./process-commands.js";
 import { renderBusyKeys, renderQueues, unknownTaskNote } from "./render-queues.js";
 import { addRunCommands } from "./run-commands.js";
-import { connection, withClient, withConfigApi, withDirectClient } from "./shared.js";
+import { connection, withAdminApi, withClient, withConfigApi, withDirectClient } from "./shared.js";
 import { addScheduleCommands } from "./schedule-commands.js";
 import { addFlowCommands } from "./flow-commands.js";
 import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
@@ -12,6 +12,7 @@ import { addConfigCommands } from "./config-commands.js";
 import { addAlertsCommands } from "./alerts-commands.js";
 import { addLogsPruneCommands } from "./logs-prune-commands.js";
 import { addTokenCommands } from "./token-commands.js";
+import { addAuditCommand } from "./audit-command.js";
 import type { RunsApi } from "./runs-api.js";
 
 /** This package's version; every ax package carries the same one. */
@@ -76,9 +77,10 @@ export async function main(argv: string[]): Promise<void> {
   addFlowCommands(program, routed);
   addRerunBackfillCommands(program, routed);
   addConfigCommands(program, (fn) => withConfigApi(program, fn));
-  addAlertsCommands(program, direct);
+  addAlertsCommands(program, direct, (fn) => withAdminApi(program, fn));
   addLogsPruneCommands(program, routed, direct);
   addTokenCommands(program, direct);
+  addAuditCommand(program, (fn) => withAdminApi(program, fn));
 
   program
     .command("migrate")

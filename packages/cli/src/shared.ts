@@ -6,6 +6,7 @@ import type { DataDirHolder } from "@ax/common";
 import { AxNoEmbeddedHistoryError, DEFAULT_DATA_DIR } from "@ax/common";
 import { AxNoDevRouteError } from "./errors.js";
 import { connectionFlags, parseFlags, type ConnectionFlags } from "./options.js";
+import type { AdminApi } from "./admin-api.js";
 import type { ConfigApi } from "./config-commands.js";
 import type { RunsApi } from "./runs-api.js";
 
@@ -50,24 +51,40 @@ export async function withClient(program: Command, fn: (client: RunsApi) => Prom
 }
 
 /**
- * The stored config versions through a Client on the global connection flags, or through the HTTP
- * API of the `ax dev` that holds an embedded data directory, as `withClient` reaches runs.
+ * `fn` gets `viaClient` of a Client on the global connection flags, closed after it, or, when an
+ * `ax dev` holds the embedded data directory, `viaHttp` of that process's API, as `withClient` reaches runs.
  */
-export async function withConfigApi(program: Command, fn: (api: ConfigApi) => Promise<void>): Promise<void> {
+async function withRoutedApi<T>(
+  program: Command,
+  viaHttp: (holder: DataDirHolder & { api: string }) => Promise<T>,
+  viaClient: (client: Client) => T,
+  fn: (api: T) => Promise<void>,
+): Promise<void> {
   const flags = connection(program);
   refuseMissingDataDir(flags);
   const holder = await devHolder(flags);
   if (holder) {
-    const { HttpConfigApi } = await import("./http-config.js");
-    await fn(new HttpConfigApi(holder));
+    await fn(await viaHttp(holder));
     return;
   }
   const client = await newClient(flags);
   try {
-    await fn(client.config);
+    await fn(viaClient(client));
   } finally {
     await client.close();
   }
+}
+
+/** The stored config versions, on the storage or through the API of the `ax dev` holding it. */
+export function withConfigApi(program: Command, fn: (api: ConfigApi) => Promise<void>): Promise<void> {
+  const viaHttp = async (holder: DataDirHolder & { api: string }) => new (await import("./http-config.js")).HttpConfigApi(holder);
+  return withRoutedApi(program, viaHttp, (client) => client.config, fn);
+}
+
+/** The audit log and the alerts' history and mutes, on the storage or through the API of the `ax dev` holding it. */
+export function withAdminApi(program: Command, fn: (api: AdminApi) => Promise<void>): Promise<void> {
+  const viaHttp = async (holder: DataDirHolder & { api: string }) => new (await import("./http-admin.js")).HttpAdminApi(holder);
+  return withRoutedApi(program, viaHttp, (client) => client, fn);
 }
 
 /**
@@ -107,10 +124,9 @@ const STOP_DEV =
 /** Why a direct command cannot go through `ax dev`'s API, and what to do instead, by top-level command. */
 const NO_ROUTE: Record<string, (api: string) => string> = {
   prune: () => `its HTTP API has no route for pruning: ${STOP_DEV}`,
-  alerts: (api) =>
-    `the CLI's alerts commands use the storage directly: for a test alert give --config <file> to read the groups from that file instead; the history and the mutes are at ${api}/api/alerts and ${api}/api/alerts/mutes (docs/api.md); or stop that ax dev and run the command again.`,
+  alerts: () =>
+    `a test alert is sent with the sinks' secrets, which its HTTP API never answers: give --config <file> to read the groups from that file instead, or ${STOP_DEV}`,
   token: (api) => `the CLI manages tokens on the storage only (ax dev needs none): use ${api}/api/tokens (docs/api.md), or ${STOP_DEV}`,
-  audit: (api) => `the CLI reads the audit log on the storage only: use ${api}/api/audit (docs/api.md), or ${STOP_DEV}`,
 };
 
 /**

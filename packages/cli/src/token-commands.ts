@@ -2,13 +2,13 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { TOKEN_NAME, TOKEN_NAME_RULE, TOKEN_SCOPES } from "@ax/common";
 import type { Client } from "ax-scheduler";
-import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
+import { durationFlagAtLeast, parseFlags } from "./options.js";
 
 type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
 
 const iso = (date: Date | null) => (date ? date.toISOString() : "-");
 
-/** `ax token create|list|revoke` and `ax audit`: straight on the storage, recorded as `cli:<os user>`. */
+/** `ax token create|list|revoke`: straight on the storage, recorded as `cli:<os user>`. */
 export function addTokenCommands(program: Command, withClient: WithClient): void {
   const token = program.command("token").description("API tokens (Authorization: Bearer <token>); PostgreSQL keeps only their hash");
 
@@ -79,56 +79,6 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
       await withClient(async (client) => {
         await client.tokens.revoke(name);
         console.log(`token "${name}" revoked`);
-      });
-    });
-
-  program
-    .command("audit")
-    .description(
-      "the audit log, newest first: who triggered, cancelled, reran, applied config, paused schedules, managed tokens, from where",
-    )
-    .option("--limit <n>", "how many entries", "50")
-    .option("--before <id>", "only entries older than this one (the last id of the previous page)")
-    .option("--action <action>", "only this action (run.cancel), or a family of them (run: trigger, cancel, rerun)")
-    .option("--actor <name>", "only this actor: a token's name, cli:<user>, anonymous")
-    .option("--json", "print them as JSON")
-    .action(async (raw: Record<string, unknown>) => {
-      const flags = parseFlags(
-        z.object({
-          limit: positiveInt,
-          before: positiveInt.optional(),
-          action: z.string().min(1).optional(),
-          actor: z.string().min(1).optional(),
-          json: z.boolean().optional(),
-        }),
-        raw,
-        "audit",
-      );
-      const { json: _json, ...filter } = flags;
-      await withClient(async (client) => {
-        const entries = await client.audit(filter);
-        if (flags.json) {
-          console.log(JSON.stringify(entries, null, 2));
-          return;
-        }
-        if (entries.length === 0) {
-          console.log(
-            "no audit entries: the HTTP API's triggers, cancels, reruns, backfills, config applies, schedule pauses and flow retirements, and `ax token`, are recorded here",
-          );
-        }
-        for (const e of entries) {
-          console.log(
-            [
-              `#${e.id}`,
-              e.at.toISOString(),
-              e.actor.padEnd(16),
-              e.action.padEnd(16),
-              e.target ?? "-",
-              e.ip ?? "-",
-              e.detail ? JSON.stringify(e.detail) : "",
-            ].join("  "),
-          );
-        }
       });
     });
 }
