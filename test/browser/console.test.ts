@@ -705,6 +705,39 @@ describe("the web console in a real browser", () => {
     }
   });
 
+  it("rolls the config back to an earlier version from its history, after asking, and every process applies it", async () => {
+    const client = runtime.client();
+    const newest = (await client.config.current())!.version;
+    expect(newest).toBeGreaterThan(1);
+    await page.goto(`${runtime.url}/config`);
+    // The newest version is the one in force: nothing to roll back to.
+    await page.locator(".versions button.active", { hasText: `v${newest}` }).waitFor();
+    await expect(page.locator(".rollback button").count()).resolves.toBe(0);
+    await page.locator(".versions button", { hasText: /^v1\b/ }).click();
+    await page.getByRole("button", { name: "Roll back to v1" }).click();
+    const dialog = page.getByRole("dialog");
+    await expect(dialog.getByRole("heading").textContent()).resolves.toBe("Roll back to config v1?");
+    await expect(dialog.locator(".confirm-text").textContent()).resolves.toContain(
+      `A new version, v${newest + 1}, will be stored with the text of v1 (`,
+    );
+    // The safe choice has the focus: Enter keeps the version in force.
+    await expect.poll(() => page.evaluate("document.activeElement?.textContent")).toBe(`Keep v${newest}`);
+    await shot("08e-config-rollback");
+    await dialog.getByRole("button", { name: "Roll back to v1" }).click();
+    await expect(page.locator(".rollback .note").textContent()).resolves.toBe(
+      `Stored as v${newest + 1}; every process applies it within seconds.`,
+    );
+    await page.locator(".versions button.active", { hasText: `v${newest + 1}` }).waitFor();
+    await shot("08f-config-rolled-back");
+    await expect.poll(() => runtime.configVersion).toBe(newest + 1);
+    const rolled = (await client.config.current())!;
+    expect(rolled.yaml).toBe((await client.config.version(1)).yaml);
+    expect(rolled.author).toBe("console");
+    expect((await client.audit({ action: "config.rollback" })).map((e) => [e.actor, e.target])).toEqual([
+      ["anonymous", String(newest + 1)],
+    ]);
+  });
+
   it("switches to Chinese and shows the login screen on a 401", async () => {
     await page.goto(`${runtime.url}/workers`);
     await page.getByTestId("language").click();

@@ -1,9 +1,12 @@
 import { type ReactNode, useState } from "react";
+import { api } from "../api";
+import { Confirm } from "../components/Confirm";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time } from "../components/Time";
 import { yamlValue } from "@ax/common/yaml-value";
-import { useApi } from "../hooks";
-import { useI18n } from "../i18n";
+import { useAction, useApi } from "../hooks";
+import { fill, useI18n } from "../i18n";
+import { ActionButton, useSession } from "../session";
 import type { ConfigHistoryEntry, ConfigVersionInfo, EffectiveOption } from "../types";
 
 interface Effective {
@@ -70,6 +73,67 @@ function diffClass(line: string): string {
   if (line.startsWith("+")) return "add";
   if (line.startsWith("-")) return "del";
   return line.startsWith("@@") ? "hunk" : "";
+}
+
+/**
+ * An older version's text stored again as the newest (`POST /api/config/rollback`), after a
+ * confirmation: every process applies it within seconds. What was stored, and its warnings, stay
+ * on the page.
+ */
+function Rollback({ version, newest, onDone }: { version: ConfigVersionInfo; newest: number; onDone: () => void }) {
+  const { t } = useI18n();
+  const session = useSession();
+  const action = useAction();
+  const [asking, setAsking] = useState(false);
+  const [done, setDone] = useState<{ version: number; unchanged: boolean; warnings: string[] }>();
+  const roll = () =>
+    action.run(async () => {
+      setAsking(false);
+      // The author the history shows: the signed-in token's name, or the console without auth.
+      const author = session?.name ?? "console";
+      setDone(await api.post("/api/config/rollback", { version: version.version, author }));
+      onDone();
+    });
+  return (
+    <div className="rollback">
+      {version.version !== newest && (
+        <ActionButton
+          needs="admin"
+          className="small"
+          title={t("config.rollbackHint")}
+          disabled={action.busy}
+          onClick={() => setAsking(true)}
+        >
+          {fill(t("config.rollback"), { version: version.version })}
+        </ActionButton>
+      )}
+      {done && (
+        <p className="note small" role="status">
+          {fill(t(done.unchanged ? "config.rollbackSame" : "config.rolledBack"), { version: done.version })}
+          {done.warnings.map((w) => (
+            <span key={w} className="warn-line">
+              {w}
+            </span>
+          ))}
+        </p>
+      )}
+      {action.error && (
+        <div className="error-note" role="alert">
+          {action.error}
+        </div>
+      )}
+      {asking && (
+        <Confirm
+          title={fill(t("config.rollbackTitle"), { version: version.version })}
+          text={fill(t("config.rollbackText"), { version: version.version, next: newest + 1, file: version.file })}
+          keep={fill(t("config.rollbackKeep"), { current: newest })}
+          act={fill(t("config.rollback"), { version: version.version })}
+          onKeep={() => setAsking(false)}
+          onAct={roll}
+        />
+      )}
+    </div>
+  );
 }
 
 export function ConfigPage() {
@@ -140,6 +204,17 @@ export function ConfigPage() {
               </li>
             ))}
           </ul>
+          {version.data && history.data?.versions[0] && (
+            <Rollback
+              version={version.data}
+              newest={history.data.versions[0].version}
+              onDone={() => {
+                setPicked(undefined);
+                history.reload();
+                effective.reload();
+              }}
+            />
+          )}
           {version.data && (
             <div className="segmented" title={t("config.view")}>
               <button type="button" className="segment" aria-pressed={!whole} onClick={() => setWhole(false)}>
