@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
@@ -104,6 +107,10 @@ describe("the config routes the CLI takes through an ax dev", () => {
     const history = await call("GET", "/api/config/versions?limit=2");
     expect((history.body.versions as { version: number }[]).map((v) => v.version)).toEqual([3, 2]);
     expect((await call("GET", "/api/config/versions?limit=0")).status).toBe(400);
+    // A misspelt parameter is refused by name, not ignored.
+    expect(await call("GET", "/api/config/diff?from=1&too=2")).toMatchObject({ status: 400, body: { error: "BadRequest" } });
+    const typo = await call("GET", "/api/config/effective?tsak=capi_bill");
+    expect(typo).toMatchObject({ status: 400, body: { message: 'query: unknown parameter "tsak"; this route takes task, flow' } });
 
     const audit = await call("GET", "/api/audit");
     const actions = (audit.body.entries as { action: string; target: string }[]).map((e) => `${e.action} ${e.target}`);
@@ -114,6 +121,59 @@ describe("the config routes the CLI takes through an ax dev", () => {
       "config.apply 2",
       "config.apply 1",
     ]);
+  });
+
+  it("POST /api/alerts/test sends through the sinks of the version in force and answers what each said, keeping their secrets", async () => {
+    const received: { url: string; body: string }[] = [];
+    const receiver = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      request.on("end", () => {
+        received.push({ url: request.url ?? "", body });
+        response.writeHead(request.url === "/down" ? 503 : 200).end();
+      });
+    });
+    receiver.listen(0, "127.0.0.1");
+    await once(receiver, "listening");
+    const base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    try {
+      const yaml = [
+        "alerts:",
+        "  ops:",
+        "    sinks:",
+        `      - { type: webhook, url: "${base}/hook?token=HOOKSECRET", retries: 0 }`,
+        `      - { type: webhook, url: "${base}/down", retries: 0 }`,
+        "      - { type: log }",
+        "tasks:",
+        "  capi_bill: { retries: 1, alert_group: ops }",
+        "",
+      ].join("\n");
+      expect((await call("POST", "/api/config", { yaml, author: "dana" })).status).toBe(201);
+      const tested = await call("POST", "/api/alerts/test", { group: "ops" });
+      expect(tested.status).toBe(200);
+      expect(tested.body.group).toBe("ops");
+      const results = tested.body.results as { sink: string; target: string; ok: boolean; error?: string }[];
+      expect(results.map((r) => [r.sink, r.ok])).toEqual([
+        ["webhook", true],
+        ["webhook", false],
+        ["log", true],
+      ]);
+      expect(JSON.stringify(results)).not.toContain("HOOKSECRET");
+      expect(results[1]!.error).toMatch(/503/);
+      expect(received.map((r) => r.url)).toEqual(["/hook?token=HOOKSECRET", "/down"]);
+      expect(JSON.parse(received[0]!.body)).toMatchObject({ kind: "test", group: "ops" });
+
+      expect(await call("POST", "/api/alerts/test", { group: "pagers" })).toMatchObject({
+        status: 404,
+        body: { error: "AxAlertGroupNotFoundError", message: expect.stringContaining("(defined: ops)") },
+      });
+      const audit = (await call("GET", "/api/audit?action=alerts")).body.entries as { action: string; target: string }[];
+      expect(audit.map((e) => [e.action, e.target])).toEqual([["alerts.test", "ops"]]);
+    } finally {
+      receiver.close();
+    }
   });
 
   it("effective narrowed to a task or flow nobody defined is refused in words", async () => {

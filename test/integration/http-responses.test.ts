@@ -103,6 +103,7 @@ beforeAll(async () => {
   expectDocumented("POST /api/config/rollback", rolled);
   expect(rolled).toMatchObject({ status: 201, body: { version: ids.version + 2, unchanged: false } });
   expectDocumented("POST /api/config/rollback", await call("POST", "/api/config/rollback", { version: 99, author: "resp-test" }));
+  expectDocumented("POST /api/alerts/test", await call("POST", "/api/alerts/test", { group: "nobody" }));
 
   expectDocumented("POST /api/flows/:flow/schedule/pause", await call("POST", "/api/flows/resp_flow/schedule/pause", {}));
   expectDocumented("POST /api/flows/:flow/schedule/resume", await call("POST", "/api/flows/resp_flow/schedule/resume", {}));

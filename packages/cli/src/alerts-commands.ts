@@ -1,11 +1,13 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { MAX_ALERT_MUTE_MS, parseDuration } from "@ax/common";
-import type { AlertMute, Client, LoggedAlert } from "ax-scheduler";
+import type { AlertMute, LoggedAlert } from "ax-scheduler";
+import type { DeliveryResult } from "@ax/coordinator";
 import type { AdminApi } from "./admin-api.js";
+import type { ConfigApi } from "./config-commands.js";
 import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 
-type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+type WithConfig = (fn: (api: ConfigApi) => Promise<void>) => Promise<void>;
 type WithAdmin = (fn: (api: AdminApi) => Promise<void>) => Promise<void>;
 
 /** "flow order_payment_flow, task charge": what a mute covers within its group. */
@@ -32,10 +34,10 @@ export function renderSentAlert(a: LoggedAlert): string {
 
 /**
  * `ax alerts test <group>`: one test alert through the group's sinks, to check URLs and secrets
- * before a real failure does (on the storage: it needs the secrets); `ax alerts history`: what was
- * sent; `ax alerts mute|mutes|unmute`: an operator's mutes.
+ * before a real failure does; `ax alerts history`: what was sent; `ax alerts mute|mutes|unmute`: an
+ * operator's mutes.
  */
-export function addAlertsCommands(program: Command, withClient: WithClient, withAdmin: WithAdmin): void {
+export function addAlertsCommands(program: Command, withConfig: WithConfig, withAdmin: WithAdmin): void {
   const alerts = program.command("alerts").description("alert groups of runtime.yaml (alerts:)");
 
   alerts
@@ -47,21 +49,17 @@ export function addAlertsCommands(program: Command, withClient: WithClient, with
         import("pino"),
         import("ax-scheduler"),
       ]);
-      // The log sink writes here, on stdout, where the user is looking.
+      // The log sink writes here, on stdout, where the user is looking (through an `ax dev`, to its log).
       const log = pino({ level: "info" });
-      const deliver = async (yaml: string, file: string) => {
-        const results = await sendTestAlert(parseRuntimeConfig(yaml, file), group, log);
+      const print = (results: DeliveryResult[]) => {
         for (const r of results) console.log(`${r.ok ? "sent  " : "FAILED"} ${r.sink} ${r.target}${r.error ? `: ${r.error}` : ""}`);
         if (results.some((r) => !r.ok)) process.exitCode = 1;
       };
       if (raw.config) {
-        await deliver(readConfigFile(raw.config), raw.config);
+        print(await sendTestAlert(parseRuntimeConfig(readConfigFile(raw.config), raw.config), group, log));
         return;
       }
-      await withClient(async (client) => {
-        const current = await client.config.current();
-        await deliver(current?.yaml ?? "", current ? `${current.file} (config v${current.version})` : "(no stored config)");
-      });
+      await withConfig(async (config) => print(await config.testAlert(group, log)));
     });
 
   alerts

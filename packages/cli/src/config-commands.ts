@@ -9,7 +9,10 @@ import { localConfigAuthor, yamlValue } from "@ax/common";
  * What the config commands need: a Client's `config` on the storage, or the HTTP API of the
  * `ax dev` holding an embedded data directory (every method here has a route there).
  */
-export type ConfigApi = Pick<Client["config"], "apply" | "check" | "rollback" | "current" | "history" | "diff" | "cluster" | "effective">;
+export type ConfigApi = Pick<
+  Client["config"],
+  "apply" | "check" | "rollback" | "current" | "history" | "diff" | "cluster" | "effective" | "testAlert"
+>;
 
 type WithConfig = (fn: (api: ConfigApi) => Promise<void>) => Promise<void>;
 

@@ -1,11 +1,13 @@
 import type { ConfigApplied, ConfigCheck, ConfigHistoryEntry, ConfigVersionInfo, EffectiveConfig, ProcessConfigState } from "ax-scheduler";
 import type { DataDirHolder } from "@ax/common";
+import type { DeliveryResult } from "@ax/coordinator";
 import { apiRequest, type ApiRequest, type Json } from "./api-request.js";
 import type { ConfigApi } from "./config-commands.js";
 
 /**
- * `ax config` through the HTTP API of the `ax dev` that holds an embedded data directory. The API
- * masks secrets in every text it answers, so a diff read this way shows them masked.
+ * `ax config` (and `ax alerts test`, which sends with the config in force) through the HTTP API of
+ * the `ax dev` that holds an embedded data directory. The API masks secrets in every text it
+ * answers, so a diff read this way shows them masked.
  */
 export class HttpConfigApi implements ConfigApi {
   private readonly request: ApiRequest;
@@ -47,6 +49,12 @@ export class HttpConfigApi implements ConfigApi {
   async cluster(): Promise<ProcessConfigState[]> {
     const { processes } = await this.request<{ processes: Json<ProcessConfigState>[] }>("GET", "/api/config/cluster");
     return processes.map((p) => ({ ...p, heartbeatAt: new Date(p.heartbeatAt) }));
+  }
+
+  /** The `ax dev` sends it with the sinks' secrets, which it never answers; a log sink writes to its log. */
+  async testAlert(group: string): Promise<DeliveryResult[]> {
+    const { results } = await this.request<{ results: DeliveryResult[] }>("POST", "/api/alerts/test", { group });
+    return results;
   }
 
   async effective(filter: { task?: string | undefined; flow?: string | undefined } = {}): Promise<EffectiveConfig> {

@@ -77,7 +77,11 @@ export async function main(argv: string[]): Promise<void> {
   addFlowCommands(program, routed);
   addRerunBackfillCommands(program, routed);
   addConfigCommands(program, (fn) => withConfigApi(program, fn));
-  addAlertsCommands(program, direct, (fn) => withAdminApi(program, fn));
+  addAlertsCommands(
+    program,
+    (fn) => withConfigApi(program, fn),
+    (fn) => withAdminApi(program, fn),
+  );
   addLogsPruneCommands(program, routed, direct);
   addTokenCommands(program, direct);
   addAuditCommand(program, (fn) => withAdminApi(program, fn));

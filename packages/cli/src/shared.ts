@@ -124,8 +124,6 @@ const STOP_DEV =
 /** Why a direct command cannot go through `ax dev`'s API, and what to do instead, by top-level command. */
 const NO_ROUTE: Record<string, (api: string) => string> = {
   prune: () => `its HTTP API has no route for pruning: ${STOP_DEV}`,
-  alerts: () =>
-    `a test alert is sent with the sinks' secrets, which its HTTP API never answers: give --config <file> to read the groups from that file instead, or ${STOP_DEV}`,
   token: (api) => `the CLI manages tokens on the storage only (ax dev needs none): use ${api}/api/tokens (docs/api.md), or ${STOP_DEV}`,
 };
 

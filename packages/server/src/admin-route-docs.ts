@@ -2,6 +2,7 @@ import { z } from "zod";
 import {
   alertsQuery,
   alertMute,
+  alertTestBody,
   muteBody,
   muteIdParams,
   mutesQuery,
@@ -190,6 +191,25 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
       201: { description: "the mute", schema: alertMute },
       400: badRequest,
       404: { description: "the config in force defines no such group, or no such flow or task is registered", schema: apiError },
+    },
+  },
+  "POST /api/alerts/test": {
+    summary:
+      "send a test alert through every sink of a group of the config in force, ignoring triggers and silence; each sink's outcome (ax alerts test); audited as alerts.test",
+    scope: "admin",
+    audit: "alerts.test",
+    body: alertTestBody,
+    responses: {
+      200: {
+        description: "what each sink of the group answered; a failed sink is `ok: false` with its reason",
+        schema: z.object({
+          group: z.string(),
+          results: z.array(z.object({ sink: z.string(), target: z.string(), ok: z.boolean(), error: z.string().optional() })),
+        }),
+      },
+      400: badRequest,
+      404: { description: "the config in force defines no such group (AxAlertGroupNotFoundError)", schema: apiError },
+      501: configUnavailable,
     },
   },
   "DELETE /api/alerts/mutes/:id": {

@@ -282,6 +282,10 @@ export const muteBody = strictBody({
 
 export const muteIdParams = z.object({ id: wholeNumberParam(1) });
 
+export const alertTestBody = strictBody({
+  group: storableText.min(1).meta({ description: "a group under alerts: in the config in force" }),
+});
+
 export const mutesQuery = z.object({
   ended: z
     .enum(["true", "false"], { error: "must be true or false" })
@@ -336,7 +340,7 @@ export const auditEntry = z.object({
   actor: z.string().meta({ description: "token name; cli:<user> for token commands run on the storage; anonymous without auth" }),
   action: z.string().meta({
     description:
-      "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, backfill.retry, config.apply, config.rollback, schedule.pause, schedule.resume, flow.retire, token.create, token.revoke, alerts.mute, alerts.unmute",
+      "run.trigger, run.cancel, run.rerun, backfill.create, backfill.cancel, backfill.retry, config.apply, config.rollback, schedule.pause, schedule.resume, flow.retire, token.create, token.revoke, alerts.mute, alerts.unmute, alerts.test",
   }),
   target: z.string().nullable(),
   ip: z.string().nullable(),

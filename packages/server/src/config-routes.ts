@@ -9,6 +9,8 @@ import {
   configHistoryQuery,
   configRollbackBody,
   configVersionParams,
+  parseQuery,
+  alertTestBody,
 } from "./api-schemas.js";
 import { bodyOf } from "./json-body.js";
 
@@ -28,13 +30,16 @@ export interface ConfigService {
   effective(filter: { task?: string | undefined; flow?: string | undefined }): Promise<object>;
   /** Every process of the cluster with the config version it last reported. */
   cluster(): Promise<object[]>;
+  /** A `test` alert through every sink of a group of the version in force; each sink's outcome. */
+  testAlert(group: string, log: Logger): Promise<object[]>;
 }
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
 /**
  * `GET /api/config`, `GET /api/config/effective`, `GET /api/config/cluster`, `GET /api/config/versions[/:version]`,
- * `GET /api/config/diff`, `POST /api/config`, `POST /api/config/check`, `POST /api/config/rollback`.
+ * `GET /api/config/diff`, `POST /api/config`, `POST /api/config/check`, `POST /api/config/rollback`, and
+ * `POST /api/alerts/test`, which sends with the version in force's sinks.
  */
 export function registerConfigRoutes(app: App, service: ConfigService | undefined): void {
   const config = (): ConfigService => {
@@ -48,7 +53,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
 
   app.get("/api/config", async () => ({ config: (await config().current({ redacted: true })) ?? null }));
 
-  app.get("/api/config/effective", async (request) => config().effective(configEffectiveQuery.parse(request.query)));
+  app.get("/api/config/effective", async (request) => config().effective(parseQuery(configEffectiveQuery, request.query)));
 
   app.get("/api/config/cluster", async () => {
     const [processes, current] = await Promise.all([config().cluster(), config().current({ redacted: true })]);
@@ -56,7 +61,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
   });
 
   app.get("/api/config/versions", async (request) => {
-    const { limit } = configHistoryQuery.parse(request.query);
+    const { limit } = parseQuery(configHistoryQuery, request.query);
     return { versions: await config().history(limit) };
   });
 
@@ -66,7 +71,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
   });
 
   app.get("/api/config/diff", async (request) => {
-    const { from, to } = configDiffQuery.parse(request.query);
+    const { from, to } = parseQuery(configDiffQuery, request.query);
     return { diff: await config().diff(from, to, { redacted: true }) };
   });
 
@@ -87,6 +92,12 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
     } catch (error) {
       return refuseConfig(reply, error);
     }
+  });
+
+  // The sinks' secrets never leave this process: it sends the test alert itself and answers each sink's outcome.
+  app.post("/api/alerts/test", async (request) => {
+    const { group } = alertTestBody.parse(bodyOf(request));
+    return { group, results: await config().testAlert(group, request.log) };
   });
 
   /** 201 and the stored version, or 200 and the newest when nothing changed; 400 naming the YAML's place when it is refused. */

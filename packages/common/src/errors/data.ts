@@ -140,8 +140,8 @@ export class AxDataDirLockedError extends Error {
         `. Embedded PGlite allows one process per data directory: stop that process, reach it through its HTTP API,` +
         ` or set DATABASE_URL / --storage to a PostgreSQL server so that several processes share the history.` +
         ` While \`ax dev\` (or a Runtime with the api role) holds the directory, the ax CLI goes through its API for trigger, runs, run, cancel, logs, rerun,` +
-        ` backfill, backfills, schedules, schedule pause|resume, flow retire, queues, config, audit and alerts; prune, token and alerts test` +
-        ` (without --config) work on the directory itself and need that process stopped (tokens are also served by its HTTP API).` +
+        ` backfill, backfills, schedules, schedule pause|resume, flow retire, queues, config, audit and alerts; prune and token` +
+        ` work on the directory itself and need that process stopped (tokens are also served by its HTTP API).` +
         ` If that process is gone, delete ${lockFile}.`,
     );
   }

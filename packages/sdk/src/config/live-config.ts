@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { closeRedis, markConfigVersion, RepeatedErrors, subscribeTo } from "@ax/coordinator";
+import { closeRedis, markConfigVersion, RepeatedErrors, subscribeTo, type DeliveryResult } from "@ax/coordinator";
 import {
   getConfigVersion,
   insertConfigVersion,
@@ -22,6 +22,7 @@ import {
 import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, DEFAULT_LEASE_MS, lazyRequire } from "@ax/common";
 import { shown } from "../option-checks.js";
 import { taskOverridesSchema, taskPoolOf, type TaskPool } from "../options.js";
+import { sendTestAlert } from "./alerts-config.js";
 import { redactConfigParsed, redactConfigYaml } from "./config-redaction.js";
 import { effectiveConfig, type EffectiveConfig, type EffectiveFilter } from "./effective-config.js";
 import { codeRetryPolicy, configWarnings } from "./config-warnings.js";
@@ -248,6 +249,18 @@ export class LiveConfig {
    */
   async effective(filter: EffectiveFilter = {}): Promise<EffectiveConfig> {
     return effectiveConfig(this.db, filter);
+  }
+
+  /**
+   * Sends a `test` alert through every sink of `group` of the version in force (`ax alerts test`,
+   * `POST /api/alerts/test`), bypassing triggers and silence windows; answers each sink's outcome.
+   * AxAlertGroupNotFoundError when that version defines no such group.
+   */
+  async testAlert(group: string, log: Logger): Promise<DeliveryResult[]> {
+    mustBeStrings("config.testAlert(group, log)", { group });
+    const latest = await latestConfigVersion(this.db);
+    const config = parseRuntimeConfig(latest?.yaml ?? "", latest ? `${latest.file} (config v${latest.version})` : "(no stored config)");
+    return sendTestAlert(config, group, log);
   }
 
   /** Tells every Runtime of the prefix to apply `version` now, rather than at its next poll. */
