@@ -661,6 +661,15 @@ describe("the web console in a real browser", () => {
     await expect.poll(() => mute.count()).toBe(0);
     expect(await client.listAlertMutes()).toEqual([]);
     await expect.poll(() => page.getByRole("button", { name: "Mute 1h" }).count()).toBe(3);
+
+    // A test alert through the group's sinks, sent by the server: each sink's answer shows in the page.
+    // The page read the config before ops was added: a reload shows its group at once.
+    await page.reload();
+    await page.getByRole("button", { name: "Send a test alert to ops" }).click();
+    const tested = page.locator(".test-results");
+    await expect(tested.textContent()).resolves.toBe("Test alert to ops:log ✓");
+    await shot("08e-alerts-test");
+    expect((await client.audit({ action: "alerts.test" })).map((e) => [e.actor, e.target])).toEqual([["anonymous", "ops"]]);
   });
 
   it("lists coordinators and API processes beside the workers, each with the config version it applies", async () => {

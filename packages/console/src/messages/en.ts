@@ -301,6 +301,10 @@ export const en = {
   "alerts.muteBy": "by",
   "alerts.unmute": "Unmute",
   "alerts.mute": "Mute 1h",
+  "alerts.test": "Send a test alert to {group}",
+  "alerts.testHint":
+    "Sends a test alert through every sink of the group, as the config in force defines it, ignoring triggers and silence (audited; ax alerts test does the same)",
+  "alerts.tested": "Test alert to {group}:",
   "alerts.muteHint": "Send no alert of this group for this flow and task for an hour (audited; ax alerts mutes lists it)",
   "queues.name": "Queue",
   "queues.waiting": "Waiting",

@@ -3,8 +3,8 @@ import { api } from "../api";
 import { Pager, useCursor } from "../components/Pager";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time, Zone } from "../components/Time";
-import { useApi } from "../hooks";
-import { useI18n } from "../i18n";
+import { useAction, useApi } from "../hooks";
+import { fill, useI18n } from "../i18n";
 import { Link } from "../router";
 import { ActionButton } from "../session";
 import type { AlertMute, SentAlert } from "../types";
@@ -73,6 +73,56 @@ function Mutes({ mutes, onChange }: { mutes: AlertMute[]; onChange: (error?: Err
   );
 }
 
+interface TestResult {
+  group: string;
+  results: SentAlert["deliveries"];
+}
+
+/**
+ * A test alert through a group's sinks of the config in force (`POST /api/alerts/test`), to check
+ * URLs and secrets before a real failure does; the server sends it, and each sink's answer shows
+ * here. Nothing when the config defines no group.
+ */
+function TestAlert() {
+  const { t } = useI18n();
+  // A group added by a new version shows up without a reload, as on the Config page.
+  const config = useApi<{ config: { parsed: { alerts?: Record<string, unknown> } } | null }>("/api/config", 10_000);
+  const groups = Object.keys(config.data?.config?.parsed.alerts ?? {});
+  const [picked, setPicked] = useState<string>();
+  const action = useAction();
+  const [tested, setTested] = useState<TestResult>();
+  if (groups.length === 0) return null;
+  const group = picked !== undefined && groups.includes(picked) ? picked : groups[0]!;
+  const send = () => action.run(async () => setTested(await api.post<TestResult>("/api/alerts/test", { group })));
+  return (
+    <div className="actions test-alert">
+      {groups.length > 1 && (
+        <select aria-label={t("alerts.group")} value={group} onChange={(e) => setPicked(e.target.value)}>
+          {groups.map((g) => (
+            <option key={g}>{g}</option>
+          ))}
+        </select>
+      )}
+      <ActionButton needs="admin" title={t("alerts.testHint")} disabled={action.busy} onClick={send}>
+        {fill(t("alerts.test"), { group })}
+      </ActionButton>
+      {tested && (
+        <div className="test-results" role="status">
+          <span className="muted small">{fill(t("alerts.tested"), { group: tested.group })}</span>
+          {tested.results.map((d) => (
+            <Delivery key={`${d.sink}:${d.target}`} delivery={d} />
+          ))}
+        </div>
+      )}
+      {action.error && (
+        <div className="error-note" role="alert">
+          {action.error}
+        </div>
+      )}
+    </div>
+  );
+}
+
 /** The alerts coordinators sent, newest first, and what each sink answered: "did the pager get it?" */
 export function AlertsPage() {
   const { t } = useI18n();
@@ -98,7 +148,10 @@ export function AlertsPage() {
       .then(() => changed(), changed);
   return (
     <>
-      <h1>{t("alerts")}</h1>
+      <div className="page-head">
+        <h1>{t("alerts")}</h1>
+        <TestAlert />
+      </div>
       <ErrorNote error={alerts.error ?? mutes.error ?? actionError} />
       <Mutes mutes={inForce} onChange={changed} />
       {alerts.data && list.length === 0 ? (
