@@ -59,6 +59,13 @@ describe("the config routes the CLI takes through an ax dev", () => {
     expect(checked.body.diff).not.toMatch(/SECRET[AB]/);
     expect((await call("GET", "/api/config/versions")).body.versions).toHaveLength(1);
 
+    // The text the API shows, sent back as it is, would store the masks in place of the secrets.
+    const shown = ((await call("GET", "/api/config")).body.config as { yaml: string }).yaml;
+    const roundTrip = await call("POST", "/api/config", { yaml: shown, author: "alice", file: "shown.yaml" });
+    expect(roundTrip).toMatchObject({ status: 400, body: { error: "AxConfigError", key: "alerts.ops.sinks.0.url" } });
+    expect(String(roundTrip.body.message).split("\n")).toHaveLength(2);
+    expect(String(roundTrip.body.message)).toContain('alerts.ops.sinks.0.secret: is "[redacted]", the mask the API and the console show');
+
     const same = await call("POST", "/api/config/check", { yaml: withSecret(1, "SECRETA") });
     expect(same.body).toMatchObject({ inForce: 1, unchanged: true });
 

@@ -334,6 +334,27 @@ describe("runtime.yaml", () => {
     });
   });
 
+  it("refuses a sink value that is the mask the API shows, on new text only: a stored version still parses", () => {
+    const text = [
+      "alerts:",
+      "  ops:",
+      "    sinks:",
+      '      - { type: webhook, url: "https://hooks.example.com/[redacted]", secret: "[redacted]", headers: { X-Team: "[redacted]", X-Env: prod } }',
+      "      - { type: webhook, url: https://other.example.com/ax, secret_env: OPS_SECRET }",
+    ].join("\n");
+    const lines = refusal(text).message.split("\n");
+    expect(lines.map((line) => line.split(": ")[1])).toEqual([
+      "alerts.ops.sinks.0.url",
+      "alerts.ops.sinks.0.secret",
+      "alerts.ops.sinks.0.headers.X-Team",
+    ]);
+    expect(lines[0]).toMatch(
+      /^config\/runtime\.yaml:4:\d+: alerts\.ops\.sinks\.0\.url: is "\[redacted\]", the mask the API and the console show/,
+    );
+    expect(lines[0]).toContain("`ax config rollback <version>` stores an earlier version again with its real values");
+    expect(parseRuntimeConfig(text, "stored.yaml").alerts.ops?.sinks).toHaveLength(2);
+  });
+
   it("points at an alias used before (or without) its anchor", () => {
     const error = refusal(["tasks:", "  create_invoice:", "    retries: *three", "  notify: { retries: &three 3 }"].join("\n"));
     expect(error).toMatchObject({ line: 3, column: 14 });

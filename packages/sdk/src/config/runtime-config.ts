@@ -7,7 +7,7 @@ import { flowYamlOverridesSchema, type FlowYamlOverrides } from "../flow-options
 import { atLeastOne, matcherName, taskPoolOf, taskYamlOverridesSchema, type TaskPool, type TaskYamlOverrides } from "../options.js";
 import { alertsSchema, type AlertsConfig } from "./alerts-config.js";
 import { optionKeys, snake, yamlPath, type YamlPath } from "./yaml-keys.js";
-import { AxConfigError, plainMessage } from "@ax/common";
+import { AxConfigError, plainMessage, REDACTED } from "@ax/common";
 
 /** Pruning history younger than an hour would delete runs people are still looking at. */
 const MIN_RETENTION_MS = 3_600_000;
@@ -192,7 +192,10 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
     fail(path, withNullHint(path, valueAt(raw, path), plainMessage(issue.message)));
   }
   // Names are checked on the file as written when a value is wrong too: every problem in one pass.
-  if (known) checkNames(parsed.success ? parsed.data : raw, known, fail);
+  if (known) {
+    checkNames(parsed.success ? parsed.data : raw, known, fail);
+    checkMasked(raw, fail);
+  }
   if (!parsed.success) refuseProblems();
   const config = parsed.data!;
   for (const [name, task] of Object.entries(config.tasks ?? {})) {
@@ -253,6 +256,27 @@ const valueAt = (raw: unknown, path: YamlPath): unknown =>
 
 const mapping = (value: unknown): Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/**
+ * A sink value that is the mask the API shows (`[redacted]`): a text read back from
+ * `GET /api/config` or the console and applied again would store the mask in place of the secret,
+ * and the sink would fail or sign wrongly. Checked on new text only (`known`): a stored version
+ * still parses as it did.
+ */
+function checkMasked(raw: unknown, fail: (path: YamlPath, message: string) => void): void {
+  const masked = `is "${REDACTED}", the mask the API and the console show in place of the real value: write the value itself (or use secret_env), as in the file this version came from; \`ax config rollback <version>\` stores an earlier version again with its real values`;
+  for (const [group, settings] of Object.entries(mapping(mapping(raw).alerts))) {
+    const sinks = mapping(settings).sinks;
+    if (!Array.isArray(sinks)) continue;
+    sinks.forEach((sink, i) => {
+      const { url, secret, headers } = mapping(sink);
+      const at = ["alerts", group, "sinks", i];
+      if (typeof url === "string" && url.includes(REDACTED)) fail([...at, "url"], masked);
+      if (secret === REDACTED) fail([...at, "secret"], masked);
+      for (const [name, value] of Object.entries(mapping(headers))) if (value === REDACTED) fail([...at, "headers", name], masked);
+    });
+  }
+}
 
 /** Task and flow names the cluster does not define, read off the config (or, when a value is wrong, the raw file). */
 function checkNames(config: unknown, known: KnownNames, fail: (path: YamlPath, message: string) => void): void {
