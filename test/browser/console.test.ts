@@ -747,6 +747,42 @@ describe("the web console in a real browser", () => {
     ]);
   });
 
+  it("writes a new config version in the page: a refused text says where, a valid one shows its diff, then applies", async () => {
+    const client = runtime.client();
+    const before = (await client.config.current())!;
+    await page.goto(`${runtime.url}/config`);
+    await page.getByRole("button", { name: "New version" }).click();
+    const dialog = page.getByRole("dialog");
+    const text = dialog.locator("textarea[name=yaml]");
+    // It starts from the version in force, as the API shows it.
+    await expect(text.inputValue()).resolves.toContain("max_concurrency: 10");
+    const apply = dialog.getByRole("button", { name: "Apply" });
+    await expect(apply.isDisabled()).resolves.toBe(true);
+
+    await text.fill(before.yaml.replace("max_concurrency: 10", "max_concurrency: lots"));
+    await dialog.getByRole("button", { name: "Check" }).click();
+    await expect(dialog.locator(".error-note").textContent()).resolves.toMatch(/^console:\d+:\d+: max_concurrency: must be/);
+    await expect(apply.isDisabled()).resolves.toBe(true);
+
+    await text.fill(before.yaml.replace("max_concurrency: 10", "max_concurrency: 12"));
+    await dialog.getByRole("button", { name: "Check" }).click();
+    await dialog.locator(".checked .diff .add", { hasText: "+max_concurrency: 12" }).waitFor();
+    await expect(dialog.locator(".checked .diff .del", { hasText: "-max_concurrency: 10" }).count()).resolves.toBe(1);
+    await shot("08g-config-new-version");
+    // Nothing is stored by a check.
+    expect((await client.config.current())!.version).toBe(before.version);
+    await apply.click();
+    await expect(page.locator(".page-head + .note").textContent()).resolves.toBe(
+      `Stored as v${before.version + 1}; every process applies it within seconds.`,
+    );
+    await expect(page.getByRole("dialog").count()).resolves.toBe(0);
+    await expect.poll(() => runtime.configVersion).toBe(before.version + 1);
+    const stored = (await client.config.current())!;
+    expect(stored).toMatchObject({ file: "console", author: "console" });
+    expect(stored.yaml).toContain("max_concurrency: 12");
+    await page.locator("td.mono", { hasText: "max_concurrency" }).locator("xpath=..").getByText("12").waitFor();
+  });
+
   it("switches to Chinese and shows the login screen on a 401", async () => {
     await page.goto(`${runtime.url}/workers`);
     await page.getByTestId("language").click();

@@ -1,5 +1,7 @@
 import { type ReactNode, useState } from "react";
 import { api } from "../api";
+import { ConfigDiff } from "../components/ConfigDiff";
+import { ConfigEditor, type Stored } from "../components/ConfigEditor";
 import { Confirm } from "../components/Confirm";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time } from "../components/Time";
@@ -66,13 +68,6 @@ function Options({ title, options, all }: { title: ReactNode; options: Effective
       </div>
     </section>
   );
-}
-
-function diffClass(line: string): string {
-  if (/^(\+\+\+|---|===)/.test(line)) return "muted";
-  if (line.startsWith("+")) return "add";
-  if (line.startsWith("-")) return "del";
-  return line.startsWith("@@") ? "hunk" : "";
 }
 
 /**
@@ -148,9 +143,46 @@ export function ConfigPage() {
   const [whole, setWhole] = useState(false);
   const shown = picked ?? history.data?.versions[0]?.version;
   const version = useApi<ConfigVersionInfo>(shown === undefined ? undefined : `/api/config/versions/${shown}`);
+  const current = useApi<{ config: ConfigVersionInfo | null }>("/api/config", 10_000);
+  const [editing, setEditing] = useState(false);
+  const [stored, setStored] = useState<Stored>();
+  const reload = () => {
+    setPicked(undefined);
+    history.reload();
+    effective.reload();
+    current.reload();
+  };
   return (
     <>
-      <h1>{t("config")}</h1>
+      <div className="page-head">
+        <h1>{t("config")}</h1>
+        <div className="actions">
+          <ActionButton needs="admin" title={t("config.edit.hint")} disabled={!current.data} onClick={() => setEditing(true)}>
+            {t("config.edit")}
+          </ActionButton>
+        </div>
+      </div>
+      {stored && (
+        <p className="note small" role="status">
+          {fill(t(stored.unchanged ? "config.rollbackSame" : "config.rolledBack"), { version: stored.version })}
+          {stored.warnings.map((w) => (
+            <span key={w} className="warn-line">
+              {w}
+            </span>
+          ))}
+        </p>
+      )}
+      {editing && current.data && (
+        <ConfigEditor
+          text={current.data.config?.yaml ?? ""}
+          onClose={() => setEditing(false)}
+          onStored={(result) => {
+            setEditing(false);
+            setStored(result);
+            reload();
+          }}
+        />
+      )}
       <ErrorNote error={effective.error} />
       {effective.data?.version === null && <Empty>{t("config.none")}</Empty>}
       <div className="grid-2 top">
@@ -205,15 +237,7 @@ export function ConfigPage() {
             ))}
           </ul>
           {version.data && history.data?.versions[0] && (
-            <Rollback
-              version={version.data}
-              newest={history.data.versions[0].version}
-              onDone={() => {
-                setPicked(undefined);
-                history.reload();
-                effective.reload();
-              }}
-            />
+            <Rollback version={version.data} newest={history.data.versions[0].version} onDone={reload} />
           )}
           {version.data && (
             <div className="segmented" title={t("config.view")}>
@@ -231,15 +255,7 @@ export function ConfigPage() {
                 {version.data.yaml}
               </pre>
             ) : (
-              <pre className="code diff">
-                {version.data.diff.split("\n").map((line, i) => (
-                  // biome-ignore lint/suspicious/noArrayIndexKey: diff lines have no identity besides their place
-                  <span key={i} className={diffClass(line)}>
-                    {line}
-                    {"\n"}
-                  </span>
-                ))}
-              </pre>
+              <ConfigDiff diff={version.data.diff} />
             ))}
         </div>
       </div>

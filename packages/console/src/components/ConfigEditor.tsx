@@ -1,0 +1,100 @@
+import { useState } from "react";
+import { REDACTED } from "@ax/common/redact";
+import { api } from "../api";
+import { errorText } from "../error-text";
+import { useI18n } from "../i18n";
+import { useSession } from "../session";
+import { ConfigDiff } from "./ConfigDiff";
+import { Modal } from "./Status";
+
+interface Checked {
+  inForce: number | null;
+  unchanged: boolean;
+  diff: string;
+  warnings: string[];
+}
+
+export interface Stored {
+  version: number;
+  unchanged: boolean;
+  warnings: string[];
+}
+
+/**
+ * A new config version written in the console: checked first (`POST /api/config/check`: the diff
+ * from the version in force and the warnings, or the refusal with its line), then applied
+ * (`POST /api/config`). It starts from the version in force as the API shows it, secrets masked:
+ * those must be written out again (or read from `secret_env`), and the server refuses the mask.
+ */
+export function ConfigEditor({ text, onClose, onStored }: { text: string; onClose: () => void; onStored: (stored: Stored) => void }) {
+  const { t } = useI18n();
+  const session = useSession();
+  const [yaml, setYaml] = useState(text);
+  const [checked, setChecked] = useState<{ yaml: string; result: Checked }>();
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const call = async (action: () => Promise<void>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await action();
+    } catch (e) {
+      setError(errorText(e, t));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const check = () =>
+    call(async () => setChecked({ yaml, result: await api.post<Checked>("/api/config/check", { yaml, file: "console" }) }));
+  // The author the history shows: the signed-in token's name, or the console without auth.
+  const apply = () =>
+    call(async () => onStored(await api.post<Stored>("/api/config", { yaml, file: "console", author: session?.name ?? "console" })));
+  // A check says something about the text it read only: an edit since asks for another.
+  const result = checked?.yaml === yaml ? checked.result : undefined;
+  return (
+    <Modal title={t("config.edit.title")} onClose={onClose}>
+      <div className="modal-body config-editor">
+        <label className="field">
+          <span>{t("config.edit.text")}</span>
+          <textarea
+            className="code"
+            spellCheck={false}
+            rows={16}
+            value={yaml}
+            name="yaml"
+            onChange={(e) => setYaml(e.target.value)}
+            aria-invalid={error !== undefined}
+          />
+        </label>
+        {yaml.includes(REDACTED) && <div className="note small">{t("config.edit.masked")}</div>}
+        {result && (
+          <div className="checked" role="status">
+            <p className="small">{result.unchanged ? t("config.edit.unchanged") : t("config.edit.valid")}</p>
+            {!result.unchanged && <ConfigDiff diff={result.diff} />}
+            {result.warnings.map((w) => (
+              <p key={w} className="warn-line small">
+                {w}
+              </p>
+            ))}
+          </div>
+        )}
+        {error && (
+          <div className="error-note" role="alert">
+            {error}
+          </div>
+        )}
+      </div>
+      <footer>
+        <button type="button" onClick={onClose}>
+          {t("cancel")}
+        </button>
+        <button type="button" disabled={busy} onClick={check}>
+          {t("config.edit.check")}
+        </button>
+        <button type="button" className="primary" disabled={busy || !result || result.unchanged} onClick={apply}>
+          {t("config.edit.apply")}
+        </button>
+      </footer>
+    </Modal>
+  );
+}
