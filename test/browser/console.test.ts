@@ -758,6 +758,12 @@ describe("the web console in a real browser", () => {
     await expect(text.inputValue()).resolves.toContain("max_concurrency: 10");
     const apply = dialog.getByRole("button", { name: "Apply" });
     await expect(apply.isDisabled()).resolves.toBe(true);
+    // Checked as it opens (the API's text, without the file's comments): no change, nothing to apply.
+    await dialog.getByRole("button", { name: "Check" }).click();
+    await expect(dialog.locator(".checked").textContent()).resolves.toBe(
+      "Valid, and no change from the version in force: change something to store a new version.",
+    );
+    await expect(apply.isDisabled()).resolves.toBe(true);
 
     await text.fill(before.yaml.replace("max_concurrency: 10", "max_concurrency: lots"));
     await dialog.getByRole("button", { name: "Check" }).click();

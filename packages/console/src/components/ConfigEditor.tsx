@@ -51,6 +51,9 @@ export function ConfigEditor({ text, onClose, onStored }: { text: string; onClos
     call(async () => onStored(await api.post<Stored>("/api/config", { yaml, file: "console", author: session?.name ?? "console" })));
   // A check says something about the text it read only: an edit since asks for another.
   const result = checked?.yaml === yaml ? checked.result : undefined;
+  // The text starts as the API shows the version in force, without its comments: a diff with no
+  // hunk (both sides are shown that way) is no change worth a new version.
+  const noChange = result !== undefined && (result.unchanged || !/^@@/m.test(result.diff));
   return (
     <Modal title={t("config.edit.title")} onClose={onClose}>
       <div className="modal-body config-editor">
@@ -69,8 +72,8 @@ export function ConfigEditor({ text, onClose, onStored }: { text: string; onClos
         {yaml.includes(REDACTED) && <div className="note small">{t("config.edit.masked")}</div>}
         {result && (
           <div className="checked" role="status">
-            <p className="small">{result.unchanged ? t("config.edit.unchanged") : t("config.edit.valid")}</p>
-            {!result.unchanged && <ConfigDiff diff={result.diff} />}
+            <p className="small">{noChange ? t("config.edit.unchanged") : t("config.edit.valid")}</p>
+            {!noChange && <ConfigDiff diff={result.diff} />}
             {result.warnings.map((w) => (
               <p key={w} className="warn-line small">
                 {w}
@@ -91,7 +94,7 @@ export function ConfigEditor({ text, onClose, onStored }: { text: string; onClos
         <button type="button" disabled={busy} onClick={check}>
           {t("config.edit.check")}
         </button>
-        <button type="button" className="primary" disabled={busy || !result || result.unchanged} onClick={apply}>
+        <button type="button" className="primary" disabled={busy || !result || noChange} onClick={apply}>
           {t("config.edit.apply")}
         </button>
       </footer>

@@ -270,7 +270,7 @@ export const en = {
   "config.edit.check": "Check",
   "config.edit.apply": "Apply",
   "config.edit.valid": "Valid. Applying stores it as a new version with these changes:",
-  "config.edit.unchanged": "This is the text of the version in force: applying would store nothing.",
+  "config.edit.unchanged": "Valid, and no change from the version in force: change something to store a new version.",
   "config.rollback": "Roll back to v{version}",
   "config.rollbackHint": "Store a new version with this version's text; every process applies it within seconds",
   "config.rollbackTitle": "Roll back to config v{version}?",

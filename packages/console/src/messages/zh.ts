@@ -266,7 +266,7 @@ export const zh: Record<MessageKey, string> = {
   "config.edit.check": "校验",
   "config.edit.apply": "应用",
   "config.edit.valid": "有效。应用后将以下列改动存储为新版本：",
-  "config.edit.unchanged": "这就是生效版本的文本：应用不会存储新版本。",
+  "config.edit.unchanged": "有效，且与生效版本相同：请先修改，再存储新版本。",
   "config.rollback": "回滚到 v{version}",
   "config.rollbackHint": "以该版本的文本存储一个新版本；各进程在几秒内应用",
   "config.rollbackTitle": "回滚到配置 v{version}？",
