@@ -733,7 +733,7 @@ describe("the web console in a real browser", () => {
     await expect.poll(() => page.evaluate("document.activeElement?.textContent")).toBe(`Keep v${newest}`);
     await shot("08e-config-rollback");
     await dialog.getByRole("button", { name: "Roll back to v1" }).click();
-    await expect(page.locator(".rollback .note").textContent()).resolves.toBe(
+    await expect(page.locator(".page-head + .note").textContent()).resolves.toBe(
       `Stored as v${newest + 1}; every process applies it within seconds.`,
     );
     await page.locator(".versions button.active", { hasText: `v${newest + 1}` }).waitFor();

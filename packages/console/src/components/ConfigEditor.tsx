@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { REDACTED } from "@ax/common/redact";
 import { api } from "../api";
-import { errorText } from "../error-text";
+import { useAction } from "../hooks";
 import { useI18n } from "../i18n";
 import { useSession } from "../session";
 import { ConfigDiff } from "./ConfigDiff";
@@ -31,24 +31,12 @@ export function ConfigEditor({ text, onClose, onStored }: { text: string; onClos
   const session = useSession();
   const [yaml, setYaml] = useState(text);
   const [checked, setChecked] = useState<{ yaml: string; result: Checked }>();
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const call = async (action: () => Promise<void>) => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await action();
-    } catch (e) {
-      setError(errorText(e, t));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useAction();
   const check = () =>
-    call(async () => setChecked({ yaml, result: await api.post<Checked>("/api/config/check", { yaml, file: "console" }) }));
+    run(async () => setChecked({ yaml, result: await api.post<Checked>("/api/config/check", { yaml, file: "console" }) }));
   // The author the history shows: the signed-in token's name, or the console without auth.
   const apply = () =>
-    call(async () => onStored(await api.post<Stored>("/api/config", { yaml, file: "console", author: session?.name ?? "console" })));
+    run(async () => onStored(await api.post<Stored>("/api/config", { yaml, file: "console", author: session?.name ?? "console" })));
   // A check says something about the text it read only: an edit since asks for another.
   const result = checked?.yaml === yaml ? checked.result : undefined;
   // The text starts as the API shows the version in force, without its comments: a diff with no

@@ -72,22 +72,19 @@ function Options({ title, options, all }: { title: ReactNode; options: Effective
 
 /**
  * An older version's text stored again as the newest (`POST /api/config/rollback`), after a
- * confirmation: every process applies it within seconds. What was stored, and its warnings, stay
- * on the page.
+ * confirmation: every process applies it within seconds. The page says what was stored.
  */
-function Rollback({ version, newest, onDone }: { version: ConfigVersionInfo; newest: number; onDone: () => void }) {
+function Rollback({ version, newest, onDone }: { version: ConfigVersionInfo; newest: number; onDone: (stored: Stored) => void }) {
   const { t } = useI18n();
   const session = useSession();
   const action = useAction();
   const [asking, setAsking] = useState(false);
-  const [done, setDone] = useState<{ version: number; unchanged: boolean; warnings: string[] }>();
   const roll = () =>
     action.run(async () => {
       setAsking(false);
       // The author the history shows: the signed-in token's name, or the console without auth.
       const author = session?.name ?? "console";
-      setDone(await api.post("/api/config/rollback", { version: version.version, author }));
-      onDone();
+      onDone(await api.post<Stored>("/api/config/rollback", { version: version.version, author }));
     });
   return (
     <div className="rollback">
@@ -101,16 +98,6 @@ function Rollback({ version, newest, onDone }: { version: ConfigVersionInfo; new
         >
           {fill(t("config.rollback"), { version: version.version })}
         </ActionButton>
-      )}
-      {done && (
-        <p className="note small" role="status">
-          {fill(t(done.unchanged ? "config.rollbackSame" : "config.rolledBack"), { version: done.version })}
-          {done.warnings.map((w) => (
-            <span key={w} className="warn-line">
-              {w}
-            </span>
-          ))}
-        </p>
       )}
       {action.error && (
         <div className="error-note" role="alert">
@@ -146,7 +133,10 @@ export function ConfigPage() {
   const current = useApi<{ config: ConfigVersionInfo | null }>("/api/config", 10_000);
   const [editing, setEditing] = useState(false);
   const [stored, setStored] = useState<Stored>();
-  const reload = () => {
+  /** A version stored here (written or rolled back to): said under the heading, and shown as the newest. */
+  const onStored = (result: Stored) => {
+    setEditing(false);
+    setStored(result);
     setPicked(undefined);
     history.reload();
     effective.reload();
@@ -173,15 +163,7 @@ export function ConfigPage() {
         </p>
       )}
       {editing && current.data && (
-        <ConfigEditor
-          text={current.data.config?.yaml ?? ""}
-          onClose={() => setEditing(false)}
-          onStored={(result) => {
-            setEditing(false);
-            setStored(result);
-            reload();
-          }}
-        />
+        <ConfigEditor text={current.data.config?.yaml ?? ""} onClose={() => setEditing(false)} onStored={onStored} />
       )}
       <ErrorNote error={effective.error} />
       {effective.data?.version === null && <Empty>{t("config.none")}</Empty>}
@@ -237,7 +219,7 @@ export function ConfigPage() {
             ))}
           </ul>
           {version.data && history.data?.versions[0] && (
-            <Rollback version={version.data} newest={history.data.versions[0].version} onDone={reload} />
+            <Rollback version={version.data} newest={history.data.versions[0].version} onDone={onStored} />
           )}
           {version.data && (
             <div className="segmented" title={t("config.view")}>
