@@ -6,6 +6,18 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** A value as JSON carries it: its Dates are ISO strings. */
 export type Json<T> = T extends Date ? string : T extends (infer U)[] ? Json<U>[] : T extends object ? { [K in keyof T]: Json<T[K]> } : T;
 
+/**
+ * `?name=value&…` of the parameters given (none: ""). The API takes instants with an offset only,
+ * and a Date's own text has none that it reads: a Date goes as its ISO text.
+ */
+export function queryString(params: object): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined) search.set(name, value instanceof Date ? value.toISOString() : String(value));
+  }
+  return search.size === 0 ? "" : `?${search}`;
+}
+
 /** One call of the HTTP API of the process holding an embedded data directory, answering its JSON. */
 export type ApiRequest = <T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown) => Promise<T>;
 

@@ -1,13 +1,7 @@
 import type { AlertMute, AuditEntry, Duration, LoggedAlert } from "ax-scheduler";
 import type { DataDirHolder } from "@ax/common";
 import type { AdminApi } from "./admin-api.js";
-import { apiRequest, type ApiRequest, type Json } from "./api-request.js";
-
-const query = (params: Record<string, string | number | boolean | undefined>) => {
-  const search = new URLSearchParams();
-  for (const [name, value] of Object.entries(params)) if (value !== undefined) search.set(name, String(value));
-  return search.size === 0 ? "" : `?${search}`;
-};
+import { apiRequest, queryString as query, type ApiRequest, type Json } from "./api-request.js";
 
 const muteOf = (m: Json<AlertMute>): AlertMute => ({ ...m, until: new Date(m.until), createdAt: new Date(m.createdAt) });
 

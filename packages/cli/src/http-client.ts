@@ -19,7 +19,7 @@ import type {
 import type { CancelResult, RetiredFlow } from "@ax/coordinator";
 import { AxWaitTimeoutError, parseDuration, REUSED_KEY_CODE, reusedKeyMessage, TERMINAL_RUN_STATUSES } from "@ax/common";
 import type { Logger } from "pino";
-import { apiRequest, type ApiRequest, type Json } from "./api-request.js";
+import { apiRequest, queryString, type ApiRequest, type Json } from "./api-request.js";
 import type { RunsApi } from "./runs-api.js";
 import type { DataDirHolder } from "@ax/common";
 
@@ -83,19 +83,12 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
-    const query = new URLSearchParams();
-    for (const [name, value] of Object.entries(filter)) {
-      // The API takes instants with an offset only; a Date's own text has none that it reads.
-      if (value !== undefined) query.set(name, value instanceof Date ? value.toISOString() : String(value));
-    }
-    const { runs } = await this.request<{ runs: RunSummary[] }>("GET", `/api/runs?${query}`);
+    const { runs } = await this.request<{ runs: RunSummary[] }>("GET", `/api/runs${queryString(filter)}`);
     return runs;
   }
 
   async getLogs(runId: string, query: TaskLogQuery = {}): Promise<TaskLogs> {
-    const params = new URLSearchParams();
-    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
-    return this.request<TaskLogs>("GET", `/api/runs/${encodeURIComponent(runId)}/logs?${params}`);
+    return this.request<TaskLogs>("GET", `/api/runs/${encodeURIComponent(runId)}/logs${queryString(query)}`);
   }
 
   async rerun(runId: string, options: RerunOptions = {}): Promise<string> {
@@ -120,8 +113,7 @@ export class HttpRunsApi implements RunsApi {
   }
 
   async listBackfills(options: { limit?: number } = {}): Promise<BackfillInfo[]> {
-    const query = options.limit === undefined ? "" : `?limit=${options.limit}`;
-    const { backfills } = await this.request<{ backfills: BackfillInfo[] }>("GET", `/api/backfills${query}`);
+    const { backfills } = await this.request<{ backfills: BackfillInfo[] }>("GET", `/api/backfills${queryString(options)}`);
     return backfills;
   }
 
@@ -177,6 +169,4 @@ export class HttpRunsApi implements RunsApi {
     const { keys } = await this.request<{ keys: BusyKey[] }>("GET", `/api/queues/${encodeURIComponent(task)}/keys`);
     return keys;
   }
-
-  async close(): Promise<void> {}
 }

@@ -1,7 +1,7 @@
 import type { ConfigApplied, ConfigCheck, ConfigHistoryEntry, ConfigVersionInfo, EffectiveConfig, ProcessConfigState } from "ax-scheduler";
 import type { DataDirHolder } from "@ax/common";
 import type { DeliveryResult } from "@ax/coordinator";
-import { apiRequest, type ApiRequest, type Json } from "./api-request.js";
+import { apiRequest, queryString, type ApiRequest, type Json } from "./api-request.js";
 import type { ConfigApi } from "./config-commands.js";
 
 /**
@@ -34,15 +34,12 @@ export class HttpConfigApi implements ConfigApi {
   }
 
   async history(limit?: number): Promise<ConfigHistoryEntry[]> {
-    const { versions } = await this.request<{ versions: ConfigHistoryEntry[] }>(
-      "GET",
-      `/api/config/versions${limit === undefined ? "" : `?limit=${limit}`}`,
-    );
+    const { versions } = await this.request<{ versions: ConfigHistoryEntry[] }>("GET", `/api/config/versions${queryString({ limit })}`);
     return versions;
   }
 
   async diff(a: number, b: number): Promise<string> {
-    const { diff } = await this.request<{ diff: string }>("GET", `/api/config/diff?from=${a}&to=${b}`);
+    const { diff } = await this.request<{ diff: string }>("GET", `/api/config/diff${queryString({ from: a, to: b })}`);
     return diff;
   }
 
@@ -58,8 +55,6 @@ export class HttpConfigApi implements ConfigApi {
   }
 
   async effective(filter: { task?: string | undefined; flow?: string | undefined } = {}): Promise<EffectiveConfig> {
-    const query = new URLSearchParams();
-    for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, value);
-    return this.request("GET", `/api/config/effective?${query}`);
+    return this.request("GET", `/api/config/effective${queryString(filter)}`);
   }
 }

@@ -41,5 +41,4 @@ export interface RunsApi {
   listFlows(options?: { retired?: boolean }): Promise<FlowState[]>;
   listQueues(): Promise<QueueInfo[]>;
   listBusyKeys(task: string): Promise<BusyKey[]>;
-  close(): Promise<void>;
 }

@@ -38,27 +38,21 @@ export function connection(program: Command): ConnectionFlags {
  * whatever happens. An embedded data directory held by an `ax dev` is reached through that
  * process's HTTP API (which applies its own flows' key functions): PGlite serves one process only.
  */
-export async function withClient(program: Command, fn: (client: RunsApi) => Promise<void>, flows?: Flow<any>[]): Promise<void> {
-  const flags = connection(program);
-  refuseMissingDataDir(flags);
-  const holder = await devHolder(flags);
-  const client: RunsApi = holder ? await httpRunsApi(holder) : await newClient({ ...flags, flows });
-  try {
-    await fn(client);
-  } finally {
-    await client.close();
-  }
+export function withClient(program: Command, fn: (client: RunsApi) => Promise<void>, flows?: Flow<any>[]): Promise<void> {
+  return withRoutedApi(program, httpRunsApi, (client): RunsApi => client, fn, flows);
 }
 
 /**
- * `fn` gets `viaClient` of a Client on the global connection flags, closed after it, or, when an
- * `ax dev` holds the embedded data directory, `viaHttp` of that process's API, as `withClient` reaches runs.
+ * `fn` gets `viaClient` of a Client on the global connection flags (applying `flows`' key
+ * functions), closed after it, or, when an `ax dev` holds the embedded data directory, `viaHttp`
+ * of that process's API.
  */
 async function withRoutedApi<T>(
   program: Command,
   viaHttp: (holder: DataDirHolder & { api: string }) => Promise<T>,
   viaClient: (client: Client) => T,
   fn: (api: T) => Promise<void>,
+  flows?: Flow<any>[],
 ): Promise<void> {
   const flags = connection(program);
   refuseMissingDataDir(flags);
@@ -67,7 +61,7 @@ async function withRoutedApi<T>(
     await fn(await viaHttp(holder));
     return;
   }
-  const client = await newClient(flags);
+  const client = await newClient({ ...flags, flows });
   try {
     await fn(viaClient(client));
   } finally {

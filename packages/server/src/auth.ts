@@ -235,8 +235,9 @@ export function registerAuth(app: App, deps: { db: Db; queues: QueueRegistry; lo
     if (!doc?.audit || reply.statusCode >= 300) return payload;
     const params = request.params as Record<string, string> | undefined;
     const answer = parseAnswer(payload);
-    const named = typeof answer.group === "string" ? answer.group : undefined;
-    const target = params?.id ?? params?.flow ?? params?.name ?? (answer.version === undefined ? named : String(answer.version));
+    const version = answer.version === undefined ? undefined : String(answer.version);
+    const group = typeof answer.group === "string" ? answer.group : undefined;
+    const target = params?.id ?? params?.flow ?? params?.name ?? version ?? group;
     const detail = Object.fromEntries(AUDIT_DETAIL_KEYS.filter((k) => answer[k] !== undefined).map((k) => [k, answer[k] as Json]));
     try {
       await writeAudit(deps.db, { actor: actorOf(request), action: doc.audit, target, detail });

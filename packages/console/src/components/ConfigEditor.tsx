@@ -1,11 +1,11 @@
 import { useState } from "react";
 import { REDACTED } from "@ax/common/redact";
 import { api } from "../api";
-import { useAction } from "../hooks";
+import { useAction, useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import { useSession } from "../session";
 import { ConfigDiff } from "./ConfigDiff";
-import { Modal } from "./Status";
+import { ErrorNote, Modal } from "./Status";
 
 interface Checked {
   inForce: number | null;
@@ -26,7 +26,24 @@ export interface Stored {
  * (`POST /api/config`). It starts from the version in force as the API shows it, secrets masked:
  * those must be written out again (or read from `secret_env`), and the server refuses the mask.
  */
-export function ConfigEditor({ text, onClose, onStored }: { text: string; onClose: () => void; onStored: (stored: Stored) => void }) {
+export function ConfigEditor({ onClose, onStored }: { onClose: () => void; onStored: (stored: Stored) => void }) {
+  const { t } = useI18n();
+  // Read once, when the editor opens: a version stored meanwhile is what Check's diff is taken from.
+  const current = useApi<{ config: { yaml: string } | null }>("/api/config");
+  if (current.error) {
+    return (
+      <Modal title={t("config.edit.title")} onClose={onClose}>
+        <div className="modal-body">
+          <ErrorNote error={current.error} />
+        </div>
+      </Modal>
+    );
+  }
+  if (!current.data) return null;
+  return <EditorForm text={current.data.config?.yaml ?? ""} onClose={onClose} onStored={onStored} />;
+}
+
+function EditorForm({ text, onClose, onStored }: { text: string; onClose: () => void; onStored: (stored: Stored) => void }) {
   const { t } = useI18n();
   const session = useSession();
   const [yaml, setYaml] = useState(text);

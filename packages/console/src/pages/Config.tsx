@@ -130,7 +130,6 @@ export function ConfigPage() {
   const [whole, setWhole] = useState(false);
   const shown = picked ?? history.data?.versions[0]?.version;
   const version = useApi<ConfigVersionInfo>(shown === undefined ? undefined : `/api/config/versions/${shown}`);
-  const current = useApi<{ config: ConfigVersionInfo | null }>("/api/config", 10_000);
   const [editing, setEditing] = useState(false);
   const [stored, setStored] = useState<Stored>();
   /** A version stored here (written or rolled back to): said under the heading, and shown as the newest. */
@@ -140,14 +139,13 @@ export function ConfigPage() {
     setPicked(undefined);
     history.reload();
     effective.reload();
-    current.reload();
   };
   return (
     <>
       <div className="page-head">
         <h1>{t("config")}</h1>
         <div className="actions">
-          <ActionButton needs="admin" title={t("config.edit.hint")} disabled={!current.data} onClick={() => setEditing(true)}>
+          <ActionButton needs="admin" title={t("config.edit.hint")} onClick={() => setEditing(true)}>
             {t("config.edit")}
           </ActionButton>
         </div>
@@ -162,9 +160,7 @@ export function ConfigPage() {
           ))}
         </p>
       )}
-      {editing && current.data && (
-        <ConfigEditor text={current.data.config?.yaml ?? ""} onClose={() => setEditing(false)} onStored={onStored} />
-      )}
+      {editing && <ConfigEditor onClose={() => setEditing(false)} onStored={onStored} />}
       <ErrorNote error={effective.error} />
       {effective.data?.version === null && <Empty>{t("config.none")}</Empty>}
       <div className="grid-2 top">
