@@ -1,3 +1,4 @@
+import { userInfo } from "node:os";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { ax, type Client, type Runtime } from "ax-scheduler";
 import { seedHistory } from "../helpers/history.js";
@@ -89,6 +90,11 @@ describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {
     expect(gone.stderr).toContain(`AxRunNotFoundError: no run with id ${archived!.id};`);
     expect(gone.stderr).toContain("finished runs older than the retention, 90 days unless runtime.yaml sets `retention`, are pruned;");
     expect(gone.stderr).toContain("`ax prune --archive` keeps them in runs_archive");
+    // Who pruned is kept, as the API keeps its callers' prunes.
+    expect(await env.sql("select actor, action, target, detail from audit_log where action = 'history.prune' order by id")).toEqual([
+      { actor: `cli:${userInfo().username}`, action: "history.prune", target: null, detail: { runs: 2_500, dryRun: true } },
+      { actor: `cli:${userInfo().username}`, action: "history.prune", target: null, detail: { runs: 2_500, archived: true } },
+    ]);
     const bad = await runAx(["prune", "--older-than", "5m", ...connection()]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/^AxUsageError: ax prune: --older-than: must be at least 1h/);

@@ -1,13 +1,16 @@
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
-import { isolate } from "../helpers/isolated.js";
+import { seedHistory } from "../helpers/history.js";
+import { isolate, PG_URL } from "../helpers/isolated.js";
 import { configAppliedOn, testRuntime } from "../helpers/runtime.js";
 
-// `ax config check|diff|rollback|history --limit|show --task` over HTTP: what the CLI uses against an
-// `ax dev` holding an embedded data directory, and what a pipeline without PostgreSQL access can call.
+// `ax config check|diff|rollback|history --limit|show --task` and `ax prune` over HTTP: what the CLI
+// uses against an `ax dev` holding an embedded data directory, and what a pipeline without
+// PostgreSQL access can call.
 
 const bill = ax.task({ name: "capi_bill" }, (n: number) => n + 1);
 const capiFlow = ax.flow({ name: "capi_flow" }, (input) => {
@@ -191,5 +194,80 @@ describe("the config routes the CLI takes through an ax dev", () => {
     const flow = await call("GET", "/api/config/effective?flow=capi_flow");
     expect(Object.keys(flow.body.flows as object)).toEqual(["capi_flow"]);
     expect(flow.body.tasks).toEqual({});
+  });
+});
+
+describe("the prune route the CLI takes through an ax dev", () => {
+  const DAY = 86_400_000;
+
+  it("counts on a dry run, then prunes (archiving) what is older, and records who did", async () => {
+    await seedHistory(env, { flow: "capi_flow", runs: 300, tag: "old:", newest: new Date(Date.now() - 100 * DAY), logEvery: 1 });
+    await seedHistory(env, { flow: "capi_flow", runs: 5, tag: "new:", newest: new Date(Date.now() - DAY) });
+    const dry = await call("POST", "/api/history/prune", { olderThan: "90d", dryRun: true });
+    expect(dry).toEqual({ status: 200, body: { runs: 300, logLines: 600, onceKeys: 0, scheduleTicks: 0, alerts: 0, dryRun: true } });
+    expect(await env.sql("select count(*)::int as n from runs where idempotency_key like 'old:%'")).toEqual([{ n: 300 }]);
+
+    const pruned = await call("POST", "/api/history/prune", { olderThan: "90d", archive: true, batch: 100 });
+    expect(pruned).toEqual({ status: 200, body: { runs: 300, logLines: 600, onceKeys: 0, scheduleTicks: 0, alerts: 0, archived: true } });
+    expect(await env.sql("select count(*)::int as n from runs where idempotency_key like 'old:%'")).toEqual([{ n: 0 }]);
+    expect(await env.sql("select count(*)::int as n from runs_archive")).toEqual([{ n: 300 }]);
+    expect(await env.sql("select count(*)::int as n from runs where idempotency_key like 'new:%'")).toEqual([{ n: 5 }]);
+
+    const audit = await env.sql<{ action: string; detail: unknown }>(
+      "select action, detail from audit_log where action = 'history.prune' order by id",
+    );
+    expect(audit).toEqual([
+      { action: "history.prune", detail: { runs: 300, dryRun: true } },
+      { action: "history.prune", detail: { runs: 300, archived: true } },
+    ]);
+  });
+
+  it("refuses a period under 1h or not a duration, a misspelt key, and a second prune while one runs", async () => {
+    const short = await call("POST", "/api/history/prune", { olderThan: "10m" });
+    expect(short).toMatchObject({ status: 400, body: { error: "AxRetentionError" } });
+    expect(short.body.message).toMatch(/retention: olderThan: must be at least 1h/);
+    const vague = await call("POST", "/api/history/prune", { olderThan: "soon" });
+    expect(vague).toMatchObject({ status: 400, body: { error: "AxRetentionError" } });
+    const typo = await call("POST", "/api/history/prune", { olderThan: "90d", dry_run: true });
+    expect(typo).toMatchObject({ status: 400, body: { error: "BadRequest" } });
+    expect(typo.body.message).toMatch(/unknown key "dry_run"/);
+
+    // A coordinator's hourly pass (or an `ax prune` on the storage) holds the cluster-wide lock.
+    const holder = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${env.schema}` });
+    await holder.connect();
+    try {
+      await holder.query("select pg_advisory_lock(hashtext(current_schema() || ':ax.prune'))");
+      const busy = await call("POST", "/api/history/prune", { olderThan: "90d" });
+      expect(busy).toMatchObject({ status: 409, body: { error: "AxPruneBusyError" } });
+    } finally {
+      await holder.end();
+    }
+    expect((await call("POST", "/api/history/prune", { olderThan: "90d" })).status).toBe(200);
+  });
+
+  it("a caller that goes away (Ctrl-C in ax prune) stops the prune after its current batch", async () => {
+    await seedHistory(env, { flow: "capi_flow", runs: 5_000, tag: "gone:", newest: new Date(Date.now() - 100 * DAY), logEvery: 1_000 });
+    const left = async () =>
+      (await env.sql<{ n: number }>("select count(*)::int as n from runs where idempotency_key like 'gone:%'"))[0]!.n;
+    const caller = new AbortController();
+    const pruning = fetch(`${runtime.url}/api/history/prune`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ olderThan: "90d", batch: 20 }),
+      signal: caller.signal,
+    }).catch((error: Error) => error.name);
+    while ((await left()) === 5_000) await new Promise((resolve) => setTimeout(resolve, 10));
+    caller.abort();
+    expect(await pruning).toBe("AbortError");
+    // It stops after its current batch: the rest stays, and the lock is given back for the next call.
+    let before = -1;
+    let now = await left();
+    while (now !== before) {
+      before = now;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      now = await left();
+    }
+    expect(now).toBeGreaterThan(0);
+    expect((await call("POST", "/api/history/prune", { olderThan: "90d" })).body).toMatchObject({ runs: now });
   });
 });

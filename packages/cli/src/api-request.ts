@@ -19,7 +19,14 @@ export function queryString(params: object): string {
 }
 
 /** One call of the HTTP API of the process holding an embedded data directory, answering its JSON. */
-export type ApiRequest = <T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown) => Promise<T>;
+export type ApiRequest = <T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown, options?: RequestOptions) => Promise<T>;
+
+export interface RequestOptions {
+  /** The caller's own stop (Ctrl-C): the call is abandoned and the signal's reason thrown. */
+  signal?: AbortSignal | undefined;
+  /** `false` for a call whose work may take minutes (a prune of a large history). @defaultValue 30 s */
+  timeout?: false;
+}
 
 /**
  * Calls of `holder`'s API. An ax error the API answers for the request (4xx, `Ax…Error`) is thrown
@@ -28,7 +35,8 @@ export type ApiRequest = <T>(method: "GET" | "POST" | "DELETE", path: string, bo
  */
 export function apiRequest(holder: DataDirHolder & { api: string }): ApiRequest {
   const api = holder.api.replace(/\/+$/, "");
-  return async <T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> => {
+  return async <T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown, options: RequestOptions = {}): Promise<T> => {
+    const timeout = options.timeout === false ? [] : [AbortSignal.timeout(REQUEST_TIMEOUT_MS)];
     let response: Response;
     try {
       response = await fetch(`${api}${path}`, {
@@ -39,9 +47,10 @@ export function apiRequest(holder: DataDirHolder & { api: string }): ApiRequest 
           ...(process.env.AX_TOKEN ? { authorization: `Bearer ${process.env.AX_TOKEN}` } : {}),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        signal: AbortSignal.any([...timeout, ...(options.signal ? [options.signal] : [])]),
       });
     } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
       const cause = (error as { cause?: { code?: string } }).cause?.code;
       throw new AxApiUnreachableError(api, holder.pid, cause ?? (error as Error).message);
     }

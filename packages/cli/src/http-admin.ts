@@ -1,4 +1,4 @@
-import type { AlertMute, AuditEntry, Duration, LoggedAlert } from "ax-scheduler";
+import type { AlertMute, AuditEntry, Duration, LoggedAlert, PruneCounts, PruneRequest, PruneResult } from "ax-scheduler";
 import type { DataDirHolder } from "@ax/common";
 import type { AdminApi } from "./admin-api.js";
 import { apiRequest, queryString as query, type ApiRequest, type Json } from "./api-request.js";
@@ -6,7 +6,7 @@ import { apiRequest, queryString as query, type ApiRequest, type Json } from "./
 const muteOf = (m: Json<AlertMute>): AlertMute => ({ ...m, until: new Date(m.until), createdAt: new Date(m.createdAt) });
 
 /**
- * The audit log and the alerts' history and mutes through the HTTP API of the `ax dev` that holds
+ * The audit log, pruning, and the alerts' history and mutes through the HTTP API of the `ax dev` that holds
  * an embedded data directory. Changes made this way are recorded as that API records them (the
  * token's name, or `anonymous` without auth), not as `cli:<os user>`.
  */
@@ -41,5 +41,14 @@ export class HttpAdminApi implements AdminApi {
 
   async unmuteAlerts(id: number): Promise<AlertMute> {
     return muteOf(await this.request<Json<AlertMute>>("DELETE", `/api/alerts/mutes/${id}`));
+  }
+
+  /**
+   * The API has no progress to report: `onProgress` is never called. Aborting `signal` (Ctrl-C)
+   * closes the connection, which stops the prune after its current batch, and throws its reason.
+   */
+  async prune(options: PruneRequest): Promise<PruneResult | (PruneCounts & { dryRun: true })> {
+    const { olderThan, archive, dryRun, batch, signal } = options;
+    return this.request("POST", "/api/history/prune", { olderThan: String(olderThan), archive, dryRun, batch }, { signal, timeout: false });
   }
 }

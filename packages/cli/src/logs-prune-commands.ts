@@ -1,14 +1,15 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { z } from "zod";
-import type { Client, LogLineInfo } from "ax-scheduler";
+import type { LogLineInfo } from "ax-scheduler";
 import { TERMINAL_RUN_STATUSES } from "@ax/common";
 import { durationFlagAtLeast, parseFlags, positiveInt } from "./options.js";
 import { Eta } from "./progress.js";
+import type { AdminApi } from "./admin-api.js";
 import type { RunsApi } from "./runs-api.js";
 
 type WithRunsApi = (fn: (client: RunsApi) => Promise<void>) => Promise<void>;
-type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+type WithAdminApi = (fn: (api: AdminApi) => Promise<void>) => Promise<void>;
 
 const FOLLOW_POLL_MS = 1000;
 
@@ -19,7 +20,7 @@ export function renderLogLine(line: LogLineInfo): string {
 }
 
 /** `ax logs <run>`, `ax prune`. */
-export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi, withClient: WithClient): void {
+export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi, withAdminApi: WithAdminApi): void {
   program
     .command("logs <runId>")
     .description("a run's task log lines (ax.context().log), per node and attempt; --follow prints new ones until the run ends")
@@ -97,7 +98,7 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
         raw,
         "prune",
       );
-      await withClient(async (client) => {
+      await withAdminApi(async (client) => {
         if (flags.dryRun) {
           const counts = await client.prune({ olderThan: flags.olderThan, dryRun: true });
           console.log(
@@ -116,19 +117,26 @@ export function addLogsPruneCommands(program: Command, withRunsApi: WithRunsApi,
         const eta = new Eta(0);
         let started = false;
         try {
-          const result = await client.prune({
-            olderThan: flags.olderThan,
-            archive: flags.archive,
-            batch: flags.batch,
-            signal: abort.signal,
-            onProgress: (runs, total) => {
-              if (!started) bar.start(total, 0, { remaining: eta.text(0, total) });
-              started = true;
-              bar.update(Math.min(runs, total), { remaining: eta.text(Math.min(runs, total), total) });
-            },
-          });
+          const result = await client
+            .prune({
+              olderThan: flags.olderThan,
+              archive: flags.archive,
+              batch: flags.batch,
+              signal: abort.signal,
+              onProgress: (runs, total) => {
+                if (!started) bar.start(total, 0, { remaining: eta.text(0, total) });
+                started = true;
+                bar.update(Math.min(runs, total), { remaining: eta.text(Math.min(runs, total), total) });
+              },
+            })
+            .catch((error: unknown) => {
+              // Through ax dev's API, Ctrl-C ends the call (and the prune after its current batch) without counts.
+              if (!abort.signal.aborted) throw error;
+              console.log("stopped by Ctrl-C before the counts came back; what was pruned stays pruned, run it again to continue");
+              return undefined;
+            });
           if (started) bar.stop();
-          if (!("archived" in result)) return;
+          if (!result || !("archived" in result)) return;
           console.log(
             `${result.archived ? "archived and deleted" : "deleted"} ${result.runs} run(s) (${result.logLines} task log line(s)), ${result.onceKeys} once key(s), ${result.scheduleTicks} schedule tick(s), ${result.alerts} sent alert(s) older than ${flags.olderThan}` +
               (abort.signal.aborted ? "; stopped early by Ctrl-C, run it again to continue" : ""),

@@ -13,6 +13,7 @@ import { addAlertsCommands } from "./alerts-commands.js";
 import { addLogsPruneCommands } from "./logs-prune-commands.js";
 import { addTokenCommands } from "./token-commands.js";
 import { addAuditCommand } from "./audit-command.js";
+import type { AdminApi } from "./admin-api.js";
 import type { RunsApi } from "./runs-api.js";
 
 /** This package's version; every ax package carries the same one. */
@@ -42,6 +43,7 @@ export async function main(argv: string[]): Promise<void> {
   });
   const direct = (fn: (client: Client) => Promise<void>) => withDirectClient(program, running, fn);
   const routed = (fn: (client: RunsApi) => Promise<void>) => withClient(program, fn);
+  const admin = (fn: (api: AdminApi) => Promise<void>) => withAdminApi(program, fn);
 
   addProcessCommands(program);
   addRunCommands(program);
@@ -77,14 +79,10 @@ export async function main(argv: string[]): Promise<void> {
   addFlowCommands(program, routed);
   addRerunBackfillCommands(program, routed);
   addConfigCommands(program, (fn) => withConfigApi(program, fn));
-  addAlertsCommands(
-    program,
-    (fn) => withConfigApi(program, fn),
-    (fn) => withAdminApi(program, fn),
-  );
-  addLogsPruneCommands(program, routed, direct);
+  addAlertsCommands(program, (fn) => withConfigApi(program, fn), admin);
+  addLogsPruneCommands(program, routed, admin);
   addTokenCommands(program, direct);
-  addAuditCommand(program, (fn) => withAdminApi(program, fn));
+  addAuditCommand(program, admin);
 
   program
     .command("migrate")

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { constants } from "node:os";
 import { resolve } from "node:path";
 import { Registry } from "prom-client";
-import { axLogger, LiveConfig, parseDuration, reportStandaloneApi, Runtime, type Duration, type Role } from "ax-scheduler";
+import { axLogger, LiveConfig, parseDuration, pruneHistory, reportStandaloneApi, Runtime, type Duration, type Role } from "ax-scheduler";
 import { advertiseApi, migrate, NEW_SCHEMA, openStore } from "@ax/store";
 import { checkEvictionPolicy, checkRedisVersion, closeRedis, connectRedis, DEFAULT_REDIS_URL, QueueRegistry } from "@ax/coordinator";
 import { DEFAULT_DATA_DIR, localConfigAuthor } from "@ax/common";
@@ -178,6 +178,7 @@ export async function runServer(c: ConnectionFlags, entry: string | undefined, f
       port: flags.port,
       host: flags.host,
       config: new LiveConfig(store.db, redis, queues.prefix),
+      prune: { prune: (request) => pruneHistory(store, request) },
       auth,
       stuckAfterMs,
     });

@@ -75,7 +75,7 @@ export function withConfigApi(program: Command, fn: (api: ConfigApi) => Promise<
   return withRoutedApi(program, viaHttp, (client) => client.config, fn);
 }
 
-/** The audit log and the alerts' history and mutes, on the storage or through the API of the `ax dev` holding it. */
+/** The audit log, pruning, and the alerts' history and mutes, on the storage or through the API of the `ax dev` holding it. */
 export function withAdminApi(program: Command, fn: (api: AdminApi) => Promise<void>): Promise<void> {
   const viaHttp = async (holder: DataDirHolder & { api: string }) => new (await import("./http-admin.js")).HttpAdminApi(holder);
   return withRoutedApi(program, viaHttp, (client) => client, fn);
@@ -117,7 +117,6 @@ const STOP_DEV =
 
 /** Why a direct command cannot go through `ax dev`'s API, and what to do instead, by top-level command. */
 const NO_ROUTE: Record<string, (api: string) => string> = {
-  prune: () => `its HTTP API has no route for pruning: ${STOP_DEV}`,
   token: (api) => `the CLI manages tokens on the storage only (ax dev needs none): use ${api}/api/tokens (docs/api.md), or ${STOP_DEV}`,
 };
 

@@ -46,8 +46,6 @@ import {
   type RunInfo,
   type RunPage,
   type RunSummary,
-  countPrunable,
-  prune,
   readTaskLogs,
   type PruneCounts,
   type PruneResult,
@@ -68,15 +66,8 @@ import type { Flow, FlowInput } from "./definition/flow.js";
 import { localActor, Tokens } from "./tokens.js";
 import type { Duration } from "./duration.js";
 import { openConnections, type Connections } from "./connections.js";
-import {
-  AxConfigError,
-  AxNoEmbeddedHistoryError,
-  AxRetentionError,
-  AxRunNotFoundError,
-  AxWaitTimeoutError,
-  DEFAULT_DATA_DIR,
-} from "@ax/common";
-import { retentionMs } from "./config/runtime-config.js";
+import { AxConfigError, AxNoEmbeddedHistoryError, AxRunNotFoundError, AxWaitTimeoutError, DEFAULT_DATA_DIR } from "@ax/common";
+import { pruneHistory } from "./prune-history.js";
 import { checkKeys, computedKey, resolveTiming, type RunTimingOptions } from "./trigger-options.js";
 import { LiveConfig } from "./config/live-config.js";
 import { checkOptions } from "./option-checks.js";
@@ -246,23 +237,18 @@ export class Client {
    * Deletes (with `archive`, first copies into the `*_archive` tables) finished runs older than
    * `olderThan` with their nodes, attempts, task logs and idempotency keys, and once keys and
    * schedule ticks older than it, in short transactions (`ax prune`). `dryRun` only counts.
-   * Throws AxPruneBusyError while another prune (a coordinator's hourly pass) runs.
+   * Throws AxPruneBusyError while another prune (a coordinator's hourly pass) runs. Audited as
+   * `history.prune` by `cli:<os user>`, as the API audits its callers' prunes.
    */
   async prune(options: PruneRequest): Promise<PruneResult | (PruneCounts & { dryRun: true })> {
     checkArgs(pruneSchema, options, "prune");
-    const parsed = retentionMs.safeParse(options.olderThan);
-    if (!parsed.success) throw new AxRetentionError(`olderThan: ${parsed.error.issues[0]!.message}`);
-    const cutoff = new Date(Date.now() - parsed.data);
-    const { store } = this.connections;
-    if (options.dryRun) return { ...(await countPrunable(store.db, cutoff)), dryRun: true };
-    const total = options.onProgress ? (await countPrunable(store.db, cutoff)).runs : 0;
-    return prune(store, {
-      cutoff,
-      archive: options.archive,
-      batch: options.batch,
-      onProgress: options.onProgress && ((runs) => options.onProgress!(runs, total)),
-      signal: options.signal,
+    const result = await pruneHistory(this.connections.store, options);
+    await writeAudit(this.connections.store.db, {
+      actor: localActor(),
+      action: "history.prune",
+      detail: "dryRun" in result ? { runs: result.runs, dryRun: true } : { runs: result.runs, archived: result.archived },
     });
+    return result;
   }
 
   /**

@@ -20,6 +20,7 @@ export { resolveTaskOptions } from "./options.js";
 export { parseDuration, type Duration } from "./duration.js";
 export { axLogger } from "./logger.js";
 export { reportStandaloneApi } from "./process-report.js";
+export { pruneHistory } from "./prune-history.js";
 export { resolveAlertGroups, sendTestAlert, type AlertsConfig } from "./config/alerts-config.js";
 export type { Alert, AlertGroup, AlertKind, AlertSink, DeliveryResult } from "@ax/coordinator";
 export { loadRuntimeConfig, parseRuntimeConfig, readConfigFile, type KnownNames, type RuntimeConfig } from "./config/runtime-config.js";

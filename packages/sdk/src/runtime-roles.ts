@@ -14,6 +14,7 @@ import { registerSchedules } from "@ax/store";
 import { createWorkerMetrics, NodeWorker, type NodeWorkerOptions } from "@ax/worker";
 import type { RunningServer } from "@ax/server";
 import type { LiveConfig } from "./config/live-config.js";
+import { pruneHistory } from "./prune-history.js";
 import type { Connections } from "./connections.js";
 import type { RuntimeCode } from "./runtime-code.js";
 import type { RuntimeOptions } from "./runtime-options.js";
@@ -156,6 +157,7 @@ export async function startApi({ options, code, connections, log, registry }: Ro
     host: options.host,
     flows: code.served(),
     config: live,
+    prune: { prune: (request) => pruneHistory(connections.store, request) },
     auth: { insecureNoAuth: options.insecureNoAuth, metricsAuth: options.metricsAuth },
     stuckAfterMs: options.metrics?.stuckAfterMs,
   });

@@ -23,6 +23,8 @@ import {
   session,
   configVersion,
   effectiveOption,
+  pruneAnswer,
+  pruneBody,
 } from "./api-schemas.js";
 import { configHistoryEntry, processConfigState } from "./response-schemas.js";
 import { badRequest, configUnavailable, type RouteDoc } from "./route-doc.js";
@@ -191,6 +193,29 @@ export const ADMIN_ROUTE_DOCS: Record<string, RouteDoc> = {
       201: { description: "the mute", schema: alertMute },
       400: badRequest,
       404: { description: "the config in force defines no such group, or no such flow or task is registered", schema: apiError },
+    },
+  },
+  "POST /api/history/prune": {
+    summary:
+      "delete (with archive: first copy) finished runs older than olderThan with their nodes, attempts, task logs and keys, and the once keys, schedule ticks and sent alerts as old, in short transactions (ax prune); audited as history.prune",
+    scope: "admin",
+    audit: "history.prune",
+    body: pruneBody,
+    responses: {
+      200: {
+        description:
+          "what was removed, or with dryRun what would be; a caller that disconnects stops the prune after its current batch (run it again to continue)",
+        schema: pruneAnswer,
+      },
+      400: {
+        description: "the request does not match its schema, or olderThan is not a duration of at least 1h (AxRetentionError)",
+        schema: apiError,
+      },
+      409: {
+        description: "another prune is running: a coordinator's hourly pass or another ax prune (AxPruneBusyError)",
+        schema: apiError,
+      },
+      501: { description: "this server was started without a prune service", schema: apiError },
     },
   },
   "POST /api/alerts/test": {

@@ -417,3 +417,28 @@ export const effectiveOption = z.object({
   value: jsonValue,
   source: z.string().meta({ description: "yaml vN, code or default" }),
 });
+
+export const pruneBody = strictBody({
+  olderThan: storableText.min(1).meta({
+    description:
+      'a duration of at least 1h, e.g. "90d": runs that were created and finished longer ago than that go, with the rest of the history as old',
+  }),
+  archive: z.boolean().optional().meta({ description: "copy runs, nodes, attempts and task logs into the *_archive tables first" }),
+  dryRun: z.boolean().optional().meta({ description: "only count what would be pruned" }),
+  batch: wholeNumberField(1, 100_000).optional().meta({ description: "runs per transaction (default 1000)" }),
+});
+
+const prunedCount = z.number().int().min(0);
+
+export const pruneAnswer = z.object({
+  runs: prunedCount.meta({ description: "finished runs, each with its nodes, attempts and idempotency keys" }),
+  logLines: prunedCount.meta({ description: "task log lines of those runs" }),
+  onceKeys: prunedCount,
+  scheduleTicks: prunedCount.meta({ description: "each flow's newest tick is kept" }),
+  alerts: prunedCount.meta({ description: "entries of the sent alerts' history" }),
+  archived: z
+    .boolean()
+    .optional()
+    .meta({ description: "whether the runs were copied into the *_archive tables first; absent on a dry run" }),
+  dryRun: z.literal(true).optional().meta({ description: "present on a dry run: the counts are what a prune now would remove" }),
+});

@@ -44,6 +44,9 @@ const AUDIT_DETAIL_KEYS = [
   "changed",
   "cancelledRuns",
   "ticks",
+  "runs",
+  "archived",
+  "dryRun",
 ];
 
 const actors = new WeakMap<FastifyRequest, Actor>();

@@ -17,3 +17,11 @@ export class AxRetentionError extends Error {
     super(`retention: ${detail}${hint}`);
   }
 }
+
+/** `POST /api/history/prune` on a server started without a prune service (a test's bare server). */
+export class AxPruneUnavailableError extends Error {
+  override name = "AxPruneUnavailableError";
+  constructor() {
+    super("this server has no prune service; start it with `ax server` or a Runtime with the api role, or run `ax prune` on the storage");
+  }
+}
