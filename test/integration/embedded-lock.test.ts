@@ -346,14 +346,28 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     ]);
   });
 
-  it("a command its HTTP API does not serve is refused up front, saying so and what to do instead", async () => {
-    const token = await ax(["token", "list", ...connection]);
-    expect(token.code).toBe(1);
-    expect(token.stdout).toBe("");
-    expect(token.stderr).toContain(`held by the ax dev (process ${dev.process.pid}, ${api})`);
-    expect(token.stderr).not.toContain("does so by itself");
-    expect(token.stderr).toMatch(/^AxNoDevRouteError: ax token list works on the storage directly/);
-    expect(token.stderr).toContain(`${api}/api/tokens`);
+  it("ax token create, list and revoke go through its HTTP API too, recorded as its API records callers", async () => {
+    const created = await ax(["token", "create", "--name", "ci-bot", "--scope", "read", "--expires", "30d", ...connection]);
+    expect(created.code).toBe(0);
+    expect(created.stdout.trim()).toMatch(/^ax_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
+    expect(created.stderr).toMatch(/^token "ci-bot" \(scope read, expires \d{4}-\S+\): copy it now, it is not shown again\n$/);
+    const [listed, taken] = await Promise.all([
+      ax(["token", "list", ...connection]),
+      ax(["token", "create", "--name", "ci-bot", "--scope", "admin", ...connection]),
+    ]);
+    expect(listed).toMatchObject({ code: 0, stderr: "" });
+    expect(listed.stdout).toMatch(/^ci-bot\s+read\s+created \d{4}-\S+\s+last used -\s+expires \d{4}-\S+\n$/);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toMatch(/^AxTokenNameError: /);
+    expect(await ax(["token", "revoke", "ci-bot", ...connection])).toEqual({ code: 0, stdout: 'token "ci-bot" revoked\n', stderr: "" });
+    const unknown = await ax(["token", "revoke", "ci-bot", ...connection]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^AxTokenNameError: /);
+    const audit = await ax(["audit", "--action", "token", ...connection]);
+    expect(audit.stdout.trim().split("\n").map((line) => line.split(/\s{2,}/).slice(2, 5))).toEqual([
+      ["anonymous", "token.revoke", "ci-bot"],
+      ["anonymous", "token.create", "ci-bot"],
+    ]);
   });
 
   it("a second opener that is not the CLI gets AxDataDirLockedError naming the holder, not a crash", async () => {

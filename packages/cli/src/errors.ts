@@ -51,22 +51,3 @@ export class AxUsageError extends Error {
 export class AxEntryError extends Error {
   override name = "AxEntryError";
 }
-
-/**
- * A command that works on the storage directly met an embedded data directory held by an `ax dev`:
- * PGlite serves one process, and the CLI does not route this command through the dev server's API.
- */
-export class AxNoDevRouteError extends Error {
-  override name = "AxNoDevRouteError";
-  constructor(
-    readonly command: string,
-    readonly dataDir: string,
-    readonly holder: { pid: number; api: string },
-    why: string,
-  ) {
-    super(
-      `ax ${command} works on the storage directly, and the embedded data directory ${dataDir} is held by the ax dev ` +
-        `(process ${holder.pid}, ${holder.api}); ${why}`,
-    );
-  }
-}

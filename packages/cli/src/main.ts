@@ -1,10 +1,9 @@
 import { createRequire } from "node:module";
 import { Command } from "commander";
-import type { Client } from "ax-scheduler";
 import { addProcessCommands } from "./process-commands.js";
 import { renderBusyKeys, renderQueues, unknownTaskNote } from "./render-queues.js";
 import { addRunCommands } from "./run-commands.js";
-import { connection, withAdminApi, withClient, withConfigApi, withDirectClient } from "./shared.js";
+import { connection, withAdminApi, withClient, withConfigApi, withTokenApi } from "./shared.js";
 import { addScheduleCommands } from "./schedule-commands.js";
 import { addFlowCommands } from "./flow-commands.js";
 import { addRerunBackfillCommands } from "./rerun-backfill-commands.js";
@@ -34,14 +33,6 @@ export async function main(argv: string[]): Promise<void> {
     });
   let parsing = "";
 
-  // The command being run ("config apply"), named by the refusal of a direct command while `ax dev` holds the data directory.
-  let running = "";
-  program.hook("preAction", (_root, action) => {
-    const names: string[] = [];
-    for (let c: Command | null = action; c && c !== program; c = c.parent) names.unshift(c.name());
-    running = names.join(" ");
-  });
-  const direct = (fn: (client: Client) => Promise<void>) => withDirectClient(program, running, fn);
   const routed = (fn: (client: RunsApi) => Promise<void>) => withClient(program, fn);
   const admin = (fn: (api: AdminApi) => Promise<void>) => withAdminApi(program, fn);
 
@@ -81,7 +72,7 @@ export async function main(argv: string[]): Promise<void> {
   addConfigCommands(program, (fn) => withConfigApi(program, fn));
   addAlertsCommands(program, (fn) => withConfigApi(program, fn), admin);
   addLogsPruneCommands(program, routed, admin);
-  addTokenCommands(program, direct);
+  addTokenCommands(program, (fn) => withTokenApi(program, fn));
   addAuditCommand(program, admin);
 
   program

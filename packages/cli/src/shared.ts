@@ -4,11 +4,11 @@ import type { Command } from "commander";
 import type { Client, Flow } from "ax-scheduler";
 import type { DataDirHolder } from "@ax/common";
 import { AxNoEmbeddedHistoryError, DEFAULT_DATA_DIR } from "@ax/common";
-import { AxNoDevRouteError } from "./errors.js";
 import { connectionFlags, parseFlags, type ConnectionFlags } from "./options.js";
 import type { AdminApi } from "./admin-api.js";
 import type { ConfigApi } from "./config-commands.js";
 import type { RunsApi } from "./runs-api.js";
+import type { TokenApi } from "./token-commands.js";
 
 export function connection(program: Command): ConnectionFlags {
   const o = program.opts();
@@ -75,6 +75,12 @@ export function withConfigApi(program: Command, fn: (api: ConfigApi) => Promise<
   return withRoutedApi(program, viaHttp, (client) => client.config, fn);
 }
 
+/** API tokens, on the storage or through the API of the process holding it. */
+export function withTokenApi(program: Command, fn: (api: TokenApi) => Promise<void>): Promise<void> {
+  const viaHttp = async (holder: DataDirHolder & { api: string }) => new (await import("./http-tokens.js")).HttpTokenApi(holder);
+  return withRoutedApi(program, viaHttp, (client) => client.tokens, fn);
+}
+
 /** The audit log, pruning, and the alerts' history and mutes, on the storage or through the API of the `ax dev` holding it. */
 export function withAdminApi(program: Command, fn: (api: AdminApi) => Promise<void>): Promise<void> {
   const viaHttp = async (holder: DataDirHolder & { api: string }) => new (await import("./http-admin.js")).HttpAdminApi(holder);
@@ -110,32 +116,4 @@ async function devHolder(flags: ConnectionFlags): Promise<(DataDirHolder & { api
   const { dataDirHolder } = await import("@ax/store");
   const holder = dataDirHolder(dataDir);
   return holder?.api ? { ...holder, api: holder.api, dataDir } : undefined;
-}
-
-const STOP_DEV =
-  "stop that ax dev and run the command again, or keep the history in PostgreSQL (--storage or DATABASE_URL) so that several processes share it.";
-
-/** Why a direct command cannot go through `ax dev`'s API, and what to do instead, by top-level command. */
-const NO_ROUTE: Record<string, (api: string) => string> = {
-  token: (api) => `the CLI manages tokens on the storage only (ax dev needs none): use ${api}/api/tokens (docs/api.md), or ${STOP_DEV}`,
-};
-
-/**
- * A Client straight on the storage, for commands the HTTP API of `ax dev` does not serve; an
- * embedded directory held by an `ax dev` is refused up front with AxNoDevRouteError, naming `command`.
- */
-export async function withDirectClient(program: Command, command: string, fn: (client: Client) => Promise<void>): Promise<void> {
-  const flags = connection(program);
-  refuseMissingDataDir(flags);
-  const holder = await devHolder(flags);
-  if (holder) {
-    const why = NO_ROUTE[command.split(" ")[0]!]?.(holder.api) ?? `the CLI does not route it through its HTTP API: ${STOP_DEV}`;
-    throw new AxNoDevRouteError(command, holder.dataDir, holder, why);
-  }
-  const client = await newClient(flags);
-  try {
-    await fn(client);
-  } finally {
-    await client.close();
-  }
 }

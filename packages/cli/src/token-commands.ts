@@ -4,12 +4,21 @@ import { TOKEN_NAME, TOKEN_NAME_RULE, TOKEN_SCOPES } from "@ax/common";
 import type { Client } from "ax-scheduler";
 import { durationFlagAtLeast, parseFlags } from "./options.js";
 
-type WithClient = (fn: (client: Client) => Promise<void>) => Promise<void>;
+/**
+ * What `ax token` needs: a `Client`'s tokens on the storage, or the HTTP API of the process holding
+ * an embedded data directory (`/api/tokens`).
+ */
+export type TokenApi = Pick<Client["tokens"], "create" | "list" | "revoke">;
+
+type WithTokenApi = (fn: (tokens: TokenApi) => Promise<void>) => Promise<void>;
 
 const iso = (date: Date | null) => (date ? date.toISOString() : "-");
 
-/** `ax token create|list|revoke`: straight on the storage, recorded as `cli:<os user>`. */
-export function addTokenCommands(program: Command, withClient: WithClient): void {
+/**
+ * `ax token create|list|revoke`: on the storage, recorded as `cli:<os user>`, or through the API of
+ * the process holding an embedded data directory, recorded as that API records its callers.
+ */
+export function addTokenCommands(program: Command, withTokenApi: WithTokenApi): void {
   const token = program.command("token").description("API tokens (Authorization: Bearer <token>); PostgreSQL keeps only their hash");
 
   token
@@ -32,8 +41,8 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
         raw,
         "token create",
       );
-      await withClient(async (client) => {
-        const created = await client.tokens.create({ name: flags.name, scope: flags.scope, expires: flags.expires });
+      await withTokenApi(async (tokens) => {
+        const created = await tokens.create({ name: flags.name, scope: flags.scope, expires: flags.expires });
         if (flags.json) {
           console.log(JSON.stringify(created));
           return;
@@ -50,14 +59,14 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
     .description("token names, scopes, creation, last use and expiry (never the tokens)")
     .option("--json", "print them as JSON")
     .action(async (raw: { json?: boolean }) => {
-      await withClient(async (client) => {
-        const tokens = await client.tokens.list();
+      await withTokenApi(async (tokens) => {
+        const listed = await tokens.list();
         if (raw.json) {
-          console.log(JSON.stringify(tokens, null, 2));
+          console.log(JSON.stringify(listed, null, 2));
           return;
         }
-        if (tokens.length === 0) console.log("no tokens; create one with `ax token create --name <name> --scope read|trigger|admin`");
-        for (const t of tokens) {
+        if (listed.length === 0) console.log("no tokens; create one with `ax token create --name <name> --scope read|trigger|admin`");
+        for (const t of listed) {
           const expired = t.expiresAt !== null && t.expiresAt.getTime() <= Date.now() ? " (expired)" : "";
           console.log(
             [
@@ -76,8 +85,8 @@ export function addTokenCommands(program: Command, withClient: WithClient): void
     .command("revoke <name>")
     .description("delete a token: every API process refuses it from the next request")
     .action(async (name: string) => {
-      await withClient(async (client) => {
-        await client.tokens.revoke(name);
+      await withTokenApi(async (tokens) => {
+        await tokens.revoke(name);
         console.log(`token "${name}" revoked`);
       });
     });
