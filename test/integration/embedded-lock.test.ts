@@ -364,7 +364,12 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^AxTokenNameError: /);
     const audit = await ax(["audit", "--action", "token", ...connection]);
-    expect(audit.stdout.trim().split("\n").map((line) => line.split(/\s{2,}/).slice(2, 5))).toEqual([
+    expect(
+      audit.stdout
+        .trim()
+        .split("\n")
+        .map((line) => line.split(/\s{2,}/).slice(2, 5)),
+    ).toEqual([
       ["anonymous", "token.revoke", "ci-bot"],
       ["anonymous", "token.create", "ci-bot"],
     ]);

@@ -178,7 +178,7 @@ export async function runServer(c: ConnectionFlags, entry: string | undefined, f
       port: flags.port,
       host: flags.host,
       config: new LiveConfig(store.db, redis, queues.prefix),
-      prune: { prune: (request) => pruneHistory(store, request) },
+      history: { prune: (request) => pruneHistory(store, request) },
       auth,
       stuckAfterMs,
     });

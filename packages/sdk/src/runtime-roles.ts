@@ -157,7 +157,7 @@ export async function startApi({ options, code, connections, log, registry }: Ro
     host: options.host,
     flows: code.served(),
     config: live,
-    prune: { prune: (request) => pruneHistory(connections.store, request) },
+    history: { prune: (request) => pruneHistory(connections.store, request) },
     auth: { insecureNoAuth: options.insecureNoAuth, metricsAuth: options.metricsAuth },
     stuckAfterMs: options.metrics?.stuckAfterMs,
   });

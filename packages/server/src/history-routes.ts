@@ -8,14 +8,14 @@ import { bodyOf } from "./json-body.js";
  * The SDK's prune of the history (`Client.prune`), which owns the retention rules (the shortest
  * period, how a duration is written); this package must not import the SDK, which depends on it.
  */
-export interface PruneService {
+export interface HistoryService {
   prune(request: { olderThan: string; archive?: boolean; dryRun?: boolean; batch?: number; signal: AbortSignal }): Promise<object>;
 }
 
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
 /** `POST /api/history/prune`: `ax prune` for a process that holds its history, the embedded one of `ax dev` above all. */
-export function registerHistoryRoutes(app: App, service: PruneService | undefined): void {
+export function registerHistoryRoutes(app: App, service: HistoryService | undefined): void {
   app.post("/api/history/prune", async (request, reply) => {
     if (!service) {
       const error = new AxPruneUnavailableError();

@@ -58,7 +58,7 @@ import { configErrorStatus, registerConfigRoutes, type ConfigService } from "./c
 import { registerEventRoutes } from "./event-routes.js";
 import { registerAuth, routeOf, type AuthOptions } from "./auth.js";
 import { registerTokenRoutes } from "./token-routes.js";
-import { registerHistoryRoutes, type PruneService } from "./history-routes.js";
+import { registerHistoryRoutes, type HistoryService } from "./history-routes.js";
 import { checkReadiness } from "./readiness.js";
 import { answerNoRoute, MAX_PARAM_LENGTH } from "./no-route.js";
 
@@ -76,7 +76,7 @@ export interface ServerOptions {
   /** Stored config versions (`/api/config…`); without it those routes answer 501. */
   config?: ConfigService | undefined;
   /** `POST /api/history/prune`; without it that route answers 501. */
-  prune?: PruneService | undefined;
+  history?: HistoryService | undefined;
   /** The built web console served at `/`; default: the @ax/console package's dist. */
   consoleDir?: string | undefined;
   /** Tokens, scopes, `/metrics` protection (docs/security.md). Without `insecureNoAuth`, at least one token must be stored. */
@@ -312,7 +312,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   registerConfigRoutes(app, options.config);
   registerTokenRoutes(app, options.db);
-  registerHistoryRoutes(app, options.prune);
+  registerHistoryRoutes(app, options.history);
   registerEventRoutes(app, { db: options.db, queues: options.queues, log: options.log.child({ component: "events-api" }) });
   registerLogRoutes(app, { db: options.db });
   registerAlertRoutes(app, options.db);

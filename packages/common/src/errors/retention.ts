@@ -18,10 +18,12 @@ export class AxRetentionError extends Error {
   }
 }
 
-/** `POST /api/history/prune` on a server started without a prune service (a test's bare server). */
+/** `POST /api/history/prune` on a server started without a history service (a test's bare server). */
 export class AxPruneUnavailableError extends Error {
   override name = "AxPruneUnavailableError";
   constructor() {
-    super("this server has no prune service; start it with `ax server` or a Runtime with the api role, or run `ax prune` on the storage");
+    super(
+      "this server has no history service, so it cannot prune; start it with `ax server` or a Runtime with the api role, or run `ax prune` on the storage",
+    );
   }
 }
