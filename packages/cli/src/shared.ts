@@ -113,7 +113,8 @@ async function httpRunsApi(holder: DataDirHolder & { api: string }): Promise<Run
 async function devHolder(flags: ConnectionFlags): Promise<(DataDirHolder & { api: string; dataDir: string }) | undefined> {
   if (flags.storage) return undefined;
   const dataDir = resolve(flags.dataDir ?? DEFAULT_DATA_DIR);
-  const { dataDirHolder } = await import("@ax/store");
+  // The lock file alone: the storage layer (drizzle, pg, PGlite) is not needed to read it.
+  const { dataDirHolder } = await import("@ax/store/data-dir-lock");
   const holder = dataDirHolder(dataDir);
   return holder?.api ? { ...holder, api: holder.api, dataDir } : undefined;
 }
