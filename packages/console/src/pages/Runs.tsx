@@ -150,14 +150,17 @@ export function RunsPage() {
           onApply={(v) => set("businessKey", v)}
           placeholder={t("runs.businessKeyHint")}
         />
-        <label>
-          {t("runs.from")}
-          <input type="datetime-local" name="from" value={params.get("from") ?? ""} onChange={(e) => set("from", e.target.value)} />
-        </label>
-        <label>
-          {t("runs.to")}
-          <input type="datetime-local" name="to" value={params.get("to") ?? ""} onChange={(e) => set("to", e.target.value)} />
-        </label>
+        {/* From and To wrap to the next line together, not To alone. */}
+        <div className="filter-range">
+          <label>
+            {t("runs.from")}
+            <input type="datetime-local" name="from" value={params.get("from") ?? ""} onChange={(e) => set("from", e.target.value)} />
+          </label>
+          <label>
+            {t("runs.to")}
+            <input type="datetime-local" name="to" value={params.get("to") ?? ""} onChange={(e) => set("to", e.target.value)} />
+          </label>
+        </div>
         {filtered && (
           <button type="button" className="clear-filters" onClick={() => navigate("/runs")}>
             {t("runs.clear")}
