@@ -759,18 +759,21 @@ describe("the web console in a real browser", () => {
     const apply = dialog.getByRole("button", { name: "Apply" });
     await expect(apply.isDisabled()).resolves.toBe(true);
     // Checked as it opens (the API's text, without the file's comments): no change, nothing to apply.
+    const shown = await text.inputValue();
+    expect(shown).not.toContain("#");
     await dialog.getByRole("button", { name: "Check" }).click();
     await expect(dialog.locator(".checked").textContent()).resolves.toBe(
       "Valid, and no change from the version in force: change something to store a new version.",
     );
     await expect(apply.isDisabled()).resolves.toBe(true);
 
-    await text.fill(before.yaml.replace("max_concurrency: 10", "max_concurrency: lots"));
+    await text.fill(shown.replace("max_concurrency: 10", "max_concurrency: lots"));
     await dialog.getByRole("button", { name: "Check" }).click();
-    await expect(dialog.locator(".error-note").textContent()).resolves.toMatch(/^console:\d+:\d+: max_concurrency: must be/);
+    // Placed in the text as shown: the stored file's first line is a comment.
+    await expect(dialog.locator(".error-note").textContent()).resolves.toMatch(/^console:1:\d+: max_concurrency: must be/);
     await expect(apply.isDisabled()).resolves.toBe(true);
 
-    await text.fill(before.yaml.replace("max_concurrency: 10", "max_concurrency: 12"));
+    await text.fill(shown.replace("max_concurrency: 10", "max_concurrency: 12"));
     await dialog.getByRole("button", { name: "Check" }).click();
     await dialog.locator(".checked .diff .add", { hasText: "+max_concurrency: 12" }).waitFor();
     await expect(dialog.locator(".checked .diff .del", { hasText: "-max_concurrency: 10" }).count()).resolves.toBe(1);
@@ -785,7 +788,9 @@ describe("the web console in a real browser", () => {
     await expect.poll(() => runtime.configVersion).toBe(before.version + 1);
     const stored = (await client.config.current())!;
     expect(stored).toMatchObject({ file: "console", author: "console" });
-    expect(stored.yaml).toContain("max_concurrency: 12");
+    // The change is made on the stored file: its comments stay.
+    expect(stored.yaml).toBe(before.yaml.replace("max_concurrency: 10", "max_concurrency: 12"));
+    expect(stored.yaml).toContain("# attempts at once across the whole cluster");
     await page.locator("td.mono", { hasText: "max_concurrency" }).locator("xpath=..").getByText("12").waitFor();
   });
 

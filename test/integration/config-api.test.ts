@@ -195,6 +195,58 @@ describe("the config routes the CLI takes through an ax dev", () => {
     expect(Object.keys(flow.body.flows as object)).toEqual(["capi_flow"]);
     expect(flow.body.tasks).toEqual({});
   });
+
+  it("an edit of the text the API shows, sent with its base version, keeps the file's comments and secrets; a stale base is refused", async () => {
+    const file = [
+      "# Billing's alerts: ask #payments before changing the webhook.",
+      "alerts:",
+      "  ops:",
+      "    sinks:",
+      "      - type: webhook",
+      '        url: "https://hooks.example.com/T00/EDITSECRET" # the payments channel',
+      "        secret: EDITSIGNING",
+      "tasks:",
+      "  capi_bill: { retries: 1, alert_group: ops } # the invoice API dedupes",
+      "",
+    ].join("\n");
+    const stored = await call("POST", "/api/config", { yaml: file, author: "erin", file: "runtime.yaml" });
+    expect(stored.status).toBe(201);
+    const base = stored.body.version as number;
+    const shown = ((await call("GET", "/api/config")).body.config as { yaml: string; version: number }).yaml;
+    expect(shown).not.toMatch(/EDITSECRET|EDITSIGNING|#/);
+    const edited = shown.replace("retries: 1", "retries: 2");
+
+    const checked = await call("POST", "/api/config/check", { yaml: edited, file: "console", base });
+    expect(checked).toMatchObject({ status: 200, body: { inForce: base, unchanged: false, warnings: [] } });
+    const changed = String(checked.body.diff)
+      .split("\n")
+      .filter((line) => /^[-+] /.test(line));
+    expect(changed).toEqual(["-  capi_bill: { retries: 1, alert_group: ops }", "+  capi_bill: { retries: 2, alert_group: ops }"]);
+    expect(await call("POST", "/api/config/check", { yaml: shown, base })).toMatchObject({ status: 200, body: { unchanged: true } });
+    // A refusal names the place in the text as sent, not in the stored text (whose comment lines it never saw).
+    const invalid = await call("POST", "/api/config/check", { yaml: shown.replace("retries: 1", "retries: lots"), file: "console", base });
+    const line = shown.split("\n").findIndex((l) => l.includes("capi_bill")) + 1;
+    expect(invalid).toMatchObject({ status: 400, body: { error: "AxConfigError", key: "tasks.capi_bill.retries", line } });
+    expect(invalid.body.message).toMatch(new RegExp(`^console:${line}:\\d+: tasks\\.capi_bill\\.retries: `));
+
+    const applied = await call("POST", "/api/config", { yaml: edited, author: "erin", file: "console", base });
+    expect(applied).toMatchObject({ status: 201, body: { version: base + 1, unchanged: false } });
+    const [row] = await env.sql<{ yaml: string }>("select yaml from config_versions where version = $1", [base + 1]);
+    expect(row!.yaml).toBe(file.replace("retries: 1", "retries: 2"));
+
+    // Made on the version before: storing it would undo the one stored since.
+    const stale = await call("POST", "/api/config", { yaml: edited.replace("retries: 1", "retries: 5"), author: "finn", base });
+    expect(stale).toMatchObject({ status: 409, body: { error: "AxConfigConflictError" } });
+    expect(stale.body.message).toBe(
+      `this edit was made on config v${base}, but v${base + 1} has been stored since: nothing was stored. Open the version in force (v${base + 1}) again and make the change on it`,
+    );
+    expect(await call("POST", "/api/config/check", { yaml: edited, base })).toMatchObject({ status: 409 });
+    expect(await call("POST", "/api/config", { yaml: edited, author: "finn", base: 0 })).toMatchObject({
+      status: 400,
+      body: { error: "BadRequest" },
+    });
+    expect((await call("GET", "/api/config")).body.config).toMatchObject({ version: base + 1 });
+  });
 });
 
 describe("the prune route the CLI takes through an ax dev", () => {

@@ -176,11 +176,16 @@ export const configBody = strictBody({
     .max(1000, "at most 1000 characters: the file's path, as errors and the history show it")
     .optional()
     .meta({ description: 'the file name errors and history show; default "api"' }),
+  base: wholeNumberField(1).optional().meta({
+    description:
+      "the version in force whose text, as the API shows it, `yaml` is an edit of: the changes are made on that version's own text, keeping its comments and the masked values left as shown; 409 when another version was stored since",
+  }),
 });
 
 export const configCheckBody = strictBody({
   yaml: configBody.shape.yaml,
   file: configBody.shape.file,
+  base: configBody.shape.base,
 });
 
 export const configRollbackBody = strictBody({

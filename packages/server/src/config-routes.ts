@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
-import { AxConfigError, AxConfigUnavailableError, AxConfigVersionNotFoundError } from "@ax/common";
+import { AxConfigConflictError, AxConfigError, AxConfigUnavailableError, AxConfigVersionNotFoundError } from "@ax/common";
 import {
   configBody,
   configCheckBody,
@@ -23,8 +23,14 @@ export interface ConfigService {
   current(options: { redacted: boolean }): Promise<{ version: number } | undefined>;
   history(limit?: number): Promise<object[]>;
   version(version: number, options: { redacted: boolean }): Promise<object>;
-  apply(yaml: string, file: string, author: string): Promise<{ version: number; warnings: string[]; unchanged: boolean }>;
-  check(yaml: string, file: string, options: { redacted: boolean }): Promise<object>;
+  /** `base`: the version whose API text `yaml` is an edit of (AxConfigConflictError when it is no longer in force). */
+  apply(
+    yaml: string,
+    file: string,
+    author: string,
+    options: { base?: number | undefined },
+  ): Promise<{ version: number; warnings: string[]; unchanged: boolean }>;
+  check(yaml: string, file: string, options: { redacted: boolean; base?: number | undefined }): Promise<object>;
   rollback(version: number, author: string): Promise<{ version: number; warnings: string[]; unchanged: boolean }>;
   diff(a: number, b: number, options: { redacted: boolean }): Promise<string>;
   effective(filter: { task?: string | undefined; flow?: string | undefined }): Promise<object>;
@@ -77,7 +83,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
 
   app.post("/api/config", async (request, reply) => {
     const body = configBody.parse(bodyOf(request));
-    return answerApplied(reply, () => config().apply(body.yaml, body.file ?? "api", body.author));
+    return answerApplied(reply, () => config().apply(body.yaml, body.file ?? "api", body.author, { base: body.base }));
   });
 
   app.post("/api/config/rollback", async (request, reply) => {
@@ -88,7 +94,7 @@ export function registerConfigRoutes(app: App, service: ConfigService | undefine
   app.post("/api/config/check", async (request, reply) => {
     const body = configCheckBody.parse(bodyOf(request));
     try {
-      return await config().check(body.yaml, body.file ?? "api", { redacted: true });
+      return await config().check(body.yaml, body.file ?? "api", { redacted: true, base: body.base });
     } catch (error) {
       return refuseConfig(reply, error);
     }
@@ -122,6 +128,7 @@ function refuseConfig(reply: FastifyReply, error: unknown) {
 export function configErrorStatus(error: Error): number | undefined {
   if (error instanceof AxConfigVersionNotFoundError) return 404;
   if (error instanceof AxConfigUnavailableError) return 501;
+  if (error instanceof AxConfigConflictError) return 409;
   // An unknown task named by `GET /api/config/effective?task=`.
   if (error instanceof AxConfigError) return 400;
   return undefined;

@@ -16,6 +16,23 @@ export class AxConfigVersionNotFoundError extends Error {
   }
 }
 
+/**
+ * An edit of config version `base` (the console's editor) arrived after another version was
+ * stored: storing it would silently undo that one's changes.
+ */
+export class AxConfigConflictError extends Error {
+  override name = "AxConfigConflictError";
+  constructor(
+    readonly base: number,
+    readonly latest: number,
+  ) {
+    super(
+      `this edit was made on config v${base}, but v${latest} has been stored since: nothing was stored. ` +
+        `Open the version in force (v${latest}) again and make the change on it`,
+    );
+  }
+}
+
 /** A config command needs something this process lacks (the server without a config service). */
 export class AxConfigUnavailableError extends Error {
   override name = "AxConfigUnavailableError";

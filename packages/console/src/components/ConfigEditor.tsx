@@ -23,13 +23,15 @@ export interface Stored {
 /**
  * A new config version written in the console: checked first (`POST /api/config/check`: the diff
  * from the version in force and the warnings, or the refusal with its line), then applied
- * (`POST /api/config`). It starts from the version in force as the API shows it, secrets masked:
- * those must be written out again (or read from `secret_env`), and the server refuses the mask.
+ * (`POST /api/config`). It starts from the version in force as the API shows it (secrets masked,
+ * comments dropped) and names that version as the edit's `base`: the server makes the changes on
+ * the stored text, which keeps its comments and the masked values left as shown, and refuses the
+ * edit (409) if another version was stored since the editor opened.
  */
 export function ConfigEditor({ onClose, onStored }: { onClose: () => void; onStored: (stored: Stored) => void }) {
   const { t } = useI18n();
   // Read once, when the editor opens: a version stored meanwhile is what Check's diff is taken from.
-  const current = useApi<{ config: { yaml: string } | null }>("/api/config");
+  const current = useApi<{ config: { yaml: string; version: number } | null }>("/api/config");
   if (current.error) {
     return (
       <Modal title={t("config.edit.title")} onClose={onClose}>
@@ -40,24 +42,32 @@ export function ConfigEditor({ onClose, onStored }: { onClose: () => void; onSto
     );
   }
   if (!current.data) return null;
-  return <EditorForm text={current.data.config?.yaml ?? ""} onClose={onClose} onStored={onStored} />;
+  const config = current.data.config;
+  return <EditorForm text={config?.yaml ?? ""} base={config?.version} onClose={onClose} onStored={onStored} />;
 }
 
-function EditorForm({ text, onClose, onStored }: { text: string; onClose: () => void; onStored: (stored: Stored) => void }) {
+interface EditorProps {
+  text: string;
+  /** The version `text` shows; none while no version is stored. */
+  base: number | undefined;
+  onClose: () => void;
+  onStored: (stored: Stored) => void;
+}
+
+function EditorForm({ text, base, onClose, onStored }: EditorProps) {
   const { t } = useI18n();
   const session = useSession();
   const [yaml, setYaml] = useState(text);
   const [checked, setChecked] = useState<{ yaml: string; result: Checked }>();
   const { busy, error, run } = useAction();
   const check = () =>
-    run(async () => setChecked({ yaml, result: await api.post<Checked>("/api/config/check", { yaml, file: "console" }) }));
+    run(async () => setChecked({ yaml, result: await api.post<Checked>("/api/config/check", { yaml, file: "console", base }) }));
   // The author the history shows: the signed-in token's name, or the console without auth.
   const apply = () =>
-    run(async () => onStored(await api.post<Stored>("/api/config", { yaml, file: "console", author: session?.name ?? "console" })));
+    run(async () => onStored(await api.post<Stored>("/api/config", { yaml, file: "console", author: session?.name ?? "console", base })));
   // A check says something about the text it read only: an edit since asks for another.
   const result = checked?.yaml === yaml ? checked.result : undefined;
-  // The text starts as the API shows the version in force, without its comments: a diff with no
-  // hunk (both sides are shown that way) is no change worth a new version.
+  // A diff with no hunk (both sides shown as the API shows them) is no change worth a new version.
   const noChange = result !== undefined && (result.unchanged || !/^@@/m.test(result.diff));
   return (
     <Modal title={t("config.edit.title")} onClose={onClose}>

@@ -264,9 +264,9 @@ export const en = {
   "config.edit": "New version",
   "config.edit.hint": "Write a new runtime.yaml version here, check it, then apply it: every process applies it within seconds",
   "config.edit.title": "New config version",
-  "config.edit.text": "runtime.yaml (starting from the version in force)",
+  "config.edit.text": "runtime.yaml (the version in force; its comments are not shown here, and are kept)",
   "config.edit.masked":
-    "Secrets, header values and webhook URLs are shown as [redacted]: write them out again, or read them from the environment with secret_env, or the version is refused.",
+    "Secrets, header values and webhook URLs are shown as [redacted]: one left as shown keeps its stored value; to change one, write the new value out in full (or read it from the environment with secret_env).",
   "config.edit.check": "Check",
   "config.edit.apply": "Apply",
   "config.edit.valid": "Valid. Applying stores it as a new version with these changes:",

@@ -260,9 +260,9 @@ export const zh: Record<MessageKey, string> = {
   "config.edit": "新版本",
   "config.edit.hint": "在此编写新的 runtime.yaml 版本，先校验再应用：各进程在几秒内应用",
   "config.edit.title": "新配置版本",
-  "config.edit.text": "runtime.yaml（以生效版本为起点）",
+  "config.edit.text": "runtime.yaml（以生效版本为起点；文件中的注释此处不显示，但会保留）",
   "config.edit.masked":
-    "密钥、请求头的值和 webhook 地址显示为 [redacted]：请重新填写，或用 secret_env 从环境变量读取，否则该版本会被拒绝。",
+    "密钥、请求头的值和 webhook 地址显示为 [redacted]：原样保留的沿用已存储的值；要修改，请完整写出新值（或用 secret_env 从环境变量读取）。",
   "config.edit.check": "校验",
   "config.edit.apply": "应用",
   "config.edit.valid": "有效。应用后将以下列改动存储为新版本：",

@@ -4,6 +4,7 @@ import { closeRedis, markConfigVersion, RepeatedErrors, subscribeTo, type Delive
 import {
   getConfigVersion,
   insertConfigVersion,
+  insertConfigVersionAfter,
   latestConfigVersion,
   latestConfigVersionNumber,
   currentFlowVersion,
@@ -19,11 +20,19 @@ import {
   type Json,
   type ProcessConfigState,
 } from "@ax/store";
-import { AxArgumentError, AxConfigError, AxConfigVersionNotFoundError, DEFAULT_LEASE_MS, lazyRequire } from "@ax/common";
+import {
+  AxArgumentError,
+  AxConfigConflictError,
+  AxConfigError,
+  AxConfigVersionNotFoundError,
+  DEFAULT_LEASE_MS,
+  lazyRequire,
+} from "@ax/common";
 import { shown } from "../option-checks.js";
 import { taskOverridesSchema, taskPoolOf, type TaskPool } from "../options.js";
 import { sendTestAlert } from "./alerts-config.js";
 import { redactConfigParsed, redactConfigYaml } from "./config-redaction.js";
+import { applyMaskedEdit } from "./masked-edit.js";
 import { effectiveConfig, type EffectiveConfig, type EffectiveFilter } from "./effective-config.js";
 import { codeRetryPolicy, configWarnings } from "./config-warnings.js";
 import { parseRuntimeConfig, type CodeRetryPolicy, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
@@ -50,6 +59,16 @@ export interface ConfigVersionInfo {
 
 export interface ShowOptions {
   redacted?: boolean | undefined;
+}
+
+export interface EditOptions {
+  /**
+   * The stored version the text is an edit of, as the API shows versions (secrets masked, comments
+   * dropped; the console's editor): the edit's changes are made on that version's own text, which
+   * keeps its comments and, for a masked value left as shown, its stored value. AxConfigConflictError
+   * when another version has been stored since.
+   */
+  base?: number | undefined;
 }
 
 /**
@@ -149,16 +168,29 @@ export class LiveConfig {
   }
 
   /** Validates, stores as a new version and announces it; nothing is stored when it is invalid. */
-  async apply(text: string, file: string, author: string): Promise<ConfigApplied> {
+  async apply(text: string, file: string, author: string, options: EditOptions = {}): Promise<ConfigApplied> {
     mustBeStrings("config.apply(text, file, author)", { text, file, author });
-    const { parsed, latest, warnings } = await this.judge(text, file);
+    const yaml = await this.edited("config.apply", text, options.base);
+    const { parsed, latest, warnings } = await this.judge(yaml, file, text);
     // The same text again (a save with no change, a rollback to the version in force) is no change to record or announce.
-    const unchanged = latest?.yaml === text;
-    const version = unchanged
-      ? latest.version
-      : (await insertConfigVersion(this.db, { yaml: text, parsed: parsed as unknown as Json, author, file })).version;
-    if (!unchanged) await this.announce(version);
-    return { ...(await this.version(version)), warnings, unchanged };
+    if (latest?.yaml === yaml) return { ...(await this.version(latest.version)), warnings, unchanged: true };
+    const row = { yaml, parsed: parsed as unknown as Json, author, file };
+    const stored =
+      options.base === undefined ? await insertConfigVersion(this.db, row) : await insertConfigVersionAfter(this.db, options.base, row);
+    if (!stored) throw new AxConfigConflictError(options.base!, await latestConfigVersionNumber(this.db));
+    await this.announce(stored.version);
+    return { ...(await this.version(stored.version)), warnings, unchanged: false };
+  }
+
+  /** `text`, or with `base` that version's own text with the edit's changes made on it. */
+  private async edited(method: string, text: string, base: number | undefined): Promise<string> {
+    if (base === undefined) return text;
+    if (!Number.isInteger(base) || base < 1) {
+      throw new AxArgumentError(`${method}: options.base must be a stored version number (1 or more), got ${shown(base)}`);
+    }
+    const latest = await latestConfigVersion(this.db);
+    if (latest?.version !== base) throw new AxConfigConflictError(base, latest?.version ?? 0);
+    return applyMaskedEdit(latest.yaml, text) ?? text;
   }
 
   /**
@@ -168,18 +200,22 @@ export class LiveConfig {
    * before it is applied; the diff shows the texts as they are, secrets included, unless `redacted`
    * (what the HTTP API answers) masks them on both sides.
    */
-  async check(text: string, file: string, options: ShowOptions = {}): Promise<ConfigCheck> {
+  async check(text: string, file: string, options: ShowOptions & EditOptions = {}): Promise<ConfigCheck> {
     mustBeStrings("config.check(text, file)", { text, file });
-    const { latest, warnings } = await this.judge(text, file);
+    const yaml = await this.edited("config.check", text, options.base);
+    const { latest, warnings } = await this.judge(yaml, file, text);
     const shown = shownText(options);
-    const diff = diffText(latest && shown(latest), shown({ file, yaml: text }));
-    return { inForce: latest?.version ?? null, unchanged: latest?.yaml === text, diff, warnings };
+    const diff = diffText(latest && shown(latest), shown({ file, yaml }));
+    return { inForce: latest?.version ?? null, unchanged: latest?.yaml === yaml, diff, warnings };
   }
 
-  /** `text` validated against what the cluster knows, the version in force, and what may surprise in it. */
-  private async judge(text: string, file: string) {
+  /**
+   * `text` validated against what the cluster knows, the version in force, and what may surprise in
+   * it; a refusal names its place in `written` (the edit `text` was made from).
+   */
+  private async judge(text: string, file: string, written = text) {
     const known = await this.knownNames();
-    const parsed = parseRuntimeConfig(text, file, known);
+    const parsed = parseRuntimeConfig(text, file, known, written);
     const latest = await latestConfigVersion(this.db);
     // The queues live workers serve now: a worker keeps those it started with whatever the new version says.
     const served = (await servedQueues(this.db, DEFAULT_LEASE_MS)).keys();

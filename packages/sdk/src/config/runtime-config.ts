@@ -108,25 +108,28 @@ export function loadRuntimeConfig(file: string, known?: KnownNames): RuntimeConf
 /**
  * Parses and validates `runtime.yaml` text. With `known` (the tasks and flows the cluster has
  * registered) a name it lacks is refused too. The error names file, line, column and key, and
- * says what is expected there.
+ * says what is expected there: in `written` when given, the text as its author wrote it, of which
+ * `text` is a rewrite with the same keys (an edit made on a stored version's masked text).
  */
-export function parseRuntimeConfig(text: string, file: string, known?: KnownNames): RuntimeConfig {
+export function parseRuntimeConfig(text: string, file: string, known?: KnownNames, written = text): RuntimeConfig {
   const { isMap, isNode, isScalar, LineCounter, parseDocument, visit } = yaml();
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines });
+  const writtenLines = written === text ? lines : new LineCounter();
+  const writtenDoc = written === text ? doc : parseDocument(written, { lineCounter: writtenLines });
   const positionOf = (path: YamlPath): { line: number; col: number } | undefined => {
     for (let depth = path.length; depth >= 0; depth--) {
-      const node = doc.getIn(path.slice(0, depth), true);
-      if (isNode(node) && node.range) return lines.linePos(node.range[0]);
+      const node = writtenDoc.getIn(path.slice(0, depth), true);
+      if (isNode(node) && node.range) return writtenLines.linePos(node.range[0]);
     }
     return undefined;
   };
   /** The key's own position when it is a mapping key (an unknown key has no value node worth pointing at). */
   const keyPositionOf = (path: YamlPath): { line: number; col: number } | undefined => {
-    const parent = path.length > 1 ? doc.getIn(path.slice(0, -1), true) : doc.contents;
+    const parent = path.length > 1 ? writtenDoc.getIn(path.slice(0, -1), true) : writtenDoc.contents;
     if (isMap(parent)) {
       const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === path[path.length - 1]);
-      if (pair && isNode(pair.key) && pair.key.range) return lines.linePos(pair.key.range[0]);
+      if (pair && isNode(pair.key) && pair.key.range) return writtenLines.linePos(pair.key.range[0]);
     }
     return positionOf(path);
   };
@@ -146,7 +149,7 @@ export function parseRuntimeConfig(text: string, file: string, known?: KnownName
         const key = path.join(".");
         // A problem of a key the file does not have (one it misspelt, one missing) is placed at an
         // enclosing key; it sorts after the problems the file shows where they are.
-        const line = doc.hasIn(path) ? (at?.line ?? Infinity) : Infinity;
+        const line = writtenDoc.hasIn(path) ? (at?.line ?? Infinity) : Infinity;
         return { at, key, line, text: `${file}${at ? `:${at.line}:${at.col}` : ""}: ${key ? `${key}: ` : ""}${message}` };
       })
       // By line only: on one line an unknown key stays ahead of the value it leaves missing.

@@ -21,8 +21,30 @@ export interface NewConfigVersion {
 }
 
 export async function insertConfigVersion(db: Db, version: NewConfigVersion): Promise<ConfigVersion> {
-  const [row] = await db.insert(configVersions).values(version).returning();
-  return row!;
+  // Under the lock an edit of a given version (insertConfigVersionAfter) checks the newest under.
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(${lockKey("ax.config_versions")})`);
+    const [row] = await tx.insert(configVersions).values(version).returning();
+    return row!;
+  });
+}
+
+/**
+ * Stores `version` if the newest stored version is still `after` (an edit of that version);
+ * answers undefined, storing nothing, when another was stored since.
+ */
+export async function insertConfigVersionAfter(db: Db, after: number, version: NewConfigVersion): Promise<ConfigVersion | undefined> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(${lockKey("ax.config_versions")})`);
+    const [latest] = await tx
+      .select({ version: configVersions.version })
+      .from(configVersions)
+      .orderBy(desc(configVersions.version))
+      .limit(1);
+    if ((latest?.version ?? 0) !== after) return undefined;
+    const [row] = await tx.insert(configVersions).values(version).returning();
+    return row!;
+  });
 }
 
 /**
