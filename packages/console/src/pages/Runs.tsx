@@ -150,7 +150,7 @@ export function RunsPage() {
           onApply={(v) => set("businessKey", v)}
           placeholder={t("runs.businessKeyHint")}
         />
-        {/* From and To wrap to the next line together, not To alone. */}
+        {/* From, To and the clear button wrap to the next line together, none of them alone. */}
         <div className="filter-range">
           <label>
             {t("runs.from")}
@@ -160,12 +160,12 @@ export function RunsPage() {
             {t("runs.to")}
             <input type="datetime-local" name="to" value={params.get("to") ?? ""} onChange={(e) => set("to", e.target.value)} />
           </label>
+          {filtered && (
+            <button type="button" className="clear-filters" onClick={() => navigate("/runs")}>
+              {t("runs.clear")}
+            </button>
+          )}
         </div>
-        {filtered && (
-          <button type="button" className="clear-filters" onClick={() => navigate("/runs")}>
-            {t("runs.clear")}
-          </button>
-        )}
       </div>
       <ErrorNote error={runs.error} />
       {runs.data && runs.data.runs.length === 0 ? (
