@@ -246,6 +246,19 @@ describe("the config routes the CLI takes through an ax dev", () => {
       body: { error: "BadRequest" },
     });
     expect((await call("GET", "/api/config")).body.config).toMatchObject({ version: base + 1 });
+
+    // A stored text with an anchor is not patched value by value: the edit is stored as sent, and the answer says so.
+    const anchored = await call("POST", "/api/config", { yaml: "# shared\ntasks:\n  capi_bill: &bill { retries: 3 }\n", author: "erin" });
+    const v = anchored.body.version as number;
+    const shownAnchored = ((await call("GET", "/api/config")).body.config as { yaml: string }).yaml;
+    const sent = shownAnchored.replace("retries: 3", "retries: 4");
+    const plain = await call("POST", "/api/config", { yaml: sent, author: "erin", base: v });
+    expect(plain).toMatchObject({ status: 201, body: { version: v + 1 } });
+    expect(plain.body.warnings).toEqual([
+      `this edit could not be made on config v${v}'s stored text value by value (YAML anchors, aliases or keys that are not plain names keep it from that): it is stored as written, and v${v}'s comments are not kept`,
+    ]);
+    const [plainRow] = await env.sql<{ yaml: string }>("select yaml from config_versions where version = $1", [v + 1]);
+    expect(plainRow!.yaml).toBe(sent);
   });
 });
 

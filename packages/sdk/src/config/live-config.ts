@@ -170,8 +170,8 @@ export class LiveConfig {
   /** Validates, stores as a new version and announces it; nothing is stored when it is invalid. */
   async apply(text: string, file: string, author: string, options: EditOptions = {}): Promise<ConfigApplied> {
     mustBeStrings("config.apply(text, file, author)", { text, file, author });
-    const yaml = await this.edited("config.apply", text, options.base);
-    const { parsed, latest, warnings } = await this.judge(yaml, file, text);
+    const { yaml, notes } = await this.edited("config.apply", text, options.base);
+    const { parsed, latest, warnings } = await this.judge(yaml, file, text, notes);
     // The same text again (a save with no change, a rollback to the version in force) is no change to record or announce.
     if (latest?.yaml === yaml) return { ...(await this.version(latest.version)), warnings, unchanged: true };
     const row = { yaml, parsed: parsed as unknown as Json, author, file };
@@ -182,15 +182,23 @@ export class LiveConfig {
     return { ...(await this.version(stored.version)), warnings, unchanged: false };
   }
 
-  /** `text`, or with `base` that version's own text with the edit's changes made on it. */
-  private async edited(method: string, text: string, base: number | undefined): Promise<string> {
-    if (base === undefined) return text;
+  /**
+   * `text`, or with `base` that version's own text with the edit's changes made on it; `notes`
+   * says when that could not be done and the edit is stored as written.
+   */
+  private async edited(method: string, text: string, base: number | undefined): Promise<{ yaml: string; notes: string[] }> {
+    if (base === undefined) return { yaml: text, notes: [] };
     if (!Number.isInteger(base) || base < 1) {
       throw new AxArgumentError(`${method}: options.base must be a stored version number (1 or more), got ${shown(base)}`);
     }
     const latest = await latestConfigVersion(this.db);
     if (latest?.version !== base) throw new AxConfigConflictError(base, latest?.version ?? 0);
-    return applyMaskedEdit(latest.yaml, text) ?? text;
+    const merged = applyMaskedEdit(latest.yaml, text);
+    if (merged !== undefined) return { yaml: merged, notes: [] };
+    const note =
+      `this edit could not be made on config v${base}'s stored text value by value (YAML anchors, aliases or keys that ` +
+      `are not plain names keep it from that): it is stored as written, and v${base}'s comments are not kept`;
+    return { yaml: text, notes: [note] };
   }
 
   /**
@@ -202,8 +210,8 @@ export class LiveConfig {
    */
   async check(text: string, file: string, options: ShowOptions & EditOptions = {}): Promise<ConfigCheck> {
     mustBeStrings("config.check(text, file)", { text, file });
-    const yaml = await this.edited("config.check", text, options.base);
-    const { latest, warnings } = await this.judge(yaml, file, text);
+    const { yaml, notes } = await this.edited("config.check", text, options.base);
+    const { latest, warnings } = await this.judge(yaml, file, text, notes);
     const shown = shownText(options);
     const diff = diffText(latest && shown(latest), shown({ file, yaml }));
     return { inForce: latest?.version ?? null, unchanged: latest?.yaml === yaml, diff, warnings };
@@ -211,15 +219,15 @@ export class LiveConfig {
 
   /**
    * `text` validated against what the cluster knows, the version in force, and what may surprise in
-   * it; a refusal names its place in `written` (the edit `text` was made from).
+   * it (after `notes`); a refusal names its place in `written` (the edit `text` was made from).
    */
-  private async judge(text: string, file: string, written = text) {
+  private async judge(text: string, file: string, written = text, notes: string[] = []) {
     const known = await this.knownNames();
     const parsed = parseRuntimeConfig(text, file, known, written);
     const latest = await latestConfigVersion(this.db);
     // The queues live workers serve now: a worker keeps those it started with whatever the new version says.
     const served = (await servedQueues(this.db, DEFAULT_LEASE_MS)).keys();
-    return { parsed, latest, warnings: configWarnings(parsed, known, served) };
+    return { parsed, latest, warnings: [...notes, ...configWarnings(parsed, known, served)] };
   }
 
   /** A new version whose text is `version`'s (re-validated: the cluster's flows may have changed since). */
