@@ -211,4 +211,54 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
       await dev.stop();
     }
   });
+
+  it("edit opens the version in force in $EDITOR and stores the change on it, keeping the file's comments and masked values", async () => {
+    const file = join(dir, "commented.yaml");
+    const text = [
+      "# greeting retries: see the runbook",
+      "alerts:",
+      "  ops:",
+      "    sinks:",
+      '      - { type: webhook, url: "https://hooks.example.com/EDITHOOK" }',
+      "tasks:",
+      "  hello_greet: { retries: 2, alert_group: ops } # a flaky upstream",
+      "",
+    ].join("\n");
+    writeFileSync(file, text);
+    expect((await runAx([...connection(), "config", "apply", file])).code).toBe(0);
+    // The "editor": a script that changes the file it is given, as a person would.
+    const editor = join(dir, "edit.sh");
+    const edits = (sed: string) => writeFileSync(editor, `#!/bin/sh\nsed -i '${sed}' "$1"\n`, { mode: 0o755 });
+    const edit = (env: NodeJS.ProcessEnv) => runAxAs([...connection(), "config", "edit"], { USER: "erin", VISUAL: "", ...env });
+    const keptIn = (stderr: string) => /(\/\S+)\/runtime-v\d+\.yaml/.exec(stderr)?.[1];
+
+    edits("s/retries: 2/retries: 5/");
+    const edited = await edit({ EDITOR: editor });
+    expect(edited).toMatchObject({ code: 0, stderr: "" });
+    expect(edited.stdout).toMatch(
+      new RegExp(`^config v(\\d+) stored from ax config edit by erin@${hostname()} at \\S+; running processes apply it within seconds\n`),
+    );
+    const version = Number(/^config v(\d+)/.exec(edited.stdout)![1]);
+    const [row] = await env.sql<{ yaml: string }>("select yaml from config_versions where version = $1", [version]);
+    expect(row!.yaml).toBe(text.replace("retries: 2", "retries: 5"));
+
+    expect(await edit({ EDITOR: "true" })).toEqual({ code: 0, stdout: "no change: nothing stored\n", stderr: "" });
+
+    const failed = await edit({ EDITOR: "false" });
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(
+      /^AxConfigEditError: the editor \(false\) exited with code 1: nothing was stored; the text is in \S+runtime-v\d+\.yaml\./,
+    );
+    rmSync(keptIn(failed.stderr)!, { recursive: true, force: true });
+
+    edits("s/retries: 5/retries: lots/");
+    const refused = await edit({ EDITOR: editor });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^ax config edit: nothing was stored; your text is kept in \S+\nAxConfigError: ax config edit:\d+:\d+: tasks\.hello_greet\.retries: /,
+    );
+    rmSync(keptIn(refused.stderr)!, { recursive: true, force: true });
+    const [newest] = await env.sql<{ version: number }>("select max(version)::int as version from config_versions");
+    expect(newest!.version).toBe(version);
+  });
 });

@@ -229,7 +229,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(listed.stdout.trim().split("\n")).toHaveLength(56);
   });
 
-  it("ax config apply, check, show, history, diff and rollback go through its HTTP API too, printing what the direct path prints", async () => {
+  it("ax config apply, check, show, history, diff, rollback and edit go through its HTTP API too, printing what the direct path prints", async () => {
     const first = join(root, "runtime.yaml");
     const second = join(root, "second.yaml");
     const bad = join(root, "bad.yaml");
@@ -274,6 +274,18 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
     expect(history.stdout).toMatch(new RegExp(`^v3  \\S+  emil  ${first}  \\+1 -1\nv2  \\S+  dora  ${second}  \\+1 -1\n$`));
     expect(cluster.stdout).toMatch(/^newest stored version: v3\n/);
     expect(cluster.stdout).toContain(`pid ${dev.process.pid}`);
+
+    // ax config edit reads the masked text from its API and sends the edit with its base version.
+    const editor = join(root, "edit.sh");
+    writeFileSync(editor, `#!/bin/sh\nsed -i 's/retries: 4/retries: 6/' "$1"\n`, { mode: 0o755 });
+    const edited = await runAx(["config", "edit", "--author", "dora", ...connection], {
+      EDITOR: editor,
+      VISUAL: "",
+      DATABASE_URL: undefined,
+    });
+    expect(edited).toMatchObject({ code: 0, stderr: "" });
+    expect(edited.stdout).toMatch(/^config v4 stored from ax config edit by dora at \S+; running processes apply it within seconds\n/);
+    expect(edited.stdout).toContain("+  hello_greet: { retries: 6 }");
   });
 
   it("ax audit and ax alerts test, mute, mutes, unmute and history go through its HTTP API too, recorded as its API records callers", async () => {
@@ -301,6 +313,7 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
       .split("\n")
       .map((line) => line.split(/\s{2,}/).slice(2, 5));
     expect(actions).toEqual([
+      ["anonymous", "config.apply", "4"],
       ["anonymous", "config.rollback", "3"],
       ["anonymous", "config.apply", "2"],
       ["anonymous", "config.apply", "1"],

@@ -51,7 +51,7 @@ function versionArg(command: string, text: string): number {
   return parsed.data;
 }
 
-/** `ax config apply|show|history|diff|rollback`: stored `runtime.yaml` versions every Runtime follows live. */
+/** `ax config apply|edit|check|show|history|diff|rollback`: stored `runtime.yaml` versions every Runtime follows live. */
 export function addConfigCommands(program: Command, withConfig: WithConfig): void {
   const config = program
     .command("config")
@@ -72,6 +72,26 @@ export function addConfigCommands(program: Command, withConfig: WithConfig): voi
           console.log(version.diff);
         }
         for (const warning of version.warnings) console.warn(`warning: ${warning}`);
+      });
+    });
+
+  config
+    .command("edit")
+    .description(
+      "open the version in force in $VISUAL or $EDITOR (secrets masked, comments not shown), then store the edit on it, keeping the file's comments and the masked values left as shown",
+    )
+    .option("--author <name>", "who made the change (default: user@host)")
+    .action(async (raw: { author?: string }) => {
+      const { editConfig } = await import("./config-edit.js");
+      await withConfig(async (api) => {
+        const version = await editConfig(api, raw.author ?? localConfigAuthor());
+        if (!version) console.log("no change: nothing stored");
+        else if (version.unchanged) console.log(`unchanged: the edit leaves config v${version.version} as it is; nothing stored`);
+        else {
+          console.log(`${stored(version)}; running processes apply it within seconds`);
+          console.log(version.diff);
+        }
+        for (const warning of version?.warnings ?? []) console.warn(`warning: ${warning}`);
       });
     });
 

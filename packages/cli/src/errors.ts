@@ -51,3 +51,8 @@ export class AxUsageError extends Error {
 export class AxEntryError extends Error {
   override name = "AxEntryError";
 }
+
+/** `ax config edit` stored nothing: no version to start from, or the editor failed. */
+export class AxConfigEditError extends Error {
+  override name = "AxConfigEditError";
+}

@@ -16,8 +16,8 @@ export class HttpConfigApi implements ConfigApi {
     this.request = apiRequest(holder);
   }
 
-  async apply(text: string, file: string, author: string): Promise<ConfigApplied> {
-    return this.request("POST", "/api/config", { yaml: text, file, author });
+  async apply(text: string, file: string, author: string, options: { base?: number | undefined } = {}): Promise<ConfigApplied> {
+    return this.request("POST", "/api/config", { yaml: text, file, author, base: options.base });
   }
 
   async check(text: string, file: string): Promise<ConfigCheck> {
