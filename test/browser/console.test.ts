@@ -792,6 +792,24 @@ describe("the web console in a real browser", () => {
     expect(stored.yaml).toBe(before.yaml.replace("max_concurrency: 10", "max_concurrency: 12"));
     expect(stored.yaml).toContain("# attempts at once across the whole cluster");
     await page.locator("td.mono", { hasText: "max_concurrency" }).locator("xpath=..").getByText("12").waitFor();
+
+    // Another version stored while the editor is open: the edit is refused, not stored over it, and the
+    // editor offers to start again from the newer version.
+    await page.getByRole("button", { name: "New version" }).click();
+    const reopened = page.getByRole("dialog");
+    const opened = await reopened.locator("textarea[name=yaml]").inputValue();
+    const meanwhile = await client.config.apply(stored.yaml.replace("max_concurrency: 12", "max_concurrency: 14"), "ops.yaml", "ops");
+    await reopened.locator("textarea[name=yaml]").fill(opened.replace("max_concurrency: 12", "max_concurrency: 13"));
+    await reopened.getByRole("button", { name: "Check" }).click();
+    await expect(reopened.locator(".error-note").textContent()).resolves.toBe(
+      `this edit was made on config v${before.version + 1}, but v${meanwhile.version} has been stored since: nothing was stored. Open the version in force (v${meanwhile.version}) again and make the change on it`,
+    );
+    await shot("08h-config-edit-stale");
+    await reopened.getByRole("button", { name: "Open the version in force" }).click();
+    await expect.poll(() => reopened.locator("textarea[name=yaml]").inputValue()).toContain("max_concurrency: 14");
+    await expect(reopened.locator(".error-note").count()).resolves.toBe(0);
+    await reopened.getByRole("button", { name: "Cancel" }).click();
+    expect((await client.config.current())!.version).toBe(meanwhile.version);
   });
 
   it("switches to Chinese and shows the login screen on a 401", async () => {

@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { REDACTED } from "@ax/common/redact";
-import { api } from "../api";
+import { api, ApiError } from "../api";
 import { useAction, useApi } from "../hooks";
 import { useI18n } from "../i18n";
 import { useSession } from "../session";
@@ -30,7 +30,7 @@ export interface Stored {
  */
 export function ConfigEditor({ onClose, onStored }: { onClose: () => void; onStored: (stored: Stored) => void }) {
   const { t } = useI18n();
-  // Read once, when the editor opens: a version stored meanwhile is what Check's diff is taken from.
+  // Read when the editor opens, and again when asked after another version was stored meanwhile.
   const current = useApi<{ config: { yaml: string; version: number } | null }>("/api/config");
   if (current.error) {
     return (
@@ -43,7 +43,17 @@ export function ConfigEditor({ onClose, onStored }: { onClose: () => void; onSto
   }
   if (!current.data) return null;
   const config = current.data.config;
-  return <EditorForm text={config?.yaml ?? ""} base={config?.version} onClose={onClose} onStored={onStored} />;
+  // Keyed by version: reopened on a newer one, the form starts again from its text.
+  return (
+    <EditorForm
+      key={config?.version ?? 0}
+      text={config?.yaml ?? ""}
+      base={config?.version}
+      onClose={onClose}
+      onStored={onStored}
+      onReload={current.reload}
+    />
+  );
 }
 
 interface EditorProps {
@@ -52,19 +62,29 @@ interface EditorProps {
   base: number | undefined;
   onClose: () => void;
   onStored: (stored: Stored) => void;
+  /** Reads the version in force again (after a 409: another version was stored since `base`). */
+  onReload: () => void;
 }
 
-function EditorForm({ text, base, onClose, onStored }: EditorProps) {
+function EditorForm({ text, base, onClose, onStored, onReload }: EditorProps) {
   const { t } = useI18n();
   const session = useSession();
   const [yaml, setYaml] = useState(text);
   const [checked, setChecked] = useState<{ yaml: string; result: Checked }>();
   const { busy, error, run } = useAction();
-  const check = () =>
-    run(async () => setChecked({ yaml, result: await api.post<Checked>("/api/config/check", { yaml, file: "console", base }) }));
+  const [stale, setStale] = useState(false);
+  /** A 409 says `base` is no longer the version in force: the form offers to start again from the newer one. */
+  const post = async <T,>(path: string, body: object): Promise<T> => {
+    try {
+      return await api.post<T>(path, { ...body, yaml, file: "console", base });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 409) setStale(true);
+      throw e;
+    }
+  };
+  const check = () => run(async () => setChecked({ yaml, result: await post<Checked>("/api/config/check", {}) }));
   // The author the history shows: the signed-in token's name, or the console without auth.
-  const apply = () =>
-    run(async () => onStored(await api.post<Stored>("/api/config", { yaml, file: "console", author: session?.name ?? "console", base })));
+  const apply = () => run(async () => onStored(await post<Stored>("/api/config", { author: session?.name ?? "console" })));
   // A check says something about the text it read only: an edit since asks for another.
   const result = checked?.yaml === yaml ? checked.result : undefined;
   // A diff with no hunk (both sides shown as the API shows them) is no change worth a new version.
@@ -99,6 +119,14 @@ function EditorForm({ text, base, onClose, onStored }: EditorProps) {
         {error && (
           <div className="error-note" role="alert">
             {error}
+          </div>
+        )}
+        {stale && (
+          <div className="note small">
+            {t("config.edit.stale")}{" "}
+            <button type="button" className="link" onClick={onReload}>
+              {t("config.edit.reload")}
+            </button>
           </div>
         )}
       </div>

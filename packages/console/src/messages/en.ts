@@ -267,6 +267,8 @@ export const en = {
   "config.edit.text": "runtime.yaml (the version in force; its comments are not shown here, and are kept)",
   "config.edit.masked":
     "Secrets, header values and webhook URLs are shown as [redacted]: one left as shown keeps its stored value; to change one, write the new value out in full (or read it from the environment with secret_env).",
+  "config.edit.stale": "Copy out what you changed: starting again from the version in force discards this text.",
+  "config.edit.reload": "Open the version in force",
   "config.edit.check": "Check",
   "config.edit.apply": "Apply",
   "config.edit.valid": "Valid. Applying stores it as a new version with these changes:",

@@ -263,6 +263,8 @@ export const zh: Record<MessageKey, string> = {
   "config.edit.text": "runtime.yaml（以生效版本为起点；文件中的注释此处不显示，但会保留）",
   "config.edit.masked":
     "密钥、请求头的值和 webhook 地址显示为 [redacted]：原样保留的沿用已存储的值；要修改，请完整写出新值（或用 secret_env 从环境变量读取）。",
+  "config.edit.stale": "请先复制你的改动：从生效版本重新开始会丢弃当前文本。",
+  "config.edit.reload": "打开生效版本",
   "config.edit.check": "校验",
   "config.edit.apply": "应用",
   "config.edit.valid": "有效。应用后将以下列改动存储为新版本：",
