@@ -92,7 +92,12 @@ describe("an edit of a version's masked text", () => {
     expect(applyMaskedEdit("tasks: {\n", "tasks: {}\n")).toBeUndefined();
   });
 
-  it("makes a first text of an empty stored one", () => {
-    expect(applyMaskedEdit("", "tasks:\n  a: { retries: 1 }\n")).toBe("tasks:\n  a:\n    retries: 1\n");
+  it("stores an edit that removed everything as written", () => {
+    expect(applyMaskedEdit(STORED, "")).toBe("");
+    expect(applyMaskedEdit(STORED, "# nothing for now\n")).toBe("# nothing for now\n");
+  });
+
+  it("takes the edit of an empty stored text as written", () => {
+    expect(applyMaskedEdit("# to fill in\n", "tasks:\n  a: { retries: 1 }\n")).toBe("tasks:\n  a: { retries: 1 }\n");
   });
 });

@@ -20,6 +20,8 @@ export function applyMaskedEdit(stored: string, edited: string): string | undefi
   const [before, after] = [shown.toJS() as unknown, wanted.toJS() as unknown];
   // Written out again, even an untouched document may differ in layout (indentation, spacing).
   if (isDeepStrictEqual(before, after)) return stored;
+  // Nothing stored to keep, or everything removed (the stored comments included): the edit as written.
+  if (before === null || before === undefined || after === null || after === undefined) return edited;
   try {
     doc.contents = patch(doc, doc.contents as Node | null, before, after) as typeof doc.contents;
   } catch (error) {
