@@ -1,4 +1,12 @@
-import type { ConfigApplied, ConfigCheck, ConfigHistoryEntry, ConfigVersionInfo, EffectiveConfig, ProcessConfigState } from "ax-scheduler";
+import type {
+  ConfigApplied,
+  ConfigCheck,
+  ConfigHistoryEntry,
+  ConfigVersionInfo,
+  EditOptions,
+  EffectiveConfig,
+  ProcessConfigState,
+} from "ax-scheduler";
 import type { DataDirHolder } from "@ax/common";
 import type { DeliveryResult } from "@ax/coordinator";
 import { apiRequest, queryString, type ApiRequest, type Json } from "./api-request.js";
@@ -16,7 +24,7 @@ export class HttpConfigApi implements ConfigApi {
     this.request = apiRequest(holder);
   }
 
-  async apply(text: string, file: string, author: string, options: { base?: number | undefined } = {}): Promise<ConfigApplied> {
+  async apply(text: string, file: string, author: string, options: EditOptions = {}): Promise<ConfigApplied> {
     return this.request("POST", "/api/config", { yaml: text, file, author, base: options.base });
   }
 

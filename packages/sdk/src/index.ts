@@ -31,6 +31,7 @@ export {
   type ConfigVersionInfo,
   type ConfigApplied,
   type ConfigCheck,
+  type EditOptions,
 } from "./config/live-config.js";
 export type { EffectiveConfig, EffectiveOption } from "./config/effective-config.js";
 export type { CancelResult, RetiredFlow } from "@ax/coordinator";
