@@ -242,7 +242,16 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     const [row] = await env.sql<{ yaml: string }>("select yaml from config_versions where version = $1", [version]);
     expect(row!.yaml).toBe(text.replace("retries: 2", "retries: 5"));
 
-    expect(await edit({ EDITOR: "true" })).toEqual({ code: 0, stdout: "no change: nothing stored\n", stderr: "" });
+    // An "editor" that only prints the file: it opens with a header saying what happens to the edit.
+    const shown = await edit({ EDITOR: "cat" });
+    expect(shown).toMatchObject({ code: 0, stderr: "" });
+    expect(shown.stdout).toMatch(
+      new RegExp(`^# Config v${version}, in force, as the API shows it: secrets masked, the file's comments not shown\\.\n`),
+    );
+    expect(shown.stdout).toContain("  hello_greet: { retries: 5, alert_group: ops }\n");
+    expect(shown.stdout).toContain("https://hooks.example.com/[redacted]");
+    expect(shown.stdout).not.toContain("runbook");
+    expect(shown.stdout).toMatch(/\nno change: nothing stored\n$/);
 
     const failed = await edit({ EDITOR: "false" });
     expect(failed.code).toBe(1);

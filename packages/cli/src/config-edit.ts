@@ -9,6 +9,17 @@ import { AxConfigEditError } from "./errors.js";
 /** The file name the stored version and a refusal's line and column name. */
 export const EDITED_FILE = "ax config edit";
 
+/** What the editor opens above the text, as git's commit template does; taken off before the text is sent. */
+function header(version: number): string {
+  return [
+    `# Config v${version}, in force, as the API shows it: secrets masked, the file's comments not shown.`,
+    `# Saved and closed, your changes are stored as a new version made on v${version}'s stored text: its`,
+    "# comments stay, a [redacted] value left as it is keeps its stored value, and comments written",
+    "# here are not kept. Close without changing anything to store nothing.",
+    "",
+  ].join("\n");
+}
+
 /**
  * `ax config edit`: the version in force, as the API and the console show it (secrets masked,
  * comments dropped), opened in `$VISUAL` / `$EDITOR` (else `vi`), then applied as an edit of that
@@ -24,7 +35,8 @@ export async function editConfig(api: ConfigApi, author: string): Promise<Config
   }
   const dir = mkdtempSync(join(tmpdir(), "ax-config-edit-"));
   const file = join(dir, `runtime-v${current.version}.yaml`);
-  writeFileSync(file, current.yaml, { mode: 0o600 });
+  const opening = header(current.version);
+  writeFileSync(file, opening + current.yaml, { mode: 0o600 });
   const editor = process.env.VISUAL || process.env.EDITOR || "vi";
   // Through a shell, as git and kubectl do, so that an editor given with its flags (`code --wait`) works.
   const opened = spawnSync(`${editor} '${file.replaceAll("'", "'\\''")}'`, { shell: true, stdio: "inherit" });
@@ -38,7 +50,8 @@ export async function editConfig(api: ConfigApi, author: string): Promise<Config
       `the editor (${editor}) ${how}: nothing was stored; the text is in ${file}. Set VISUAL or EDITOR to an editor that exits 0 when saved`,
     );
   }
-  const text = readFileSync(file, "utf8");
+  const saved = readFileSync(file, "utf8");
+  const text = saved.startsWith(opening) ? saved.slice(opening.length) : saved;
   if (text === current.yaml) {
     rmSync(dir, { recursive: true, force: true });
     return undefined;
