@@ -63,8 +63,11 @@ const warmup = ax.flow({ name: "bench_warmup" }, (input) => {
   noop(a, noop(a));
 });
 
+/** The runtime.yaml of the bench's Runtime, removed with its schema. */
+export const benchConfigFile = (env: Isolated): string => join(tmpdir(), `${env.prefix}-runtime.yaml`);
+
 export function benchRuntime(env: Isolated, concurrency: number): Runtime {
-  const config = join(tmpdir(), `${env.prefix}-runtime.yaml`);
+  const config = benchConfigFile(env);
   writeFileSync(config, `pools:\n  bench_db: ${LIMITED_POOL}\n`);
   return new Runtime({
     config,

@@ -1,10 +1,12 @@
 // Logging must not dominate a no-op benchmark; set before the runtime builds its logger.
 process.env.AX_LOG_LEVEL ??= "warn";
 
+import { rmSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { isolate } from "../helpers/isolated.js";
 import {
   attemptHealth,
+  benchConfigFile,
   benchRuntime,
   chainWallTime,
   CHAIN_FLOWS,
@@ -122,6 +124,7 @@ async function measure(sizes: BenchSizes): Promise<Results> {
     }
   } finally {
     await env.cleanup();
+    rmSync(benchConfigFile(env), { force: true });
     log("cleaned up schema and Redis keys");
   }
 }

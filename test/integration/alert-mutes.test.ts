@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -20,6 +20,7 @@ const otherFlow = ax.flow({ name: "mute_other_flow" }, (n) => otherTask(n));
 
 describe("alert mutes: an operator stops a group's alerts for a while", { timeout: 60_000 }, () => {
   const env = isolate("mutes");
+  const dir = mkdtempSync(join(tmpdir(), "ax-mutes-"));
   let runtime: Runtime;
   let client: Client;
   let sink: Awaited<ReturnType<typeof startWebhookSink>>;
@@ -31,7 +32,7 @@ describe("alert mutes: an operator stops a group's alerts for a while", { timeou
 
   beforeAll(async () => {
     sink = await startWebhookSink();
-    const file = join(mkdtempSync(join(tmpdir(), "ax-mutes-")), "runtime.yaml");
+    const file = join(dir, "runtime.yaml");
     writeFileSync(file, `alerts:\n  ops:\n    sinks: [{ type: webhook, url: "${sink.url}" }]\n    silence: 1h\n`);
     runtime = testRuntime(env, { flows: [muteFlow, otherFlow], config: file, roles: ["coordinator", "worker", "api"], port: 0 });
     await runtime.start();
@@ -42,6 +43,7 @@ describe("alert mutes: an operator stops a group's alerts for a while", { timeou
     await runtime?.stop({ timeout: 1 });
     await sink?.close();
     await env.cleanup();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("a flow's mute holds its alerts back and opens no silence window; the group's other flows still alert; unmuted, it alerts again", async () => {

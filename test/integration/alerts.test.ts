@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -8,6 +8,10 @@ import { isolate } from "../helpers/isolated.js";
 import { runAx } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 import { startWebhookSink, validSignature, type Received } from "../helpers/webhook-sink.js";
+
+/** The runtime.yaml files of this file's tests, removed with it. */
+const dir = mkdtempSync(join(tmpdir(), "ax-alerts-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const SECRET = "s3cret-for-tests";
 
@@ -89,7 +93,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
 
   beforeAll(async () => {
     sink = await startWebhookSink();
-    const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "runtime.yaml");
+    const file = join(dir, "runtime.yaml");
     writeFileSync(file, configYaml(sink.url.replace(/\/hook$/, "")));
     // Two coordinators (each also a worker) share the event stream's consumer group and the dedupe rows.
     for (let i = 0; i < 2; i++) {
@@ -287,7 +291,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
     const failing = await startWebhookSink();
     failing.setStatus(500);
     try {
-      const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "failing.yaml");
+      const file = join(dir, "failing.yaml");
       writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${failing.url}", retries: 2, retry_backoff: 200ms }]\n`);
       const started = Date.now();
       const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
@@ -308,7 +312,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
   it("a webhook URL with credentials delivers them as Basic authorization; they are never shown", async () => {
     const guarded = await startWebhookSink();
     try {
-      const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "guarded.yaml");
+      const file = join(dir, "guarded.yaml");
       const url = guarded.url.replace("http://", "http://hook%20user:p%40ss@");
       writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${url}?apikey=qk999" }]\n`);
       const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
@@ -326,7 +330,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
   it("a webhook signing with a secret_env this process does not set fails, sending nothing unsigned; set, it signs", async () => {
     const hook = await startWebhookSink();
     try {
-      const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "signed.yaml");
+      const file = join(dir, "signed.yaml");
       writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${hook.url}", secret_env: AX_TEST_HOOK_SECRET }]\n`);
       const args = ["--storage", env.storage, "alerts", "test", "pager", "--config", file];
       const unset = await runAx(args, { AX_TEST_HOOK_SECRET: "" });
@@ -347,7 +351,7 @@ describe("alerts: terminal failures only, one per silence window across coordina
   it("a webhook nobody listens on is reported with the reason, not just `fetch failed`", async () => {
     const gone = await startWebhookSink();
     await gone.close();
-    const file = join(mkdtempSync(join(tmpdir(), "ax-alerts-")), "gone.yaml");
+    const file = join(dir, "gone.yaml");
     writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "${gone.url}", retries: 0 }]\n`);
     const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
     expect(result.code).toBe(1);

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, it } from "vitest";
@@ -154,8 +154,12 @@ describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
     expect(row!.n).toBe(0);
   });
 
-  it("ax trigger --payload-file takes a payload too long for a command line; with --payload too it is refused", async ({ expect }) => {
+  it("ax trigger --payload-file takes a payload too long for a command line; with --payload too it is refused", async ({
+    expect,
+    onTestFinished,
+  }) => {
     const dir = mkdtempSync(join(tmpdir(), "ax-payload-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, "big.json");
     // 1.5 MB of arguments is past what Linux passes to a process (about 128 KiB per argument).
     writeFileSync(file, JSON.stringify({ name: "x".repeat(200_000) }));

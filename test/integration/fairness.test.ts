@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -43,6 +43,7 @@ describe("fair queues and the cluster-wide max_concurrency", () => {
   afterAll(async () => {
     for (const runtime of runtimes.reverse()) await runtime.stop({ timeout: 2 });
     for (const env of envs) await env.cleanup();
+    for (const env of envs) rmSync(join(tmpdir(), `${env.prefix}-runtime.yaml`), { force: true });
   });
 
   it("a trickle of live runs starts within 1 s (p99) behind a backlog of 5,000 queued runs of another flow", async () => {

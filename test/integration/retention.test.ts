@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -104,11 +104,11 @@ describe("retention: 50,000 old runs pruned while triggers keep flowing", { time
 
 describe("retention: archive, dry run, keys, ticks, the lock, the config key", { timeout: 180_000 }, () => {
   const env = isolate("retarc");
+  const config = join(tmpdir(), `${env.schema}.yaml`);
   let runtime: Runtime;
   let client: Client;
 
   beforeAll(async () => {
-    const config = join(tmpdir(), `${env.schema}.yaml`);
     writeFileSync(config, "retention: 30d\n");
     runtime = testRuntime(env, { flows: [pingFlow], config, roles: ["coordinator"] });
     await runtime.start();
@@ -118,6 +118,7 @@ describe("retention: archive, dry run, keys, ticks, the lock, the config key", {
   afterAll(async () => {
     await runtime?.stop();
     await env.cleanup();
+    rmSync(config, { force: true });
   });
 
   it("every archive table has every column of its live table", () => {
