@@ -32,13 +32,11 @@ import { shown } from "../option-checks.js";
 import { taskOverridesSchema, taskPoolOf, type TaskPool } from "../options.js";
 import { sendTestAlert } from "./alerts-config.js";
 import { redactConfigParsed, redactConfigYaml } from "./config-redaction.js";
+import { changedLines, diffText } from "./config-diff.js";
 import { applyMaskedEdit } from "./masked-edit.js";
 import { effectiveConfig, type EffectiveConfig, type EffectiveFilter } from "./effective-config.js";
 import { codeRetryPolicy, configWarnings } from "./config-warnings.js";
 import { parseRuntimeConfig, type CodeRetryPolicy, type KnownNames, type RuntimeConfig } from "./runtime-config.js";
-
-/** jsdiff, loaded by the first diff or history shown. */
-const jsdiff = lazyRequire<typeof import("diff")>(import.meta.url, "diff");
 
 /** Where a new version's number is published; every Runtime of the prefix subscribes. */
 export function configChannel(prefix: string): string {
@@ -103,24 +101,6 @@ export interface ConfigHistoryEntry {
 }
 
 const iso = (d: Date) => d.toISOString();
-
-type Diffed = Pick<ConfigVersion, "version" | "file" | "yaml" | "author" | "createdAt">;
-
-/** `after` unstored (a file checked before it is applied) is named `(not stored) <file>`. */
-function diffText(before: Diffed | undefined, after: Diffed | { file: string; yaml: string }): string {
-  const stored = "version" in after;
-  // jsdiff heads a patch whose two names are equal (a version against itself) with an `Index:` line.
-  return jsdiff()
-    .createTwoFilesPatch(
-      before ? `v${before.version} ${before.file}` : "(none)",
-      stored ? `v${after.version} ${after.file}` : `(not stored) ${after.file}`,
-      before?.yaml ?? "",
-      after.yaml,
-      before ? `${before.author} ${iso(before.createdAt)}` : undefined,
-      stored ? `${after.author} ${iso(after.createdAt)}` : undefined,
-    )
-    .replace(/^Index: .*\n/, "");
-}
 
 /** A text as `options` show it: with `redacted`, inline secrets, header values and webhook URLs masked. */
 function shownText(options: ShowOptions) {
@@ -262,15 +242,13 @@ export class LiveConfig {
   async history(limit = 50): Promise<ConfigHistoryEntry[]> {
     // One extra row: the oldest listed version's diff is taken against it.
     const rows = await listConfigVersions(this.db, limit + 1);
-    return rows.slice(0, limit).map((row, i) => {
-      let added = 0;
-      let removed = 0;
-      for (const part of jsdiff().diffLines(rows[i + 1]?.yaml ?? "", row.yaml)) {
-        if (part.added) added += part.count ?? 0;
-        if (part.removed) removed += part.count ?? 0;
-      }
-      return { version: row.version, author: row.author, file: row.file, createdAt: iso(row.createdAt), added, removed };
-    });
+    return rows.slice(0, limit).map((row, i) => ({
+      version: row.version,
+      author: row.author,
+      file: row.file,
+      createdAt: iso(row.createdAt),
+      ...changedLines(rows[i + 1]?.yaml ?? "", row.yaml),
+    }));
   }
 
   /** Unified diff from version `a` to version `b`; `redacted` masks secrets on both sides. */
