@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import type { Client, ConfigVersionInfo, EffectiveOption } from "ax-scheduler";
+import type { Client, ConfigApplied, ConfigVersionInfo, EffectiveOption } from "ax-scheduler";
 import { AxUsageError } from "./errors.js";
 import { parseFlags, positiveInt } from "./options.js";
 import { localConfigAuthor, yamlValue } from "@ax/common";
@@ -44,6 +44,16 @@ function stored(v: ConfigVersionInfo): string {
   return `config v${v.version} stored from ${v.file} by ${v.author} at ${v.createdAt}`;
 }
 
+/** What apply, edit and rollback print: the version stored and its diff (or `unchanged`), then warnings on stderr. */
+function printApplied(version: ConfigApplied, unchanged: string, storedNote = ""): void {
+  if (version.unchanged) console.log(unchanged);
+  else {
+    console.log(`${stored(version)}${storedNote}; running processes apply it within seconds`);
+    console.log(version.diff);
+  }
+  for (const warning of version.warnings) console.warn(`warning: ${warning}`);
+}
+
 function versionArg(command: string, text: string): number {
   const parsed = positiveInt.safeParse(text);
   if (!parsed.success)
@@ -66,12 +76,7 @@ export function addConfigCommands(program: Command, withConfig: WithConfig): voi
       const text = readConfigFile(file);
       await withConfig(async (api) => {
         const version = await api.apply(text, file, raw.author ?? localConfigAuthor());
-        if (version.unchanged) console.log(`unchanged: ${file} is config v${version.version}, in force; nothing stored`);
-        else {
-          console.log(`${stored(version)}; running processes apply it within seconds`);
-          console.log(version.diff);
-        }
-        for (const warning of version.warnings) console.warn(`warning: ${warning}`);
+        printApplied(version, `unchanged: ${file} is config v${version.version}, in force; nothing stored`);
       });
     });
 
@@ -86,12 +91,7 @@ export function addConfigCommands(program: Command, withConfig: WithConfig): voi
       await withConfig(async (api) => {
         const version = await editConfig(api, raw.author ?? localConfigAuthor());
         if (!version) console.log("no change: nothing stored");
-        else if (version.unchanged) console.log(`unchanged: the edit leaves config v${version.version} as it is; nothing stored`);
-        else {
-          console.log(`${stored(version)}; running processes apply it within seconds`);
-          console.log(version.diff);
-        }
-        for (const warning of version?.warnings ?? []) console.warn(`warning: ${warning}`);
+        else printApplied(version, `unchanged: the edit leaves config v${version.version} as it is; nothing stored`);
       });
     });
 
@@ -196,12 +196,11 @@ export function addConfigCommands(program: Command, withConfig: WithConfig): voi
       const v = versionArg("rollback", version);
       await withConfig(async (api) => {
         const rolled = await api.rollback(v, raw.author ?? localConfigAuthor());
-        if (rolled.unchanged) console.log(`unchanged: config v${rolled.version}, in force, has the text of v${v}; nothing stored`);
-        else {
-          console.log(`${stored(rolled)} (the text of v${v}); running processes apply it within seconds`);
-          console.log(rolled.diff);
-        }
-        for (const warning of rolled.warnings) console.warn(`warning: ${warning}`);
+        printApplied(
+          rolled,
+          `unchanged: config v${rolled.version}, in force, has the text of v${v}; nothing stored`,
+          ` (the text of v${v})`,
+        );
       });
     });
 }

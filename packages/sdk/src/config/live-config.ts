@@ -108,6 +108,21 @@ function shownText(options: ShowOptions) {
 }
 
 /**
+ * `text`, an edit of version `base` as the API shows it, made on that version's stored text; `notes`
+ * says when that could not be done and the edit is stored as written. AxConfigConflictError when
+ * `base` is no longer the newest version.
+ */
+function editOf(latest: ConfigVersion | undefined, base: number, text: string): { yaml: string; notes: string[] } {
+  if (latest?.version !== base) throw new AxConfigConflictError(base, latest?.version ?? 0);
+  const merged = applyMaskedEdit(latest.yaml, text);
+  if (merged !== undefined) return { yaml: merged, notes: [] };
+  const note =
+    `this edit could not be made on config v${base}'s stored text value by value (YAML anchors, aliases or keys that ` +
+    `are not plain names keep it from that): it is stored as written, and v${base}'s comments are not kept`;
+  return { yaml: text, notes: [note] };
+}
+
+/**
  * Stored configuration versions: validate, store and announce new ones, read them back, and tell
  * each option's effective value and source. The CLI, the API and `ax dev` all go through this.
  */
@@ -150,8 +165,7 @@ export class LiveConfig {
   /** Validates, stores as a new version and announces it; nothing is stored when it is invalid. */
   async apply(text: string, file: string, author: string, options: EditOptions = {}): Promise<ConfigApplied> {
     mustBeStrings("config.apply(text, file, author)", { text, file, author });
-    const { yaml, notes } = await this.edited("config.apply", text, options.base);
-    const { parsed, latest, warnings } = await this.judge(yaml, file, text, notes);
+    const { yaml, parsed, latest, warnings } = await this.judge("config.apply", text, file, options.base);
     // The same text again (a save with no change, a rollback to the version in force) is no change to record or announce.
     if (latest?.yaml === yaml) return { ...(await this.version(latest.version)), warnings, unchanged: true };
     const row = { yaml, parsed: parsed as unknown as Json, author, file };
@@ -163,25 +177,6 @@ export class LiveConfig {
   }
 
   /**
-   * `text`, or with `base` that version's own text with the edit's changes made on it; `notes`
-   * says when that could not be done and the edit is stored as written.
-   */
-  private async edited(method: string, text: string, base: number | undefined): Promise<{ yaml: string; notes: string[] }> {
-    if (base === undefined) return { yaml: text, notes: [] };
-    if (!Number.isInteger(base) || base < 1) {
-      throw new AxArgumentError(`${method}: options.base must be a stored version number (1 or more), got ${shown(base)}`);
-    }
-    const latest = await latestConfigVersion(this.db);
-    if (latest?.version !== base) throw new AxConfigConflictError(base, latest?.version ?? 0);
-    const merged = applyMaskedEdit(latest.yaml, text);
-    if (merged !== undefined) return { yaml: merged, notes: [] };
-    const note =
-      `this edit could not be made on config v${base}'s stored text value by value (YAML anchors, aliases or keys that ` +
-      `are not plain names keep it from that): it is stored as written, and v${base}'s comments are not kept`;
-    return { yaml: text, notes: [note] };
-  }
-
-  /**
    * What `apply` would do with `text`, storing and announcing nothing: it refuses what `apply`
    * refuses (AxConfigError naming file, line, column and key), and otherwise answers the diff from
    * the version in force and the warnings `apply` would give. For a pipeline that checks a change
@@ -190,24 +185,28 @@ export class LiveConfig {
    */
   async check(text: string, file: string, options: ShowOptions & EditOptions = {}): Promise<ConfigCheck> {
     mustBeStrings("config.check(text, file)", { text, file });
-    const { yaml, notes } = await this.edited("config.check", text, options.base);
-    const { latest, warnings } = await this.judge(yaml, file, text, notes);
+    const { yaml, latest, warnings } = await this.judge("config.check", text, file, options.base);
     const shown = shownText(options);
     const diff = diffText(latest && shown(latest), shown({ file, yaml }));
     return { inForce: latest?.version ?? null, unchanged: latest?.yaml === yaml, diff, warnings };
   }
 
   /**
-   * `text` validated against what the cluster knows, the version in force, and what may surprise in
-   * it (after `notes`); a refusal names its place in `written` (the edit `text` was made from).
+   * The text to store (`text`, or with `base` that version's own text with the edit's changes made
+   * on it), validated against what the cluster knows (a refusal names its place in `text` as
+   * written), the version in force, and what may surprise in it.
    */
-  private async judge(text: string, file: string, written = text, notes: string[] = []) {
-    const known = await this.knownNames();
-    const parsed = parseRuntimeConfig(text, file, known, written);
+  private async judge(method: string, text: string, file: string, base: number | undefined) {
+    if (base !== undefined && (!Number.isInteger(base) || base < 1)) {
+      throw new AxArgumentError(`${method}: options.base must be a stored version number (1 or more), got ${shown(base)}`);
+    }
     const latest = await latestConfigVersion(this.db);
+    const { yaml, notes } = base === undefined ? { yaml: text, notes: [] } : editOf(latest, base, text);
+    const known = await this.knownNames();
+    const parsed = parseRuntimeConfig(yaml, file, known, text);
     // The queues live workers serve now: a worker keeps those it started with whatever the new version says.
     const served = (await servedQueues(this.db, DEFAULT_LEASE_MS)).keys();
-    return { parsed, latest, warnings: [...notes, ...configWarnings(parsed, known, served)] };
+    return { yaml, parsed, latest, warnings: [...notes, ...configWarnings(parsed, known, served)] };
   }
 
   /** A new version whose text is `version`'s (re-validated: the cluster's flows may have changed since). */

@@ -20,13 +20,26 @@ export interface NewConfigVersion {
   file: string;
 }
 
-export async function insertConfigVersion(db: Db, version: NewConfigVersion): Promise<ConfigVersion> {
-  // Under the lock an edit of a given version (insertConfigVersionAfter) checks the newest under.
+/**
+ * Under the config versions' lock, so that no other version is stored between the two: `version`
+ * stored, unless `stands(newest)` says the newest stored version stands instead (answered as `newest`).
+ */
+async function insertUnlessNewestStands(
+  db: Db,
+  version: NewConfigVersion,
+  stands: (newest: ConfigVersion | undefined) => boolean,
+): Promise<{ stored?: ConfigVersion; newest?: ConfigVersion }> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${lockKey("ax.config_versions")})`);
+    const [newest] = await tx.select().from(configVersions).orderBy(desc(configVersions.version)).limit(1);
+    if (stands(newest)) return { newest };
     const [row] = await tx.insert(configVersions).values(version).returning();
-    return row!;
+    return { stored: row! };
   });
+}
+
+export async function insertConfigVersion(db: Db, version: NewConfigVersion): Promise<ConfigVersion> {
+  return (await insertUnlessNewestStands(db, version, () => false)).stored!;
 }
 
 /**
@@ -34,17 +47,7 @@ export async function insertConfigVersion(db: Db, version: NewConfigVersion): Pr
  * answers undefined, storing nothing, when another was stored since.
  */
 export async function insertConfigVersionAfter(db: Db, after: number, version: NewConfigVersion): Promise<ConfigVersion | undefined> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select pg_advisory_xact_lock(${lockKey("ax.config_versions")})`);
-    const [latest] = await tx
-      .select({ version: configVersions.version })
-      .from(configVersions)
-      .orderBy(desc(configVersions.version))
-      .limit(1);
-    if ((latest?.version ?? 0) !== after) return undefined;
-    const [row] = await tx.insert(configVersions).values(version).returning();
-    return row!;
-  });
+  return (await insertUnlessNewestStands(db, version, (newest) => (newest?.version ?? 0) !== after)).stored;
 }
 
 /**
@@ -52,13 +55,8 @@ export async function insertConfigVersionAfter(db: Db, after: number, version: N
  * a file on an empty store store it once); answers the newest version either way.
  */
 export async function insertFirstConfigVersion(db: Db, version: NewConfigVersion): Promise<ConfigVersion> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select pg_advisory_xact_lock(${lockKey("ax.config_versions")})`);
-    const [latest] = await tx.select().from(configVersions).orderBy(desc(configVersions.version)).limit(1);
-    if (latest) return latest;
-    const [row] = await tx.insert(configVersions).values(version).returning();
-    return row!;
-  });
+  const { stored, newest } = await insertUnlessNewestStands(db, version, (newest) => newest !== undefined);
+  return (stored ?? newest)!;
 }
 
 export async function latestConfigVersion(db: Db): Promise<ConfigVersion | undefined> {
