@@ -64,7 +64,7 @@ export function ProcessTable<T extends ProcessRow>({
                 {row.id}
               </td>
               <td className="stack-wide" data-label={t("workers.host")}>
-                {row.hostname} <span className="muted">pid {row.pid}</span>
+                {row.hostname} <span className="muted nowrap">pid {row.pid}</span>
               </td>
               {columns.map((c) => (
                 <td key={c.label} className={c.className?.(row)} data-label={c.label}>
