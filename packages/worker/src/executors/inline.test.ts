@@ -146,10 +146,11 @@ describe("executeInline", () => {
   });
 
   it("a refused heartbeat keeps nothing alive: only storable beats hold off heartbeatTimeout", async () => {
-    // Beats every 20 ms for about 500 ms against a 250 ms heartbeatTimeout: room for a loaded
-    // machine's late timers, and refused beats alone leave twice the timeout unbeaten.
-    const beating = (progress: unknown) => async () => {
-      for (let i = 0; i < 25; i++) {
+    // Beats every 20 ms for twice the heartbeatTimeout: refused beats alone leave it unbeaten.
+    // The storable beats get a timeout of 750 ms, so that a loaded machine must stall this test's
+    // thread for over 700 ms to end the attempt (CI once saw a stall past 230 ms).
+    const beating = (progress: unknown, timeoutMs: number) => async () => {
+      for (let i = 0; i < (2 * timeoutMs) / 20; i++) {
         try {
           taskContextStorage.getStore()!.heartbeat(progress as Json);
         } catch {
@@ -159,11 +160,11 @@ describe("executeInline", () => {
       }
       return "done";
     };
-    expect(await executeInline(input(beating({ i: 1n }), { heartbeatTimeoutMs: 250 }))).toMatchObject({
+    expect(await executeInline(input(beating({ i: 1n }, 250), { heartbeatTimeoutMs: 250 }))).toMatchObject({
       ok: false,
       outcome: "heartbeat_lost",
     });
-    expect(await executeInline(input(beating({ i: 1 }), { heartbeatTimeoutMs: 250 }))).toEqual({ ok: true, value: "done" });
+    expect(await executeInline(input(beating({ i: 1 }, 750), { heartbeatTimeoutMs: 750 }))).toEqual({ ok: true, value: "done" });
   });
 
   it("an attempt cancelled before it started ends at once", async () => {
