@@ -22,6 +22,8 @@ export interface ScheduleLoopOptions extends TickDeps {
 const LATE_TICK_MS = 1000;
 /** Missed ticks counted at start for the log, at most (a per-second cron down for a day has 86,400). */
 const MISSED_COUNT_LIMIT = 10_000;
+/** How soon a schedule found stored anew by another process is read again. */
+const STALE_READ_MS = 50;
 /** Ticks that fell due in one wake beyond this many are dropped, whatever catchUp says (a frozen process must not replay hours). */
 const MAX_DUE_PER_WAKE = 100;
 
@@ -114,6 +116,11 @@ export class ScheduleLoop {
         }
         await this.releaseQueued();
         delay = (await this.tickDue()) ? this.sleepMs() : (this.options.retryMs ?? 1000);
+        // A claim found the schedule stored anew (a rolling deploy changed the cron): read it within
+        // STALE_READ_MS, not at the old cron's next fire time, which would skip the new cron's ticks
+        // until then. Not at once: should two processes keep storing different crons, this loop
+        // must not spin on PostgreSQL.
+        if (this.stale) delay = Math.min(delay, STALE_READ_MS);
       } catch (error) {
         this.errors.warn(error, {}, "schedule loop pass failed; will retry");
         delay = this.options.retryMs ?? 1000;
