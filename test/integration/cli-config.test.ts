@@ -232,7 +232,7 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     const edit = (env: NodeJS.ProcessEnv) => runAxAs([...connection(), "config", "edit"], { USER: "erin", VISUAL: "", ...env });
     const keptIn = (stderr: string) => /(\/\S+)\/runtime-v\d+\.yaml/.exec(stderr)?.[1];
 
-    edits("s/retries: 2/retries: 5/");
+    edits("s/retries: 2/retries: 5/; s/^tasks:/# five since the outage of 12-01\\ntasks:/");
     const edited = await edit({ EDITOR: editor });
     expect(edited).toMatchObject({ code: 0, stderr: "" });
     expect(edited.stdout).toMatch(
@@ -240,7 +240,7 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     );
     const version = Number(/^config v(\d+)/.exec(edited.stdout)![1]);
     const [row] = await env.sql<{ yaml: string }>("select yaml from config_versions where version = $1", [version]);
-    expect(row!.yaml).toBe(text.replace("retries: 2", "retries: 5"));
+    expect(row!.yaml).toBe(text.replace("retries: 2", "retries: 5").replace("tasks:", "# five since the outage of 12-01\ntasks:"));
 
     // An "editor" that only prints the file: it opens with a header saying what happens to the edit.
     const shown = await edit({ EDITOR: "cat" });

@@ -247,6 +247,15 @@ describe("the config routes the CLI takes through an ax dev", () => {
     });
     expect((await call("GET", "/api/config")).body.config).toMatchObject({ version: base + 1 });
 
+    // Comments written in the edit are added where they were written; the stored ones stay.
+    const commented = edited.replace("tasks:\n", "# two retries since the outage\ntasks:\n");
+    const withComment = await call("POST", "/api/config", { yaml: commented, author: "erin", file: "console", base: base + 1 });
+    expect(withComment).toMatchObject({ status: 201, body: { version: base + 2, unchanged: false } });
+    const [commentedRow] = await env.sql<{ yaml: string }>("select yaml from config_versions where version = $1", [base + 2]);
+    expect(commentedRow!.yaml).toBe(
+      file.replace("retries: 1", "retries: 2").replace("tasks:\n", "# two retries since the outage\ntasks:\n"),
+    );
+
     // A stored text with an anchor is not patched value by value: the edit is stored as sent, and the answer says so.
     const anchored = await call("POST", "/api/config", { yaml: "# shared\ntasks:\n  capi_bill: &bill { retries: 3 }\n", author: "erin" });
     const v = anchored.body.version as number;

@@ -15,9 +15,19 @@ function header(version: number): string {
     `# Config v${version}, in force, as the API shows it: secrets masked, the file's comments not shown.`,
     `# Saved and closed, your changes are stored as a new version made on v${version}'s stored text: its`,
     "# comments stay, a [redacted] value left as it is keeps its stored value, and comments written",
-    "# here are not kept. Close without changing anything to store nothing.",
+    "# below are added where you write them. Close without changing anything to store nothing.",
     "",
   ].join("\n");
+}
+
+/** The saved text without the header's lines, also when the editor changed some of them: comments written in the text are kept, the header's are not. */
+function withoutHeader(saved: string, opening: string): string {
+  if (saved.startsWith(opening)) return saved.slice(opening.length);
+  const headerLines = new Set(opening.split("\n").filter((line) => line !== ""));
+  const lines = saved.split("\n");
+  let first = 0;
+  while (first < lines.length && (lines[first] === "" || headerLines.has(lines[first]!))) first++;
+  return lines.slice(first).join("\n");
 }
 
 /**
@@ -50,8 +60,7 @@ export async function editConfig(api: ConfigApi, author: string): Promise<Config
       `the editor (${editor}) ${how}: nothing was stored; the text is in ${file}. Set VISUAL or EDITOR to an editor that exits 0 when saved`,
     );
   }
-  const saved = readFileSync(file, "utf8");
-  const text = saved.startsWith(opening) ? saved.slice(opening.length) : saved;
+  const text = withoutHeader(readFileSync(file, "utf8"), opening);
   if (text === current.yaml) {
     rmSync(dir, { recursive: true, force: true });
     return undefined;

@@ -264,7 +264,7 @@ export const en = {
   "config.edit": "New version",
   "config.edit.hint": "Write a new runtime.yaml version here, check it, then apply it: every process applies it within seconds",
   "config.edit.title": "New config version",
-  "config.edit.text": "runtime.yaml (the version in force; its comments are not shown here, and are kept)",
+  "config.edit.text": "runtime.yaml (the version in force; its comments are not shown here, and are kept; comments you write are added)",
   "config.edit.masked":
     "Secrets, header values and webhook URLs are shown as [redacted]: one left as shown keeps its stored value; to change one, write the new value out in full (or read it from the environment with secret_env).",
   "config.edit.stale": "Copy out what you changed: starting again from the version in force discards this text.",

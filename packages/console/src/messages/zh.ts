@@ -260,7 +260,7 @@ export const zh: Record<MessageKey, string> = {
   "config.edit": "新版本",
   "config.edit.hint": "在此编写新的 runtime.yaml 版本，先校验再应用：各进程在几秒内应用",
   "config.edit.title": "新配置版本",
-  "config.edit.text": "runtime.yaml（以生效版本为起点；文件中的注释此处不显示，但会保留）",
+  "config.edit.text": "runtime.yaml（以生效版本为起点；文件中的注释此处不显示，但会保留；在此写下的注释会一并加入）",
   "config.edit.masked":
     "密钥、请求头的值和 webhook 地址显示为 [redacted]：原样保留的沿用已存储的值；要修改，请完整写出新值（或用 secret_env 从环境变量读取）。",
   "config.edit.stale": "请先复制你的改动：从生效版本重新开始会丢弃当前文本。",

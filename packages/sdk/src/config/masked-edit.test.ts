@@ -85,6 +85,71 @@ describe("an edit of a version's masked text", () => {
     expect(merged).toContain("secret: SIGNING-KEY");
   });
 
+  it("adds the comments written in the edit where they were written, after the stored ones", () => {
+    const merged = applyMaskedEdit(
+      STORED,
+      edited((shown) =>
+        shown
+          .replace("    timeout: 30s\n", "    # raised after the outage of 12-01\n    timeout: 30s # the API's own limit\n")
+          .replace("retries: 3", "retries: 4 # one more since 12-01")
+          .replace("  send_mail:", "  # mail goes through the relay\n  send_mail:")
+          .replace("      - type: log\n", "      # for the worker's log\n      - type: log\n")
+          .concat("# end of the file\n"),
+      ),
+    );
+    expect(merged).toBe(
+      STORED.replace(
+        "retries: 3 # the invoice API dedupes by order id",
+        "retries: 4 # the invoice API dedupes by order id; one more since 12-01",
+      )
+        .replace("    timeout: 30s\n", "    # raised after the outage of 12-01\n    timeout: 30s # the API's own limit\n")
+        .replace("  send_mail:", "  # mail goes through the relay\n  send_mail:")
+        .replace("      - type: log\n", "      # for the worker's log\n      - type: log\n")
+        .concat("\n# end of the file\n"),
+    );
+  });
+
+  it("stores an edit that only added a comment, and does not repeat a stored comment written again", () => {
+    const merged = applyMaskedEdit(
+      STORED,
+      edited((shown) => shown.replace("tasks:\n", "tasks:\n  # the invoice API dedupes by order id\n")),
+    );
+    expect(merged).toBe(STORED.replace("tasks:\n", "tasks:\n  # the invoice API dedupes by order id\n"));
+    expect(
+      applyMaskedEdit(
+        STORED,
+        edited((shown) => shown.replace("retries: 3", "retries: 3 # the invoice API dedupes by order id")),
+      ),
+    ).toBe(STORED);
+  });
+
+  it("puts a new key or list item where the edit wrote it, and a stored comment stays with its own key or item", () => {
+    const merged = applyMaskedEdit(
+      STORED,
+      edited((shown) =>
+        shown
+          .replace("tasks:\n", "tasks:\n  # reports run nightly\n  report: { retries: 1 }\n")
+          .replace(
+            "      - type: webhook",
+            "      # first, before the webhook\n      - type: slack\n        channel: ops\n      - type: webhook",
+          ),
+      ),
+    );
+    expect(merged).toContain("tasks:\n  # reports run nightly\n  report: { retries: 1 }\n  create_invoice:");
+    expect(merged).toContain(
+      "    sinks:\n      # first, before the webhook\n      - type: slack\n        channel: ops\n      # the on-call channel\n      - type: webhook",
+    );
+  });
+
+  it("takes an edit that uses anchors value by value", () => {
+    const merged = applyMaskedEdit(
+      STORED,
+      edited((shown) => `${shown}defaults: &d { retries: 2 }\nother: *d\n`),
+    );
+    expect(merged).toContain("retries: 3 # the invoice API dedupes by order id");
+    expect(merged).toContain("other:\n  retries: 2\n");
+  });
+
   it("leaves a text with anchors or one that does not parse to be stored as written", () => {
     const anchored = "defaults: &d { retries: 3 }\ntasks:\n  a: *d\n";
     expect(applyMaskedEdit(anchored, "defaults: { retries: 4 }\n")).toBeUndefined();
