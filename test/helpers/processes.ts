@@ -6,6 +6,8 @@ import { promisify } from "node:util";
 
 export const AX_BIN = fileURLToPath(new URL("../../packages/cli/bin/ax.js", import.meta.url));
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+/** Node's flags that run a TypeScript fixture: see typescript-fixture.mjs. */
+export const TS_FIXTURE = ["--import", new URL("./typescript-fixture.mjs", import.meta.url).href];
 
 /** A child process whose output is drained (a full pipe would block it) and kept for diagnostics. */
 export interface Child {
@@ -111,7 +113,7 @@ export async function startPrivateRedis(port?: number, extraArgs: string[] = [])
   return { url: `redis://127.0.0.1:${port}`, port, child };
 }
 
-/** A worker fixture (`node --import tsx <fixture>`) in its own OS process, so it can really be killed. */
+/** A worker fixture (`node` with TS_FIXTURE, `<fixture>`) in its own OS process, so it can really be killed. */
 export interface WorkerProcess extends Child {
   /** The worker id it records on its attempts (from the `{"ready": id}` line it prints). */
   id: string;
@@ -123,7 +125,7 @@ export interface WorkerProcess extends Child {
 }
 
 export async function spawnWorker(fixture: string, env: NodeJS.ProcessEnv, timeoutMs = 60_000, group = false): Promise<WorkerProcess> {
-  const child = startChild(process.execPath, ["--import", "tsx", fixture], env, group);
+  const child = startChild(process.execPath, [...TS_FIXTURE, fixture], env, group);
   const ready = /\{"ready":"([^"]+)"\}/;
   try {
     await child.waitFor(ready, timeoutMs);

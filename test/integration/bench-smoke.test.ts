@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../helpers/processes.js";
+import { REPO_ROOT, TS_FIXTURE } from "../helpers/processes.js";
 
 /**
  * `pnpm bench` at a few dozen runs per scenario: not a measurement (the figures of such a run say
@@ -39,7 +39,7 @@ const SCENARIO_KEYS = [
 
 describe("pnpm bench, tiny", { timeout: 240_000 }, () => {
   it("runs every scenario to the end and prints the goals' keys in its final JSON line", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "test/bench/run.ts"], {
+    const { stdout } = await promisify(execFile)(process.execPath, [...TS_FIXTURE, "test/bench/run.ts"], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...TINY },
       timeout: 230_000,

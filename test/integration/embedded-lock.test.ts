@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isolate } from "../helpers/isolated.js";
-import { AX_BIN, freePort, REPO_ROOT, runAx, startAx, startChild, type Child } from "../helpers/processes.js";
+import { AX_BIN, freePort, REPO_ROOT, runAx, startAx, startChild, TS_FIXTURE, type Child } from "../helpers/processes.js";
 
 const run = promisify(execFile);
 const OPEN_EMBEDDED = "test/fixtures/open-embedded.ts";
@@ -27,7 +27,7 @@ async function exec(file: string, args: string[]): Promise<{ code: number; stdou
 const ax = (args: string[]) => exec(process.execPath, [AX_BIN, ...args]);
 
 async function openEmbedded(dataDir: string): Promise<{ opened: boolean; runs?: number; name?: string; message?: string }> {
-  const result = await exec(process.execPath, ["--import", "tsx", OPEN_EMBEDDED, dataDir]);
+  const result = await exec(process.execPath, [...TS_FIXTURE, OPEN_EMBEDDED, dataDir]);
   const line = result.stdout.trim().split("\n").at(-1) ?? "";
   try {
     return JSON.parse(line) as { opened: boolean };
@@ -36,7 +36,7 @@ async function openEmbedded(dataDir: string): Promise<{ opened: boolean; runs?: 
   }
 }
 
-// Each `ax` process loads TypeScript through tsx: tens of seconds on a busy machine, hence the timeouts.
+// Each process here loads ax, and ax dev compiles PGlite: tens of seconds on a busy machine, hence the timeouts.
 describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () => {
   // Only the Redis prefix of `isolate()` is used; the history lives in the PGlite directory below.
   const env = isolate("pglock");
@@ -434,14 +434,10 @@ describe("an embedded data directory held by ax dev", { timeout: 300_000 }, () =
 
   it("a service's own Runtime with the api role on the history is reached through its API too, as ax dev is", async () => {
     const port = await freePort();
-    const service = startChild(
-      process.execPath,
-      ["--import", "tsx", "test/fixtures/embedded-runtime.ts", dataDir, String(port), env.prefix],
-      {
-        AX_LOG_LEVEL: "warn",
-        DATABASE_URL: undefined,
-      },
-    );
+    const service = startChild(process.execPath, [...TS_FIXTURE, "test/fixtures/embedded-runtime.ts", dataDir, String(port), env.prefix], {
+      AX_LOG_LEVEL: "warn",
+      DATABASE_URL: undefined,
+    });
     try {
       await service.waitFor(/embedded runtime started/, 120_000);
       const triggered = await ax(["trigger", "hello_flow", "--payload", '"service"', "--wait", "--timeout", "120s", ...connection]);

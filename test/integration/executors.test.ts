@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AttemptInfo, Client, RunInfo, Runtime } from "ax-scheduler";
+import { jsExecutorFlows } from "../fixtures/executor-js-tasks.mjs";
 import { executorFlows } from "../fixtures/executor-tasks.js";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
@@ -39,7 +40,7 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
   const warmAndCheck = async (kind: string) => expect((await run(`echo_${kind}`)).status).toBe("success");
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: executorFlows, maxConcurrency: 4 });
+    runtime = testRuntime(env, { flows: [...executorFlows, ...jsExecutorFlows], maxConcurrency: 4 });
     await runtime.start();
     client = runtime.client();
   });
@@ -64,6 +65,12 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
       expect(done.tasks[0]!.result).toEqual({ id: 7, price: { amount: 19.99, currency: "EUR" }, tags: ["a", null] });
     },
   );
+
+  it.each(KINDS)("loads a JavaScript task module in a %s child without tsx's hooks", async (kind) => {
+    const plain = await run(`plain_js_${kind}`);
+    expect(plain.status).toBe("success");
+    expect(plain.tasks[0]!.result).toMatchObject({ typescriptHooks: false });
+  });
 
   for (const kind of KINDS) {
     describe(kind, () => {

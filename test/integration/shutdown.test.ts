@@ -4,7 +4,7 @@ import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { ax, type Runtime } from "ax-scheduler";
 import { isolate } from "../helpers/isolated.js";
-import { startAx, startChild, startPrivateRedis } from "../helpers/processes.js";
+import { startAx, startChild, startPrivateRedis, TS_FIXTURE } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
 import { until } from "../helpers/until.js";
 
@@ -207,7 +207,7 @@ describe("a stopped Runtime lets its process exit", { timeout: 60_000 }, () => {
     // A start that fails (PostgreSQL unreachable) says so and releases what it opened.
     ["worker", "postgres://postgres@127.0.0.1:1/test", "AxStoreError", 3000],
   ])("with roles %s, soon after stop() (or a Client's close(), or a failed start)", async (roles, storage, failed, withinMs) => {
-    const child = startChild(process.execPath, ["--import", "tsx", "test/fixtures/stop-exit.ts"], {
+    const child = startChild(process.execPath, [...TS_FIXTURE, "test/fixtures/stop-exit.ts"], {
       AX_STORAGE: storage ?? env.storage,
       AX_REDIS: env.redis,
       AX_PREFIX: env.prefix,

@@ -10,21 +10,6 @@ function isFlow(value: unknown): value is Flow {
   return !!value && typeof value === "object" && "dag" in value && "tasks" in value && (value as Flow).tasks instanceof Map;
 }
 
-const TYPESCRIPT_ENTRY = /\.(ts|mts|cts|tsx)$/;
-let typescriptLoaded = import.meta.url.endsWith(".ts");
-
-/**
- * The installed CLI is JavaScript; tsx is registered only for an entry written in TypeScript, so
- * a JavaScript project pays nothing for it. Running from the sources, tsx is already registered.
- */
-async function loadTypeScript(entry: string): Promise<void> {
-  if (typescriptLoaded || !TYPESCRIPT_ENTRY.test(entry)) return;
-  const [esm, cjs] = await Promise.all([import("tsx/esm/api"), import("tsx/cjs/api")]);
-  esm.register();
-  cjs.register();
-  typescriptLoaded = true;
-}
-
 /** Imports the user's entry module and collects every flow it exports (directly or in an array). */
 export async function loadFlows(entry: string): Promise<Flow<any>[]> {
   const path = resolve(entry);
@@ -32,7 +17,6 @@ export async function loadFlows(entry: string): Promise<Flow<any>[]> {
   if (!existsSync(path)) {
     throw new AxEntryError(`no entry module at ${path}: give the path of the module that exports your flows (ax.flow(...))`);
   }
-  await loadTypeScript(entry);
   const module = await importEntry(entry, path);
   const found = new Map<string, Flow<any>>();
   // A CommonJS entry's exports may arrive only as its `default` (Node cannot always list them by name).

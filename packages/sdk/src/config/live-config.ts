@@ -26,7 +26,6 @@ import {
   AxConfigError,
   AxConfigVersionNotFoundError,
   DEFAULT_LEASE_MS,
-  lazyRequire,
 } from "@ax/common";
 import { shown } from "../option-checks.js";
 import { taskOverridesSchema, taskPoolOf, type TaskPool } from "../options.js";
