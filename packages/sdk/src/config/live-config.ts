@@ -20,13 +20,7 @@ import {
   type Json,
   type ProcessConfigState,
 } from "@ax/store";
-import {
-  AxArgumentError,
-  AxConfigConflictError,
-  AxConfigError,
-  AxConfigVersionNotFoundError,
-  DEFAULT_LEASE_MS,
-} from "@ax/common";
+import { AxArgumentError, AxConfigConflictError, AxConfigError, AxConfigVersionNotFoundError, DEFAULT_LEASE_MS } from "@ax/common";
 import { shown } from "../option-checks.js";
 import { taskOverridesSchema, taskPoolOf, type TaskPool } from "../options.js";
 import { sendTestAlert } from "./alerts-config.js";
