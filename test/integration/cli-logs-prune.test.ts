@@ -16,7 +16,7 @@ const audit = ax.task({ name: "audit" }, (order: string) => {
 });
 const auditFlow = ax.flow({ name: "audit_flow" }, (order) => audit(order));
 
-// Each `ax` start loads TypeScript through tsx: the commands run concurrently, under a long timeout.
+// Each `ax` start loads ax (about a second of CPU): the commands run concurrently, under a long timeout.
 describe.concurrent("ax logs and ax prune", { timeout: 120_000 }, () => {
   const env = isolate("clilogs");
   let runtime: Runtime;

@@ -19,7 +19,7 @@ const never = ax.flow({ name: "usage_never", schedule: { cron: "0 0 30 2 *", tim
   step();
 });
 
-// Each `ax` start loads TypeScript through tsx (seconds of CPU): independent commands run concurrently.
+// Each `ax` start loads ax (about a second of CPU): independent commands run concurrently.
 describe.concurrent("ax flags and arguments", { timeout: 90_000 }, () => {
   const env = isolate("cliusage");
   const connection = () => ["--storage", env.storage, "--prefix", env.prefix];

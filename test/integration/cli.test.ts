@@ -22,7 +22,7 @@ const payloadFlow = ax.flow({ name: "cli_payload_flow" }, (input) => {
   echo(input);
 });
 
-// Each `ax` start loads TypeScript through tsx (seconds of CPU, far more on a busy machine): independent
+// Each `ax` start loads ax (about a second of CPU, far more on a busy machine): independent
 // commands run concurrently, under a longer timeout than the default.
 describe.concurrent("the ax CLI", { timeout: 90_000 }, () => {
   const env = isolate("cli");
