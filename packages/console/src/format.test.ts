@@ -1,5 +1,16 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { between, dateTime, duration, durationTick, fireSeconds, progressText, setFormatLanguage, waitingFor, zoneName } from "./format";
+import {
+  between,
+  dateTime,
+  duration,
+  durationTick,
+  fieldPieces,
+  fireSeconds,
+  progressText,
+  setFormatLanguage,
+  waitingFor,
+  zoneName,
+} from "./format";
 
 afterEach(() => setFormatLanguage("en"));
 
@@ -70,5 +81,13 @@ describe("progressText", () => {
     expect(progressText({ stage: "upload", files: 3 }, 24)).toBe("stage upload · files 3");
     expect(progressText("copying table 3 of 12 (orders_archive)", 24)).toBe("copying table 3 of 12 (…");
     expect(progressText({ nested: { a: 1 } }, 24)).toBe('{"nested":{"a":1}}');
+  });
+});
+
+describe("fieldPieces", () => {
+  it("cuts a value after its commas only, keeping each field with its closing brace", () => {
+    expect(fieldPieces("{ name: core_db, slots: 1 }")).toEqual(["{ name: core_db, ", "slots: 1 }"]);
+    expect(fieldPieces('["InvoiceApiError","TimeoutError"]')).toEqual(['["InvoiceApiError",', '"TimeoutError"]']);
+    expect(fieldPieces("1m")).toEqual(["1m"]);
   });
 });

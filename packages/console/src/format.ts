@@ -163,3 +163,8 @@ export function summary(value: unknown, max = 400): string {
   const text = JSON.stringify(value, null, 2) ?? "null";
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
+
+/** A config value cut after each comma (and the space after it), where a narrow column may wrap it. */
+export function fieldPieces(text: string): string[] {
+  return text.split(/(?<=, ?)(?=\S)/);
+}

@@ -6,6 +6,7 @@ import { Confirm } from "../components/Confirm";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time } from "../components/Time";
 import { yamlValue } from "@ax/common/yaml-value";
+import { fieldPieces } from "../format";
 import { useAction, useApi } from "../hooks";
 import { fill, useI18n } from "../i18n";
 import { ActionButton, useSession } from "../session";
@@ -18,12 +19,17 @@ interface Effective {
   flows: Record<string, EffectiveOption[]>;
 }
 
-/** A value that may wrap after its commas and colons, so a narrow column breaks it between fields, not inside a word. */
+/** Pieces no longer than this stay on one line: `slots: 1 }` never leaves its brace on a line of its own. */
+const WHOLE_PIECE = 24;
+
+/**
+ * A value that wraps between its fields (after a comma), not inside one, so a narrow column
+ * breaks `{ name: core_db, slots: 1 }` after `core_db,`. A field too long for a line still wraps.
+ */
 function Breakable({ text }: { text: string }) {
-  const pieces = text.split(/(?<=[,:])/);
-  return pieces.map((piece, i) => (
+  return fieldPieces(text).map((piece, i) => (
     // biome-ignore lint/suspicious/noArrayIndexKey: the pieces of one string, in order
-    <span key={i}>
+    <span key={i} className={piece.length <= WHOLE_PIECE ? "whole" : undefined}>
       {i > 0 && <wbr />}
       {piece}
     </span>
