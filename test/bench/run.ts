@@ -41,6 +41,7 @@ import { historyJson, historyRows, historySizes, largeHistory, type HistoryResul
 import { memoryJson, memoryRows, queuedRuns, workerMemory, type MemoryResult } from "./memory.js";
 import { scalingJson, scalingRows, scalingRuns, workerScaling, type ScalingResult } from "./scaling.js";
 import { sparseJson, sparseLoad, sparseRows, sparseRuns, type SparseResult } from "./sparse.js";
+import { idleCost, idleJson, idleRows, type IdleResult } from "./idle.js";
 import { benchSkips, type Skippable } from "./stats.js";
 import { totalCpu, type ServerCpu } from "./process-cpu.js";
 import { assertBuilt } from "./workers.js";
@@ -63,6 +64,7 @@ interface Results {
   /** The scenarios below are absent when AX_BENCH_SKIP names them. */
   scaling?: ScalingResult;
   sparse?: SparseResult;
+  idle?: IdleResult;
   memory?: MemoryResult;
   history?: HistoryResult;
 }
@@ -147,6 +149,7 @@ async function measureAtScale(sizes: BenchSizes, skips: Set<Skippable>): Promise
   const results: Pick<Results, Skippable> = {};
   if (!skips.has("scaling")) results.scaling = await workerScaling(scalingRuns(), log);
   if (!skips.has("sparse")) results.sparse = await sparseLoad(sparseRuns(), log);
+  if (!skips.has("idle")) results.idle = await idleCost(log);
   if (!skips.has("memory")) results.memory = await workerMemory(queuedRuns(), log);
   if (!skips.has("history")) {
     results.history = await largeHistory({ ...historySizes(), concurrency: sizes.concurrency, gapMs: sizes.latencyGapMs }, log);
@@ -235,6 +238,7 @@ function report(r: Results): void {
     },
     ...(r.scaling ? scalingRows(r.scaling, base) : []),
     ...(r.sparse ? sparseRows(r.sparse) : []),
+    ...(r.idle ? idleRows(r.idle) : []),
     ...(r.memory ? memoryRows(r.memory) : []),
     ...(r.history ? historyRows(r.history, r.baselineLatency) : []),
   ]);
@@ -275,6 +279,7 @@ function report(r: Results): void {
       bullmq_total_cpu_ms_per_task: round(totalCpu(r.baseline.endToEnd.cpuMsPerTask, r.baseline.endToEnd.serverCpu), 3),
       ...(r.scaling && scalingJson(r.scaling)),
       ...(r.sparse && sparseJson(r.sparse)),
+      ...(r.idle && idleJson(r.idle)),
       ...(r.memory && memoryJson(r.memory)),
       ...(r.history && historyJson(r.history)),
     }),
@@ -285,7 +290,7 @@ async function main(): Promise<void> {
   installCounters();
   const sizes = benchSizes();
   const skips = benchSkips();
-  if (!skips.has("scaling") || !skips.has("sparse") || !skips.has("memory")) assertBuilt();
+  if (!skips.has("scaling") || !skips.has("sparse") || !skips.has("idle") || !skips.has("memory")) assertBuilt();
   const results: Results = { ...(await measure(sizes)), ...(await measureAtScale(sizes, skips)) };
   printStatementTimes();
   report(results);

@@ -88,7 +88,7 @@ export function fixedSize(name: string, base: number): number {
   return Math.round(envNumber(name, base));
 }
 
-export const SKIPPABLE = ["scaling", "sparse", "memory", "history"] as const;
+export const SKIPPABLE = ["scaling", "sparse", "idle", "memory", "history"] as const;
 export type Skippable = (typeof SKIPPABLE)[number];
 
 /** The scenarios named in AX_BENCH_SKIP (a comma list); a misspelt name fails rather than silently running it. */

@@ -58,9 +58,9 @@ function workerEnv(env: Isolated): NodeJS.ProcessEnv {
 }
 
 /** A worker process, started but not yet waited for, so its memory can be watched from its first moment. */
-export function startWorkerProcess(env: Isolated): Child {
+export function startWorkerProcess(env: Isolated, extraEnv: NodeJS.ProcessEnv = {}): Child {
   const nodeArgs = process.env.AX_BENCH_WORKER_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
-  return startChild(process.execPath, [...nodeArgs, WORKER_FIXTURE], workerEnv(env));
+  return startChild(process.execPath, [...nodeArgs, WORKER_FIXTURE], { ...workerEnv(env), ...extraEnv });
 }
 
 export async function waitReady(worker: Child): Promise<void> {
