@@ -113,7 +113,7 @@ describe("the web console in a real browser", () => {
     expect(new URL(page.url()).pathname).toBe(`/runs/${runId}`);
 
     await page.goto(`${runtime.url}/runs?flow=order_payment_flow`);
-    await page.locator("table tbody tr", { hasText: runId.slice(0, 8) }).waitFor();
+    await page.locator("table tbody tr", { hasText: runId.slice(-8) }).waitFor();
     await shot("03-runs");
 
     // The business key filter applies as it is typed, once typing pauses, as the selects do: no Enter, no blur.
@@ -126,7 +126,7 @@ describe("the web console in a real browser", () => {
     await expect(page.getByRole("button", { name: "Clear filters" }).isVisible()).resolves.toBe(true);
     await expect(page.evaluate(`document.activeElement?.name`)).resolves.toBe("businessKey");
     await page.getByRole("button", { name: "Clear filters" }).click();
-    await page.locator("table tbody tr", { hasText: runId.slice(0, 8) }).waitFor();
+    await page.locator("table tbody tr", { hasText: runId.slice(-8) }).waitFor();
     await expect(page.locator("input[name=businessKey]").inputValue()).resolves.toBe("");
   });
 
@@ -199,7 +199,7 @@ describe("the web console in a real browser", () => {
     await node("parse_payment").click();
     const reused = page.locator('[data-panel="parse_payment"] [data-note="reused"]');
     await expect(reused.textContent()).resolves.toBe(
-      `Result carried over from run ${failedId.slice(0, 8)}. Its attempts and log lines are on that run.`,
+      `Result carried over from run ${failedId.slice(-8)}. Its attempts and log lines are on that run.`,
     );
     await reused.getByRole("link").click();
     await page.waitForURL((url) => url.pathname === `/runs/${failedId}`);
@@ -434,7 +434,7 @@ describe("the web console in a real browser", () => {
     );
     await page.goto(`${runtime.url}/runs/${run.id}`);
     await page.locator("h1 .badge").waitFor();
-    await expect(page.title()).resolves.toBe(`Run ${run.id.slice(0, 8)} · ax console`);
+    await expect(page.title()).resolves.toBe(`Run ${run.id.slice(-8)} · ax console`);
     down = true;
     const offline = page.getByTestId("offline");
     await offline.waitFor({ timeout: 10_000 });

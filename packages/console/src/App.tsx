@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import { setUnauthorizedHandler, token } from "./api";
 import { NotFound } from "./components/Status";
+import { shortId } from "./format";
 import { fill, I18nProvider, useI18n } from "./i18n";
 import { AlertsPage } from "./pages/Alerts";
 import { AuditPage } from "./pages/Audit";
@@ -57,7 +58,7 @@ function pageTitle(path: string, t: ReturnType<typeof useI18n>["t"]): string {
   const section = NAV.find((n) => n.to === `/${page}`) ?? (page === "audit" ? { key: "audit" as const } : undefined);
   const name =
     parts[0] === "runs" && parts[1]
-      ? `${t("title.run")} ${parts[1].slice(0, 8)}`
+      ? `${t("title.run")} ${shortId(parts[1])}`
       : parts[0] === "flows" && parts[1]
         ? parts[1]
         : section

@@ -8,6 +8,7 @@ import {
   fireSeconds,
   progressText,
   setFormatLanguage,
+  shortId,
   waitingFor,
   zoneName,
 } from "./format";
@@ -89,5 +90,11 @@ describe("fieldPieces", () => {
     expect(fieldPieces("{ name: core_db, slots: 1 }")).toEqual(["{ name: core_db, ", "slots: 1 }"]);
     expect(fieldPieces('["InvoiceApiError","TimeoutError"]')).toEqual(['["InvoiceApiError",', '"TimeoutError"]']);
     expect(fieldPieces("1m")).toEqual(["1m"]);
+  });
+});
+
+describe("shortId", () => {
+  it("shows a run id by its random end, since runs of the same minute share their id's first characters", () => {
+    expect(shortId("019af3c2-7d1e-7a00-9c4b-5e2f0a1b3c4d")).toBe("0a1b3c4d");
   });
 });

@@ -129,8 +129,12 @@ export function waitingDue(text: string): string | undefined {
   return DUE_AT.exec(text)?.[1];
 }
 
+/**
+ * A run id as pages show it: its last 8 characters. Run ids are time-ordered UUIDs, whose first
+ * characters are the same for every run of the same minute or so; the last ones are random.
+ */
 export function shortId(id: string): string {
-  return id.slice(0, 8);
+  return id.slice(-8);
 }
 
 /** A JSON value on a few lines at most, for summaries in tables and panels. */

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import {
   admitsRuns,
@@ -17,7 +16,14 @@ import {
 import { admitFlow } from "./admission.js";
 import { enqueueNodes } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
-import { AxNothingToRerunError, AxRunNotFinishedError, AxTaskUnavailableError, AxUnknownFlowError, AxUnknownNodeError } from "@ax/common";
+import {
+  AxNothingToRerunError,
+  AxRunNotFinishedError,
+  AxTaskUnavailableError,
+  AxUnknownFlowError,
+  AxUnknownNodeError,
+  newRunId,
+} from "@ax/common";
 import { checkPayload } from "./trigger.js";
 
 export interface RerunOptions {
@@ -92,7 +98,7 @@ export async function rerunRun(
     if (backfillId !== undefined && !(await lockBackfillTicks(tx, runId))) return undefined;
     const [written] = await createRuns(tx, [
       {
-        id: randomUUID(),
+        id: newRunId(),
         flow: version,
         trigger: "rerun",
         payload,

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import {
   admitHeldRuns,
   assertJson,
@@ -20,7 +19,7 @@ import type { Logger } from "pino";
 import { BatchedEnqueue } from "./enqueue.js";
 import { flowAdmitsRuns } from "./flow-caps.js";
 import type { QueueRegistry } from "./queues.js";
-import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxTriggerOptionError } from "@ax/common";
+import { AxNotJsonError, AxPayloadError, AxPayloadTooLargeError, AxTriggerOptionError, newRunId } from "@ax/common";
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
@@ -115,7 +114,7 @@ export async function prepareRun(deps: TriggerDeps, request: TriggerRequest, wha
   const flow = nameStorable ? await (deps.resolveFlow ?? ((name) => currentFlowVersion(db, name)))(request.flow) : undefined;
   if (!flow) throw await unknownFlowError(db, request.flow);
   return {
-    id: randomUUID(),
+    id: newRunId(),
     flow,
     trigger: request.trigger ?? "manual",
     payload,

@@ -1,5 +1,5 @@
 import { useEffect } from "react";
-import { duration, progressText, summary, waitingDue, waitingFor } from "../format";
+import { duration, progressText, shortId, summary, waitingDue, waitingFor } from "../format";
 import { fill, type MessageKey, useI18n } from "../i18n";
 import { Link } from "../router";
 import { serverOriginal, serverText } from "../server-reasons";
@@ -107,7 +107,7 @@ function ReusedNote({ task }: { task: TaskRunInfo & { reusedFrom: string } }) {
     <p className="node-note" data-note="reused">
       {t("node.reusedFrom")}{" "}
       <Link to={`/runs/${task.reusedFrom}?node=${encodeURIComponent(task.key)}`} className="mono">
-        {task.reusedFrom.slice(0, 8)}
+        {shortId(task.reusedFrom)}
       </Link>
       {MARKS[lang].stop}
       {lang === "en" && " "}

@@ -1,5 +1,5 @@
 import type { ReactNode } from "react";
-import { between } from "../format";
+import { between, shortId } from "../format";
 import { label, type MessageKey, useI18n } from "../i18n";
 import { Link } from "../router";
 import { FINAL_RUN } from "../run-states";
@@ -45,7 +45,7 @@ export function RunMeta({ run, now }: { run: RunInfo; now: number }) {
       {run.startedAt && <Item name={final ? "run.meta.took" : "run.meta.runningFor"}>{between(run.startedAt, run.finishedAt, now)}</Item>}
       {run.rerunOf && (
         <span>
-          {t("run.rerunOf")} <Link to={`/runs/${run.rerunOf}`}>{run.rerunOf.slice(0, 8)}</Link>
+          {t("run.rerunOf")} <Link to={`/runs/${run.rerunOf}`}>{shortId(run.rerunOf)}</Link>
         </span>
       )}
       {run.waitingFor && <Waiting text={run.waitingFor} />}

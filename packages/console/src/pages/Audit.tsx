@@ -3,6 +3,7 @@ import { Pager, useCursor } from "../components/Pager";
 import { AccessTabs } from "../components/AccessTabs";
 import { Empty, ErrorNote } from "../components/Status";
 import { Time, Zone } from "../components/Time";
+import { shortId } from "../format";
 import { useApi } from "../hooks";
 import { fill, useI18n } from "../i18n";
 import { Link } from "../router";
@@ -40,7 +41,7 @@ function Detail({ detail }: { detail: unknown }) {
     <>
       {typeof runId === "string" && (
         <Link to={`/runs/${encodeURIComponent(runId)}`} className="mono small au-run">
-          run {runId.slice(0, 8)}
+          run {shortId(runId)}
         </Link>
       )}{" "}
       {text.length <= SHORT_DETAIL ? (

@@ -8,6 +8,7 @@ import { Empty, ErrorNote, NotFound, StatusBadge } from "../components/Status";
 import { FireTime, LastTick } from "../components/ScheduleParts";
 import { Time, Zone } from "../components/Time";
 import { TriggerDialog } from "../components/TriggerDialog";
+import { shortId } from "../format";
 import { useAction, useApi } from "../hooks";
 import { fill, useI18n } from "../i18n";
 import { Link } from "../router";
@@ -169,7 +170,7 @@ export function FlowPage({ name }: { name: string }) {
             {(runs.data?.runs ?? []).slice(0, 6).map((r) => (
               <li key={r.id}>
                 <Link to={`/runs/${r.id}`} className="recent-run">
-                  <StatusBadge status={r.status} /> <span className="mono">{r.id.slice(0, 8)}</span>{" "}
+                  <StatusBadge status={r.status} /> <span className="mono">{shortId(r.id)}</span>{" "}
                   <span className="muted ellipsis">
                     <Time iso={r.createdAt} />
                   </span>

@@ -7,7 +7,7 @@ import { NodePanel } from "../components/NodePanel";
 import { RunMeta } from "../components/RunMeta";
 import { Confirm } from "../components/Confirm";
 import { ErrorNote, NotFound, StatusBadge } from "../components/Status";
-import { between, duration, progressText, summary, waitingFor } from "../format";
+import { between, duration, progressText, shortId, summary, waitingFor } from "../format";
 import { useAction, useNow } from "../hooks";
 import { fill, type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, replace, useLocation } from "../router";
@@ -18,7 +18,7 @@ import type { RunInfo, TaskRunInfo } from "../types";
 import { ActionButton } from "../session";
 
 function nodeDetail(task: TaskRunInfo, now: number, { t, lang }: ReturnType<typeof useI18n>): string {
-  if (task.reusedFrom) return `${t("status.reused")} · ${task.reusedFrom.slice(0, 8)}`;
+  if (task.reusedFrom) return `${t("status.reused")} · ${shortId(task.reusedFrom)}`;
   if (task.status === "retrying" && task.nextRetryAt) {
     const left = Date.parse(task.nextRetryAt) - now;
     // Due, and held by a limit (a full pool): that is what it waits for now.
@@ -107,7 +107,7 @@ export function RunPage({ id }: { id: string }) {
             <Link to="/runs">{t("runs")}</Link> / <Link to={`/flows/${encodeURIComponent(run.flow)}`}>{run.flow}</Link> /
           </div>
           <h1>
-            <span className="mono">{run.id.slice(0, 8)}</span> <StatusBadge status={run.status} />
+            <span className="mono">{shortId(run.id)}</span> <StatusBadge status={run.status} />
             {live && !final && <span className="live">{t("run.live")}</span>}
           </h1>
           <RunMeta run={run} now={now} />

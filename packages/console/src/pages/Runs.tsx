@@ -2,7 +2,7 @@ import { type MouseEvent, useEffect, useRef, useState } from "react";
 import { query } from "../api";
 import { Empty, ErrorNote, StatusBadge } from "../components/Status";
 import { Time, Zone } from "../components/Time";
-import { between } from "../format";
+import { between, shortId } from "../format";
 import { useApi } from "../hooks";
 import { fill, label, type MessageKey, useI18n } from "../i18n";
 import { Link, navigate, useLocation } from "../router";
@@ -200,7 +200,7 @@ export function RunsPage() {
                   </td>
                   <td className="r-id">
                     <Link to={`/runs/${r.id}`} className="mono">
-                      {r.id.slice(0, 8)}
+                      {shortId(r.id)}
                     </Link>
                   </td>
                   <td className="r-flow">{r.flow}</td>

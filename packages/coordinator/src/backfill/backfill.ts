@@ -18,6 +18,7 @@ import {
   AxNoScheduleError,
   AxNoTicksError,
   AxTooManyTicksError,
+  newRunId,
 } from "@ax/common";
 import { scheduleTicks, type Schedule } from "./ticks.js";
 
@@ -87,7 +88,7 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
       maxConcurrentRuns: cap,
       ticks,
     },
-    randomUUID,
+    newRunId,
   );
   await admitFlow(deps, request.flow);
   return { backfillId, ticks: ticks.length, created, maxConcurrentRuns: Math.min(cap, flowCap ?? cap) };

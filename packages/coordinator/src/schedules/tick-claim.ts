@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import {
   admitHeldRuns,
   createRuns,
@@ -16,7 +15,7 @@ import { flowAdmitsRuns } from "../flow-caps.js";
 import type { BatchedEnqueue } from "../enqueue.js";
 import type { QueueRegistry } from "../queues.js";
 import { decideOverlap } from "./overlap.js";
-import { AxScheduledRunError } from "@ax/common";
+import { AxScheduledRunError, newRunId } from "@ax/common";
 
 export interface TickDeps {
   db: Db;
@@ -47,7 +46,7 @@ async function createScheduledRun(tx: Db, flow: string, logicalDate: Date): Prom
   const version = await currentFlowVersion(tx, flow);
   if (!version) throw new AxScheduledRunError(flow, logicalDate, "the flow has no stored version; start a coordinator that defines it");
   const held = await flowAdmitsRuns(tx, flow);
-  const run = { id: randomUUID(), flow: version, trigger: "schedule" as const, payload: null, logicalDate };
+  const run = { id: newRunId(), flow: version, trigger: "schedule" as const, payload: null, logicalDate };
   const [created] = await createRuns(tx, [held ? { ...run, held: {} } : run]);
   if (!created?.created) throw new AxScheduledRunError(flow, logicalDate, "the run was not written; the tick is retried");
   return { runId: created.runId, ready: created.ready, held };
