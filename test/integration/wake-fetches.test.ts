@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { ax, type Client, type Runtime } from "ax-scheduler";
+import { taskQueueName } from "@ax/coordinator";
 import { isolate } from "../helpers/isolated.js";
 import { startPrivateRedis, type Child } from "../helpers/processes.js";
 import { testRuntime } from "../helpers/runtime.js";
@@ -51,8 +52,8 @@ describe("waking workers for new jobs", () => {
 
   it("a run triggered alone costs a few fetches, not one per idle fetcher of the worker", { timeout: 60_000 }, async () => {
     // One fetch takes the job, one more follows the marker it set again, and the completion looks
-    // for the next: 3, and each second's poll of the empty queue. Every idle fetcher of the 16
-    // went to Redis on each wake before 0.7.6 (17 per run); the wake sent 4 until 0.7.7.
+    // for the next: 3 (each second's look at the empty queue reads it without a fetch). Every idle
+    // fetcher of the 16 went to Redis on each wake before 0.7.6 (17 per run); the wake sent 4 until 0.7.7.
     const perRun = await fetchesPerRun(30, 1);
     expect(perRun).toBeGreaterThanOrEqual(1);
     expect(perRun).toBeLessThanOrEqual(4);
@@ -66,13 +67,21 @@ describe("waking workers for new jobs", () => {
       for (const other of others) await other.start();
       // With a wake message to every process, each of the four sent a fetch per run (6.6 per run
       // in 0.7.6). BullMQ's marker wakes one, whose find sets it again for one more look: 3 per
-      // run as with one process, and each process's poll of the empty queue once a second.
+      // run as with one process.
       const perRun = await fetchesPerRun(30, 100);
       expect(perRun).toBeGreaterThanOrEqual(1);
       expect(perRun).toBeLessThanOrEqual(5);
     } finally {
       for (const other of others) await other.stop();
     }
+  });
+
+  it("an idle worker looks at its empty queue with plain reads each second, not with a fetch script", { timeout: 60_000 }, async () => {
+    await sleep(1200);
+    const [fetches, looks] = [await calls(admin, "rpoplpush"), await calls(admin, "llen")];
+    await sleep(3000);
+    expect((await calls(admin, "rpoplpush")) - fetches).toBe(0);
+    expect((await calls(admin, "llen")) - looks).toBeGreaterThanOrEqual(2);
   });
 });
 
@@ -112,5 +121,33 @@ describe("waking a worker that serves several queues", () => {
     // median here with that build's 100 ms wait; the wait is 5 s now and a queue left out of it is
     // found by the once-a-second look, so such a bug would put the median near 500 ms.
     expect(startMs[20]).toBeLessThan(150);
+  });
+});
+
+describe("a job whose marker another process took", () => {
+  const env = isolate("wake3");
+  let thief: Redis;
+  let runtime: Runtime;
+
+  afterAll(async () => {
+    await runtime?.stop();
+    thief?.disconnect();
+    await env.cleanup();
+  });
+
+  it("is found by the worker's look at its empty queue within about a second", { timeout: 60_000 }, async () => {
+    // A process whose slots are all busy takes a marker it cannot act on; here a client that waits
+    // on the marker before the worker starts, so that Redis hands it the first one.
+    thief = new Redis(env.redis);
+    const marker = `${env.prefix}:${taskQueueName("default", "wake_ping")}:marker`;
+    const stolen = thief.bzpopmin(marker, 30);
+    runtime = testRuntime(env, { flows: [pingFlow], maxConcurrency: 10 });
+    await runtime.start();
+    await sleep(300);
+    const client = runtime.client();
+    const run = await client.waitForRun(await client.triggerFlow("wake_flow", 7), { timeout: "20s" });
+    expect(await stolen).not.toBeNull();
+    expect(run.status).toBe("success");
+    expect(Date.parse(run.startedAt!) - Date.parse(run.createdAt)).toBeLessThan(2500);
   });
 });

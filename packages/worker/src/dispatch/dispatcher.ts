@@ -14,6 +14,7 @@ import {
 } from "@ax/coordinator";
 import type { LimitSpec } from "@ax/coordinator";
 import { admitFetched, type Fetched } from "./admit-fetched.js";
+import { lookAtQueues, type QueueLook } from "./empty-queue-look.js";
 import { completeFetchingNext, mayFetchNext } from "./complete-fetching-next.js";
 import type { Admission } from "./keyed-admission.js";
 import { isLimited, isLimitedNow, type Unsatisfiable } from "./limit-spec.js";
@@ -26,6 +27,7 @@ import {
   nextDelayedDue,
   IDLE_POLL_MS,
   isReady,
+  onlyALook,
   openQueue,
   sleepMs,
   found,
@@ -185,6 +187,10 @@ export class Dispatcher {
         await this.wakeup.wait(sleepMs(this.states));
         continue;
       }
+      if (onlyALook(state, Date.now())) {
+        await this.lookAtEmptyQueues();
+        continue;
+      }
       this.free--;
       state.fetching++;
       let started = false;
@@ -202,6 +208,41 @@ export class Dispatcher {
         this.markers.changed(state);
       }
     }
+  }
+
+  /**
+   * An empty queue is polled in case a job's announcement went to a process that could not take
+   * it (its slots busy, or stopping): one look at every such queue at once, fetching only from
+   * those that hold a job. Looked at together, they stay together, one round trip a second for all.
+   */
+  private async lookAtEmptyQueues(): Promise<void> {
+    const now = Date.now();
+    const states = this.states.filter((s) => onlyALook(s, now) && !s.block.blocks(now));
+    const wakes = states.map((s) => s.wakes);
+    // Not ready while the look is in flight, so that other fetchers do not look again.
+    for (const s of states) s.idleUntil = s.dueAt === 0 ? now + IDLE_POLL_MS : Math.min(now + IDLE_POLL_MS, s.dueAt);
+    let looks: QueueLook[];
+    try {
+      looks = await lookAtQueues(
+        this.o.connection,
+        states.map((s) => s.worker),
+        now,
+      );
+    } catch (err) {
+      this.errors.warn(err, {}, "could not look at the empty queues; trying again shortly");
+      return;
+    }
+    states.forEach((state, i) => {
+      // Announced or found a job meanwhile: what that set stands.
+      if (state.wakes !== wakes[i] || !onlyALook(state, Date.now())) return;
+      const { jobs, nextDue } = looks[i]!;
+      if (jobs > 0) announced(state, jobs, undefined);
+      else {
+        idle(state, now, nextDue);
+        state.reason.clear();
+      }
+    });
+    this.wakeup.notify();
   }
 
   /** The next queue in turn that may have work and is not held by a limit. */

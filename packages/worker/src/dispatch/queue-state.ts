@@ -107,6 +107,14 @@ export function isReady(state: QueueState, now: number): boolean {
 }
 
 /**
+ * Found empty with nothing announced since (no marker, no wake message, no delayed job known to be
+ * due): its next poll is a look (`lookAtQueues`), not a fetch.
+ */
+export function onlyALook(state: QueueState, now: number): boolean {
+  return state.emptyAtWakes === state.wakes && (state.dueAt === 0 || state.dueAt > now);
+}
+
+/**
  * How long fetchers with no ready queue sleep: until the soonest queue may be ready, at most
  * `IDLE_POLL_MS`. A queue that has all the fetches its width allows is left out: the end of one
  * of them wakes the fetchers.
