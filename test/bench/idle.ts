@@ -11,7 +11,11 @@ const BULLMQ_WORKER = fileURLToPath(new URL("../fixtures/bullmq-bench-worker.mjs
 
 /** Task queues the idle worker serves: what an idle worker costs grows with them. */
 const QUEUES = fixedSize("AX_BENCH_IDLE_QUEUES", 20);
-/** How long each idle process is metered, after as long again to settle from its start. */
+/**
+ * How long each idle process is metered, after twice as long to settle from its start: a worker
+ * process was still warming up 10 to 20 s after it was ready (19–24 ms of CPU a second there,
+ * 10–14 from 20 s on), in threads a profile of its JavaScript does not show.
+ */
 const SECONDS = fixedSize("AX_BENCH_IDLE_SECONDS", 10);
 
 /** What one worker process with nothing to run costs, each second. */
@@ -39,7 +43,7 @@ async function commandsProcessed(redis: Redis): Promise<number> {
 /** Meters `child`, ready and settled, for SECONDS. */
 async function meter(child: Child, redis: Redis): Promise<IdleCost> {
   await waitReady(child);
-  await sleep(SECONDS * 1000);
+  await sleep(2 * SECONDS * 1000);
   const pid = child.process.pid!;
   const servers = meterServerCpu();
   const cpuBefore = processCpuMs(pid) ?? 0;
@@ -90,7 +94,7 @@ export function idleRows(r: IdleResult): Row[] {
       name: `idle worker, ${queues}: CPU a second`,
       value: ms(r.ax.cpuMs),
       vsBaseline: `${round(r.ax.cpuMs / r.bullmq.cpuMs, 1)}x cpu`,
-      detail: `raw BullMQ ${ms(r.bullmq.cpuMs)} (${r.queues} BullMQ Workers in one process); metered ${r.seconds} s after ${r.seconds} s to settle`,
+      detail: `raw BullMQ ${ms(r.bullmq.cpuMs)} (${r.queues} BullMQ Workers in one process); metered ${r.seconds} s after ${2 * r.seconds} s to settle`,
     },
     {
       name: `idle worker, ${queues}: Redis`,
