@@ -16,7 +16,7 @@ export interface ServedQueue {
 
 export interface QueueState extends ServedQueue {
   worker: Worker<NodeJobData>;
-  /** Found empty: not fetched again before this, unless a marker or a wake message announces jobs. */
+  /** Found empty: not looked at or fetched again before this, unless a marker or a wake message announces jobs. */
   idleUntil: number;
   /** A limit is reached: not fetched again until the block lifts. */
   block: LimitBlock;
@@ -57,7 +57,7 @@ export interface QueueOptions {
   errors: RepeatedErrors;
 }
 
-/** An empty queue is fetched again this often even when no jobs are announced (a marker taken by a worker that died, a lost message). */
+/** An empty queue is looked at again this often even when no jobs are announced (a marker taken by a busy or dying worker, a lost message). */
 export const IDLE_POLL_MS = 1000;
 
 /** Fetches in flight at once, so that a Redis round trip per fetch does not bound throughput. */
