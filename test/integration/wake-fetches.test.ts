@@ -139,6 +139,7 @@ describe("a job whose marker another process took", () => {
     // A process whose slots are all busy takes a marker it cannot act on; here a client that waits
     // on the marker before the worker starts, so that Redis hands it the first one.
     thief = new Redis(env.redis);
+    await thief.ping();
     const marker = `${env.prefix}:${taskQueueName("default", "wake_ping")}:marker`;
     const stolen = thief.bzpopmin(marker, 30);
     runtime = testRuntime(env, { flows: [pingFlow], maxConcurrency: 10 });
