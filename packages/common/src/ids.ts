@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomUUID } from "node:crypto";
 
 /** A run's, backfill's or token's id as ax makes them, in either case. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -12,13 +12,12 @@ export const isUuid = (id: unknown): id is string => typeof id === "string" && U
  * random page of each, however large the history (docs/performance.md, "Time-ordered run ids").
  * Ids of the same millisecond are in no particular order among themselves, which costs the
  * indexes nothing. Written here rather than taken from the `uuid` package, whose entry loads
- * every version it makes: 45 ms of CPU in each process that starts, for ten lines.
+ * every version it makes: 45 ms of CPU in each process that starts, for ten lines. The random
+ * part is a version 4 UUID's, whose layout after its version digit is version 7's: Node draws
+ * those from a cache of random bytes, where `randomBytes(16)` asked OpenSSL each time (2.6 µs an
+ * id against 0.6 in a loop here, 14 µs in a profile of triggers made one at a time).
  */
 export function newRunId(): string {
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(Date.now(), 0, 6);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString("hex");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  const ms = Date.now().toString(16).padStart(12, "0");
+  return `${ms.slice(0, 8)}-${ms.slice(8, 12)}-7${randomUUID().slice(15)}`;
 }
