@@ -149,6 +149,8 @@ describe("a job whose marker another process took", () => {
     const run = await client.waitForRun(await client.triggerFlow("wake_flow", 7), { timeout: "20s" });
     expect(await stolen).not.toBeNull();
     expect(run.status).toBe("success");
-    expect(Date.parse(run.startedAt!) - Date.parse(run.createdAt)).toBeLessThan(2500);
+    // Within the once-a-second look and a fetch, with room for a loaded machine; without the look
+    // the run would wait for a marker that never comes.
+    expect(Date.parse(run.startedAt!) - Date.parse(run.createdAt)).toBeLessThan(4000);
   });
 });
