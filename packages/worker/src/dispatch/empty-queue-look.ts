@@ -14,10 +14,11 @@ export interface QueueLook {
 const DELAYED_SCORE_UNIT = 0x1000;
 
 /**
- * Reads, in one pipeline for all of `queues` (BullMQ workers or queues), what a fetch from each would find: its waiting and
- * prioritized jobs, and its earliest delayed one (a job due by `now` counts as one a fetch takes,
- * since the fetch promotes it). Three plain reads per queue, where a fetch that finds nothing is a
- * script of about eight commands and a round trip of its own.
+ * Reads, in one pipeline for all of `queues` (BullMQ workers or queues), what a fetch from each
+ * would find: its waiting and prioritized jobs, and its earliest delayed one (a job due by `now`
+ * counts as one a fetch takes, since the fetch promotes it). Three plain reads per queue, where a
+ * fetch that finds nothing is a script of about seven commands and a round trip of its own.
+ * BullMQ's `getJobCounts` is a script per queue too, and counts delayed jobs due or not.
  */
 export async function lookAtQueues(connection: Redis, queues: readonly { keys: KeysMap }[], now: number): Promise<QueueLook[]> {
   const pipeline = connection.pipeline();
