@@ -237,7 +237,10 @@ export class NodeWorker {
       stalledIntervalMs: o.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       gate,
       limitsOf: (task) => limitSpecOf(o.tasks.get(task)!.options, clusterLimits()),
-      process: (job: Job<NodeJobData>) => this.runWithContinuations(deps, { ...job.data, priority: job.opts.priority }),
+      process: (job: Job<NodeJobData>) => {
+        const { runId, nodeKey, attempt, flowVersionId } = job.data;
+        return this.runWithContinuations(deps, { runId, nodeKey, attempt, flowVersionId, priority: job.opts.priority });
+      },
       admit: (job, token, queue) => keyed.admit(job, token, queue, o.tasks.get(job.name)!.options),
       hasKeyLimit: (task) => Boolean(o.tasks.get(task)?.options.concurrencyKey),
       adoptKey: (job) => keyed.adopt(job, o.tasks.get(job.name)!.options),

@@ -32,6 +32,7 @@ import {
   closeFailedAttempt,
   continuation,
   nodeEvent,
+  runEvent,
   unlessStartLost,
   writeFailure,
   type Recorded,
@@ -124,8 +125,8 @@ async function executeStarted(
   const ref = { runId, nodeKey, attempt };
   // The task's own lines (ax.context().log) carry the same fields as the attempt's start and end.
   const log = lazyChild(deps.log, { runId, flow: run.flow, node: nodeKey, task: node.task, attempt, businessKey: run.businessKey });
-  if (started.runStarted) deps.events.publish({ name: "run_started", ...run });
-  deps.events.publish({ name: "task_started", ...nodeEvent(deps, run, node, attempt) });
+  if (started.runStarted) deps.events.publish(runEvent("run_started", run));
+  deps.events.publish(nodeEvent(deps, "task_started", run, node, attempt));
   if (started.queuedAt) {
     deps.metrics.queueWait.observe({ task: node.task }, (started.startedAt.getTime() - started.queuedAt.getTime()) / 1000);
   }
@@ -144,8 +145,11 @@ async function executeStarted(
   const executed: AttemptResult = await execute({
     task,
     args,
+    // Objects on this path are written out: in Node 20 each property after a spread costs about 0.5 µs.
     context: {
-      ...run,
+      runId,
+      flow: run.flow,
+      businessKey: run.businessKey,
       task: node.task,
       nodeKey,
       attempt,
@@ -194,7 +198,9 @@ async function executeStarted(
       {
         full: async () => {
           const request = {
-            ...ref,
+            runId,
+            nodeKey,
+            attempt,
             result,
             downstream: node.downstream,
             continueWith: continuation(deps, dag, node, runId),
@@ -224,8 +230,7 @@ async function executeStarted(
   else log.warn({ outcome, durationMs, error: { name: failure.name, message: failure.message } }, "attempt finished");
   if (outcome === "timed_out")
     deps.events.publish({
-      name: "task_timed_out",
-      ...nodeEvent(deps, run, node, attempt),
+      ...nodeEvent(deps, "task_timed_out", run, node, attempt),
       error: { name: failure.name, message: failure.message },
     });
   return closeFailedAttempt(

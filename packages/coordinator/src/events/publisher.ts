@@ -64,7 +64,9 @@ export class EventPublisher {
       this.errors.warn(undefined, { dropped: this.dropped }, "event buffer full (Redis is not taking events); dropping events");
       return;
     }
-    this.buffer.push(JSON.stringify({ ...event, at: new Date().toISOString() }));
+    // `at` joins the serialised event instead of a copy of it: the copy cost more than the JSON.
+    const json = JSON.stringify(event);
+    this.buffer.push(`${json.slice(0, -1)},"at":"${new Date().toISOString()}"}`);
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => {
