@@ -1,10 +1,10 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { elementsOf, hotRows, recordset, statusIs } from "../repositories/raw.js";
+import { elementsUpTo, jsonParam, longestOf, recordsetOf, shapedRows, sizeBucket, statusIs, type HotValue } from "../repositories/raw.js";
 import type { ReadyNode } from "../repositories/ready-node.js";
 import type { Json, RunStatus } from "../types.js";
 import { finishRunsSql } from "./finish-run.js";
-import { lockRunsSql } from "./lock-order.js";
+import { lockOrder, lockRunsOf } from "./lock-order.js";
 import { originalRunSql } from "./start.js";
 import type { Advanced, CompleteRequest, ContinuedAttempt } from "./types.js";
 
@@ -46,41 +46,18 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
     continue_upstream: r.continueWith?.upstreamKeys ?? [],
     ended_at: r.endedAt,
   }));
-  const keyLists = input.flatMap((i) => [i.downstream, i.continue_upstream]);
   const leaves = requests.every((r) => r.downstream.length === 0);
-  const [answer] = await hotRows<{
-    done: { run_id: string; node_key: string }[] | null;
-    ready: (ReadyNode & { from: string[] })[] | null;
-    runs: { id: string; status: RunStatus; remaining: number }[] | null;
-    continued: ContinuedRow[] | null;
-  }>(
-    db,
-    sql`
-    with locked as materialized (
-      ${lockRunsSql(requests.map((r) => r.runId))}
-    ), input as (
-      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb, continue_key text, continue_upstream jsonb, ended_at timestamptz")} as x
-    ), done as (
-      update node_runs n set status = 'success', result = i.result, error = null, finished_at = least(now(), i.ended_at)
-      from input i
-      where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and ${statusIs(sql`n.status`, "running")}
-        and (select count(*) from locked) > 0
-      returning n.run_id, n.node_key, n.attempt, n.finished_at
-    ), closed as (
-      update attempts a set finished_at = d.finished_at, outcome = 'success'
-      from done d
-      where a.run_id = d.run_id and a.node_key = d.node_key and a.n = d.attempt
-    )${leaves ? sql`` : dependantsSql(worker, keyLists)}, per_run as (
-      select run_id, count(*)::int as n, 0 as blocking from done group by run_id
-    ), run as (
-      ${finishRunsSql(sql`per_run`)}
-    )
-    select
-      (select jsonb_agg(jsonb_build_object('run_id', run_id, 'node_key', node_key)) from done) as done,
-      ${leaves ? sql`null::jsonb` : readySql()} as ready,
-      (select jsonb_agg(jsonb_build_object('id', id, 'status', status, 'remaining', nodes_remaining)) from run) as runs,
-      ${leaves ? sql`null::jsonb` : continuedSql(keyLists)} as continued`,
-  );
+  const runIds = lockOrder(requests.map((r) => r.runId));
+  const shape: CompleteShape = {
+    rows: sizeBucket(input.length),
+    runs: sizeBucket(runIds.length),
+    keys: leaves ? 0 : sizeBucket(longestOf(input.flatMap((i) => [i.downstream, i.continue_upstream]))),
+  };
+  const [answer] = await shapedRows<CompleteRow, CompleteShape>(db, COMPLETE, shape, {
+    runs: jsonParam(runIds),
+    input: jsonParam(input),
+    worker,
+  });
   const done = new Set((answer?.done ?? []).map((d) => `${d.run_id}/${d.node_key}`));
   const finished = new Map((answer?.runs ?? []).filter((r) => Number(r.remaining) === 0).map((r) => [r.id, r.status]));
   const readyBy = new Map<string, ReadyNode[]>();
@@ -103,22 +80,68 @@ export async function completeAttempts(db: Db, worker: string, requests: Complet
   });
 }
 
+interface CompleteRow {
+  done: { run_id: string; node_key: string }[] | null;
+  ready: (ReadyNode & { from: string[] })[] | null;
+  runs: { id: string; status: RunStatus; remaining: number }[] | null;
+  continued: ContinuedRow[] | null;
+}
+
+interface CompleteShape {
+  /** Size buckets of the batch and of its distinct runs. */
+  rows: number;
+  runs: number;
+  /** Size bucket of the longest downstream or continuation list; 0 when no node of the batch has dependants. */
+  keys: number;
+}
+
+const COMPLETE = { name: "complete", build: completeSql };
+
+function completeSql({ rows, runs, keys }: CompleteShape, v: HotValue): SQL {
+  const leaves = keys === 0;
+  return sql`
+    with locked as materialized (
+      ${lockRunsOf(v("runs"), runs)}
+    ), input as (
+      select * from ${recordsetOf(v("input"), rows, "run_id uuid, node_key text, attempt int, result jsonb, downstream jsonb, continue_key text, continue_upstream jsonb, ended_at timestamptz")} as x
+    ), done as (
+      update node_runs n set status = 'success', result = i.result, error = null, finished_at = least(now(), i.ended_at)
+      from input i
+      where n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and ${statusIs(sql`n.status`, "running")}
+        and (select count(*) from locked) > 0
+      returning n.run_id, n.node_key, n.attempt, n.finished_at
+    ), closed as (
+      update attempts a set finished_at = d.finished_at, outcome = 'success'
+      from done d
+      where a.run_id = d.run_id and a.node_key = d.node_key and a.n = d.attempt
+    )${leaves ? sql`` : dependantsSql(v, keys)}, per_run as (
+      select run_id, count(*)::int as n, 0 as blocking from done group by run_id
+    ), run as (
+      ${finishRunsSql(sql`per_run`)}
+    )
+    select
+      (select jsonb_agg(jsonb_build_object('run_id', run_id, 'node_key', node_key)) from done) as done,
+      ${leaves ? sql`null::jsonb` : readySql()} as ready,
+      (select jsonb_agg(jsonb_build_object('id', id, 'status', status, 'remaining', nodes_remaining)) from run) as runs,
+      ${leaves ? sql`null::jsonb` : continuedSql(keys)} as continued`;
+}
+
 /**
  * The dependants' part of a completion: each dependant's `deps_remaining` counted down by its
  * upstreams finishing here, those reaching zero queued, or started under `worker` when they are
  * the `continueWith` of a request all of whose upstreams complete in this statement.
  */
-function dependantsSql(worker: string, keyLists: string[][]): SQL {
+function dependantsSql(v: HotValue, keys: number): SQL {
   return sql`, edges as (
       -- A dependant starts here only if every upstream completes in this statement: this
       -- statement's snapshot predates batches it waited for at the run lock, so their results
       -- are not visible in node_runs; such a dependant is queued, and its fence reads them.
       select i.run_id, e.key, i.node_key as from_key,
         i.continue_key = e.key and not exists (
-          select 1 from ${elementsOf(sql`i.continue_upstream`, keyLists)} as k(key)
+          select 1 from ${elementsUpTo(sql`i.continue_upstream`, keys)} as k(key)
           where not exists (select 1 from done f where f.run_id = i.run_id and f.node_key = k.key)) as continues
       from input i join done d on d.run_id = i.run_id and d.node_key = i.node_key
-      cross join lateral ${elementsOf(sql`i.downstream`, keyLists)} as e(key)
+      cross join lateral ${elementsUpTo(sql`i.downstream`, keys)} as e(key)
     ), decrements as (
       select run_id, key, count(*)::int as n, jsonb_agg(from_key) as from_keys,
         min(from_key) filter (where continues) as continued_by
@@ -135,7 +158,7 @@ function dependantsSql(worker: string, keyLists: string[][]): SQL {
       returning n.run_id, n.node_key, n.task, n.queue, n.status, n.attempt, c.from_keys, c.continued_by
     ), continued_attempts as (
       insert into attempts (run_id, node_key, n, worker, started_at)
-      select run_id, node_key, 1, ${worker}, now() from counted where status = 'running'
+      select run_id, node_key, 1, ${v("worker")}, now() from counted where status = 'running'
     )`;
 }
 
@@ -147,7 +170,7 @@ function readySql(): SQL {
 }
 
 /** The dependants the statement started (local continuation), with what their attempt needs. */
-function continuedSql(keyLists: string[][]): SQL {
+function continuedSql(keys: number): SQL {
   return sql`(select jsonb_agg(jsonb_build_object('runId', c.run_id, 'nodeKey', c.node_key, 'by', c.continued_by, 'flow', r.flow,
           'payload', r.payload, 'businessKey', r.business_key, 'logicalDate', r.logical_date,
           'originalRunId', ${originalRunSql(sql`r`)}, 'queuedAt', now(), 'startedAt', now(),
@@ -155,7 +178,7 @@ function continuedSql(keyLists: string[][]): SQL {
             -- Every upstream completed in this statement (see edges): their results are in the input.
             select jsonb_object_agg(k.key, fresh.result)
             from input ci
-            cross join lateral ${elementsOf(sql`ci.continue_upstream`, keyLists)} as k(key)
+            cross join lateral ${elementsUpTo(sql`ci.continue_upstream`, keys)} as k(key)
             join input fresh on fresh.run_id = c.run_id and fresh.node_key = k.key
             where ci.run_id = c.run_id and ci.node_key = c.continued_by)))
         from counted c join runs r on r.id = c.run_id where c.status = 'running')`;

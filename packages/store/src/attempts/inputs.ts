@@ -1,6 +1,16 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { elementsOf, hotRows, recordset, statusIs } from "../repositories/raw.js";
+import {
+  elementsUpTo,
+  hotRows,
+  jsonParam,
+  longestOf,
+  recordsetOf,
+  shapedRows,
+  sizeBucket,
+  statusIs,
+  type HotValue,
+} from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { AttemptRef } from "./types.js";
 
@@ -22,25 +32,40 @@ export interface InputRequest extends AttemptRef {
  */
 export async function waitingNodeInputs(db: Db, requests: InputRequest[]): Promise<(NodeInputs | undefined)[]> {
   const input = requests.map((r) => ({ run_id: r.runId, node_key: r.nodeKey, attempt: r.attempt, upstream: r.upstreamKeys }));
-  const found = await hotRows<{ run_id: string; node_key: string; attempt: number; payload: Json; upstream: Record<string, Json> | null }>(
-    db,
-    sql`
-    select i.run_id, i.node_key, i.attempt, r.payload,
-      (select jsonb_object_agg(u.node_key, u.result) from node_runs u
-        where u.run_id = i.run_id and u.node_key in ${elementsOf(
-          sql`i.upstream`,
-          input.map((i) => i.upstream),
-        )}) as upstream
-    from ${recordset(input, "run_id uuid, node_key text, attempt int, upstream jsonb")} as i
-    join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt
-      and ${statusIs(sql`n.status`, "queued", "retrying")}
-    join runs r on r.id = i.run_id`,
-  );
+  const shape: InputsShape = { rows: sizeBucket(input.length), upstream: sizeBucket(longestOf(input.map((i) => i.upstream))) };
+  const found = await shapedRows<InputRow, InputsShape>(db, INPUTS, shape, { input: jsonParam(input) });
   const byRef = new Map(found.map((row) => [`${row.run_id}/${row.node_key}/${row.attempt}`, row]));
   return requests.map((r) => {
     const row = byRef.get(`${r.runId}/${r.nodeKey}/${r.attempt}`);
     return row ? { payload: row.payload ?? null, upstream: row.upstream ?? {} } : undefined;
   });
+}
+
+interface InputRow {
+  run_id: string;
+  node_key: string;
+  attempt: number;
+  payload: Json;
+  upstream: Record<string, Json> | null;
+}
+
+/** Size buckets of the batch and of its longest upstream list. */
+interface InputsShape {
+  rows: number;
+  upstream: number;
+}
+
+const INPUTS = { name: "inputs", build: inputsSql };
+
+function inputsSql({ rows, upstream }: InputsShape, v: HotValue): SQL {
+  return sql`
+    select i.run_id, i.node_key, i.attempt, r.payload,
+      (select jsonb_object_agg(u.node_key, u.result) from node_runs u
+        where u.run_id = i.run_id and u.node_key in ${elementsUpTo(sql`i.upstream`, upstream)}) as upstream
+    from ${recordsetOf(v("input"), rows, "run_id uuid, node_key text, attempt int, upstream jsonb")} as i
+    join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt
+      and ${statusIs(sql`n.status`, "queued", "retrying")}
+    join runs r on r.id = i.run_id`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { rows, uuidList } from "../repositories/raw.js";
+import { jsonParam, rows, uuidListOf } from "../repositories/raw.js";
 import type { RunStatus } from "../types.js";
 
 /**
@@ -22,8 +22,18 @@ export interface LockedRun {
  * and EXISTS would lock only the first run.
  */
 export function lockRunsSql(runIds: string[]): SQL {
-  const ids = [...new Set(runIds)].sort();
-  return sql`select id, status from runs where id in ${uuidList(ids)} order by id for update`;
+  const ids = lockOrder(runIds);
+  return lockRunsOf(sql`${jsonParam(ids)}`, ids.length);
+}
+
+/** The distinct run ids, in the order they are locked. */
+export function lockOrder(runIds: string[]): string[] {
+  return [...new Set(runIds)].sort();
+}
+
+/** `lockRunsSql` of a JSON array of up to `count` run ids, in `lockOrder` (a shaped statement's value). */
+export function lockRunsOf(json: SQL, count: number): SQL {
+  return sql`select id, status from runs where id in ${uuidListOf(json, count)} order by id for update`;
 }
 
 /** Locks the run rows in a transaction, as its first statement; answers the runs found. */

@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { elementsOf, hotRows, recordset, statusIs } from "../repositories/raw.js";
+import { elementsUpTo, jsonParam, longestOf, recordsetOf, shapedRows, sizeBucket, statusIs, type HotValue } from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { StartedAttempt, StartRequest } from "./types.js";
 
@@ -71,31 +71,47 @@ interface StartRow {
 
 type StartInput = { run_id: string; node_key: string; attempt: number; upstream: string[] }[];
 
+interface StartShape {
+  /** Size bucket of the batch. */
+  rows: number;
+  resume: boolean;
+  /** Size bucket of the longest upstream list; 0 when no node of the batch has upstream. */
+  upstream: number;
+}
+
 function startStatement(db: Db, worker: string, input: StartInput, resume: boolean): Promise<StartRow[]> {
+  const hasUpstream = input.some((i) => i.upstream.length > 0);
+  const shape: StartShape = {
+    rows: sizeBucket(input.length),
+    resume,
+    upstream: hasUpstream ? sizeBucket(longestOf(input.map((i) => i.upstream))) : 0,
+  };
+  return shapedRows<StartRow, StartShape>(db, START, shape, { input: jsonParam(input), worker });
+}
+
+const START = { name: "start", build: startSql };
+
+function startSql({ rows, resume, upstream: upstreamBound }: StartShape, v: HotValue): SQL {
   const resumed = resume
     ? sql`, resumed as (
       select n.run_id, n.node_key, n.attempt, n.queued_at, a.started_at
       from input i
       join node_runs n on n.run_id = i.run_id and n.node_key = i.node_key and n.attempt = i.attempt and ${statusIs(sql`n.status`, "running")}
       join attempts a on a.run_id = n.run_id and a.node_key = n.node_key and a.n = n.attempt
-      where a.worker = ${worker} and a.finished_at is null and a.abandoned_at is null
+      where a.worker = ${v("worker")} and a.finished_at is null and a.abandoned_at is null
     ), answered as (
       select * from started union all select * from resumed
     )`
     : sql`, answered as (select * from started)`;
-  const upstream = input.some((i) => i.upstream.length > 0)
-    ? sql`(select jsonb_object_agg(u.node_key, u.result) from input i, node_runs u
+  const upstream =
+    upstreamBound > 0
+      ? sql`(select jsonb_object_agg(u.node_key, u.result) from input i, node_runs u
         where i.run_id = s.run_id and i.node_key = s.node_key and i.attempt = s.attempt and u.run_id = s.run_id
-          and u.node_key in ${elementsOf(
-            sql`i.upstream`,
-            input.map((i) => i.upstream),
-          )})`
-    : sql`null::jsonb`;
-  return hotRows<StartRow>(
-    db,
-    sql`
+          and u.node_key in ${elementsUpTo(sql`i.upstream`, upstreamBound)})`
+      : sql`null::jsonb`;
+  return sql`
     with input as (
-      select * from ${recordset(input, "run_id uuid, node_key text, attempt int, upstream jsonb")} as x
+      select * from ${recordsetOf(v("input"), rows, "run_id uuid, node_key text, attempt int, upstream jsonb")} as x
     ), started as (
       update node_runs n set status = 'running', started_at = coalesce(n.started_at, now()), next_retry_at = null
       from input i
@@ -103,7 +119,7 @@ function startStatement(db: Db, worker: string, input: StartInput, resume: boole
       returning n.run_id, n.node_key, n.attempt, n.queued_at, now() as started_at
     ), recorded as (
       insert into attempts (run_id, node_key, n, worker, started_at)
-      select run_id, node_key, attempt, ${worker}, now() from started
+      select run_id, node_key, attempt, ${v("worker")}, now() from started
     )${resumed}, run_started as (
       update runs set status = 'running', started_at = now()
       where id in (
@@ -114,8 +130,7 @@ function startStatement(db: Db, worker: string, input: StartInput, resume: boole
     select s.run_id, s.node_key, s.attempt, r.flow, r.payload, r.business_key, r.logical_date, ${originalRunSql(sql`r`)} as original_run_id,
       s.queued_at, s.started_at,
       exists (select 1 from run_started rs where rs.id = s.run_id) as run_started, ${upstream} as upstream
-    from answered s join runs r on r.id = s.run_id`,
-  );
+    from answered s join runs r on r.id = s.run_id`;
 }
 
 /**

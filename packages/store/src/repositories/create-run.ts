@@ -1,9 +1,9 @@
-import { and, inArray, isNotNull, sql } from "drizzle-orm";
+import { and, inArray, isNotNull, sql, type SQL } from "drizzle-orm";
 import { AxUnknownFlowError } from "@ax/common";
 import { flowSettings } from "../schema/index.js";
 import type { Db } from "../connect.js";
 import type { FlowVersion } from "./flow-definitions.js";
-import { hotRows, recordset, rows } from "./raw.js";
+import { jsonParam, recordset, recordsetOf, rows, shapedRows, sizeBucket, type HotValue } from "./raw.js";
 import type { Json, RunTrigger } from "../types.js";
 import type { ReadyNode } from "./ready-node.js";
 
@@ -106,51 +106,12 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
   // added only to batches that use them.
   const anyHeld = newRuns.some((r) => r.held !== undefined);
   const anyReused = newRuns.some((r) => r.reuse !== undefined);
-  const held = anyHeld
-    ? sql`, held as (
-      insert into held_runs (run_id, flow, backfill_id)
-      select i.id, i.flow, i.backfill_id from input i join created c on c.id = i.id where i.held order by i.ord
-    )`
-    : sql``;
   const nodeInput = anyReused ? nodeRows.flat() : nodeRows.flat().map(({ result: _result, reused_from: _reusedFrom, ...row }) => row);
-  const nodeColumns =
-    "run_id uuid, node_key text, task text, queue text, status text, deps_remaining int" +
-    (anyReused ? ", result jsonb, reused_from uuid" : "");
-  const inserted = await hotRows<{ id: string }>(
-    db,
-    sql`
-    with batch as (
-      select * from ${recordset(
-        runRows,
-        "id uuid, ord int, flow text, flow_version_id int, trigger text, payload jsonb, business_key text, idempotency_key text, " +
-          "logical_date timestamptz, rerun_of uuid, priority int, run_at timestamptz, nodes_remaining int, held boolean, backfill_id uuid",
-      )} as x
-    ), settings as (
-      select s.retired_at from flow_settings s where s.flow in (select flow from batch) for key share of s
-    ), input as (
-      select * from batch where not exists (select 1 from settings where retired_at is not null)
-    ), claimed as (
-      insert into idempotency_keys (flow, key, run_id)
-      select flow, idempotency_key, id from input where idempotency_key is not null
-      on conflict (flow, key) do nothing
-      returning run_id
-    ), created as (
-      insert into runs (id, flow, flow_version_id, status, trigger, payload, business_key, idempotency_key,
-        logical_date, rerun_of, priority, run_at, nodes_remaining)
-      select id, flow, flow_version_id, 'pending', trigger, payload, business_key, idempotency_key,
-        logical_date, rerun_of, priority, run_at, nodes_remaining
-      from input where idempotency_key is null or id in (select run_id from claimed)
-      returning id, created_at, run_at
-    )${held}, nodes as (
-      insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at${anyReused ? sql`, result, reused_from` : sql``})
-      select n.run_id, n.node_key, n.task, n.queue, n.status, n.deps_remaining,
-        case when n.status = 'queued' then 1 else 0 end, case when n.status = 'queued' then greatest(c.created_at, c.run_at) end
-        ${anyReused ? sql`, n.result, n.reused_from` : sql``}
-      from ${recordset(nodeInput, nodeColumns)} as n
-      join created c on c.id = n.run_id
-    )
-    select id from created`,
-  );
+  const shape: CreateShape = { runs: sizeBucket(runRows.length), nodes: sizeBucket(nodeInput.length), held: anyHeld, reused: anyReused };
+  const inserted = await shapedRows<{ id: string }, CreateShape>(db, CREATE, shape, {
+    runs: jsonParam(runRows),
+    nodes: jsonParam(nodeInput),
+  });
   if (inserted.length === 0) await refuseRetired(db, newRuns);
   const created = new Set(inserted.map((r) => r.id));
   const holders = await keyHolders(
@@ -174,6 +135,63 @@ export async function createRuns(db: Db, newRuns: NewRun[]): Promise<CreatedRun[
     if (!holder) throw new Error(`run ${run.id} was neither written nor found by its idempotency key`);
     return { created: false, runId: holder };
   });
+}
+
+interface CreateShape {
+  /** Size buckets of the runs and of their node rows. */
+  runs: number;
+  nodes: number;
+  /** Whether any run is held (admission releases it), and whether any reuses a rerun's results. */
+  held: boolean;
+  reused: boolean;
+}
+
+const CREATE = { name: "create_runs", build: createRunsSql };
+
+/** `createRuns`' statement: the parts for held runs and reused results only in the batches that have them. */
+function createRunsSql({ runs, nodes, held, reused }: CreateShape, v: HotValue): SQL {
+  const heldPart = held
+    ? sql`, held as (
+      insert into held_runs (run_id, flow, backfill_id)
+      select i.id, i.flow, i.backfill_id from input i join created c on c.id = i.id where i.held order by i.ord
+    )`
+    : sql``;
+  const nodeColumns =
+    "run_id uuid, node_key text, task text, queue text, status text, deps_remaining int" +
+    (reused ? ", result jsonb, reused_from uuid" : "");
+  return sql`
+    with batch as (
+      select * from ${recordsetOf(
+        v("runs"),
+        runs,
+        "id uuid, ord int, flow text, flow_version_id int, trigger text, payload jsonb, business_key text, idempotency_key text, " +
+          "logical_date timestamptz, rerun_of uuid, priority int, run_at timestamptz, nodes_remaining int, held boolean, backfill_id uuid",
+      )} as x
+    ), settings as (
+      select s.retired_at from flow_settings s where s.flow in (select flow from batch) for key share of s
+    ), input as (
+      select * from batch where not exists (select 1 from settings where retired_at is not null)
+    ), claimed as (
+      insert into idempotency_keys (flow, key, run_id)
+      select flow, idempotency_key, id from input where idempotency_key is not null
+      on conflict (flow, key) do nothing
+      returning run_id
+    ), created as (
+      insert into runs (id, flow, flow_version_id, status, trigger, payload, business_key, idempotency_key,
+        logical_date, rerun_of, priority, run_at, nodes_remaining)
+      select id, flow, flow_version_id, 'pending', trigger, payload, business_key, idempotency_key,
+        logical_date, rerun_of, priority, run_at, nodes_remaining
+      from input where idempotency_key is null or id in (select run_id from claimed)
+      returning id, created_at, run_at
+    )${heldPart}, nodes as (
+      insert into node_runs (run_id, node_key, task, queue, status, deps_remaining, attempt, queued_at${reused ? sql`, result, reused_from` : sql``})
+      select n.run_id, n.node_key, n.task, n.queue, n.status, n.deps_remaining,
+        case when n.status = 'queued' then 1 else 0 end, case when n.status = 'queued' then greatest(c.created_at, c.run_at) end
+        ${reused ? sql`, n.result, n.reused_from` : sql``}
+      from ${recordsetOf(v("nodes"), nodes, nodeColumns)} as n
+      join created c on c.id = n.run_id
+    )
+    select id from created`;
 }
 
 /** Nothing was written: the batch may name a retired flow (or only hold keys already used). */
