@@ -1,6 +1,16 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { elementsUpTo, jsonParam, longestOf, recordsetOf, shapedRows, sizeBucket, statusIs, type HotValue } from "../repositories/raw.js";
+import {
+  elementsUpTo,
+  jsonParam,
+  longestOf,
+  recordsetOf,
+  shapedRows,
+  sizeBucket,
+  statusIs,
+  type HotValue,
+  type ShapedStatement,
+} from "../repositories/raw.js";
 import type { ReadyNode } from "../repositories/ready-node.js";
 import type { Json, RunStatus } from "../types.js";
 import { finishRunsSql } from "./finish-run.js";
@@ -95,7 +105,7 @@ interface CompleteShape {
   keys: number;
 }
 
-const COMPLETE = { name: "complete", build: completeSql };
+const COMPLETE: ShapedStatement<CompleteShape> = { name: "complete", build: completeSql };
 
 function completeSql({ rows, runs, keys }: CompleteShape, v: HotValue): SQL {
   const leaves = keys === 0;

@@ -10,6 +10,7 @@ import {
   sizeBucket,
   statusIs,
   type HotValue,
+  type ShapedStatement,
 } from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { AttemptRef } from "./types.js";
@@ -55,7 +56,7 @@ interface InputsShape {
   upstream: number;
 }
 
-const INPUTS = { name: "inputs", build: inputsSql };
+const INPUTS: ShapedStatement<InputsShape> = { name: "inputs", build: inputsSql };
 
 function inputsSql({ rows, upstream }: InputsShape, v: HotValue): SQL {
   return sql`

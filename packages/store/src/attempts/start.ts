@@ -1,6 +1,16 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../connect.js";
-import { elementsUpTo, jsonParam, longestOf, recordsetOf, shapedRows, sizeBucket, statusIs, type HotValue } from "../repositories/raw.js";
+import {
+  elementsUpTo,
+  jsonParam,
+  longestOf,
+  recordsetOf,
+  shapedRows,
+  sizeBucket,
+  statusIs,
+  type HotValue,
+  type ShapedStatement,
+} from "../repositories/raw.js";
 import type { Json } from "../types.js";
 import type { StartedAttempt, StartRequest } from "./types.js";
 
@@ -89,7 +99,7 @@ function startStatement(db: Db, worker: string, input: StartInput, resume: boole
   return shapedRows<StartRow, StartShape>(db, START, shape, { input: jsonParam(input), worker });
 }
 
-const START = { name: "start", build: startSql };
+const START: ShapedStatement<StartShape> = { name: "start", build: startSql };
 
 function startSql({ rows, resume, upstream: upstreamBound }: StartShape, v: HotValue): SQL {
   const resumed = resume

@@ -3,7 +3,7 @@ import { AxUnknownFlowError } from "@ax/common";
 import { flowSettings } from "../schema/index.js";
 import type { Db } from "../connect.js";
 import type { FlowVersion } from "./flow-definitions.js";
-import { jsonParam, recordset, recordsetOf, rows, shapedRows, sizeBucket, type HotValue } from "./raw.js";
+import { jsonParam, recordset, recordsetOf, rows, shapedRows, sizeBucket, type HotValue, type ShapedStatement } from "./raw.js";
 import type { Json, RunTrigger } from "../types.js";
 import type { ReadyNode } from "./ready-node.js";
 
@@ -146,7 +146,7 @@ interface CreateShape {
   reused: boolean;
 }
 
-const CREATE = { name: "create_runs", build: createRunsSql };
+const CREATE: ShapedStatement<CreateShape> = { name: "create_runs", build: createRunsSql };
 
 /** `createRuns`' statement: the parts for held runs and reused results only in the batches that have them. */
 function createRunsSql({ runs, nodes, held, reused }: CreateShape, v: HotValue): SQL {
