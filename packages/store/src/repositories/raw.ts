@@ -149,16 +149,6 @@ export function uuidListOf(json: SQL, count: number): SQL {
   return sql`(select value::uuid from jsonb_array_elements_text(${json}::jsonb) limit ${sql.raw(sizeBound(count))})`;
 }
 
-/**
- * The elements of a JSON array column of each input row (`column`, e.g. a node's downstream keys),
- * as a subquery yielding `value`, bounded by the longest of the `lists` that column holds:
- * unbounded, the planner expects 100 per row, and the cached plan for a one-node batch then
- * hashes a whole table instead of probing its primary key.
- */
-export function elementsOf(column: SQL, lists: readonly (readonly string[])[]): SQL {
-  return elementsUpTo(column, longestOf(lists));
-}
-
 /** The length of the longest of `lists` (at least 1). */
 export function longestOf(lists: readonly (readonly string[])[]): number {
   let longest = 1;
@@ -166,7 +156,12 @@ export function longestOf(lists: readonly (readonly string[])[]): number {
   return longest;
 }
 
-/** `elementsOf` with the longest list's length given. */
+/**
+ * The elements of a JSON array column of each input row (`column`, e.g. a node's downstream keys),
+ * as a subquery yielding `value`, bounded by `longest`, the longest list that column holds
+ * (`longestOf`): unbounded, the planner expects 100 per row, and the cached plan for a one-node
+ * batch then hashes a whole table instead of probing its primary key.
+ */
 export function elementsUpTo(column: SQL, longest: number): SQL {
   return sql`(select value from jsonb_array_elements_text(${column}) limit ${sql.raw(sizeBound(longest))})`;
 }
