@@ -27,6 +27,8 @@ end
 return {failed, first or ''}
 `;
 
+type Stamped = NewAxEvent & { at?: string };
+
 interface PublisherCommands {
   axEventsAdd(key: string, maxLen: number, ...events: string[]): Promise<[number, string]>;
 }
@@ -41,6 +43,8 @@ export class EventPublisher {
   private scheduled = false;
   private flushing: Promise<void> = Promise.resolve();
   private dropped = 0;
+  private isoMs = -1;
+  private iso = "";
   /** A Redis outage must not flood the log: each kind of loss is logged once a minute, with a count. */
   private readonly errors: RepeatedErrors;
   private readonly key: string;
@@ -58,21 +62,33 @@ export class EventPublisher {
     this.commands = redis as unknown as PublisherCommands;
   }
 
+  /** Takes `event` over: it gains its `at`, so pass an object made for this call. */
   publish(event: NewAxEvent): void {
     if (this.buffer.length >= MAX_BUFFERED) {
       this.dropped++;
       this.errors.warn(undefined, { dropped: this.dropped }, "event buffer full (Redis is not taking events); dropping events");
       return;
     }
-    // `at` joins the serialised event instead of a copy of it: the copy cost more than the JSON.
-    const json = JSON.stringify(event);
-    this.buffer.push(`${json.slice(0, -1)},"at":"${new Date().toISOString()}"}`);
+    // Every caller hands over a literal made for this call, so `at` joins it: a copy cost more than
+    // the JSON, and text appended to the JSON is copied again when ioredis measures it.
+    (event as Stamped).at = this.isoNow();
+    this.buffer.push(JSON.stringify(event));
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
       this.flushing = this.flushing.then(() => this.send());
     });
+  }
+
+  /** The events of one millisecond share one text of it (about 1 µs an event saved; a turn raises dozens). */
+  private isoNow(): string {
+    const now = Date.now();
+    if (now !== this.isoMs) {
+      this.isoMs = now;
+      this.iso = new Date(now).toISOString();
+    }
+    return this.iso;
   }
 
   /** Sends what is buffered now; resolves once Redis answered (or refused). */
