@@ -36,7 +36,7 @@ import {
 } from "./queue-state.js";
 import { Wakeup } from "./wakeup.js";
 import { RepeatedErrors } from "@ax/coordinator";
-import { RunningSlots, type AdoptKey } from "./running-slots.js";
+import { RunningSlots, type AdoptKey, type EndedSlot } from "./running-slots.js";
 
 export type { ServedQueue };
 
@@ -338,16 +338,12 @@ export class Dispatcher {
     } finally {
       this.locks.delete(token);
     }
-    const ended = this.slots.end(slot);
-    const permits = [...(permit ? [permit] : []), ...ended.permits];
-    const released = Promise.all([...permits.map((p) => this.o.gate.release(p)), releaseKeyed?.(), ended.releaseKey?.()]).catch((err) =>
-      this.o.log.warn({ err }, "could not release limits; they come back when their lease lapses"),
-    );
+    const released = this.release(permit, releaseKeyed, this.slots.end(slot));
     // A limit added since this queue's last fetch through the gate stops fetching with the completion.
     state.limited = isLimitedNow(this.o.limitsOf(state.task));
     if (completed && !permit && mayFetchNext(state, this.states, this.stopping)) {
       const next = await completeFetchingNext(state, job, token, this.o.log);
-      await released;
+      if (released) await released;
       return next && admitFetched(this.o, state, next, token, undefined);
     }
     await Promise.all([
@@ -355,6 +351,20 @@ export class Dispatcher {
       finish().catch((err) => this.o.log.debug({ err, jobId: job.id }, "could not close the BullMQ job; it is cleaned up as stalled")),
     ]);
     return undefined;
+  }
+
+  /** Gives back the limits a finished job held; nothing to wait for when it held none, as most jobs do. */
+  private release(
+    permit: Permit | undefined,
+    releaseKeyed: (() => Promise<void>) | undefined,
+    ended: EndedSlot,
+  ): Promise<unknown> | undefined {
+    const { permits, releaseKey } = ended;
+    if (!permit && permits.length === 0 && !releaseKeyed && !releaseKey) return undefined;
+    const all = permit ? [permit, ...permits] : permits;
+    return Promise.all([...all.map((p) => this.o.gate.release(p)), releaseKeyed?.(), releaseKey?.()]).catch((err) =>
+      this.o.log.warn({ err }, "could not release limits; they come back when their lease lapses"),
+    );
   }
 
   /** `freedMeanwhile`: a limit was freed while the refused acquire was in flight, so try again at once. */

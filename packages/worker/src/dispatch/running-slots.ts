@@ -15,6 +15,12 @@ interface Slot {
   ended: boolean;
 }
 
+/** What a finished job still holds: the permits adopted for it, and a key's slot adopted since it started. */
+export interface EndedSlot {
+  permits: Permit[];
+  releaseKey: (() => Promise<void>) | undefined;
+}
+
 /** Adopts a running job into its key's limit; undefined when the task has none (any more). */
 export type AdoptKey = (job: Job<NodeJobData>) => Promise<(() => Promise<void>) | undefined>;
 
@@ -33,7 +39,7 @@ export class RunningSlots {
   }
 
   /** The permits adopted for the slot, to release with its own, and the release of a key adopted since. */
-  end(slot: Slot): { permits: Permit[]; releaseKey: (() => Promise<void>) | undefined } {
+  end(slot: Slot): EndedSlot {
     this.slots.delete(slot);
     slot.ended = true;
     return { permits: slot.adopted, releaseKey: slot.releaseKey };
