@@ -10,7 +10,7 @@ export type Within<T> = { done: true; value: T } | { done: false; error?: unknow
  * cannot hold them forever, and one that fails does not stop the rest from closing.
  */
 export async function within<T>(work: Promise<T>, ms: number): Promise<Within<T>> {
-  // A plain timer: aborting a signal builds a DOMException, and a marker watch calls this for every blocking pop.
+  // A plain timer: aborting a signal builds a DOMException, and the hot path's write deadlines use this too.
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<Within<T>>((resolve) => {
     timer = setTimeout(() => resolve({ done: false }), Math.max(0, ms));

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { isConnectionError, pgErrorCode } from "@ax/store";
+import { isConnectionError, pgErrorCode, within } from "@ax/store";
 import { AxDbDeadlineError } from "@ax/common";
 
 export { isConnectionError };
@@ -31,28 +31,11 @@ export interface DbRetryOptions {
  * instead of losing the result. The writes it wraps are fenced, so a retry of one that did
  * commit changes nothing, and so does a try abandoned at the deadline that commits later.
  */
-export function withDbRetry<T>(fn: () => Promise<T>, options: DbRetryOptions = {}): Promise<T> {
-  const { until } = options;
+export async function withDbRetry<T>(fn: () => Promise<T>, options: DbRetryOptions = {}): Promise<T> {
+  const { until, retryIf = isConnectionError, onRetry } = options;
   const began = Date.now();
-  if (until !== undefined && began >= until) return retrying(fn, options, began);
-  // Nearly every write passes at once, and every attempt makes three: the first try goes without
-  // the retry loop's async frame.
-  const retryIf = options.retryIf ?? isConnectionError;
-  const first = until === undefined ? fn() : beforeDeadline(fn(), until, began);
-  return first.catch((error: unknown) => {
-    if (error instanceof AxDbDeadlineError || !retryIf(error)) throw error;
-    return retrying(fn, options, began, { error });
-  });
-}
-
-async function retrying<T>(fn: () => Promise<T>, options: DbRetryOptions, began: number, failedFirst?: { error: unknown }): Promise<T> {
-  const { until, retryIf = isConnectionError } = options;
   let waitMs = 100;
   let lastError: unknown;
-  if (failedFirst) {
-    lastError = failedFirst.error;
-    waitMs = await backOff(lastError, waitMs, options);
-  }
   for (;;) {
     if (until !== undefined && Date.now() >= until) throw new AxDbDeadlineError(Date.now() - began, lastError);
     try {
@@ -60,36 +43,19 @@ async function retrying<T>(fn: () => Promise<T>, options: DbRetryOptions, began:
     } catch (error) {
       if (error instanceof AxDbDeadlineError || !retryIf(error)) throw error;
       lastError = error;
-      waitMs = await backOff(error, waitMs, options);
+      const wait = until === undefined ? waitMs : Math.min(waitMs, Math.max(0, until - Date.now()));
+      onRetry?.(error, wait);
+      await sleep(wait);
+      // Under a deadline the waits stay short, so a database back a second before it is still seen.
+      waitMs = Math.min(waitMs * 2, until === undefined ? MAX_WAIT_MS : MAX_WAIT_BEFORE_DEADLINE_MS);
     }
   }
 }
 
-/** Waits before the next try; answers the wait after that. */
-async function backOff(error: unknown, waitMs: number, { until, onRetry }: DbRetryOptions): Promise<number> {
-  const wait = until === undefined ? waitMs : Math.min(waitMs, Math.max(0, until - Date.now()));
-  onRetry?.(error, wait);
-  await sleep(wait);
-  // Under a deadline the waits stay short, so a database back a second before it is still seen.
-  return Math.min(waitMs * 2, until === undefined ? MAX_WAIT_MS : MAX_WAIT_BEFORE_DEADLINE_MS);
-}
-
-/**
- * A write that hangs (a lock, a half-open connection) must not hold its caller past the deadline.
- * A timer and one promise: the write's outcome settles it, or the timer does, whichever is first.
- */
-function beforeDeadline<T>(write: Promise<T>, until: number, began: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new AxDbDeadlineError(Date.now() - began, undefined)), Math.max(0, until - Date.now()));
-    write.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
+/** A write that hangs (a lock, a half-open connection) must not hold its caller past the deadline. */
+async function beforeDeadline<T>(write: Promise<T>, until: number, began: number): Promise<T> {
+  const answered = await within(write, until - Date.now());
+  if (answered.done) return answered.value;
+  if ("error" in answered) throw answered.error;
+  throw new AxDbDeadlineError(Date.now() - began, undefined);
 }
