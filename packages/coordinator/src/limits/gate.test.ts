@@ -331,9 +331,19 @@ describe("LimitGate", () => {
     };
     const weightHeld = async () => (await redis.zrange(key, 0, -1)).reduce((sum, m) => sum + Number(m.split(":")[0]), 0);
     const check = async () => {
-      const used = (await live.usage(["counted"])).get("counted");
-      expect(used).toBe(await weightHeld());
-      expect(Number((await redis.get(count)) ?? 0)).toBe(used);
+      for (let look = 1; ; look++) {
+        const used = (await live.usage(["counted"])).get("counted");
+        const weight = await weightHeld();
+        const counted = Number((await redis.get(count)) ?? 0);
+        // A holder of `dying` (150 ms leases) may lapse between these reads on a loaded machine, and
+        // Redis then expires the semaphore with its count; the next look's usage drops it, so a
+        // count that really drifted still fails every look.
+        if ((used === weight && counted === used) || look === 3) {
+          expect(used).toBe(weight);
+          expect(counted).toBe(used);
+          return;
+        }
+      }
     };
     let lapsed = 0;
     let recounted = 0;
