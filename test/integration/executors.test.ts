@@ -107,7 +107,8 @@ describe("thread and process executors on real Redis and PostgreSQL", () => {
         const took = durationMs(attempt);
         console.log(`${kind} spin timed out: attempt startedAt -> finishedAt ${took} ms`);
         expect(took).toBeGreaterThanOrEqual(1000);
-        expect(took).toBeLessThan(2000);
+        // Ended promptly by its 1 s timer; the bound leaves room for a loaded host (2,029 ms once in CI).
+        expect(took).toBeLessThan(4000);
 
         const spinner = done.tasks[0]!.progress as { pid: number };
         if (kind === "process") expect(() => process.kill(spinner.pid, 0)).toThrow(/ESRCH/);
