@@ -191,7 +191,9 @@ describe("retries, backoff, notify_only and heartbeats on real Redis and Postgre
       // time the worker takes to record it: 88 ms once in CI with the full suite on two cores.
       expect(delay).toBeLessThanOrEqual(base * (1 + JITTER) + RECORDING_TOLERANCE_MS);
     }
-    expect(new Set(waiting.map((s) => s.attempts.length))).toEqual(new Set([1, 2]));
+    // A poll every 25 ms usually sees both 300 ms and 600 ms waits, but a loaded host (CI once)
+    // can stretch one read across the first; the events below show that both retries waited.
+    for (const snapshot of waiting) expect([1, 2]).toContain(snapshot.attempts.length);
 
     const retryEvents = events.filter((e) => e.runId === runId && e.name === "task_retrying");
     expect(retryEvents.map((e) => e.attempt)).toEqual([1, 2]);
