@@ -67,8 +67,10 @@ export type Acquired = { ok: true; permit: Permit; room: number } | { ok: false;
  * `reason` is recorded for `jobId` in the parked-reasons hash.
  */
 export interface ParkRequest {
-  /** Newcomers join the end of the line even when a slot is free (strategy `queue`). */
+  /** Newcomers join the line even when a slot is free (strategy `queue`). */
   firstCome: boolean;
+  /** The waiter's place in the line, lowest first: when its job became ready (ms). */
+  place: number;
   waiter: string;
   jobId: string;
   reason: string;
@@ -213,8 +215,17 @@ export class LimitGate {
     for (const sem of spec.semaphores) args.push(sem.capacity, sem.weight);
     for (const rate of spec.rates) args.push(rate.max, rate.perMs);
     if (park)
-      args.push(park.waiter, park.jobId, park.waitingKeys, park.capacities, park.parkedReasons, park.reason, park.firstCome ? "1" : "");
-    else if (onlyALook) args.push("", "", "", "", "", "", "");
+      args.push(
+        park.waiter,
+        park.jobId,
+        park.waitingKeys,
+        park.capacities,
+        park.parkedReasons,
+        park.reason,
+        park.firstCome ? "1" : "",
+        park.place,
+      );
+    else if (onlyALook) args.push("", "", "", "", "", "", "", "");
     if (onlyALook) args.push("1");
     const [ok, index, value, kept] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
     if (ok === -1) {

@@ -110,11 +110,13 @@ end
  *       then capacity and weight per semaphore, then max and window ms per rate limit.
  *       then, to park when a semaphore blocks: waiter, its job id, the waiting-keys set, the
  *       capacities hash, the parked-reasons hash, the reason and '1' when the line is first come,
- *       first served (all empty strings otherwise); then '1' when the start may be only a look
- *       (a poll of a queue last found empty), which keeps no reserve when refused.
+ *       first served, and its place in the line (when its job became ready, ms) (all empty
+ *       strings otherwise); then '1' when the start may be only a look (a poll of a queue last
+ *       found empty), which keeps no reserve when refused.
  * A parking waiter takes a slot only when no one is in line before it: a semaphore's line
- * (\`…:waiting\`) and the waiters woken from it and still on their way (\`…:woken\`, scored by
- * when their claim lapses) come first, and with a first-come line a newcomer joins its end.
+ * (\`…:line\`, a ZSET scored by place) and the waiters woken from it and still on their way
+ * (\`…:woken\`, scored by when their claim lapses) come first, and with a first-come line a
+ * newcomer joins it at its place.
  * A start that takes several slots and is refused keeps them in reserve (\`…:reserve\`, its weight,
  * for one lease, renewed by each of its retries): lighter starts then leave that many slots free,
  * so a stream of one-slot starts cannot take every slot the moment it frees and hold the heavier
@@ -142,11 +144,11 @@ local room = 1000000
 local waiter = ARGV[parkArgs + 1]
 local parking = waiter ~= nil and waiter ~= ''
 local firstCome = parking and ARGV[parkArgs + 7] == '1'
-local onlyALook = ARGV[parkArgs + 8] == '1'
+local onlyALook = ARGV[parkArgs + 9] == '1'
 for i = 1, nSem do
   local weight = tonumber(ARGV[7 + 2 * i])
   local capacity = tonumber(ARGV[6 + 2 * i])
-  local list = KEYS[i] .. ':waiting'
+  local list = KEYS[i] .. ':line'
   local taken = used[i]
   local cutsIn = false
   local reserve = tonumber(redis.call('GET', KEYS[i] .. ':reserve') or '0')
@@ -159,7 +161,7 @@ for i = 1, nSem do
     local mine = redis.call('ZSCORE', woken, waiter)
     -- Woken waiters on their way hold their slots; a newcomer goes behind the line.
     taken = taken + redis.call('ZCARD', woken) - (mine and 1 or 0)
-    cutsIn = not mine and redis.call('LLEN', list) > 0
+    cutsIn = not mine and redis.call('ZCARD', list) > 0
   end
   room = math.min(room, math.floor((capacity - taken - kept - weight) / weight))
   if cutsIn or taken + kept + weight > capacity then
@@ -170,11 +172,11 @@ for i = 1, nSem do
     -- Optionally join the semaphore's line in the same step, so no release can slip in between.
     if parking then
       local name = string.sub(KEYS[i], tonumber(ARGV[5]))
-      -- A woken waiter refused after all (its limit was lowered meanwhile) keeps its place at the head.
-      local wasWoken = redis.call('ZREM', KEYS[i] .. ':woken', waiter) == 1
-      if not redis.call('LPOS', list, waiter) then
-        if wasWoken then redis.call('LPUSH', list, waiter) else redis.call('RPUSH', list, waiter) end
-      end
+      -- The line is kept in the order the jobs became ready, not the order they reached a gate:
+      -- two processes' fetches may arrive swapped, and woken waiters refused after all (their
+      -- limit was lowered meanwhile) go back to their own places, not each to the head.
+      redis.call('ZREM', KEYS[i] .. ':woken', waiter)
+      redis.call('ZADD', list, 'NX', ARGV[parkArgs + 8], waiter)
       redis.call('SADD', ARGV[parkArgs + 3], name)
       redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[6 + 2 * i])
       redis.call('HSET', ARGV[parkArgs + 5], ARGV[parkArgs + 2], ARGV[parkArgs + 6])

@@ -18,10 +18,10 @@ describe("Waitlist", () => {
     await env.cleanup();
   });
 
-  const take = async (key: string, jobId: string): Promise<Permit | undefined> => {
+  const take = async (key: string, jobId: string, { capacity = 1, place = Date.now() } = {}): Promise<Permit | undefined> => {
     const answer = await gate.acquire(
-      { semaphores: [{ key, capacity: 1, weight: 1, label: `concurrency key ${key}` }], rates: [] },
-      { park: waitlist.parkRequest("q", jobId, `concurrency key ${key} (1/1)`, true) },
+      { semaphores: [{ key, capacity, weight: 1, label: `concurrency key ${key}` }], rates: [] },
+      { park: waitlist.parkRequest("q", jobId, `concurrency key ${key} (${capacity}/${capacity})`, true, place) },
     );
     return answer.ok ? answer.permit : undefined;
   };
@@ -68,12 +68,48 @@ describe("Waitlist", () => {
     expect(await take("k4", "job-g")).toBeUndefined();
     await waitlist.leave("k4", "q|job-g");
     expect(await redis.hget(parkedReasonsKey(env.prefix), "job-g")).toBeNull();
-    expect(await redis.llen(`${env.prefix}:limits:sem:k4:waiting`)).toBe(0);
+    expect(await redis.zcard(`${env.prefix}:limits:sem:k4:line`)).toBe(0);
     await gate.release(third!);
 
     await redis.hset(parkedReasonsKey(env.prefix), "job-x", "concurrency key k9 (1/1)", "job-y", "concurrency key k9 (1/1)");
     await waitlist.unpark(["job-x", "job-y"]);
     expect(await redis.hmget(parkedReasonsKey(env.prefix), "job-x", "job-y")).toEqual([null, null]);
+  });
+
+  it("keeps the line in the order the jobs became ready, whichever reached the gate first", async () => {
+    const holder = await take("k5", "job-0", { place: 100 });
+    // Two processes' fetches arrived swapped: job-2 asked first, though job-1 was ready before it.
+    expect(await take("k5", "job-2", { place: 300 })).toBeUndefined();
+    expect(await take("k5", "job-1", { place: 200 })).toBeUndefined();
+    expect(await take("k5", "job-3", { place: 400 })).toBeUndefined();
+    await gate.release(holder!);
+    expect(await waitlist.wake("k5", 1, holder!.id)).toEqual(["q|job-1"]);
+  });
+
+  it("puts woken waiters refused after all (their limit lowered meanwhile) back in their own places", async () => {
+    const holders = [await take("k6", "job-0", { capacity: 3, place: 100 })];
+    for (const [i, place] of [
+      [1, 200],
+      [2, 300],
+    ] as const)
+      holders.push(await take("k6", `job-${i}`, { capacity: 3, place }));
+    for (const [i, place] of [
+      [3, 400],
+      [4, 500],
+      [5, 600],
+    ] as const) {
+      expect(await take("k6", `job-${i}`, { capacity: 3, place })).toBeUndefined();
+    }
+    await gate.release(holders[0]!);
+    expect(await waitlist.wake("k6", 3, holders[0]!.id)).toEqual(["q|job-3"]);
+    await gate.release(holders[1]!);
+    expect(await waitlist.wake("k6", 3, holders[1]!.id)).toEqual(["q|job-4"]);
+    // The limit is lowered to 1 before the woken jobs come back: both are refused, in the order they return.
+    expect(await take("k6", "job-3", { capacity: 1, place: 400 })).toBeUndefined();
+    expect(await take("k6", "job-4", { capacity: 1, place: 500 })).toBeUndefined();
+    expect(await redis.zrange(`${env.prefix}:limits:sem:k6:line`, 0, -1)).toEqual(["q|job-3", "q|job-4", "q|job-5"]);
+    await gate.release(holders[2]!);
+    expect(await waitlist.wake("k6", 1, holders[2]!.id)).toEqual(["q|job-3"]);
   });
 
   it("admits a job without a concurrency key by clearing its parked reason only", async () => {

@@ -7,13 +7,15 @@ import { PRELUDE, SEMAPHORE } from "./scripts.js";
 /**
  * Who waits for a busy semaphore, in arrival order, so that a limit per business key does not
  * make workers fetch the same parked jobs again and again. A job whose key is busy joins the
- * key's list (by `LimitGate.acquire`, in the same step that refuses it), then moves to BullMQ's
+ * key's line (by `LimitGate.acquire`, in the same step that refuses it), at the place given by
+ * when its job became ready, then moves to BullMQ's
  * delayed set with a long safety delay. Whoever frees a slot of that key pops the next names and
  * promotes their jobs; a name popped before its job reached the delayed set is promoted again a
  * moment later. A sweep on every worker pops for keys whose holder died (its lease lapsed with no
  * release), so nothing waits for the safety delay unless Redis itself lost the list.
  *
- * Keys: `<prefix>:limits:sem:<key>` is the gate's semaphore; `…:waiting` its list; `…:holders` a
+ * Keys: `<prefix>:limits:sem:<key>` is the gate's semaphore; `…:line` its line (a ZSET scored by
+ * place); `…:holders` a
  * hash permit id -> run id (for `cancel_in_progress`); `<prefix>:limits:waiting-keys` the set of
  * semaphore keys that have waiters, with their capacities in `<prefix>:limits:waiting-capacity`.
  */
@@ -26,15 +28,16 @@ import { PRELUDE, SEMAPHORE } from "./scripts.js";
  */
 const WAKE_LINE = `${PRELUDE}${SEMAPHORE}
 local function wakeLine(sem, capacity, claimMs)
-  local list = sem .. ':waiting'
+  local list = sem .. ':line'
   local claims = sem .. ':woken'
   redis.call('ZREMRANGEBYSCORE', claims, '-inf', now)
   local room = capacity - semUsed(sem) - redis.call('ZCARD', claims)
-  if capacity < 0 then room = redis.call('LLEN', list) end
+  if capacity < 0 then room = redis.call('ZCARD', list) end
   local woken = {}
   while room > 0 do
-    local w = redis.call('LPOP', list)
-    if not w then break end
+    local first = redis.call('ZPOPMIN', list)
+    if #first == 0 then break end
+    local w = first[1]
     woken[#woken + 1] = w
     redis.call('ZADD', claims, now + claimMs, w)
     room = room - 1
@@ -53,7 +56,7 @@ end
 const WAKE = `${WAKE_LINE}
 redis.call('HDEL', KEYS[4], ARGV[3])
 local woken = wakeLine(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]))
-if redis.call('LLEN', KEYS[2]) == 0 then
+if redis.call('ZCARD', KEYS[2]) == 0 then
   redis.call('SREM', KEYS[3], ARGV[2])
   redis.call('HDEL', KEYS[5], ARGV[2])
 end
@@ -68,7 +71,7 @@ return woken
 const FORGET = `${WAKE_LINE}
 redis.call('ZREM', KEYS[1] .. ':woken', ARGV[3])
 local woken = wakeLine(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]))
-if redis.call('LLEN', KEYS[1] .. ':waiting') == 0 then
+if redis.call('ZCARD', KEYS[1] .. ':line') == 0 then
   redis.call('SREM', KEYS[2], ARGV[2])
   redis.call('HDEL', KEYS[3], ARGV[2])
 end
@@ -96,7 +99,7 @@ for _, key in ipairs(redis.call('SRANDMEMBER', KEYS[1], tonumber(ARGV[2]))) do
     woken[#woken + 1] = key
     woken[#woken + 1] = w
   end
-  if redis.call('LLEN', sem .. ':waiting') == 0 then
+  if redis.call('ZCARD', sem .. ':line') == 0 then
     redis.call('SREM', KEYS[1], key)
     redis.call('HDEL', KEYS[2], key)
   end
@@ -141,10 +144,14 @@ export class Waitlist {
     this.commands = redis as unknown as WaitlistCommands;
   }
 
-  /** What `LimitGate.acquire` needs to put a refused job (`queue|jobId`) in its key's line. */
-  parkRequest(queue: string, jobId: string, reason: string, firstCome: boolean): ParkRequest {
+  /**
+   * What `LimitGate.acquire` needs to put a refused job (`queue|jobId`) in its key's line, at
+   * `place`: when the job became ready (BullMQ's timestamp), so the line keeps that order.
+   */
+  parkRequest(queue: string, jobId: string, reason: string, firstCome: boolean, place: number): ParkRequest {
     return {
       firstCome,
+      place,
       waiter: `${queue}|${jobId}`,
       jobId,
       reason,
@@ -164,7 +171,7 @@ export class Waitlist {
     return this.commands.axWaitWake(
       5,
       sem,
-      `${sem}:waiting`,
+      `${sem}:line`,
       this.waitingKeys,
       `${sem}:holders`,
       this.capacities,
@@ -225,7 +232,7 @@ export class Waitlist {
   async runsOn(key: string): Promise<string[]> {
     const sem = this.semPrefix + key;
     const [holders, line, woken] = (await answersOf(
-      this.redis.pipeline().hvals(`${sem}:holders`).lrange(`${sem}:waiting`, 0, -1).zrange(`${sem}:woken`, 0, -1),
+      this.redis.pipeline().hvals(`${sem}:holders`).zrange(`${sem}:line`, 0, -1).zrange(`${sem}:woken`, 0, -1),
     )) as string[][];
     // A waiter is `queue|jobId`.
     const waiting = [...line!, ...woken!].map((w) => runIdOfJob(w.slice(w.indexOf("|") + 1)));
@@ -237,7 +244,7 @@ export class Waitlist {
     await answersOf(
       this.redis
         .pipeline()
-        .lrem(`${this.semPrefix}${key}:waiting`, 0, waiter)
+        .zrem(`${this.semPrefix}${key}:line`, waiter)
         .hdel(parkedReasonsKey(this.prefix), waiter.slice(waiter.indexOf("|") + 1)),
     );
   }
@@ -268,7 +275,7 @@ export class Waitlist {
     if (keys.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (const key of keys) {
-      pipeline.llen(`${this.semPrefix}${key}:waiting`);
+      pipeline.zcard(`${this.semPrefix}${key}:line`);
       pipeline.zcard(`${this.semPrefix}${key}`);
     }
     const answers = (await pipeline.exec()) ?? [];

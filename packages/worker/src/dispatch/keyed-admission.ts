@@ -114,7 +114,10 @@ export class KeyedAdmission {
     const parking = concurrencyKey && concurrencyKey.strategy !== "cancel_newest";
     const fullReason = concurrencyKey ? `concurrency key ${key} (${concurrencyKey.max}/${concurrencyKey.max})` : "";
     const firstCome = concurrencyKey?.strategy === "queue";
-    const answer = await d.gate.acquire(spec, parking ? { park: d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome) } : {});
+    const answer = await d.gate.acquire(
+      spec,
+      parking ? { park: d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome, job.timestamp) } : {},
+    );
     if (answer.ok) {
       await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
       if (
