@@ -148,7 +148,7 @@ local onlyALook = ARGV[parkArgs + 9] == '1'
 for i = 1, nSem do
   local weight = tonumber(ARGV[7 + 2 * i])
   local capacity = tonumber(ARGV[6 + 2 * i])
-  local list = KEYS[i] .. ':line'
+  local line = KEYS[i] .. ':line'
   local taken = used[i]
   local cutsIn = false
   local reserve = tonumber(redis.call('GET', KEYS[i] .. ':reserve') or '0')
@@ -161,7 +161,7 @@ for i = 1, nSem do
     local mine = redis.call('ZSCORE', woken, waiter)
     -- Woken waiters on their way hold their slots; a newcomer goes behind the line.
     taken = taken + redis.call('ZCARD', woken) - (mine and 1 or 0)
-    cutsIn = not mine and redis.call('ZCARD', list) > 0
+    cutsIn = not mine and redis.call('ZCARD', line) > 0
   end
   room = math.min(room, math.floor((capacity - taken - kept - weight) / weight))
   if cutsIn or taken + kept + weight > capacity then
@@ -176,7 +176,7 @@ for i = 1, nSem do
       -- two processes' fetches may arrive swapped, and woken waiters refused after all (their
       -- limit was lowered meanwhile) go back to their own places, not each to the head.
       redis.call('ZREM', KEYS[i] .. ':woken', waiter)
-      redis.call('ZADD', list, 'NX', ARGV[parkArgs + 8], waiter)
+      redis.call('ZADD', line, 'NX', ARGV[parkArgs + 8], waiter)
       redis.call('SADD', ARGV[parkArgs + 3], name)
       redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[6 + 2 * i])
       redis.call('HSET', ARGV[parkArgs + 5], ARGV[parkArgs + 2], ARGV[parkArgs + 6])

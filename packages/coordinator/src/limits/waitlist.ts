@@ -5,19 +5,19 @@ import { runIdOfJob } from "../queues.js";
 import { PRELUDE, SEMAPHORE } from "./scripts.js";
 
 /**
- * Who waits for a busy semaphore, in arrival order, so that a limit per business key does not
- * make workers fetch the same parked jobs again and again. A job whose key is busy joins the
- * key's line (by `LimitGate.acquire`, in the same step that refuses it), at the place given by
- * when its job became ready, then moves to BullMQ's
- * delayed set with a long safety delay. Whoever frees a slot of that key pops the next names and
- * promotes their jobs; a name popped before its job reached the delayed set is promoted again a
- * moment later. A sweep on every worker pops for keys whose holder died (its lease lapsed with no
- * release), so nothing waits for the safety delay unless Redis itself lost the list.
+ * Who waits for a busy semaphore, in the order their jobs became ready, so that a limit per
+ * business key does not make workers fetch the same parked jobs again and again. A job whose key
+ * is busy joins the key's line (by `LimitGate.acquire`, in the same step that refuses it), then
+ * moves to BullMQ's delayed set with a long safety delay. Whoever frees a slot of that key pops
+ * the next names and promotes their jobs; a name popped before its job reached the delayed set is
+ * promoted again a moment later. A sweep on every worker pops for keys whose holder died (its
+ * lease lapsed with no release), so nothing waits for the safety delay unless Redis itself lost
+ * the line.
  *
  * Keys: `<prefix>:limits:sem:<key>` is the gate's semaphore; `…:line` its line (a ZSET scored by
- * place); `…:holders` a
- * hash permit id -> run id (for `cancel_in_progress`); `<prefix>:limits:waiting-keys` the set of
- * semaphore keys that have waiters, with their capacities in `<prefix>:limits:waiting-capacity`.
+ * when each job became ready); `…:holders` a hash permit id -> run id (for `cancel_in_progress`);
+ * `<prefix>:limits:waiting-keys` the set of semaphore keys that have waiters, with their
+ * capacities in `<prefix>:limits:waiting-capacity`.
  */
 
 /**
@@ -28,14 +28,14 @@ import { PRELUDE, SEMAPHORE } from "./scripts.js";
  */
 const WAKE_LINE = `${PRELUDE}${SEMAPHORE}
 local function wakeLine(sem, capacity, claimMs)
-  local list = sem .. ':line'
+  local line = sem .. ':line'
   local claims = sem .. ':woken'
   redis.call('ZREMRANGEBYSCORE', claims, '-inf', now)
   local room = capacity - semUsed(sem) - redis.call('ZCARD', claims)
-  if capacity < 0 then room = redis.call('ZCARD', list) end
+  if capacity < 0 then room = redis.call('ZCARD', line) end
   local woken = {}
   while room > 0 do
-    local first = redis.call('ZPOPMIN', list)
+    local first = redis.call('ZPOPMIN', line)
     if #first == 0 then break end
     local w = first[1]
     woken[#woken + 1] = w
@@ -48,7 +48,7 @@ end
 `;
 
 /**
- * KEYS: semaphore, its list, waiting-keys set, holders hash, capacities hash. ARGV: capacity, key,
+ * KEYS: semaphore, its line, waiting-keys set, holders hash, capacities hash. ARGV: capacity, key,
  * the released permit's id, claim ms. Forgets the permit's holder, then wakes as many waiters as
  * there is room for. A line left empty takes its key out of the set and its capacity out of the
  * hash: with a key per order id, anything kept per key would grow for ever.
