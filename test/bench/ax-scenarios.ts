@@ -8,6 +8,7 @@ import { since, snapshot, type Counts } from "./counters.js";
 import { meterServerCpu, type ServerCpu } from "./process-cpu.js";
 import { triggerInBatches, waitForRuns } from "./runs.js";
 import { median, percentile } from "./stats.js";
+import { meterWal } from "./wal.js";
 
 const noop = ax.task({ name: "bench_noop" }, (..._args: unknown[]) => null);
 
@@ -106,6 +107,8 @@ export interface Throughput {
   cpuMsPerTask: number;
   /** The servers' CPU per task over the same span. */
   serverCpu: ServerCpu;
+  /** PostgreSQL's write-ahead log per task over the same span, in bytes. */
+  walBytesPerTask: number;
 }
 
 /** Triggers `runs` runs in batches while the workers run, and waits for all to succeed. */
@@ -113,6 +116,7 @@ async function throughput(client: Client, env: Isolated, flow: string, nodes: nu
   const before = snapshot();
   const cpuBefore = process.cpuUsage();
   const servers = meterServerCpu();
+  const wal = await meterWal(env);
   const start = Date.now();
   const ids = await triggerInBatches(client, flow, runs, batch);
   const triggerMs = Date.now() - start;
@@ -130,6 +134,7 @@ async function throughput(client: Client, env: Isolated, flow: string, nodes: nu
     counts,
     cpuMsPerTask: (cpu.user + cpu.system) / 1000 / tasks,
     serverCpu: servers(tasks),
+    walBytesPerTask: await wal(tasks),
   };
 }
 
@@ -169,6 +174,7 @@ export async function drainThroughput(
   const before = snapshot();
   const cpuBefore = process.cpuUsage();
   const servers = meterServerCpu();
+  const wal = await meterWal(env);
   const start = Date.now();
   await worker.start();
   try {
@@ -187,6 +193,7 @@ export async function drainThroughput(
       counts,
       cpuMsPerTask: (cpu.user + cpu.system) / 1000 / runs,
       serverCpu,
+      walBytesPerTask: await wal(runs),
     };
   } finally {
     await worker.stop();

@@ -133,7 +133,7 @@ async function measure(sizes: BenchSizes): Promise<Results> {
 
 function throughputDetail(t: Rounds<Throughput>): string {
   const triggering = t.triggerMs > 0 ? ` (triggering ${t.triggerMs} ms)` : "";
-  return `${t.runs} runs in ${Math.round(t.ms)} ms${triggering}; ${perTask(t.counts, t.tasks)}, ${cpuText(t.cpuMsPerTask, t.serverCpu)}${roundsText(t.roundRates)}`;
+  return `${t.runs} runs in ${Math.round(t.ms)} ms${triggering}; ${perTask(t.counts, t.tasks)}, WAL ${Math.round(t.walBytesPerTask)} B/task, ${cpuText(t.cpuMsPerTask, t.serverCpu)}${roundsText(t.roundRates)}`;
 }
 
 /** CPU per task of this process and of the servers: on two cores their sum, not any one of them, bounds throughput. */
@@ -277,6 +277,7 @@ function report(r: Results): void {
       bullmq_cpu_ms_per_task: round(r.baseline.endToEnd.cpuMsPerTask, 3),
       total_cpu_ms_per_task: round(totalCpu(r.single.cpuMsPerTask, r.single.serverCpu), 3),
       bullmq_total_cpu_ms_per_task: round(totalCpu(r.baseline.endToEnd.cpuMsPerTask, r.baseline.endToEnd.serverCpu), 3),
+      wal_bytes_per_task: Math.round(r.single.walBytesPerTask),
       ...(r.scaling && scalingJson(r.scaling)),
       ...(r.sparse && sparseJson(r.sparse)),
       ...(r.idle && idleJson(r.idle)),

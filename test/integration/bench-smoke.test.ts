@@ -32,6 +32,7 @@ const SCENARIO_KEYS = [
   "drain_c10_tasks_per_s",
   "drain_c300_tasks_per_s",
   "total_cpu_ms_per_task",
+  "wal_bytes_per_task",
   "idle_redis_commands_per_s",
   "worker_rss_peak_mb",
   "worker_cpu_ms_per_task",

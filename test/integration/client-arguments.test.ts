@@ -11,8 +11,9 @@ import {
   Client,
   Runtime,
 } from "ax-scheduler";
+import pg from "pg";
 import pino from "pino";
-import { isolate } from "../helpers/isolated.js";
+import { isolate, PG_URL } from "../helpers/isolated.js";
 
 const noop = ax.task({ name: "client_args_noop" }, () => null);
 const flow = ax.flow({ name: "client_args_flow" }, () => {
@@ -255,6 +256,25 @@ describe("Client arguments", () => {
     expect(seen).toHaveLength(5);
     expect(new Set(seen)).toEqual(new Set(ids));
     expect(seen).toEqual((await client.listRuns({ businessKey: "paged" })).map((r) => r.id));
+  });
+
+  it("a lookup by business key reads runs_business_key, which holds only the runs that have a key", async () => {
+    // With sequential scans priced out, a plan that does not name the index could not use it:
+    // the index is partial (business_key is not null), and `= $1` must imply that.
+    const db = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${env.schema} -c enable_seqscan=off` });
+    await db.connect();
+    try {
+      const plan = await db.query<{ "QUERY PLAN": string }>("explain select id from runs where business_key = $1", ["paged"]);
+      expect(plan.rows.map((r) => r["QUERY PLAN"]).join("\n")).toMatch(/runs_business_key/);
+      const [index] = (
+        await db.query<{ indexdef: string }>("select indexdef from pg_indexes where schemaname = $1 and indexname = 'runs_business_key'", [
+          env.schema,
+        ])
+      ).rows;
+      expect(index!.indexdef).toMatch(/WHERE \(business_key IS NOT NULL\)/);
+    } finally {
+      await db.end();
+    }
   });
 
   it("listRuns finds the run an idempotency key made, given its flow; without the flow it is refused", async () => {

@@ -56,7 +56,10 @@ export const runs = pgTable(
     index("runs_flow_created").on(t.flow, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("runs_created_id").on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("runs_status").on(t.status),
-    index("runs_business_key").on(t.businessKey),
+    // Partial: a run without a business key writes nothing to it, on its insert and on each of its
+    // updates (every index of \`runs\` gets a new entry when the status changes); a lookup by key
+    // (\`business_key = $1\`) implies the key is not null, so it still uses this index.
+    index("runs_business_key").on(t.businessKey).where(sql`${t.businessKey} is not null`),
     // A backfill finds each tick's runs by date. Partial: a run without a logical date (every
     // triggered one) writes nothing to it.
     index("runs_flow_logical_date").on(t.flow, t.logicalDate).where(sql`${t.logicalDate} is not null`),
