@@ -48,6 +48,8 @@ try {
   await time("flow=big", { flow: "big", limit: 50 });
   await time("flow=rare (1 run in 1,000)", { flow: "rare", limit: 50 });
   await time("status=failed", { status: "failed", limit: 50 });
+  // Not in runs_status (partial: success is most runs), so read by creation time.
+  await time("status=success", { status: "success", limit: 50 });
   // The rows span 10 ms each: 1M runs cover the last ~2.8 hours.
   await time("trigger=schedule, from 2 h ago to 1 h ago", {
     trigger: "schedule",

@@ -258,20 +258,25 @@ describe("Client arguments", () => {
     expect(seen).toEqual((await client.listRuns({ businessKey: "paged" })).map((r) => r.id));
   });
 
-  it("a lookup by business key reads runs_business_key, which holds only the runs that have a key", async () => {
-    // With sequential scans priced out, a plan that does not name the index could not use it:
-    // the index is partial (business_key is not null), and `= $1` must imply that.
+  it("lookups by business key and by a status other than success read the partial indexes of runs", async () => {
+    // With sequential scans priced out, a plan that does not name an index could not use it: both
+    // are partial (business_key is not null; status <> 'success'), and each lookup must imply that.
     const db = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${env.schema} -c enable_seqscan=off` });
     await db.connect();
     try {
-      const plan = await db.query<{ "QUERY PLAN": string }>("explain select id from runs where business_key = $1", ["paged"]);
-      expect(plan.rows.map((r) => r["QUERY PLAN"]).join("\n")).toMatch(/runs_business_key/);
-      const [index] = (
-        await db.query<{ indexdef: string }>("select indexdef from pg_indexes where schemaname = $1 and indexname = 'runs_business_key'", [
+      const plan = async (text: string, values: unknown[] = []) =>
+        (await db.query<{ "QUERY PLAN": string }>(`explain ${text}`, values)).rows.map((r) => r["QUERY PLAN"]).join("\n");
+      expect(await plan("select id from runs where business_key = $1", ["paged"])).toMatch(/runs_business_key/);
+      expect(await plan("select id from runs where status = $1", ["failed"])).toMatch(/runs_status/);
+      expect(await plan("select id from runs where status in ('pending', 'running')")).toMatch(/runs_status/);
+      const indexes = (
+        await db.query<{ indexname: string; indexdef: string }>("select indexname, indexdef from pg_indexes where schemaname = $1", [
           env.schema,
         ])
       ).rows;
-      expect(index!.indexdef).toMatch(/WHERE \(business_key IS NOT NULL\)/);
+      const where = (name: string) => indexes.find((i) => i.indexname === name)?.indexdef.replace(/.* WHERE /, "");
+      expect(where("runs_business_key")).toBe("(business_key IS NOT NULL)");
+      expect(where("runs_status")).toBe("(status <> 'success'::text)");
     } finally {
       await db.end();
     }

@@ -1,2 +1,0 @@
-DROP INDEX "runs_business_key";--> statement-breakpoint
-CREATE INDEX "runs_business_key" ON "runs" USING btree ("business_key") WHERE "runs"."business_key" is not null;
