@@ -5,7 +5,8 @@ import type { Isolated } from "../helpers/isolated.js";
  * function answers it in bytes per task. Unlike CPU it does not drift with the machine's load:
  * the same statements over the same rows write the same log, so a change to what a task writes
  * (an index entry, a row version, a row lock) shows here in one run. The server's whole log
- * counts, every database's; on a quiet machine the bench is the only writer.
+ * counts, every database's; on a quiet machine the bench is the only writer. A checkpoint during
+ * the scenario adds a full image of each page first changed after it.
  */
 export async function meterWal(env: Isolated): Promise<(tasks: number) => Promise<number>> {
   const [{ lsn: before }] = (await env.sql<{ lsn: string }>("select pg_current_wal_lsn()::text as lsn")) as [{ lsn: string }];
