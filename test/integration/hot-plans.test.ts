@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { ax, Client, type Runtime } from "ax-scheduler";
 import { completeAttempts, migrate, openStore, startAttempts, type Store } from "@ax/store";
-import { isolate } from "../helpers/isolated.js";
+import pg from "pg";
+import { isolate, PG_URL } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 
 const first = ax.task({ name: "plans_first" }, () => 1);
@@ -83,5 +84,29 @@ describe("hot statements read the rows they change, whatever the tables held whe
     // queued nodes, 6,000 node rows) in every statement, 40 statements here.
     expect(after.inFlight - before.inFlight).toBeLessThan(PROBES * 20);
     expect(after.seq - before.seq).toBeLessThan(PROBES * 50);
+  });
+
+  it("lookups of runs by business key and by a status other than success read their partial indexes", async () => {
+    // With sequential scans priced out, a plan that does not name an index could not use it: both
+    // are partial (business_key is not null; status <> 'success'), and each lookup must imply that.
+    const db = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${env.schema} -c enable_seqscan=off` });
+    await db.connect();
+    try {
+      const plan = async (text: string, values: unknown[] = []) =>
+        (await db.query<{ "QUERY PLAN": string }>(`explain ${text}`, values)).rows.map((r) => r["QUERY PLAN"]).join("\n");
+      expect(await plan("select id from runs where business_key = $1", ["order-1"])).toMatch(/runs_business_key/);
+      expect(await plan("select id from runs where status = $1", ["failed"])).toMatch(/runs_status/);
+      expect(await plan("select id from runs where status in ('pending', 'running')")).toMatch(/runs_status/);
+      const indexes = (
+        await db.query<{ indexname: string; indexdef: string }>("select indexname, indexdef from pg_indexes where schemaname = $1", [
+          env.schema,
+        ])
+      ).rows;
+      const where = (name: string) => indexes.find((i) => i.indexname === name)?.indexdef.replace(/.* WHERE /, "");
+      expect(where("runs_business_key")).toBe("(business_key IS NOT NULL)");
+      expect(where("runs_status")).toBe("(status <> 'success'::text)");
+    } finally {
+      await db.end();
+    }
   });
 });
