@@ -61,8 +61,8 @@ export const runs = pgTable(
     // to success writes no entry here.
     index("runs_status").on(t.status).where(sql`${t.status} <> 'success'`),
     // Partial: a run without a business key writes nothing to it, on its insert and on each of its
-    // updates (every index of \`runs\` gets a new entry when the status changes); a lookup by key
-    // (\`business_key = $1\`) implies the key is not null, so it still uses this index.
+    // updates (every index of `runs` gets a new entry when the status changes); a lookup by key
+    // (`business_key = $1`) implies the key is not null, so it still uses this index.
     index("runs_business_key").on(t.businessKey).where(sql`${t.businessKey} is not null`),
     // A backfill finds each tick's runs by date. Partial: a run without a logical date (every
     // triggered one) writes nothing to it.
