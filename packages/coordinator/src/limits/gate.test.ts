@@ -48,7 +48,7 @@ describe("LimitGate", () => {
     );
     expect(result).toEqual({
       ok: false,
-      blocked: { kind: "semaphore", label: "pool aon_a", key: "aon_a", used: 1, capacity: 1, weight: 1, kept: 0 },
+      blocked: { kind: "semaphore", label: "pool aon_a", key: "aon_a", used: 1, capacity: 1, weight: 1, kept: 0, woken: [] },
     });
     expect(await gate.usage(["aon_a", "aon_b"])).toEqual(
       new Map([
@@ -90,11 +90,11 @@ describe("LimitGate", () => {
     const third = await gate.acquire(spec([sem("core_db", 3, 1)]));
     expect(third).toEqual({
       ok: false,
-      blocked: { kind: "semaphore", label: "pool core_db", key: "core_db", used: 3, capacity: 3, weight: 1, kept: 0 },
+      blocked: { kind: "semaphore", label: "pool core_db", key: "core_db", used: 3, capacity: 3, weight: 1, kept: 0, woken: [] },
     });
     expect(describeBlocked((third as { blocked: Parameters<typeof describeBlocked>[0] }).blocked)).toBe("pool core_db (3/3)");
     // A full pool needs no reserve to explain why a start waits.
-    const full = { kind: "semaphore" as const, label: "pool core_db", key: "core_db", used: 3, capacity: 3, weight: 1, kept: 2 };
+    const full = { kind: "semaphore" as const, label: "pool core_db", key: "core_db", used: 3, capacity: 3, weight: 1, kept: 2, woken: [] };
     expect(describeBlocked(full)).toBe("pool core_db (3/3)");
   });
 
@@ -449,7 +449,7 @@ describe("LimitGate", () => {
   });
 
   it("describes what blocks a start", () => {
-    const one = { kind: "semaphore", weight: 1, kept: 0 } as const;
+    const one = { kind: "semaphore", weight: 1, kept: 0, woken: [] } as const;
     expect(describeBlocked({ ...one, label: "pool core_db", key: "pool:core_db", used: 25, capacity: 25 })).toBe("pool core_db (25/25)");
     expect(describeBlocked({ ...one, label: "concurrency", key: "t", used: 2, capacity: 2 })).toBe("concurrency 2/2");
     expect(describeBlocked({ ...one, label: "max_concurrency", key: "c", used: 4, capacity: 4 })).toBe("max_concurrency 4/4");

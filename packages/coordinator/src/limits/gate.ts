@@ -42,6 +42,11 @@ export type Blocked =
       weight: number;
       /** Slots kept free for a heavier start that was refused (see ACQUIRE), not this start's to take. */
       kept: number;
+      /**
+       * Waiters (`queue|jobId`) of the semaphore's line woken by a parking refusal: the refused
+       * waiter yielded a free slot to one ahead of it. The caller promotes their jobs.
+       */
+      woken: readonly string[];
     }
   | { kind: "rate"; label: string; key: string; max: number; perMs: number; retryInMs: number }
   /**
@@ -78,6 +83,8 @@ export interface ParkRequest {
   waitingKeys: string;
   capacities: string;
   parkedReasons: string;
+  /** How long a waiter woken from the line keeps its slot while its job travels (see `Waitlist`). */
+  claimMs: number;
 }
 
 /** The live configuration the caller's limits come from (see config-version.ts). */
@@ -104,7 +111,7 @@ const silentLog = pino({ level: "silent" });
 
 /** The scripts as ioredis runs them once `defineCommand` has registered them (EVALSHA, EVAL on a cache miss). */
 interface GateCommands {
-  axLimitAcquire(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  axLimitAcquire(numKeys: number, ...args: (string | number)[]): Promise<(number | string)[]>;
   axLimitUsage(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   axLimitRenew(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   axLimitRelease(numKeys: number, ...args: (string | number)[]): Promise<number>;
@@ -224,10 +231,17 @@ export class LimitGate {
         park.reason,
         park.firstCome ? "1" : "",
         park.place,
+        park.claimMs,
       );
-    else if (onlyALook) args.push("", "", "", "", "", "", "", "");
+    else if (onlyALook) args.push("", "", "", "", "", "", "", "", "");
     if (onlyALook) args.push("1");
-    const [ok, index, value, kept] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
+    const [ok, index, value, kept, ...woken] = (await this.commands.axLimitAcquire(keys.length, ...keys, ...args)) as [
+      number,
+      number | undefined,
+      number | undefined,
+      number | undefined,
+      ...string[],
+    ];
     if (ok === -1) {
       await this.catchUp(index!);
       return { ok: false, blocked: { kind: "stale", version: index! } };
@@ -240,7 +254,7 @@ export class LimitGate {
     const at = index! - 1;
     if (at < spec.semaphores.length) {
       const { label, key, capacity, weight } = spec.semaphores[at]!;
-      return { ok: false, blocked: { kind: "semaphore", label, key, used: value!, capacity, weight, kept: kept ?? 0 } };
+      return { ok: false, blocked: { kind: "semaphore", label, key, used: value!, capacity, weight, kept: kept ?? 0, woken } };
     }
     const { label, key, max, perMs } = spec.rates[at - spec.semaphores.length]!;
     return { ok: false, blocked: { kind: "rate", label, key, max, perMs, retryInMs: value! } };

@@ -85,6 +85,82 @@ end
 `;
 
 /**
+ * A semaphore's line (`…:line`, a ZSET of waiters scored by their places: when their jobs became
+ * ready) and the claims of the waiters woken from it and still on their way: `…:woken` scored by
+ * when each claim lapses, `…:woken-at` by the waiter's place, so that a claimant yields to those
+ * ahead of it and to nobody behind. Every claim is added and removed in both. Needs SEMAPHORE.
+ */
+export const CLAIMS = `
+local function dropLapsedClaims(sem)
+  local claims = sem .. ':woken'
+  local lapsed = redis.call('ZRANGEBYSCORE', claims, '-inf', now)
+  if #lapsed == 0 then return end
+  redis.call('ZREMRANGEBYSCORE', claims, '-inf', now)
+  for _, w in ipairs(lapsed) do redis.call('ZREM', sem .. ':woken-at', w) end
+end
+local function unclaim(sem, waiter)
+  redis.call('ZREM', sem .. ':woken', waiter)
+  redis.call('ZREM', sem .. ':woken-at', waiter)
+end
+-- Whether (place pa, member a) comes before (pb, b) in a ZSET: ties go byte by byte, as Redis orders them.
+local function ahead(pa, a, pb, b)
+  if pa ~= pb then return pa < pb end
+  for k = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, k), string.byte(b, k)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+-- How many waiters of the line other than waiter come before (place, waiter).
+local function lineBefore(sem, place, waiter)
+  local n = redis.call('ZCOUNT', sem .. ':line', '-inf', '(' .. place)
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', sem .. ':line', place, place)) do
+    if m ~= waiter and ahead(0, m, 0, waiter) then n = n + 1 end
+  end
+  return n
+end
+-- How many claims other than waiter's come before (place, waiter). A place whose claim is gone
+-- was left by a process older than the places (one that removes claims from ':woken' only) and is
+-- dropped, or it would hold the line back for as long as the key stays busy.
+local function claimsBefore(sem, place, waiter)
+  local n = 0
+  local at = redis.call('ZRANGEBYSCORE', sem .. ':woken-at', '-inf', place, 'WITHSCORES')
+  for k = 1, #at, 2 do
+    local w = at[k]
+    if not redis.call('ZSCORE', sem .. ':woken', w) then
+      redis.call('ZREM', sem .. ':woken-at', w)
+    elseif w ~= waiter and ahead(tonumber(at[k + 1]), w, tonumber(place), waiter) then
+      n = n + 1
+    end
+  end
+  return n
+end
+-- Pops up to capacity minus what is held and claimed of the line, and gives each woken waiter a
+-- claim until claimMs from now; a claim that lapses (its job never came) frees the slot. A
+-- negative capacity (the limit was removed) wakes the whole line.
+local function wakeLine(sem, capacity, claimMs)
+  local line = sem .. ':line'
+  dropLapsedClaims(sem)
+  local room = capacity - semUsed(sem) - redis.call('ZCARD', sem .. ':woken')
+  if capacity < 0 then room = redis.call('ZCARD', line) end
+  local woken = {}
+  while room > 0 do
+    local first = redis.call('ZPOPMIN', line)
+    if #first == 0 then break end
+    woken[#woken + 1] = first[1]
+    redis.call('ZADD', sem .. ':woken', now + claimMs, first[1])
+    redis.call('ZADD', sem .. ':woken-at', first[2], first[1])
+    room = room - 1
+  end
+  if #woken > 0 then
+    extendTtl(sem .. ':woken', claimMs)
+    extendTtl(sem .. ':woken-at', claimMs)
+  end
+  return woken
+end
+`;
+
+/**
  * Drops expired holders of the semaphores KEYS[1..n], publishes on `channel` the names of those
  * that lost a holder and refused someone since they last did (see `freedFor`), and returns each
  * semaphore's used weight. `nameFrom` is where the caller's key starts inside the Redis key.
@@ -109,15 +185,19 @@ end
  *       version mark's key and the caller's config version ('' when it has none to compare),
  *       then capacity and weight per semaphore, then max and window ms per rate limit.
  *       then, to park when a semaphore blocks: waiter, its job id, the waiting-keys set, the
- *       capacities hash, the parked-reasons hash, the reason and '1' when the line is first come,
- *       first served, and its place in the line (when its job became ready, ms) (all empty
- *       strings otherwise); then '1' when the start may be only a look (a poll of a queue last
- *       found empty), which keeps no reserve when refused.
- * A parking waiter takes a slot only when no one is in line before it: a semaphore's line
- * (\`…:line\`, a ZSET scored by place) and the waiters woken from it and still on their way
- * (\`…:woken\`, scored by when their claim lapses) come first, and with a first-come line a
- * newcomer joins it at its place.
- * A start that takes several slots and is refused keeps them in reserve (\`…:reserve\`, its weight,
+ *       capacities hash, the parked-reasons hash, the reason, '1' when the line is first come,
+ *       first served, its place in the line (when its job became ready, ms) and how long a
+ *       waiter woken from the line keeps its claim (ms) (all empty strings otherwise); then '1'
+ *       when the start may be only a look (a poll of a queue last found empty), which keeps no
+ *       reserve when refused.
+ * A parking waiter on a first-come line takes a slot only when no one is ahead of it: neither a
+ * waiter in the line (see CLAIMS) with an earlier place, nor a woken waiter with an earlier place
+ * still on its way (its claim holds a slot). Claims behind it do not count: a limit lowered while
+ * several woken waiters travel then admits them in their order, whichever arrives first. A refused
+ * waiter joins the line at its place; should that leave a slot free with nobody on the way to it
+ * (the refused one yielded to a waiter still in the line), the line's head is woken in the same
+ * step, and returned for the caller to promote.
+ * A start that takes several slots and is refused keeps them in reserve (`…:reserve`, its weight,
  * for one lease, renewed by each of its retries): lighter starts then leave that many slots free,
  * so a stream of one-slot starts cannot take every slot the moment it frees and hold the heavier
  * one back for ever. The first start at least as heavy takes the reserve and ends it.
@@ -126,10 +206,11 @@ end
  * Returns {1, room} when everything was taken, where room is how many more permits of the same
  * spec would pass right now (the tightest limit decides), or {0, index of the first blocking
  * limit (1-based over KEYS), used weight for a semaphore | ms until a rate slot frees, slots kept
- * in reserve from this start}. Nothing is written unless every limit lets the permit through,
- * except that a parking waiter joins the blocking line and a heavy start keeps its reserve.
+ * in reserve from this start, then the waiters woken by a parking refusal}. Nothing is written
+ * unless every limit lets the permit through, except that a parking waiter joins the blocking
+ * line (waking its head if a slot is left free) and a heavy start keeps its reserve.
  */
-export const ACQUIRE = `${PRELUDE}${PURGE}
+export const ACQUIRE = `${PRELUDE}${PURGE}${CLAIMS}
 if ARGV[7] ~= '' then
   local newest = tonumber(redis.call('GET', ARGV[6]) or '0')
   if newest > tonumber(ARGV[7]) then return {-1, newest} end
@@ -144,24 +225,24 @@ local room = 1000000
 local waiter = ARGV[parkArgs + 1]
 local parking = waiter ~= nil and waiter ~= ''
 local firstCome = parking and ARGV[parkArgs + 7] == '1'
-local onlyALook = ARGV[parkArgs + 9] == '1'
+local onlyALook = ARGV[parkArgs + 10] == '1'
 for i = 1, nSem do
   local weight = tonumber(ARGV[7 + 2 * i])
   local capacity = tonumber(ARGV[6 + 2 * i])
   local line = KEYS[i] .. ':line'
   local taken = used[i]
   local cutsIn = false
+  local place = parking and ARGV[parkArgs + 8]
   local reserve = tonumber(redis.call('GET', KEYS[i] .. ':reserve') or '0')
   -- Slots kept for a heavier start are not this one's to take.
   local kept = 0
   if reserve > weight then kept = reserve end
   if firstCome then
-    local woken = KEYS[i] .. ':woken'
-    redis.call('ZREMRANGEBYSCORE', woken, '-inf', now)
-    local mine = redis.call('ZSCORE', woken, waiter)
-    -- Woken waiters on their way hold their slots; a newcomer goes behind the line.
-    taken = taken + redis.call('ZCARD', woken) - (mine and 1 or 0)
-    cutsIn = not mine and redis.call('ZCARD', line) > 0
+    dropLapsedClaims(KEYS[i])
+    -- A woken waiter keeps the place it was woken from.
+    place = redis.call('ZSCORE', KEYS[i] .. ':woken-at', waiter) or place
+    taken = taken + claimsBefore(KEYS[i], place, waiter)
+    cutsIn = lineBefore(KEYS[i], place, waiter) > 0
   end
   room = math.min(room, math.floor((capacity - taken - kept - weight) / weight))
   if cutsIn or taken + kept + weight > capacity then
@@ -169,19 +250,21 @@ for i = 1, nSem do
     if weight > 1 and not onlyALook and weight >= reserve and taken + weight > capacity then
       redis.call('SET', KEYS[i] .. ':reserve', weight, 'PX', lease)
     end
+    local answer = {0, i, taken, kept}
     -- Optionally join the semaphore's line in the same step, so no release can slip in between.
     if parking then
       local name = string.sub(KEYS[i], tonumber(ARGV[5]))
       -- The line is kept in the order the jobs became ready, not the order they reached a gate:
       -- two processes' fetches may arrive swapped, and woken waiters refused after all (their
       -- limit was lowered meanwhile) go back to their own places, not each to the head.
-      redis.call('ZREM', KEYS[i] .. ':woken', waiter)
-      redis.call('ZADD', line, 'NX', ARGV[parkArgs + 8], waiter)
+      unclaim(KEYS[i], waiter)
+      redis.call('ZADD', line, 'NX', place, waiter)
       redis.call('SADD', ARGV[parkArgs + 3], name)
       redis.call('HSET', ARGV[parkArgs + 4], name, ARGV[6 + 2 * i])
       redis.call('HSET', ARGV[parkArgs + 5], ARGV[parkArgs + 2], ARGV[parkArgs + 6])
+      for _, w in ipairs(wakeLine(KEYS[i], capacity, tonumber(ARGV[parkArgs + 9]))) do answer[#answer + 1] = w end
     end
-    return {0, i, taken, kept}
+    return answer
   end
 end
 for j = 1, #KEYS - nSem do
@@ -203,7 +286,11 @@ for i = 1, nSem do
   local reserve = tonumber(redis.call('GET', KEYS[i] .. ':reserve') or '0')
   if reserve > 1 and weight >= reserve then redis.call('DEL', KEYS[i] .. ':reserve') end
   semHold(KEYS[i], ARGV[7 + 2 * i] .. ':' .. id, now + lease, lease)
-  if parking then redis.call('ZREM', KEYS[i] .. ':woken', waiter) end
+  if parking then
+    unclaim(KEYS[i], waiter)
+    -- A waiter already in the line (its job came back without being woken) leaves it.
+    if firstCome then redis.call('ZREM', KEYS[i] .. ':line', waiter) end
+  end
 end
 for j = 1, #KEYS - nSem do
   local key = KEYS[nSem + j]

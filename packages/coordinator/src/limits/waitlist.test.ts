@@ -112,6 +112,74 @@ describe("Waitlist", () => {
     expect(await waitlist.wake("k6", 1, holders[2]!.id)).toEqual(["q|job-3"]);
   });
 
+  it("admits woken waiters in their order when their limit is lowered while they travel, whichever arrives last", async () => {
+    const held = [];
+    for (const [i, place] of [
+      [0, 100],
+      [1, 200],
+      [2, 300],
+    ] as const)
+      held.push(await take("k7", `job-${i}`, { capacity: 3, place }));
+    for (const [i, place] of [
+      [3, 400],
+      [4, 500],
+      [5, 600],
+    ] as const)
+      expect(await take("k7", `job-${i}`, { capacity: 3, place })).toBeUndefined();
+    const woken = [];
+    for (const permit of held) {
+      await gate.release(permit!);
+      woken.push(...(await waitlist.wake("k7", 3, permit!.id)));
+    }
+    expect(woken).toEqual(["q|job-3", "q|job-4", "q|job-5"]);
+    // Lowered to 1 while all three travel: job-5 and job-4 yield to job-3's claim, then to job-3 itself.
+    expect(await take("k7", "job-5", { capacity: 1, place: 600 })).toBeUndefined();
+    expect(await take("k7", "job-4", { capacity: 1, place: 500 })).toBeUndefined();
+    const first = await take("k7", "job-3", { capacity: 1, place: 400 });
+    expect(first).toBeDefined();
+    expect(await redis.zrange(`${env.prefix}:limits:sem:k7:line`, 0, -1)).toEqual(["q|job-4", "q|job-5"]);
+    await gate.release(first!);
+    expect(await waitlist.wake("k7", 1, first!.id)).toEqual(["q|job-4"]);
+    // Arriving first is no longer enough: with job-4 on its way, job-5 is refused even by a free slot.
+    expect(await take("k7", "job-5", { capacity: 1, place: 600 })).toBeUndefined();
+    expect(await take("k7", "job-4", { capacity: 1, place: 500 })).toBeDefined();
+  });
+
+  it("a woken waiter that yields a free slot to one still in the line wakes that one in the same step", async () => {
+    const held = [await take("k8", "job-h1", { capacity: 2, place: 100 }), await take("k8", "job-h2", { capacity: 2, place: 200 })];
+    expect(await take("k8", "job-c", { capacity: 2, place: 500 })).toBeUndefined();
+    await gate.release(held[0]!);
+    expect(await waitlist.wake("k8", 2, held[0]!.id)).toEqual(["q|job-c"]);
+    // Ready before job-c but fetched late, it meets a limit lowered to 1 and waits in the line.
+    expect(await take("k8", "job-l", { capacity: 1, place: 400 })).toBeUndefined();
+    await gate.release(held[1]!);
+    // job-c's claim holds the only slot, so the release wakes no one.
+    expect(await waitlist.wake("k8", 1, held[1]!.id)).toEqual([]);
+    const answer = await gate.acquire(
+      { semaphores: [{ key: "k8", capacity: 1, weight: 1, label: "concurrency key k8" }], rates: [] },
+      { park: waitlist.parkRequest("q", "job-c", "concurrency key k8 (1/1)", true, 500) },
+    );
+    expect(answer).toMatchObject({ ok: false, blocked: { kind: "semaphore", used: 0, woken: ["q|job-l"] } });
+    expect(await redis.zrange(`${env.prefix}:limits:sem:k8:line`, 0, -1)).toEqual(["q|job-c"]);
+    expect(await take("k8", "job-l", { capacity: 1, place: 400 })).toBeDefined();
+  });
+
+  it("admits a waiter whose job came back unwoken when no one is ahead of it, and takes it out of the line", async () => {
+    const holder = await take("k9", "job-h", { place: 100 });
+    expect(await take("k9", "job-x", { place: 200 })).toBeUndefined();
+    // The holder's slot comes free with no wake (it died), and job-x's safety delay ran out.
+    await gate.release(holder!);
+    expect(await take("k9", "job-x", { place: 200 })).toBeDefined();
+    expect(await redis.zcard(`${env.prefix}:limits:sem:k9:line`)).toBe(0);
+  });
+
+  it("forgets a woken waiter's place whose claim a process of an earlier version removed alone", async () => {
+    // 0.25.8 and older admit a woken waiter by removing its claim from `…:woken` only.
+    await redis.zadd(`${env.prefix}:limits:sem:k10:woken-at`, 100, "q|job-old");
+    expect(await take("k10", "job-new", { place: 200 })).toBeDefined();
+    expect(await redis.zcard(`${env.prefix}:limits:sem:k10:woken-at`)).toBe(0);
+  });
+
   it("admits a job without a concurrency key by clearing its parked reason only", async () => {
     await redis.hset(parkedReasonsKey(env.prefix), "job-r", "rate limit key r 1 per 1s");
     await waitlist.admitted("job-r");

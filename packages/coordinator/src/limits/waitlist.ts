@@ -2,7 +2,7 @@ import type { ChainableCommander, Redis } from "ioredis";
 import { DEFAULT_LIMIT_LEASE_MS, type ParkRequest } from "./gate.js";
 import { parkedReasonsKey } from "../wake.js";
 import { runIdOfJob } from "../queues.js";
-import { PRELUDE, SEMAPHORE } from "./scripts.js";
+import { CLAIMS, PRELUDE, SEMAPHORE } from "./scripts.js";
 
 /**
  * Who waits for a busy semaphore, in the order their jobs became ready, so that a limit per
@@ -15,37 +15,11 @@ import { PRELUDE, SEMAPHORE } from "./scripts.js";
  * the line.
  *
  * Keys: `<prefix>:limits:sem:<key>` is the gate's semaphore; `…:line` its line (a ZSET scored by
- * when each job became ready); `…:holders` a hash permit id -> run id (for `cancel_in_progress`);
+ * when each job became ready); `…:woken` and `…:woken-at` the claims of woken waiters on their
+ * way (see CLAIMS in scripts.ts); `…:holders` a hash permit id -> run id (for `cancel_in_progress`);
  * `<prefix>:limits:waiting-keys` the set of semaphore keys that have waiters, with their
  * capacities in `<prefix>:limits:waiting-capacity`.
  */
-
-/**
- * Pops up to `capacity` minus what is held and claimed of a semaphore's line, and gives each woken
- * waiter a claim (\`…:woken\`, until \`claimMs\` from now) that the gate honours: no newcomer
- * takes its slot while it is on its way. A claim that lapses (its job never came) frees the slot.
- * A negative capacity (the limit was removed) wakes the whole line.
- */
-const WAKE_LINE = `${PRELUDE}${SEMAPHORE}
-local function wakeLine(sem, capacity, claimMs)
-  local line = sem .. ':line'
-  local claims = sem .. ':woken'
-  redis.call('ZREMRANGEBYSCORE', claims, '-inf', now)
-  local room = capacity - semUsed(sem) - redis.call('ZCARD', claims)
-  if capacity < 0 then room = redis.call('ZCARD', line) end
-  local woken = {}
-  while room > 0 do
-    local first = redis.call('ZPOPMIN', line)
-    if #first == 0 then break end
-    local w = first[1]
-    woken[#woken + 1] = w
-    redis.call('ZADD', claims, now + claimMs, w)
-    room = room - 1
-  end
-  if #woken > 0 then extendTtl(claims, claimMs) end
-  return woken
-end
-`;
 
 /**
  * KEYS: semaphore, its line, waiting-keys set, holders hash, capacities hash. ARGV: capacity, key,
@@ -53,7 +27,7 @@ end
  * there is room for. A line left empty takes its key out of the set and its capacity out of the
  * hash: with a key per order id, anything kept per key would grow for ever.
  */
-const WAKE = `${WAKE_LINE}
+const WAKE = `${PRELUDE}${SEMAPHORE}${CLAIMS}
 redis.call('HDEL', KEYS[4], ARGV[3])
 local woken = wakeLine(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]))
 if redis.call('ZCARD', KEYS[2]) == 0 then
@@ -68,8 +42,8 @@ return woken
  * job is gone, claim ms. Drops its claim (its run was cancelled while it waited) and wakes whoever
  * may go instead.
  */
-const FORGET = `${WAKE_LINE}
-redis.call('ZREM', KEYS[1] .. ':woken', ARGV[3])
+const FORGET = `${PRELUDE}${SEMAPHORE}${CLAIMS}
+unclaim(KEYS[1], ARGV[3])
 local woken = wakeLine(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4]))
 if redis.call('ZCARD', KEYS[1] .. ':line') == 0 then
   redis.call('SREM', KEYS[2], ARGV[2])
@@ -83,7 +57,7 @@ return woken
  * claim ms, then pairs of (key prefix, capacity now) that override the capacity stored when the
  * waiters parked, -1 for a limit that no longer exists (every waiter may go).
  */
-const SWEEP = `${WAKE_LINE}
+const SWEEP = `${PRELUDE}${SEMAPHORE}${CLAIMS}
 local overrides = {}
 for i = 4, #ARGV, 2 do overrides[#overrides + 1] = {ARGV[i], tonumber(ARGV[i + 1])} end
 local function capacityOf(key)
@@ -158,6 +132,7 @@ export class Waitlist {
       waitingKeys: this.waitingKeys,
       capacities: this.capacities,
       parkedReasons: parkedReasonsKey(this.prefix),
+      claimMs: this.claimMs,
     };
   }
 

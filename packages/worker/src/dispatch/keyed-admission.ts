@@ -153,6 +153,10 @@ export class KeyedAdmission {
     }
     // Already in the key's line (the refusal put it there): now out of the fetchable queue.
     await job.moveToDelayed(Date.now() + PARK_SAFETY_MS, token);
+    // It yielded a free slot to a job ahead of it in the line, which the refusal woke.
+    if (answer.blocked.kind === "semaphore" && answer.blocked.woken.length > 0) {
+      await this.promoteLine(semKey, concurrencyKey!.max, answer.blocked.woken);
+    }
     return { ok: false, finish: "none" };
   }
 
@@ -269,7 +273,7 @@ export class KeyedAdmission {
    * key's limit now (`undefined`: none any more); `null` when this process cannot tell (a task
    * it does not serve), and then the claim lapses on its own.
    */
-  private async promoteLine(semKey: string, capacity: number | undefined | null, waiters: string[]): Promise<void> {
+  private async promoteLine(semKey: string, capacity: number | undefined | null, waiters: readonly string[]): Promise<void> {
     const d = this.deps;
     const queue = [...waiters];
     const woken: string[] = [];
