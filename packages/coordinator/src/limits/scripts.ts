@@ -111,13 +111,10 @@ local function ahead(pa, a, pb, b)
   end
   return #a < #b
 end
--- How many waiters of the line other than waiter come before (place, waiter).
-local function lineBefore(sem, place, waiter)
-  local n = redis.call('ZCOUNT', sem .. ':line', '-inf', '(' .. place)
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', sem .. ':line', place, place)) do
-    if m ~= waiter and ahead(0, m, 0, waiter) then n = n + 1 end
-  end
-  return n
+-- Whether the line holds a waiter other than waiter before (place, waiter): its head decides.
+local function lineAhead(sem, place, waiter)
+  local head = redis.call('ZRANGE', sem .. ':line', 0, 0, 'WITHSCORES')
+  return #head > 0 and head[1] ~= waiter and ahead(tonumber(head[2]), head[1], tonumber(place), waiter)
 end
 -- How many claims other than waiter's come before (place, waiter). A place whose claim is gone
 -- was left by a process older than the places (one that removes claims from ':woken' only) and is
@@ -242,7 +239,7 @@ for i = 1, nSem do
     -- A woken waiter keeps the place it was woken from.
     place = redis.call('ZSCORE', KEYS[i] .. ':woken-at', waiter) or place
     taken = taken + claimsBefore(KEYS[i], place, waiter)
-    cutsIn = lineBefore(KEYS[i], place, waiter) > 0
+    cutsIn = lineAhead(KEYS[i], place, waiter)
   end
   room = math.min(room, math.floor((capacity - taken - kept - weight) / weight))
   if cutsIn or taken + kept + weight > capacity then
