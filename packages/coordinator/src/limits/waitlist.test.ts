@@ -164,6 +164,17 @@ describe("Waitlist", () => {
     expect(await take("k8", "job-l", { capacity: 1, place: 400 })).toBeDefined();
   });
 
+  it("between jobs of one millisecond, the woken one goes first: no round trip for an order they do not have", async () => {
+    const holder = await take("k11", "job-h", { place: 100 });
+    expect(await take("k11", "job-a", { place: 200 })).toBeUndefined();
+    await gate.release(holder!);
+    expect(await waitlist.wake("k11", 1, holder!.id)).toEqual(["q|job-a"]);
+    // Unwoken, job-9 yields to the claim of its millisecond though its id sorts first; job-a is not held back by it.
+    expect(await take("k11", "job-9", { place: 200 })).toBeUndefined();
+    expect(await take("k11", "job-a", { place: 200 })).toBeDefined();
+    expect(await redis.zrange(`${env.prefix}:limits:sem:k11:line`, 0, -1)).toEqual(["q|job-9"]);
+  });
+
   it("admits a waiter whose job came back unwoken when no one is ahead of it, and takes it out of the line", async () => {
     const holder = await take("k9", "job-h", { place: 100 });
     expect(await take("k9", "job-x", { place: 200 })).toBeUndefined();
