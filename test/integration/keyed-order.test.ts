@@ -53,6 +53,19 @@ describe("a key's line is first come, first served across worker processes", () 
     }
   }, 60_000);
 
+  it("runs of one key triggered in one triggerFlows call start in the order given", async () => {
+    const holder = await client.triggerFlow("order_events", { order: "o-batch", i: -1, ms: 600 });
+    // The key is held by then, so every run of the call waits in the line, most of them in one millisecond.
+    await sleep(200);
+    const runIds = await client.triggerFlows(
+      "order_events",
+      Array.from({ length: 8 }, (_, i) => ({ order: "o-batch", i, ms: 30 })),
+    );
+    for (const id of [holder, ...runIds]) expect((await client.waitForRun(id, { timeout: "30s" })).status).toBe("success");
+    // Before 0.25.9 the runs of one millisecond waited in the order of their ids' random part.
+    expect(await startOrder(runIds)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  }, 60_000);
+
   /** Runs of `order`, triggered 40 ms apart; answers their ids once the line has formed behind the first. */
   async function line(order: string, count: number, firstMs = 300): Promise<string[]> {
     const runIds: string[] = [];

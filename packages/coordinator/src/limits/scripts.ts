@@ -102,7 +102,9 @@ local function unclaim(sem, waiter)
   redis.call('ZREM', sem .. ':woken', waiter)
   redis.call('ZREM', sem .. ':woken-at', waiter)
 end
--- Whether (place pa, member a) comes before (pb, b) in a ZSET: ties go byte by byte, as Redis orders them.
+-- Whether (place pa, member a) comes before (pb, b) in a ZSET: ties go byte by byte, as Redis
+-- orders them. A waiter is 'queue|<run id>.<node>.<attempt>', and run ids made in one process
+-- sort in the order they were made, so jobs of one task and one millisecond keep their runs' order.
 local function ahead(pa, a, pb, b)
   if pa ~= pb then return pa < pb end
   for k = 1, math.min(#a, #b) do
@@ -111,26 +113,22 @@ local function ahead(pa, a, pb, b)
   end
   return #a < #b
 end
--- Whether the line holds a waiter other than waiter with an earlier place: its head decides. A
--- tie is no one ahead: jobs that became ready in the same millisecond keep no order among
--- themselves (their ids are random past the time), and yielding to one would cost a round trip.
+-- Whether the line holds a waiter other than waiter before (place, waiter): its head decides.
 local function lineAhead(sem, place, waiter)
   local head = redis.call('ZRANGE', sem .. ':line', 0, 0, 'WITHSCORES')
-  return #head > 0 and head[1] ~= waiter and tonumber(head[2]) < tonumber(place)
+  return #head > 0 and head[1] ~= waiter and ahead(tonumber(head[2]), head[1], tonumber(place), waiter)
 end
--- How many claims other than waiter's come before (place, waiter). Among claims of one place,
--- byte order decides; a newcomer (no claim of its own) yields to every claim of its place, which
--- was woken before it came. A place whose claim is gone was left by a process older than the
--- places (one that removes claims from ':woken' only) and is dropped, or it would hold the line
--- back for as long as the key stays busy.
-local function claimsBefore(sem, place, waiter, claimant)
+-- How many claims other than waiter's come before (place, waiter). A place whose claim is gone
+-- was left by a process older than the places (one that removes claims from ':woken' only) and is
+-- dropped, or it would hold the line back for as long as the key stays busy.
+local function claimsBefore(sem, place, waiter)
   local n = 0
   local at = redis.call('ZRANGEBYSCORE', sem .. ':woken-at', '-inf', place, 'WITHSCORES')
   for k = 1, #at, 2 do
     local w = at[k]
     if not redis.call('ZSCORE', sem .. ':woken', w) then
       redis.call('ZREM', sem .. ':woken-at', w)
-    elseif w ~= waiter and (not claimant or ahead(tonumber(at[k + 1]), w, tonumber(place), waiter)) then
+    elseif w ~= waiter and ahead(tonumber(at[k + 1]), w, tonumber(place), waiter) then
       n = n + 1
     end
   end
@@ -241,9 +239,8 @@ for i = 1, nSem do
   if firstCome then
     dropLapsedClaims(KEYS[i])
     -- A woken waiter keeps the place it was woken from.
-    local claimed = redis.call('ZSCORE', KEYS[i] .. ':woken-at', waiter)
-    place = claimed or place
-    taken = taken + claimsBefore(KEYS[i], place, waiter, claimed)
+    place = redis.call('ZSCORE', KEYS[i] .. ':woken-at', waiter) or place
+    taken = taken + claimsBefore(KEYS[i], place, waiter)
     cutsIn = lineAhead(KEYS[i], place, waiter)
   end
   room = math.min(room, math.floor((capacity - taken - kept - weight) / weight))
