@@ -26,6 +26,14 @@ describe("Waitlist", () => {
     return answer.ok ? answer.permit : undefined;
   };
 
+  /** Jobs 0–2 of `key` hold its 3 slots and jobs 3–5 wait in its line; job i became ready at (i + 1) * 100. */
+  const lineUp = async (key: string): Promise<(Permit | undefined)[]> => {
+    const held = [];
+    for (let i = 0; i < 3; i++) held.push(await take(key, `job-${i}`, { capacity: 3, place: (i + 1) * 100 }));
+    for (let i = 3; i < 6; i++) expect(await take(key, `job-${i}`, { capacity: 3, place: (i + 1) * 100 })).toBeUndefined();
+    return held;
+  };
+
   it("records an admitted job's holder and clears its parked reason in one step; releasing forgets the holder and wakes the next in line", async () => {
     const first = await take("k1", "job-1");
     expect(first).toBeDefined();
@@ -87,19 +95,7 @@ describe("Waitlist", () => {
   });
 
   it("puts woken waiters refused after all (their limit lowered meanwhile) back in their own places", async () => {
-    const holders = [await take("k6", "job-0", { capacity: 3, place: 100 })];
-    for (const [i, place] of [
-      [1, 200],
-      [2, 300],
-    ] as const)
-      holders.push(await take("k6", `job-${i}`, { capacity: 3, place }));
-    for (const [i, place] of [
-      [3, 400],
-      [4, 500],
-      [5, 600],
-    ] as const) {
-      expect(await take("k6", `job-${i}`, { capacity: 3, place })).toBeUndefined();
-    }
+    const holders = await lineUp("k6");
     await gate.release(holders[0]!);
     expect(await waitlist.wake("k6", 3, holders[0]!.id)).toEqual(["q|job-3"]);
     await gate.release(holders[1]!);
@@ -113,19 +109,7 @@ describe("Waitlist", () => {
   });
 
   it("admits woken waiters in their order when their limit is lowered while they travel, whichever arrives last", async () => {
-    const held = [];
-    for (const [i, place] of [
-      [0, 100],
-      [1, 200],
-      [2, 300],
-    ] as const)
-      held.push(await take("k7", `job-${i}`, { capacity: 3, place }));
-    for (const [i, place] of [
-      [3, 400],
-      [4, 500],
-      [5, 600],
-    ] as const)
-      expect(await take("k7", `job-${i}`, { capacity: 3, place })).toBeUndefined();
+    const held = await lineUp("k7");
     const woken = [];
     for (const permit of held) {
       await gate.release(permit!);
