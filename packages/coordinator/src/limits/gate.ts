@@ -111,7 +111,8 @@ const silentLog = pino({ level: "silent" });
 
 /** The scripts as ioredis runs them once `defineCommand` has registered them (EVALSHA, EVAL on a cache miss). */
 interface GateCommands {
-  axLimitAcquire(numKeys: number, ...args: (string | number)[]): Promise<(number | string)[]>;
+  /** See ACQUIRE for what each element means; the waiters woken by a parking refusal come last. */
+  axLimitAcquire(numKeys: number, ...args: (string | number)[]): Promise<[number, number?, number?, number?, ...string[]]>;
   axLimitUsage(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   axLimitRenew(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   axLimitRelease(numKeys: number, ...args: (string | number)[]): Promise<number>;
@@ -235,13 +236,7 @@ export class LimitGate {
       );
     else if (onlyALook) args.push("", "", "", "", "", "", "", "", "");
     if (onlyALook) args.push("1");
-    const [ok, index, value, kept, ...woken] = (await this.commands.axLimitAcquire(keys.length, ...keys, ...args)) as [
-      number,
-      number | undefined,
-      number | undefined,
-      number | undefined,
-      ...string[],
-    ];
+    const [ok, index, value, kept, ...woken] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
     if (ok === -1) {
       await this.catchUp(index!);
       return { ok: false, blocked: { kind: "stale", version: index! } };
