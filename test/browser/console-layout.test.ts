@@ -143,7 +143,7 @@ describe("the web console's layout: large graphs and phones", () => {
     const stack = page.getByTestId("dag-stack");
     await expect(stack.textContent()).resolves.toBe("20 nodes");
     await expect(stack.getAttribute("class")).resolves.toContain("s-failed");
-    await expect(page.locator(".react-flow__edge").count()).resolves.toBe(2);
+    await expect.poll(() => page.locator(".react-flow__edge").count()).toBe(2);
     const frame = (await stack.boundingBox())!;
     for (const key of ["layout_leaf", "layout_bad_leaf", "layout_leaf#19"]) {
       const box = (await page.locator(`.dag-node[data-node="${key}"]`).boundingBox())!;
@@ -210,7 +210,7 @@ describe("the web console's layout: large graphs and phones", () => {
     const last = await at("layout_step#30");
     expect(last.y).toBeGreaterThan(first.y + first.height);
     // Every edge is drawn, the ones back to the next band's start included.
-    await expect(page.locator(".react-flow__edge").count()).resolves.toBe(29);
+    await expect.poll(() => page.locator(".react-flow__edge").count()).toBe(29);
     // Each ends in an arrowhead: the edge back to a band's start runs right to left.
     const arrows = await page.evaluate<string[]>(
       `[...document.querySelectorAll(".react-flow__edge-path")].map((p) => p.getAttribute("marker-end") ?? "")`,
@@ -420,7 +420,8 @@ describe("the web console's layout: large graphs and phones", () => {
     await page.locator('.dag-node[data-status="failed"]').waitFor();
     const stack = page.getByTestId("dag-stack");
     await expect(stack.textContent()).resolves.toBe("20 nodes");
-    await expect(page.locator(".react-flow__edge").count()).resolves.toBe(2);
+    // Edges are drawn once the nodes are measured, a frame or more after the nodes show.
+    await expect.poll(() => page.locator(".react-flow__edge").count()).toBe(2);
     const leaves = [
       "layout_leaf",
       ...Array.from({ length: 16 }, (_, i) => `layout_leaf#${i + 2}`),
