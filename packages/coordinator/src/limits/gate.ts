@@ -87,6 +87,16 @@ export interface ParkRequest {
   claimMs: number;
 }
 
+/**
+ * Wait in a rate limit's line when refused by it (see RATE_LINE): runs of one key pass their rate
+ * limit in the order they became ready, each told to come back at its turn.
+ */
+export interface RateLineRequest {
+  waiter: string;
+  /** The waiter's place in the line, lowest first: when its job became ready (ms). */
+  place: number;
+}
+
 /** The live configuration the caller's limits come from (see config-version.ts). */
 export interface GateConfig {
   /** The config version this process applies now (0: none). */
@@ -207,12 +217,18 @@ export class LimitGate {
    * them, so they come back within the lease. `park`: join the blocking semaphore's line when
    * refused. `onlyALook`: the caller does not know that it has a start to make (it polls a queue
    * last found empty), so a refused heavy start keeps no slots in reserve: an idle task's polls
-   * would otherwise hold slots back from the tasks that have work. With `config`, a process whose
-   * version is older than another's is answered `stale` after catching up, and takes nothing.
+   * would otherwise hold slots back from the tasks that have work. `rateLine`: wait in each rate
+   * limit's line when refused; a waiter that lets its turn pass by a lease loses its place. With
+   * `config`, a process whose version is older than another's is answered `stale` after catching
+   * up, and takes nothing.
    */
   async acquire(
     spec: LimitSpec,
-    { park, onlyALook = false }: { park?: ParkRequest | undefined; onlyALook?: boolean } = {},
+    {
+      park,
+      onlyALook = false,
+      rateLine,
+    }: { park?: ParkRequest | undefined; onlyALook?: boolean; rateLine?: RateLineRequest | undefined } = {},
   ): Promise<Acquired> {
     validate(spec);
     const id = randomUUID();
@@ -234,8 +250,9 @@ export class LimitGate {
         park.place,
         park.claimMs,
       );
-    else if (onlyALook) args.push("", "", "", "", "", "", "", "", "");
-    if (onlyALook) args.push("1");
+    else if (onlyALook || rateLine) args.push("", "", "", "", "", "", "", "", "");
+    if (onlyALook || rateLine) args.push(onlyALook ? "1" : "");
+    if (rateLine) args.push(rateLine.waiter, rateLine.place, this.leaseMs);
     const [ok, index, value, kept, ...woken] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
     if (ok === -1) {
       await this.catchUp(index!);

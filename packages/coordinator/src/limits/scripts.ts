@@ -160,6 +160,51 @@ end
 `;
 
 /**
+ * A rate limit's line per key: the jobs refused by it, scored by their places (when they became
+ * ready) in `<rate>:line:<max>/<per>`, and by when their turn comes in `…:due`. Each waiter is
+ * told to come back at its turn, so the line passes the limit in order and each job is fetched
+ * about twice, instead of every waiter racing for each slot that frees. The line's name carries
+ * the limit, so a changed limit starts a line of its own. Needs PRELUDE.
+ */
+export const RATE_LINE = `
+local function rateLineOf(key, max, per) return key .. ':line:' .. max .. '/' .. per end
+-- A waiter whose turn passed more than graceMs ago without it (its run was cancelled, its job
+-- lost) leaves the line, so that those behind it do not wait for it any longer.
+local function dropLapsedWaiters(line, graceMs)
+  local due = line .. ':due'
+  local gone = redis.call('ZRANGEBYSCORE', due, '-inf', now - graceMs)
+  if #gone == 0 then return end
+  redis.call('ZREMRANGEBYSCORE', due, '-inf', now - graceMs)
+  for _, w in ipairs(gone) do redis.call('ZREM', line, w) end
+end
+-- When the waiter at rank (0-based) may start, if each one ahead starts at its own turn: the
+-- starts the limit still counts free their slots oldest first, each every per.
+local function rateTurn(key, max, per, rank)
+  local round = math.floor(rank / max)
+  local slot = rank % max
+  local last = redis.call('ZRANGE', key, -max, -1, 'WITHSCORES')
+  local free = max - #last / 2
+  local turn = now + round * per
+  if slot >= free then turn = math.max(turn, tonumber(last[2 * (slot - free) + 2]) + (round + 1) * per) end
+  return turn
+end
+-- Records the refused waiter's turn and answers how long until it: never before the turn of the
+-- one just ahead of it, which may have been told a later one while the line ahead was longer.
+local function waitInLine(key, line, max, per, waiter, rank, graceMs)
+  local turn = rateTurn(key, max, per, rank)
+  if rank > 0 then
+    local before = redis.call('ZRANGE', line, rank - 1, rank - 1)
+    local beforeTurn = tonumber(redis.call('ZSCORE', line .. ':due', before[1]) or now)
+    if beforeTurn > turn then turn = beforeTurn end
+  end
+  redis.call('ZADD', line .. ':due', turn, waiter)
+  extendTtl(line, turn - now + graceMs)
+  extendTtl(line .. ':due', turn - now + graceMs)
+  return turn - now
+end
+`;
+
+/**
  * Drops expired holders of the semaphores KEYS[1..n], publishes on `channel` the names of those
  * that lost a holder and refused someone since they last did (see `freedFor`), and returns each
  * semaphore's used weight. `nameFrom` is where the caller's key starts inside the Redis key.
@@ -188,7 +233,8 @@ end
  *       first served, its place in the line (when its job became ready, ms) and how long a
  *       waiter woken from the line keeps its claim (ms) (all empty strings otherwise); then '1'
  *       when the start may be only a look (a poll of a queue last found empty), which keeps no
- *       reserve when refused.
+ *       reserve when refused; then, to wait in a rate limit's line (see RATE_LINE) when refused:
+ *       the waiter, its place and how long past its turn it keeps its place (ms).
  * A parking waiter on a first-come line takes a slot only when no one is ahead of it: neither a
  * waiter in the line (see CLAIMS) with an earlier place, nor a woken waiter with an earlier place
  * still on its way (its claim holds a slot). Claims behind it do not count: a limit lowered while
@@ -204,12 +250,15 @@ end
  * {-1, newest version} before anything is read or written: its limits may be the old ones.
  * Returns {1, room} when everything was taken, where room is how many more permits of the same
  * spec would pass right now (the tightest limit decides), or {0, index of the first blocking
- * limit (1-based over KEYS), used weight for a semaphore | ms until a rate slot frees, slots kept
- * in reserve from this start, then the waiters woken by a parking refusal}. Nothing is written
- * unless every limit lets the permit through, except that a parking waiter joins the blocking
- * line (waking its head if a slot is left free) and a heavy start keeps its reserve.
+ * limit (1-based over KEYS), used weight for a semaphore | ms until a rate slot frees (until the
+ * waiter's turn, in a rate limit's line), slots kept in reserve from this start, then the waiters
+ * woken by a parking refusal}. A rate limit's waiter passes when the slots the limit has left
+ * cover it and every waiter ahead of it in the line. Nothing is written unless every limit lets
+ * the permit through, except that a parking waiter joins the blocking line (waking its head if a
+ * slot is left free), a heavy start keeps its reserve and a rate limit's waiter joins its line (and
+ * leaves it when a semaphore refuses it: it comes back to the rate limit only after that one).
  */
-export const ACQUIRE = `${PRELUDE}${PURGE}${CLAIMS}
+export const ACQUIRE = `${PRELUDE}${PURGE}${CLAIMS}${RATE_LINE}
 if ARGV[7] ~= '' then
   local newest = tonumber(redis.call('GET', ARGV[6]) or '0')
   if newest > tonumber(ARGV[7]) then return {-1, newest} end
@@ -225,6 +274,16 @@ local waiter = ARGV[parkArgs + 1]
 local parking = waiter ~= nil and waiter ~= ''
 local firstCome = parking and ARGV[parkArgs + 7] == '1'
 local onlyALook = ARGV[parkArgs + 10] == '1'
+local rateWaiter = ARGV[parkArgs + 11]
+local rateLined = rateWaiter ~= nil and rateWaiter ~= ''
+local function leaveRateLines()
+  if not rateLined then return end
+  for j = 1, #KEYS - nSem do
+    local line = rateLineOf(KEYS[nSem + j], ARGV[rateArgs + 2 * j - 1], ARGV[rateArgs + 2 * j])
+    redis.call('ZREM', line, rateWaiter)
+    redis.call('ZREM', line .. ':due', rateWaiter)
+  end
+end
 for i = 1, nSem do
   local weight = tonumber(ARGV[7 + 2 * i])
   local capacity = tonumber(ARGV[6 + 2 * i])
@@ -246,6 +305,7 @@ for i = 1, nSem do
   room = math.min(room, math.floor((capacity - taken - kept - weight) / weight))
   if cutsIn or taken + kept + weight > capacity then
     refused(KEYS[i], lease)
+    leaveRateLines()
     if weight > 1 and not onlyALook and weight >= reserve and taken + weight > capacity then
       redis.call('SET', KEYS[i] .. ':reserve', weight, 'PX', lease)
     end
@@ -273,8 +333,17 @@ for j = 1, #KEYS - nSem do
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - per)
   local count = redis.call('ZCARD', key)
   room = math.min(room, max - count - 1)
-  if count >= max then
+  local rank = 0
+  local line
+  if rateLined then
+    line = rateLineOf(key, ARGV[rateArgs + 2 * j - 1], ARGV[rateArgs + 2 * j])
+    dropLapsedWaiters(line, tonumber(ARGV[parkArgs + 13]))
+    redis.call('ZADD', line, 'NX', ARGV[parkArgs + 12], rateWaiter)
+    rank = redis.call('ZRANK', line, rateWaiter)
+  end
+  if count + rank >= max then
     refused(key, per)
+    if rateLined then return {0, nSem + j, waitInLine(key, line, max, per, rateWaiter, rank, tonumber(ARGV[parkArgs + 13]))} end
     -- A lowered max may leave more than max entries: the slot frees when the (count - max + 1)th oldest leaves.
     local leaving = redis.call('ZRANGE', key, count - max, count - max, 'WITHSCORES')
     return {0, nSem + j, tonumber(leaving[2]) + per - now}
@@ -291,6 +360,7 @@ for i = 1, nSem do
     if firstCome then redis.call('ZREM', KEYS[i] .. ':line', waiter) end
   end
 end
+leaveRateLines()
 for j = 1, #KEYS - nSem do
   local key = KEYS[nSem + j]
   redis.call('ZADD', key, now, id)

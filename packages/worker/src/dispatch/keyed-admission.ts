@@ -59,15 +59,16 @@ export interface KeyedAdmissionDeps {
 const PARK_SAFETY_MS = 5 * 60_000;
 /** How often each worker looks for parked jobs whose key came free without a release (its holder died). */
 export const PARKED_SWEEP_MS = 2000;
-/** Spread the retries of jobs waiting on one key's rate limit, so they do not all come back at once. */
-const RATE_JITTER_MS = 25;
+/** A job waiting in its key's rate limit line comes back this long after its turn, not before it. */
+const RATE_TURN_SLACK_MS = 5;
 
 /**
  * Limits per business key (`concurrency: { max, key, strategy }`, `rateLimit: { max, per, key }`).
  * The key is read off the node's arguments, which exist only once its upstream finished, so it is
  * checked after the fetch: a job whose key is at its limit is parked (BullMQ delayed, its name in
- * the key's line) and woken by whoever frees a slot of that key. Each job is fetched at most once
- * more, however long the line, so a key with thousands of waiting runs does not hold other keys back.
+ * the key's line) and woken by whoever frees a slot of that key; one its key's rate limit refused
+ * waits in that limit's line, delayed until its turn. Each job is fetched about once more, however
+ * long the line, so a key with thousands of waiting runs does not hold other keys back.
  */
 export class KeyedAdmission {
   /** Inputs of jobs fetched at the same time are read in one statement. */
@@ -114,10 +115,10 @@ export class KeyedAdmission {
     const parking = concurrencyKey && concurrencyKey.strategy !== "cancel_newest";
     const fullReason = concurrencyKey ? `concurrency key ${key} (${concurrencyKey.max}/${concurrencyKey.max})` : "";
     const firstCome = concurrencyKey?.strategy === "queue";
-    const answer = await d.gate.acquire(
-      spec,
-      parking ? { park: d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome, job.timestamp) } : {},
-    );
+    const answer = await d.gate.acquire(spec, {
+      park: parking ? d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome, job.timestamp) : undefined,
+      rateLine: rateLimitKey ? { waiter: `${queue}|${job.id}`, place: job.timestamp } : undefined,
+    });
     if (answer.ok) {
       await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
       if (
@@ -137,7 +138,8 @@ export class KeyedAdmission {
     if (answer.blocked.kind === "stale") return this.admit(job, token, queue, d.optionsOf(options.name) ?? options);
     const reason = describeBlocked(answer.blocked);
     if (answer.blocked.kind === "rate") {
-      await job.moveToDelayed(Date.now() + answer.blocked.retryInMs + Math.floor(Math.random() * RATE_JITTER_MS), token);
+      // Back at its turn in the key's line (measured by Redis's clock), a few ms late rather than early.
+      await job.moveToDelayed(Date.now() + answer.blocked.retryInMs + RATE_TURN_SLACK_MS, token);
       await setParkedReason(d.redis, d.prefix, job.id!, reason);
       return { ok: false, finish: "none" };
     }
