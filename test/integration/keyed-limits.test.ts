@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "ax-scheduler";
-import { burstFlow, latestFlow, newestFlow, ratedKeyFlow, syncFlow } from "../fixtures/keyed-limits.js";
+import { burstFlow, latestFlow, newestFlow, ratedKeyFlow, ratedSlowFlow, syncFlow } from "../fixtures/keyed-limits.js";
 import { isolate } from "../helpers/isolated.js";
 import { maxOverlap, waitUntil, type Span } from "../helpers/limits.js";
 import { startCliCluster, type CliCluster } from "../helpers/cli-cluster.js";
@@ -29,7 +29,12 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
   }
 
   beforeAll(async () => {
-    cluster = await startCliCluster(env, "test/fixtures/keyed-limits.ts", [syncFlow, burstFlow, newestFlow, latestFlow, ratedKeyFlow], []);
+    cluster = await startCliCluster(
+      env,
+      "test/fixtures/keyed-limits.ts",
+      [syncFlow, burstFlow, newestFlow, latestFlow, ratedKeyFlow, ratedSlowFlow],
+      [],
+    );
     client = cluster.client;
   }, 60_000);
 
@@ -152,6 +157,31 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
         );
       }
     }
+  });
+
+  it("rateLimit { max: 1, per: 3s, key }: a run cancelled while it waits its turn does not hold back the one behind it", async () => {
+    // The first alone, so that it is the one the free key lets through.
+    const first = await client.triggerFlow("rated_slow", { user_id: "c1", i: 0 });
+    expect((await client.waitForRun(first, { timeout: "30s" })).status).toBe("success");
+    const [cancelled, behind] = await client.triggerFlows(
+      "rated_slow",
+      [1, 2].map((i) => ({ user_id: "c1", i })),
+    );
+    // Both wait in the key's line, told turns 3 s and 6 s after the first's start.
+    await waitUntil(async () => {
+      const runs = await Promise.all([cancelled!, behind!].map((id) => client.getRun(id)));
+      return runs.every((run) => run?.tasks[0]?.waitingFor?.startsWith("rate limit key c1"));
+    }, 10_000);
+    await client.cancel(cancelled!);
+    expect((await client.waitForRun(behind!, { timeout: "30s" })).status).toBe("success");
+    const starts = new Map((await keyedSpans("rated_slow")).map((s) => [s.runId, s.start]));
+    expect(starts.has(cancelled!)).toBe(false);
+    // Its turn: 6 s after the first (3 s if it reached the gate before the cancelled one, which
+    // then took the turn ahead of it). Had the cancelled run kept its place until a lease (5 s)
+    // past its own turn, the third would have waited until 8 s at least.
+    const after = starts.get(behind!)! - starts.get(first!)!;
+    expect(after).toBeGreaterThanOrEqual(2900);
+    expect(after).toBeLessThan(7500);
   });
 
   it("one key with 2,000 queued runs does not hold back 50 other keys: they start within 1 s (median)", async () => {

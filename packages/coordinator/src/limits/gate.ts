@@ -171,6 +171,8 @@ function validate(spec: LimitSpec): void {
 export class LimitGate {
   private readonly commands: GateCommands;
   private readonly leaseMs: number;
+  /** Where BullMQ keeps a job of the same prefix: `<prefix>:<queue>:<job id>`. */
+  private readonly jobPrefix: string;
   private readonly semPrefix: string;
   private readonly ratePrefix: string;
   private readonly channel: string;
@@ -198,6 +200,7 @@ export class LimitGate {
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) {
       throw new RangeError(`LimitGate leaseMs must be a whole number of milliseconds, at least 1; got ${this.leaseMs}`);
     }
+    this.jobPrefix = `${prefix}:`;
     this.semPrefix = `${prefix}:limits:sem:`;
     this.ratePrefix = `${prefix}:limits:rate:`;
     this.channel = `${prefix}:limits:freed`;
@@ -218,7 +221,8 @@ export class LimitGate {
    * refused. `onlyALook`: the caller does not know that it has a start to make (it polls a queue
    * last found empty), so a refused heavy start keeps no slots in reserve: an idle task's polls
    * would otherwise hold slots back from the tasks that have work. `rateLine`: wait in each rate
-   * limit's line when refused; a waiter that lets its turn pass by a lease loses its place. With
+   * limit's line when refused; a waiter that lets its turn pass by a lease loses its place, and
+   * one whose job (`queue|jobId`, on this gate's prefix) is gone loses it once its turn came. With
    * `config`, a process whose version is older than another's is answered `stale` after catching
    * up, and takes nothing.
    */
@@ -252,7 +256,7 @@ export class LimitGate {
       );
     else if (onlyALook || rateLine) args.push("", "", "", "", "", "", "", "", "");
     if (onlyALook || rateLine) args.push(onlyALook ? "1" : "");
-    if (rateLine) args.push(rateLine.waiter, rateLine.place, this.leaseMs);
+    if (rateLine) args.push(rateLine.waiter, rateLine.place, this.leaseMs, this.jobPrefix);
     const [ok, index, value, kept, ...woken] = await this.commands.axLimitAcquire(keys.length, ...keys, ...args);
     if (ok === -1) {
       await this.catchUp(index!);

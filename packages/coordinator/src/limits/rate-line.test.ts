@@ -27,6 +27,14 @@ describe("a rate limit's line (runs of one key wait their turns in order)", () =
   };
   const ask = (gate: LimitGate, rate: RateLimit, waiter: string, place: number) =>
     gate.acquire(only(rate), { rateLine: { waiter, place } }).then(turnOf);
+  /** BullMQ's hash of the waiter's job (`queue|id`): a waiter whose job is gone leaves the line once its turn came. */
+  const jobKey = (waiter: string) => `${env.prefix}:${waiter.replace("|", ":")}`;
+  const jobsExist = async (...waiters: string[]) => {
+    const redis = new Redis(env.redis);
+    connections.push(redis);
+    for (const waiter of waiters) await redis.hset(jobKey(waiter), "name", "job");
+    return redis;
+  };
 
   afterEach(async () => {
     for (const g of gates.splice(0)) await g.close();
@@ -60,6 +68,7 @@ describe("a rate limit's line (runs of one key wait their turns in order)", () =
   it("keeps a newcomer behind the waiters ahead of it, even when the window has room", async () => {
     const gate = newGate();
     const rate = { key: "no_cutting", max: 1, perMs: 400, label: "rate limit key k" };
+    await jobsExist("q|first", "q|later");
     expect(await gate.acquire(only(rate)).then(turnOf)).toBe("ok");
     const first = await ask(gate, rate, "q|first", 1);
     expect(first).toBeGreaterThan(0);
@@ -76,6 +85,7 @@ describe("a rate limit's line (runs of one key wait their turns in order)", () =
   it("lets waiters whose turns fall in one window pass in either order", async () => {
     const gate = newGate();
     const rate = { key: "pair", max: 2, perMs: 300, label: "rate limit key k" };
+    await jobsExist("q|a", "q|b");
     expect(await gate.acquire(only(rate)).then(turnOf)).toBe("ok");
     expect(await gate.acquire(only(rate)).then(turnOf)).toBe("ok");
     const a = await ask(gate, rate, "q|a", 1);
@@ -90,11 +100,39 @@ describe("a rate limit's line (runs of one key wait their turns in order)", () =
   it("a waiter that lets its turn pass by a lease loses its place to those behind it", async () => {
     const gate = newGate(300);
     const rate = { key: "lapsed", max: 1, perMs: 200, label: "rate limit key k" };
+    // Its job is still there (its worker died holding it), so only the lease takes its place.
+    await jobsExist("q|gone");
     expect(await gate.acquire(only(rate)).then(turnOf)).toBe("ok");
     const gone = await ask(gate, rate, "q|gone", 1);
     await sleep((gone as number) + 300 + 100);
-    // "gone" never came back (its run was cancelled): the next one does not wait for it.
+    // "gone" never came back: the next one does not wait for it any longer.
     expect(await ask(gate, rate, "q|next", 2)).toBe("ok");
+  });
+
+  it("a waiter whose job is gone (its run was cancelled) leaves the line as soon as its turn came", async () => {
+    const gate = newGate();
+    const rate = { key: "cancelled", max: 1, perMs: 300, label: "rate limit key k" };
+    const redis = await jobsExist("q|cancelled", "q|behind");
+    expect(await gate.acquire(only(rate)).then(turnOf)).toBe("ok");
+    const turn = await ask(gate, rate, "q|cancelled", 1);
+    expect(await ask(gate, rate, "q|behind", 2)).toBeGreaterThan(turn as number);
+    await redis.del(jobKey("q|cancelled"));
+    await sleep((turn as number) + 20);
+    // Its slot is free and nobody will take it: the one behind goes now, not a window later.
+    expect(await ask(gate, rate, "q|behind", 2)).toBe("ok");
+  });
+
+  it("a waiter that passes under a changed limit leaves the old limit's line too, should the limit return", async () => {
+    const gate = newGate();
+    const before = { key: "changed", max: 1, perMs: 60_000, label: "rate limit key k" };
+    const raised = { ...before, max: 5 };
+    expect(await gate.acquire(only(before)).then(turnOf)).toBe("ok");
+    expect(await ask(gate, before, "q|w1", 1)).toBeGreaterThan(50_000);
+    expect(await ask(gate, raised, "q|w1", 1)).toBe("ok");
+    // Rolled back: w1 has passed, so w2 is first in the old line and waits one window, not two.
+    const turn = await ask(gate, before, "q|w2", 2);
+    expect(turn).toBeLessThanOrEqual(60_000);
+    expect(turn).toBeGreaterThan(50_000);
   });
 
   it("a waiter a semaphore refuses leaves the rate limit's line until it gets past that semaphore", async () => {

@@ -164,7 +164,8 @@ end
  * ready) in `<rate>:line:<max>/<per>`, and by when their turn comes in `…:due`. Each waiter is
  * told to come back at its turn, so the line passes the limit in order and each job is fetched
  * about twice, instead of every waiter racing for each slot that frees. The line's name carries
- * the limit, so a changed limit starts a line of its own. Needs PRELUDE.
+ * the limit, so a changed limit starts a line of its own; `<rate>:lines` names the key's lines,
+ * which a job leaves all at once when it passes. Needs PRELUDE.
  */
 export const RATE_LINE = `
 local function rateLineOf(key, max, per) return key .. ':line:' .. max .. '/' .. per end
@@ -176,6 +177,18 @@ local function dropLapsedWaiters(line, graceMs)
   if #gone == 0 then return end
   redis.call('ZREMRANGEBYSCORE', due, '-inf', now - graceMs)
   for _, w in ipairs(gone) do redis.call('ZREM', line, w) end
+end
+-- A waiter whose turn came and whose job is gone (its run was cancelled, its job removed) leaves
+-- the line at once. A waiter is 'queue|jobId', its job BullMQ's hash '<jobPrefix><queue>:<jobId>'.
+local function dropGoneWaiters(line, jobPrefix)
+  local due = line .. ':due'
+  for _, w in ipairs(redis.call('ZRANGEBYSCORE', due, '-inf', now)) do
+    local split = string.find(w, '|', 1, true)
+    if split and redis.call('EXISTS', jobPrefix .. string.sub(w, 1, split - 1) .. ':' .. string.sub(w, split + 1)) == 0 then
+      redis.call('ZREM', line, w)
+      redis.call('ZREM', due, w)
+    end
+  end
 end
 -- When the waiter at rank (0-based) may start, if each one ahead starts at its own turn: the
 -- starts the limit still counts free their slots oldest first, each every per.
@@ -198,8 +211,8 @@ local function waitInLine(key, line, max, per, waiter, rank, graceMs)
     if beforeTurn > turn then turn = beforeTurn end
   end
   redis.call('ZADD', line .. ':due', turn, waiter)
-  extendTtl(line, turn - now + graceMs)
-  extendTtl(line .. ':due', turn - now + graceMs)
+  redis.call('SADD', key .. ':lines', line)
+  for _, k in ipairs({line, line .. ':due', key .. ':lines'}) do extendTtl(k, turn - now + graceMs) end
   return turn - now
 end
 `;
@@ -234,7 +247,8 @@ end
  *       waiter woken from the line keeps its claim (ms) (all empty strings otherwise); then '1'
  *       when the start may be only a look (a poll of a queue last found empty), which keeps no
  *       reserve when refused; then, to wait in a rate limit's line (see RATE_LINE) when refused:
- *       the waiter, its place and how long past its turn it keeps its place (ms).
+ *       the waiter, its place, how long past its turn it keeps its place (ms) and the prefix of
+ *       BullMQ's job keys (a waiter whose job is gone leaves the line once its turn came).
  * A parking waiter on a first-come line takes a slot only when no one is ahead of it: neither a
  * waiter in the line (see CLAIMS) with an earlier place, nor a woken waiter with an earlier place
  * still on its way (its claim holds a slot). Claims behind it do not count: a limit lowered while
@@ -276,12 +290,17 @@ local firstCome = parking and ARGV[parkArgs + 7] == '1'
 local onlyALook = ARGV[parkArgs + 10] == '1'
 local rateWaiter = ARGV[parkArgs + 11]
 local rateLined = rateWaiter ~= nil and rateWaiter ~= ''
+-- Out of every line of the key, the lines of its earlier limits too: one the limit returns to
+-- must not keep a place for a job that has passed meanwhile.
 local function leaveRateLines()
   if not rateLined then return end
   for j = 1, #KEYS - nSem do
-    local line = rateLineOf(KEYS[nSem + j], ARGV[rateArgs + 2 * j - 1], ARGV[rateArgs + 2 * j])
-    redis.call('ZREM', line, rateWaiter)
-    redis.call('ZREM', line .. ':due', rateWaiter)
+    local lines = redis.call('SMEMBERS', KEYS[nSem + j] .. ':lines')
+    lines[#lines + 1] = rateLineOf(KEYS[nSem + j], ARGV[rateArgs + 2 * j - 1], ARGV[rateArgs + 2 * j])
+    for _, line in ipairs(lines) do
+      redis.call('ZREM', line, rateWaiter)
+      redis.call('ZREM', line .. ':due', rateWaiter)
+    end
   end
 end
 for i = 1, nSem do
@@ -338,6 +357,7 @@ for j = 1, #KEYS - nSem do
   if rateLined then
     line = rateLineOf(key, ARGV[rateArgs + 2 * j - 1], ARGV[rateArgs + 2 * j])
     dropLapsedWaiters(line, tonumber(ARGV[parkArgs + 13]))
+    dropGoneWaiters(line, ARGV[parkArgs + 14])
     redis.call('ZADD', line, 'NX', ARGV[parkArgs + 12], rateWaiter)
     rank = redis.call('ZRANK', line, rateWaiter)
   end
