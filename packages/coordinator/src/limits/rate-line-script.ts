@@ -8,22 +8,18 @@
  */
 export const RATE_LINE = `
 local function rateLineOf(key, max, per) return key .. ':line:' .. max .. '/' .. per end
--- A waiter whose turn passed more than graceMs ago without it (a worker that died holds its job)
--- leaves the line, so that those behind it do not wait for it any longer.
-local function dropLapsedWaiters(line, graceMs)
+-- Waiters whose turn came but who are not coming leave the line, so that those behind them stop
+-- waiting: at once one whose job is gone (its run was cancelled, its job removed), and one whose
+-- turn passed graceMs ago (a worker that died holds its job). A waiter is 'queue|jobId', its job
+-- BullMQ's hash '<jobPrefix><queue>:<jobId>'.
+local function dropAbsentWaiters(line, graceMs, jobPrefix)
   local due = line .. ':due'
-  local gone = redis.call('ZRANGEBYSCORE', due, '-inf', now - graceMs)
-  if #gone == 0 then return end
-  redis.call('ZREMRANGEBYSCORE', due, '-inf', now - graceMs)
-  for _, w in ipairs(gone) do redis.call('ZREM', line, w) end
-end
--- A waiter whose turn came and whose job is gone (its run was cancelled, its job removed) leaves
--- the line at once. A waiter is 'queue|jobId', its job BullMQ's hash '<jobPrefix><queue>:<jobId>'.
-local function dropGoneWaiters(line, jobPrefix)
-  local due = line .. ':due'
-  for _, w in ipairs(redis.call('ZRANGEBYSCORE', due, '-inf', now)) do
+  local past = redis.call('ZRANGEBYSCORE', due, '-inf', now, 'WITHSCORES')
+  for k = 1, #past, 2 do
+    local w = past[k]
     local split = string.find(w, '|', 1, true)
-    if split and redis.call('EXISTS', jobPrefix .. string.sub(w, 1, split - 1) .. ':' .. string.sub(w, split + 1)) == 0 then
+    local lapsed = tonumber(past[k + 1]) <= now - graceMs
+    if lapsed or (split and redis.call('EXISTS', jobPrefix .. string.sub(w, 1, split - 1) .. ':' .. string.sub(w, split + 1)) == 0) then
       redis.call('ZREM', line, w)
       redis.call('ZREM', due, w)
     end

@@ -300,8 +300,7 @@ for j = 1, #KEYS - nSem do
   local line
   if rateLined then
     line = rateLineOf(key, ARGV[rateArgs + 2 * j - 1], ARGV[rateArgs + 2 * j])
-    dropLapsedWaiters(line, tonumber(ARGV[parkArgs + 13]))
-    dropGoneWaiters(line, ARGV[parkArgs + 14])
+    dropAbsentWaiters(line, tonumber(ARGV[parkArgs + 13]), ARGV[parkArgs + 14])
     redis.call('ZADD', line, 'NX', ARGV[parkArgs + 12], rateWaiter)
     rank = redis.call('ZRANK', line, rateWaiter)
   end
