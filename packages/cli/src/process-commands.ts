@@ -39,7 +39,7 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
   if (name === "dev")
     command.option("--watch", "restart when a code file of the entry's project changes (the config file is applied live)");
   command
-    .option("--metrics-port <port>", "serve /metrics and /healthz on this port")
+    .option("--metrics-port <port>", "serve /metrics, /healthz and /readyz on this port")
     .option(
       "--stop-timeout <duration>",
       roles.includes("worker")
