@@ -35,7 +35,7 @@ describe("the reconciler behind a large healthy backlog", () => {
     const log = pino({ level: "silent" });
     redis = connectRedis(env.redis, log);
     queues = new QueueRegistry(redis, env.prefix, log);
-    reconciler = new Reconciler(store.db, queues, log, { batch: PAGE, staleMs: 0 });
+    reconciler = new Reconciler(store.db, queues, log, async () => new Map(), { batch: PAGE, staleMs: 0 });
   }, 90_000);
 
   afterAll(async () => {

@@ -1,3 +1,6 @@
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ax, type AxEvent, type Runtime } from "ax-scheduler";
 import { isolate, type Isolated } from "../helpers/isolated.js";
@@ -13,6 +16,16 @@ const newFlow = ax.flow({ name: "release_2" }, () => {
 const oldTask = ax.task({ name: "old_task" }, () => "old");
 const oldFlow = ax.flow({ name: "release_1" }, () => {
   oldTask();
+});
+
+/** A flow whose last node only a worker of a later release could run: optional, by runtime.yaml. */
+const servedStep = ax.task({ name: "served_step" }, () => "done");
+const optionalNotice = ax.task({ name: "optional_notice" }, (_step: string) => "sent");
+const withNotice = ax.flow({ name: "with_notice" }, () => {
+  optionalNotice(servedStep());
+});
+const servedOnly = ax.flow({ name: "served_only" }, () => {
+  servedStep();
 });
 
 function oldWorker(env: Isolated): Runtime {
@@ -102,5 +115,46 @@ describe("a job whose task this worker does not define (rolling deploy)", () => 
       { name: "task_failed", flow: "release_2", task: "new_task", nodeKey: node.key, attempt: 1, error: { name: "AxUnknownTaskError" } },
       { name: "run_failed", flow: "release_2", nodeKey: node.key, error: { name: "AxUnknownTaskError" } },
     ]);
+  });
+
+  it("counts an unserved notify_only node as a worker would: its run succeeds, its alert goes to its group (both set in runtime.yaml)", async () => {
+    const env = isolate("unservednotice");
+    envs.push(env);
+    const file = join(tmpdir(), `${env.prefix}-runtime.yaml`);
+    writeFileSync(file, "tasks:\n  optional_notice: { on_failure: notify_only, alert_group: ops }\n");
+    try {
+      const client = (
+        await started(
+          testRuntime(env, {
+            flows: [withNotice],
+            roles: ["coordinator"],
+            config: file,
+            reconciler: { intervalMs: 500, staleMs: 1000, leaseMs: 3000, unknownTaskGraceMs: 3000 },
+          }),
+        )
+      ).client();
+      await started(testRuntime(env, { flows: [servedOnly], roles: ["worker"] }));
+      const events: AxEvent[] = [];
+      const unsubscribe = ax.onEvent((event) => {
+        events.push(event);
+      });
+      const runId = await client.triggerFlow("with_notice", null);
+      const run = await client.waitForRun(runId, { timeout: "30s" });
+      expect(run.status).toBe("success");
+      expect(run.tasks.map((t) => [t.key, t.status, t.error?.name ?? null])).toEqual([
+        ["served_step", "success", null],
+        ["optional_notice", "failed", "AxUnknownTaskError"],
+      ]);
+      await until("task_failed", async () => events.some((e) => e.runId === runId && e.name === "task_failed"), { timeoutMs: 10_000 });
+      await until("run_succeeded", async () => events.some((e) => e.runId === runId && e.name === "run_succeeded"), { timeoutMs: 10_000 });
+      unsubscribe();
+      expect(events.find((e) => e.runId === runId && e.name === "task_failed")).toMatchObject({
+        task: "optional_notice",
+        alertGroup: "ops",
+      });
+      expect(events.some((e) => e.runId === runId && e.name === "run_failed")).toBe(false);
+    } finally {
+      rmSync(file, { force: true });
+    }
   });
 });

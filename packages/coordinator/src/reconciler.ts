@@ -7,7 +7,7 @@ import { enqueueNodes, jobsMissingFromRedis } from "./enqueue.js";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
 import { RepeatedErrors } from "./repeated-errors.js";
 import { SeenJobs } from "./seen-jobs.js";
-import { failUnservedNodes } from "./unserved.js";
+import { failUnservedNodes, type FailurePolicies } from "./unserved.js";
 import { OtherPrefixWorkers } from "./other-prefix-workers.js";
 
 const PAGE_LOCK_TRIES = 50;
@@ -66,6 +66,8 @@ export class Reconciler {
     private readonly db: Db,
     private readonly queues: QueueRegistry,
     private readonly log: Logger,
+    /** How the failure of a node no live worker serves counts (see failUnservedNodes). */
+    private readonly failurePolicies: FailurePolicies,
     private readonly options: ReconcilerOptions = {},
   ) {
     this.seen = new SeenJobs(options.recheckMs ?? 60_000, options.remember ?? 100_000);
@@ -109,7 +111,7 @@ export class Reconciler {
       graceMs: this.options.unknownTaskGraceMs ?? DEFAULT_UNKNOWN_TASK_GRACE_MS,
       leaseMs: this.options.leaseMs ?? DEFAULT_LEASE_MS,
     };
-    await failUnservedNodes(this.db, this.queues, window, this.log);
+    await failUnservedNodes(this.db, this.queues, window, this.log, this.failurePolicies);
     await this.prefixes.check();
     this.lastPass = stats;
     return stats;

@@ -3,7 +3,6 @@ import {
   failNode,
   firstFailedNode,
   flowVersionById,
-  listCodeOptions,
   startAttempts,
   unservedNodes,
   type Db,
@@ -16,23 +15,38 @@ import { nodeJobId, type QueueRegistry } from "./queues.js";
 /** Recorded as the attempt's worker: no worker ran it, the reconciler closed it. */
 const RECONCILER = "reconciler";
 
+/** What a task's options in force say of its failure: whether it fails its run (`onFailure`), and where its alerts go. */
+export interface FailurePolicy {
+  blocking: boolean;
+  alertGroup: string | undefined;
+}
+
+/**
+ * The policies of `tasks`, by the configuration in force over the options their code registered:
+ * no live worker is left to say, since none serves them. A task missing from the map fails its run.
+ */
+export type FailurePolicies = (tasks: readonly string[]) => Promise<Map<string, FailurePolicy>>;
+
 /**
  * Fails, once each, the nodes no live worker has served within `graceMs`: the attempt is started
  * and failed under the fence like any other (one its lost worker left running is closed as
  * `crashed`), its pending descendants are skipped, its job leaves
  * Redis, and `task_failed` (and `run_failed` when it ends the run) are raised as a worker would,
- * so alerts hear of it. Returns how many nodes were failed.
+ * so alerts hear of it; a task with `onFailure: "notify_only"` leaves its run going, as it would
+ * had a worker failed it. Returns how many nodes were failed.
  */
 export async function failUnservedNodes(
   db: Db,
   queues: QueueRegistry,
   window: { graceMs: number; leaseMs: number },
   log: Logger,
+  failurePolicies: FailurePolicies,
 ): Promise<number> {
   let failed = 0;
   const nodes = await unservedNodes(db, { ...window, limit: 100 });
-  const groups = nodes.length > 0 ? await alertGroups(db) : new Map<string, string>();
+  const policies = nodes.length > 0 ? await failurePolicies([...new Set(nodes.map((n) => n.task))]) : new Map<string, FailurePolicy>();
   for (const node of nodes) {
+    const policy = policies.get(node.task);
     const ref = { runId: node.runId, nodeKey: node.nodeKey, attempt: node.attempt };
     // A node its lost worker left running has its attempt open already: closing it is the failure below.
     const lost = node.lostWorker !== undefined;
@@ -49,7 +63,7 @@ export async function failUnservedNodes(
       outcome: lost ? "crashed" : "failed",
       error: { name: error.name, message: error.message, stack: null, kind: "error", notRetried: "no worker serves its task" },
       descendants: version ? descendantsOf(version.dag, [node.nodeKey]) : [],
-      blocking: true,
+      blocking: policy?.blocking ?? true,
     });
     await queues
       .forNode(node)
@@ -57,20 +71,10 @@ export async function failUnservedNodes(
       .catch(() => 0);
     if (!advanced.applied) continue;
     log.error({ runId: node.runId, node: node.nodeKey, task: node.task, queue: node.queue, lostWorker: node.lostWorker }, error.message);
-    await publishFailure(db, queues, node, groups.get(node.task), { name: error.name, message: error.message }, advanced);
+    await publishFailure(db, queues, node, policy?.alertGroup, { name: error.name, message: error.message }, advanced);
     failed += 1;
   }
   return failed;
-}
-
-/** The `alertGroup` each task's code gives it, as the Runtimes registered it: no worker with the code is left to say. */
-async function alertGroups(db: Db): Promise<Map<string, string>> {
-  const groups = new Map<string, string>();
-  for (const row of await listCodeOptions(db)) {
-    const group = row.options.alertGroup;
-    if (row.kind === "task" && typeof group === "string") groups.set(row.name, group);
-  }
-  return groups;
 }
 
 async function publishFailure(
@@ -91,6 +95,8 @@ async function publishFailure(
     ...(alertGroup ? { alertGroup } : {}),
     error,
   });
+  // A notify_only node, failed last, ends its run in success.
+  if (advanced.runFinished === "success") queues.events.publish({ name: "run_succeeded", ...run });
   if (advanced.runFinished !== "failed") return;
   const first = await firstFailedNode(db, node.runId).catch(() => undefined);
   queues.events.publish({ name: "run_failed", ...run, ...(first ?? {}) });

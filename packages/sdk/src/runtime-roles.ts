@@ -17,6 +17,7 @@ import type { LiveConfig } from "./config/live-config.js";
 import { pruneHistory } from "./prune-history.js";
 import type { Connections } from "./connections.js";
 import type { RuntimeCode } from "./runtime-code.js";
+import { failurePolicies } from "./failure-policies.js";
 import type { RuntimeOptions } from "./runtime-options.js";
 import { DEFAULT_RETENTION_MS } from "@ax/common";
 
@@ -88,7 +89,13 @@ export class CoordinatorRole {
   async start(): Promise<void> {
     const { options, code, connections, log, registry } = this.context;
     const { store, queues } = connections;
-    this.reconciler = new Reconciler(store.db, queues, log.child({ component: "reconciler" }), options.reconciler);
+    this.reconciler = new Reconciler(
+      store.db,
+      queues,
+      log.child({ component: "reconciler" }),
+      failurePolicies(store.db, () => code.config),
+      options.reconciler,
+    );
     this.reconciler.start();
     await registerSchedules(store.db, code.flowNames, code.schedules());
     this.schedules = new ScheduleLoop({
