@@ -9,7 +9,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 export function parseDuration(value: Duration): number {
   if (typeof value === "number") {
     const millis = Math.round(value * 1000);
-    if (!Number.isFinite(millis) || millis < 0) throw new Error(`duration ${value} must be a finite, non-negative number of seconds`);
+    if (!Number.isFinite(millis) || millis < 0)
+      throw new Error(`duration ${value} must be a finite, non-negative number of seconds, or a string like "500ms", "10s", "5m", "1h"`);
     return millis;
   }
   // "60" is what a quoted YAML value or an environment variable holds for 60 s; ms() would read 60 ms.

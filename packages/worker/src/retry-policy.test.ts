@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { reviveError, serialiseError } from "./executors/protocol.js";
 import { backoffDelay, CRASHES_REDELIVERED, decideRetry } from "./retry-policy.js";
-import { AxNotJsonError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
+import { AxAttemptAbandonedError, AxNotJsonError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
 
 type Policy = Parameters<typeof decideRetry>[0];
 
@@ -242,5 +242,13 @@ describe("decideRetry", () => {
     });
     // Only a dead worker: a task's own failure still needs retries.
     expect(decideRetry(none, new InvoiceApiError("down"), 1, { crashesBefore: 0 }).retry).toBe(false);
+  });
+
+  it("retries an attempt its worker gave up (its outcome unrecorded) while retries remain, whatever retryOn and noRetryOn say", () => {
+    const abandoned = new AxAttemptAbandonedError("w1", 1);
+    const narrow = policy({ retries: 1, retryOn: [InvoiceApiError], noRetryOn: [Error] });
+    expect(decideRetry(narrow, abandoned, 1)).toEqual({ retry: true, delayMs: 1000 });
+    expect(decideRetry(narrow, abandoned, 2)).toMatchObject({ retry: false, exhausted: true });
+    expect(decideRetry(policy({ retries: 0 }), abandoned, 1)).toMatchObject({ retry: false, exhausted: true });
   });
 });

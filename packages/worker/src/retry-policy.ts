@@ -1,4 +1,11 @@
-import { AxNotJsonError, AxResultTooLargeError, AxWorkerCrashedError, NonRetryableError, RetryAfterError } from "@ax/common";
+import {
+  AxAttemptAbandonedError,
+  AxNotJsonError,
+  AxResultTooLargeError,
+  AxWorkerCrashedError,
+  NonRetryableError,
+  RetryAfterError,
+} from "@ax/common";
 import { errorClasses, errorName } from "./executors/error-class.js";
 import type { ErrorMatcher, ResolvedTaskOptions } from "./task-definition.js";
 import { nonErrorThrown } from "./thrown-value.js";
@@ -56,8 +63,10 @@ export function decideRetry(
 ): RetryDecision {
   const charged = attempt - uncharged;
   const exhausted = { retry: false, reason: `no retries left (retries: ${policy.retries})`, exhausted: true } as const;
-  // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing.
-  if (matches(error, AxWorkerCrashedError)) {
+  // retryOn/noRetryOn classify what the task threw; a crashed worker threw nothing, and a worker
+  // that gave its attempt up could not record what the task did (its first crashes are not free:
+  // the caller passes no crashesBefore for it).
+  if (matches(error, AxWorkerCrashedError) || matches(error, AxAttemptAbandonedError)) {
     return crashesBefore < CRASHES_REDELIVERED || charged <= policy.retries
       ? { retry: true, delayMs: backoffDelay(policy, charged, random) }
       : exhausted;

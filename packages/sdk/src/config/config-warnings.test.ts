@@ -39,6 +39,9 @@ describe("retryListWarnings", () => {
       parse("tasks:", "  notify: { no_retry_on: [SmtpBusy], retry_on: null }"),
     ];
     for (const config of quiet) expect(retryListWarnings(config, known)).toEqual([]);
+    // Retries left at their default of 0 (written nowhere): the lists decide nothing either.
+    const defaultRetries: KnownNames = { tasks: ["notify"], flows: [], taskRetries: { notify: { retryOn: ["SmtpBusy"] } } };
+    expect(retryListWarnings(parse("tasks:", "  notify: { no_retry_on: [SmtpBusy] }"), defaultRetries)).toEqual([]);
     // No code options stored (a Runtime older than them, or none started yet): nothing to contradict.
     expect(retryListWarnings(parse("tasks:", "  charge: { no_retry_on: [CardDeclined] }"), { tasks: ["charge"], flows: [] })).toEqual([]);
   });

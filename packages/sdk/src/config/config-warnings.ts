@@ -33,7 +33,7 @@ export function retryListWarnings(config: RuntimeConfig, known: KnownNames): str
   for (const [task, yaml] of Object.entries(config.tasks)) {
     const code = known.taskRetries?.[task];
     // With no retries the lists decide nothing.
-    if (!code || (yaml.retries ?? code.retries) === 0) continue;
+    if (!code || (yaml.retries ?? code.retries ?? 0) === 0) continue;
     // retry_on: null lifts the code's list: nothing left for no_retry_on to contradict.
     if (yaml.noRetryOn && yaml.retryOn === undefined && code.retryOn) {
       const both = yaml.noRetryOn.map(matcherName).filter((name) => code.retryOn!.includes(name));
