@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "ax-scheduler";
-import { burstFlow, latestFlow, newestFlow, ratedKeyFlow, ratedSlowFlow, syncFlow } from "../fixtures/keyed-limits.js";
+import { burstFlow, latestFlow, newestFlow, newestPairFlow, ratedKeyFlow, ratedSlowFlow, syncFlow } from "../fixtures/keyed-limits.js";
 import { isolate } from "../helpers/isolated.js";
 import { maxOverlap, waitUntil, type Span } from "../helpers/limits.js";
 import { startCliCluster, type CliCluster } from "../helpers/cli-cluster.js";
@@ -32,7 +32,7 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
     cluster = await startCliCluster(
       env,
       "test/fixtures/keyed-limits.ts",
-      [syncFlow, burstFlow, newestFlow, latestFlow, ratedKeyFlow, ratedSlowFlow],
+      [syncFlow, burstFlow, newestFlow, newestPairFlow, latestFlow, ratedKeyFlow, ratedSlowFlow],
       [],
     );
     client = cluster.client;
@@ -78,6 +78,16 @@ describe("limits per business key across two worker processes (CLI, 10 attempts 
     expect(dropped.tasks[0]!.error?.message).toContain("concurrency key u_newest (1/1) was busy: strategy cancel_newest");
     expect((await client.waitForRun(first, { timeout: "20s" })).status).toBe("success");
     expect((await client.waitForRun(other, { timeout: "20s" })).status).toBe("success");
+  });
+
+  it("cancel_newest: two nodes of one run on one key take turns; the run is not cancelled by its own node", async () => {
+    const runId = await client.triggerFlow("sync_newest_pair", { user_id: "u_pair" });
+    const run = await client.waitForRun(runId, { timeout: "20s" });
+    expect(run.status).toBe("success");
+    expect(run.tasks.map((t) => t.status)).toEqual(["success", "success"]);
+    const spans = await keyedSpans("sync_newest_pair");
+    expect(spans).toHaveLength(2);
+    expect(maxOverlap(spans)).toBe(1);
   });
 
   it("cancel_in_progress: a new run cancels the one holding its key, then starts", async () => {

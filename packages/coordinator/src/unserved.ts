@@ -11,6 +11,7 @@ import {
 import { AxUnknownTaskError, AxWorkerCrashedError } from "@ax/common";
 import type { Logger } from "pino";
 import { nodeJobId, type QueueRegistry } from "./queues.js";
+import { parkedReasonsKey } from "./wake.js";
 
 /** Recorded as the attempt's worker: no worker ran it, the reconciler closed it. */
 const RECONCILER = "reconciler";
@@ -53,6 +54,9 @@ export async function failUnservedNodes(
     if (!lost) {
       const [started] = await startAttempts(db, RECONCILER, [{ ...ref, upstreamKeys: [] }]);
       if (!started) continue;
+      // Its first node's start starts the run, as a worker's would: listeners hear of it before its end.
+      if (started.runStarted)
+        queues.events.publish({ name: "run_started", runId: node.runId, flow: node.flow, businessKey: node.businessKey });
     }
     const version = await flowVersionById(db, node.flowVersionId);
     const error = lost
@@ -65,10 +69,13 @@ export async function failUnservedNodes(
       descendants: version ? descendantsOf(version.dag, [node.nodeKey]) : [],
       blocking: policy?.blocking ?? true,
     });
+    const jobId = nodeJobId(node.runId, node.nodeKey, node.attempt);
     await queues
       .forNode(node)
-      .remove(nodeJobId(node.runId, node.nodeKey, node.attempt))
+      .remove(jobId)
       .catch(() => 0);
+    // A job a limit had delayed leaves its reason behind otherwise.
+    await queues.connection.hdel(parkedReasonsKey(queues.prefix), jobId).catch(() => 0);
     if (!advanced.applied) continue;
     log.error({ runId: node.runId, node: node.nodeKey, task: node.task, queue: node.queue, lostWorker: node.lostWorker }, error.message);
     await publishFailure(db, queues, node, policy?.alertGroup, { name: error.name, message: error.message }, advanced);

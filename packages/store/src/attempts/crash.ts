@@ -38,7 +38,7 @@ export async function handBackAttempts(db: Db, worker: string, refs: AttemptRef[
     with mine as (
       select w.run_id, w.node_key, w.n from ${wanted} w
       join attempts a on a.run_id = w.run_id and a.node_key = w.node_key and a.n = w.n
-      where a.worker = ${worker} and a.finished_at is null
+      where a.worker = ${worker} and a.finished_at is null and a.abandoned_at is null
     ), requeued as (
       update node_runs n set status = 'queued', attempt = n.attempt + 1, error = ${jsonParam(error)}::jsonb,
         next_retry_at = null, queued_at = now()

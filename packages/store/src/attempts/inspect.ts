@@ -109,7 +109,11 @@ export async function nodeWaiting(db: Db, ref: AttemptRef): Promise<WaitingNode 
   return { waiting: row.waiting, dueForMs: Math.max(0, Number(row.due_for_ms ?? 0)) };
 }
 
-/** The attempts PostgreSQL records as running under `worker`, started at least `minAgeMs` ago. */
+/**
+ * The attempts PostgreSQL records as running under `worker`, started at least `minAgeMs` ago. One
+ * the worker gave up (`abandoned_at`) is left out: the fence closes it, charging a retry, when the
+ * reconciler brings its job back; handed back here it would run again for free.
+ */
 export async function runningAttemptsOf(db: Db, worker: string, minAgeMs: number): Promise<AttemptRef[]> {
   const found = await rows<{ run_id: string; node_key: string; n: number }>(
     db,
@@ -117,7 +121,7 @@ export async function runningAttemptsOf(db: Db, worker: string, minAgeMs: number
     select a.run_id, a.node_key, a.n
     from attempts a
     join node_runs n on n.run_id = a.run_id and n.node_key = a.node_key and n.attempt = a.n
-    where a.worker = ${worker} and a.finished_at is null and n.status = 'running'
+    where a.worker = ${worker} and a.finished_at is null and a.abandoned_at is null and n.status = 'running'
       and a.started_at < now() - make_interval(secs => ${minAgeMs / 1000})`,
   );
   return found.map((r) => ({ runId: r.run_id, nodeKey: r.node_key, attempt: r.n }));

@@ -27,6 +27,7 @@ import type { DagCache } from "../dag-cache.js";
 import { withDbRetry } from "../db-retry.js";
 import { nodeArgs } from "../node-args.js";
 import type { ResolvedTaskOptions } from "../task-definition.js";
+import type { KeyStrategy } from "@ax/common";
 
 /** What the dispatcher does with a fetched job whose task has limits per business key. */
 export type Admission =
@@ -79,6 +80,17 @@ export class KeyedAdmission {
   }
 
   async admit(job: Job<NodeJobData>, token: string, queue: string, options: ResolvedTaskOptions): Promise<Admission> {
+    return this.admitAs(job, token, queue, options, options.concurrencyKey?.strategy);
+  }
+
+  /** `strategy`: the key's, or `queue` for a `cancel_newest` job that is not the newest on its key. */
+  private async admitAs(
+    job: Job<NodeJobData>,
+    token: string,
+    queue: string,
+    options: ResolvedTaskOptions,
+    strategy: KeyStrategy | undefined,
+  ): Promise<Admission> {
     const { concurrencyKey, rateLimitKey } = options;
     const d = this.deps;
     if (!concurrencyKey && !rateLimitKey) {
@@ -96,7 +108,7 @@ export class KeyedAdmission {
     // given up now, or the next in line would wait for the claim to lapse.
     if (!node || !inputs) {
       await d.waitlist.unpark([job.id!]);
-      if (node && concurrencyKey && concurrencyKey.strategy !== "cancel_newest") {
+      if (node && concurrencyKey && strategy !== "cancel_newest") {
         // Best effort: should it fail, the claim lapses on its own after a lease.
         await this.giveUpPlace(job, queue, options, node).catch((err: unknown) =>
           d.log.debug({ err, jobId: job.id }, "could not give up a stale job's place in its key's line"),
@@ -112,19 +124,16 @@ export class KeyedAdmission {
         ? [{ key: `keyrate:${options.name}:${key}`, max: rateLimitKey.max, perMs: rateLimitKey.perMs, label: `rate limit key ${key}` }]
         : [],
     };
-    const parking = concurrencyKey && concurrencyKey.strategy !== "cancel_newest";
+    const parking = concurrencyKey && strategy !== "cancel_newest";
     const fullReason = concurrencyKey ? `concurrency key ${key} (${concurrencyKey.max}/${concurrencyKey.max})` : "";
-    const firstCome = concurrencyKey?.strategy === "queue";
+    const firstCome = strategy === "queue";
     const answer = await d.gate.acquire(spec, {
       park: parking ? d.waitlist.parkRequest(queue, job.id!, fullReason, firstCome, job.timestamp) : undefined,
       rateLine: rateLimitKey ? { waiter: `${queue}|${job.id}`, place: job.timestamp } : undefined,
     });
     if (answer.ok) {
       await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
-      if (
-        concurrencyKey?.strategy === "cancel_in_progress" &&
-        (await this.supersededOnAdmission(runId, semKey, fullReason, concurrencyKey.max))
-      ) {
+      if (strategy === "cancel_in_progress" && (await this.supersededOnAdmission(runId, semKey, fullReason, concurrencyKey!.max))) {
         await this.release(answer.permit, semKey, options.name, true);
         return { ok: false, finish: "complete" };
       }
@@ -143,14 +152,15 @@ export class KeyedAdmission {
       await setParkedReason(d.redis, d.prefix, job.id!, reason);
       return { ok: false, finish: "none" };
     }
-    if (concurrencyKey!.strategy === "cancel_newest") {
+    if (strategy === "cancel_newest") {
+      // Only a run newer than one on the key is cancelled. The key held by another node of this
+      // run, or by newer runs only (this run's retry came back after a newer one took the key),
+      // makes it wait in the key's line instead.
+      if (!(await this.olderRunOnKey(runId, semKey))) return this.admitAs(job, token, queue, options, "queue");
       await d.cancelRun(runId, `${reason} was busy: strategy cancel_newest`);
       return { ok: false, finish: "complete" };
     }
-    if (
-      concurrencyKey!.strategy === "cancel_in_progress" &&
-      (await this.supersede(runId, semKey, `${queue}|${job.id}`, reason, concurrencyKey!.max))
-    ) {
+    if (strategy === "cancel_in_progress" && (await this.supersede(runId, semKey, `${queue}|${job.id}`, reason, concurrencyKey!.max))) {
       return { ok: false, finish: "complete" };
     }
     // Already in the key's line (the refusal put it there): now out of the fetchable queue.
@@ -180,6 +190,12 @@ export class KeyedAdmission {
     }
     for (const older of unfinished.slice(0, -max)) await d.cancelRun(older, why);
     return false;
+  }
+
+  /** Whether an unfinished run older than `runId` holds `semKey` or waits for it. */
+  private async olderRunOnKey(runId: string, semKey: string): Promise<boolean> {
+    const runs = await this.runsOnKey(runId, semKey);
+    return runs.length > 1 && (await this.unfinished(runs)).indexOf(runId) > 0;
   }
 
   /** `runId` and the runs holding `semKey` or in its line. */
