@@ -9,6 +9,7 @@ import {
   AxNoTicksError,
   AxTooManyTicksError,
   ax,
+  type AxEvent,
   type Client,
   type RunSummary,
   type Runtime,
@@ -253,17 +254,31 @@ describe("client.backfill(flow, { from, to })", { timeout: 120_000 }, () => {
     expect(new Set(reruns.map((r) => r.logicalDate)).size).toBe(4);
   });
 
-  it("cancelling counts the held runs it ends in cancelledRuns, with the started ones", async () => {
+  it("cancelling counts the held runs it ends in cancelledRuns, with the started ones, and ends each as a cancel does", async () => {
     // One run admitted at a time: the other three are held when the cancel comes.
     const started = await client.backfill("held_daily", {
       from: "2026-01-01T00:00:00Z",
       to: "2026-01-05T00:00:00Z",
       maxConcurrentRuns: 1,
     });
+    const cancelledEvents = new Set<string>();
+    const unsubscribe = ax.onEvent((event: AxEvent) => {
+      if (event.name === "run_cancelled") cancelledEvents.add(event.runId);
+    });
     const { cancelledRuns } = await client.cancelBackfill(started.backfillId);
     const info = await client.getBackfill(started.backfillId);
     expect(cancelledRuns).toBe(info.cancelled);
     expect(cancelledRuns).toBeGreaterThanOrEqual(3);
+    const cancelled = (await backfillRuns("held_daily")).filter((r) => r.status === "cancelled");
+    expect(cancelled).toHaveLength(cancelledRuns);
+    // Held runs too: listeners hear of each, and their nodes say why, as any cancelled run's do.
+    const deadline = Date.now() + 10_000;
+    while (cancelled.some((r) => !cancelledEvents.has(r.id)) && Date.now() < deadline) await sleep(50);
+    unsubscribe();
+    expect(cancelled.filter((r) => !cancelledEvents.has(r.id))).toEqual([]);
+    for (const run of cancelled) {
+      for (const task of (await client.getRun(run.id)).tasks) expect(task.error?.name, run.id).toBe("AxCancelledError");
+    }
   });
 
   it("cancelling a backfill leaves what another active one lists (its held runs handed over); cancelling a finished one changes nothing", async () => {

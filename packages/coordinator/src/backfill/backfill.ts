@@ -14,6 +14,7 @@ import { rerunRun, type RerunDeps } from "../rerun.js";
 import {
   AxBackfillCancelledError,
   AxBackfillNotFoundError,
+  AxCancelledError,
   AxBackfillRangeError,
   AxNoScheduleError,
   AxNoTicksError,
@@ -99,10 +100,15 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
  * `cancelledRuns` counts both.
  */
 export async function cancelBackfill(deps: AdmissionDeps, backfillId: string): Promise<{ backfillId: string; cancelledRuns: number }> {
-  const records = await cancelBackfillRecords(deps.db, backfillId);
+  const records = await cancelBackfillRecords(deps.db, backfillId, (runId) => {
+    const error = new AxCancelledError(runId);
+    return { name: error.name, message: error.message, stack: null, kind: "error" };
+  });
   if (!records) throw new AxBackfillNotFoundError(backfillId);
+  // Never dispatched, they have nothing in Redis to stop; listeners hear of them as of any cancel.
+  for (const run of records.heldCancelled) deps.queues.events.publish({ name: "run_cancelled", ...run });
   const results = await Promise.all(records.active.map((runId) => cancelRun(deps, runId)));
-  return { backfillId, cancelledRuns: records.heldCancelled + results.filter((r) => r?.cancelled).length };
+  return { backfillId, cancelledRuns: records.heldCancelled.length + results.filter((r) => r?.cancelled).length };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Db } from "../connect.js";
 import { createRuns } from "./create-run.js";
 import type { FlowVersion } from "./flow-definitions.js";
 import { recordset, rows } from "./raw.js";
+import type { TaskFailure } from "../types.js";
 import { backfillTickKey, scheduleTx } from "./schedules.js";
 
 /** Runs written per statement while creating a backfill. */
@@ -152,17 +153,22 @@ export async function listBackfills(db: Db, limit = 50): Promise<BackfillInfo[]>
 export interface CancelledBackfillRecords {
   /** Its runs already admitted and unfinished: the caller cancels them like any run. */
   active: string[];
-  /** The held runs the cancel ended (never dispatched). */
-  heldCancelled: number;
+  /** The held runs the cancel ended (never dispatched), for their `run_cancelled` events. */
+  heldCancelled: { runId: string; flow: string; businessKey: string | null }[];
 }
 
 /**
  * Marks the backfill cancelled and ends its held runs (`cancelled`, never dispatched) in one
  * transaction; undefined for an unknown backfill. A run another active backfill also lists is that
  * one's to run (a held one is handed to it), and a backfill with no unfinished run is left as it
- * is: there is nothing to cancel, and its failed ticks may still be retried.
+ * is: there is nothing to cancel, and its failed ticks may still be retried. `failureOf` is the
+ * error each held run's nodes end with, as a cancelled run's do.
  */
-export async function cancelBackfillRecords(db: Db, id: string): Promise<CancelledBackfillRecords | undefined> {
+export async function cancelBackfillRecords(
+  db: Db,
+  id: string,
+  failureOf: (runId: string) => TaskFailure,
+): Promise<CancelledBackfillRecords | undefined> {
   return db.transaction(async (tx) => {
     const [found] = await rows<{ unfinished: boolean }>(
       tx,
@@ -171,7 +177,7 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<Cancell
         from backfills b where b.id = ${id} for update`,
     );
     if (!found) return undefined;
-    if (!found.unfinished) return { active: [], heldCancelled: 0 };
+    if (!found.unfinished) return { active: [], heldCancelled: [] };
     await tx.execute(sql`update backfills set status = 'cancelled', cancelled_at = coalesce(cancelled_at, now()) where id = ${id}`);
     const sharedWith = (run: SQL) => sql`(select min(other.backfill_id::text)::uuid from backfill_runs other
       join backfills ob on ob.id = other.backfill_id
@@ -179,23 +185,26 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<Cancell
     await tx.execute(sql`
       update held_runs h set backfill_id = ${sharedWith(sql`h.run_id`)}
       where h.backfill_id = ${id} and ${sharedWith(sql`h.run_id`)} is not null`);
-    const [held] = await rows<{ cancelled: number }>(
+    const held = await rows<{ run_id: string; flow: string; business_key: string | null }>(
       tx,
-      sql`
-      with held as (
-        delete from held_runs h using runs r
+      sql`delete from held_runs h using runs r
         where h.backfill_id = ${id} and r.id = h.run_id and r.status = 'pending'
-        returning h.run_id
-      ), nodes as (
-        update node_runs set status = 'cancelled', finished_at = now()
-        where run_id in (select run_id from held) and status = 'pending'
-      ), ended as (
-        update runs set status = 'cancelled', finished_at = now(), nodes_remaining = 0
-        where id in (select run_id from held)
-        returning id
-      )
-      select count(*)::int as cancelled from ended`,
+        returning h.run_id, r.flow, r.business_key`,
     );
+    if (held.length > 0) {
+      const errors = recordset(
+        held.map((h) => ({ run_id: h.run_id, error: failureOf(h.run_id) })),
+        "run_id uuid, error jsonb",
+      );
+      await tx.execute(sql`
+        with nodes as (
+          update node_runs n set status = 'cancelled', finished_at = now(), error = coalesce(n.error, e.error)
+          from ${errors} e
+          where n.run_id = e.run_id and n.status = 'pending'
+        )
+        update runs set status = 'cancelled', finished_at = now(), nodes_remaining = 0
+        where id in (select e.run_id from ${errors} e)`);
+    }
     const active = await rows<{ run_id: string }>(
       tx,
       // A schedule's run the backfill only linked is the schedule's: cancelling the backfill leaves it
@@ -204,7 +213,10 @@ export async function cancelBackfillRecords(db: Db, id: string): Promise<Cancell
         where br.backfill_id = ${id} and r.status in ('pending', 'running') and r.trigger <> 'schedule'
           and ${sharedWith(sql`br.run_id`)} is null`,
     );
-    return { active: active.map((r) => r.run_id), heldCancelled: held!.cancelled };
+    return {
+      active: active.map((r) => r.run_id),
+      heldCancelled: held.map((h) => ({ runId: h.run_id, flow: h.flow, businessKey: h.business_key })),
+    };
   });
 }
 
