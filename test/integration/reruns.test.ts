@@ -43,6 +43,18 @@ const keyed = ax.flow({ name: "keyed_rerun", businessKey: (input: { day: string 
   fetchRows(input);
 });
 
+/** Its idempotency key needs an `id` its reruns' payloads may not have: a rerun keeps its run's key. */
+const twoKeys = ax.flow(
+  {
+    name: "two_keys_rerun",
+    idempotencyKey: (input: { id: string; day: string }) => input.id.toUpperCase(),
+    businessKey: (input: { id: string; day: string }) => `day-${input.day}`,
+  },
+  (input) => {
+    fetchRows(input);
+  },
+);
+
 /** Holds its run `running` until the test opens the gate. */
 let openGate: () => void = () => {};
 const gate = new Promise<void>((resolve) => (openGate = resolve));
@@ -64,7 +76,7 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
   const runCount = async () => Number((await env.sql<{ n: number }>("select count(*)::int as n from runs"))[0]!.n);
 
   beforeAll(async () => {
-    runtime = testRuntime(env, { flows: [chain, stuck, keyed], roles: ["coordinator", "worker", "api"], port: 0 });
+    runtime = testRuntime(env, { flows: [chain, stuck, keyed, twoKeys], roles: ["coordinator", "worker", "api"], port: 0 });
     await runtime.start();
     client = runtime.client();
     failedRun = await client.triggerFlow("chain", { day: "2026-01-01" });
@@ -144,6 +156,22 @@ describe("client.rerun(runId, options)", { timeout: 60_000 }, () => {
     expect(byKey(same).fetch_rows!.reusedFrom).toBe(first.id);
     expect(byKey(same).extract!.reusedFrom).toBe(first.id);
     expect(byKey(same).load!.reusedFrom).toBeNull();
+  });
+
+  it("a rerun with a new payload computes only the business key, never the idempotency key it does not use, from the client and over HTTP", async () => {
+    const first = await client.waitForRun(await client.triggerFlow(twoKeys, { id: "r1", day: "2026-06-01" }));
+    expect(first).toMatchObject({ idempotencyKey: "R1", businessKey: "day-2026-06-01" });
+    // No `id`: the idempotency key function would throw on this payload.
+    const fromClient = await client.waitForRun(await client.rerun(first.id, { only: "all", payload: { day: "2026-06-02" } }));
+    expect(fromClient.businessKey).toBe("day-2026-06-02");
+    const overHttp = await fetch(`${runtime.url}/api/runs/${first.id}/rerun`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ only: "all", payload: { day: "2026-06-03" } }),
+    });
+    expect(overHttp.status).toBe(201);
+    const { runId } = (await overHttp.json()) as { runId: string };
+    expect((await client.waitForRun(runId)).businessKey).toBe("day-2026-06-03");
   });
 
   it("a new payload gets the business key the flow's function gives it, from the client and over HTTP; without the code the old key stays", async () => {

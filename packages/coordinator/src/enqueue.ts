@@ -47,6 +47,29 @@ export async function enqueueNodes(queues: QueueRegistry, nodes: ReadyNode[]): P
   await publishWake(queues.connection, queues.prefix, wakes);
 }
 
+/**
+ * For jobs whose rows PostgreSQL has already committed (a rerun, a backfill's admitted runs):
+ * waits at most `waitMs` for `dispatch` and never throws, so that a Redis outage neither hangs the
+ * caller nor fails a call that did its work (a caller retrying it would write a second rerun or
+ * backfill). What did not reach Redis the reconciler adds once its node has been queued past
+ * `staleMs`. Answers whether the jobs arrived in time.
+ */
+export async function dispatchCommitted(dispatch: Promise<unknown>, waitMs = DISPATCH_WAIT_MS): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), waitMs);
+  });
+  const arrived = dispatch.then(
+    () => true,
+    () => false,
+  );
+  try {
+    return await Promise.race([arrived, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function jobOf(n: ReadyNode) {
   // No spread for the optional priority: in Node 20 each property after a spread costs about 0.5 µs, per job.
   const opts: { jobId: string; delay: number; removeOnComplete: true; removeOnFail: true; priority?: number } = {
@@ -101,23 +124,13 @@ export class BatchedEnqueue {
     if (nodes.length === 0) return;
     const runs = [...new Set(nodes.map((n) => n.runId))];
     let toldLate = false;
-    const added = this.add(nodes).then(
-      () => true,
-      (error: unknown) => {
-        // After "did not answer in time", the add failing later (often its connection closed at
-        // exit) tells the reader nothing new.
-        const level = toldLate ? "debug" : "warn";
-        this.log[level]({ err: error, runs }, "jobs of committed runs did not reach Redis; the reconciler will add them");
-        return true;
-      },
-    );
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), waitMs);
+    const added = this.add(nodes).catch((error: unknown) => {
+      // After "did not answer in time", the add failing later (often its connection closed at
+      // exit) tells the reader nothing new.
+      const level = toldLate ? "debug" : "warn";
+      this.log[level]({ err: error, runs }, "jobs of committed runs did not reach Redis; the reconciler will add them");
     });
-    const answered = await Promise.race([added, late]);
-    clearTimeout(timer);
-    if (!answered) {
+    if (!(await dispatchCommitted(added, waitMs))) {
       toldLate = true;
       this.log.warn({ runs, waitMs }, "Redis did not answer in time; the jobs are added when it is back, or by the reconciler");
     }

@@ -14,7 +14,7 @@ import {
   type RerunSource,
 } from "@ax/store";
 import { admitFlow } from "./admission.js";
-import { enqueueNodes } from "./enqueue.js";
+import { dispatchCommitted, enqueueNodes } from "./enqueue.js";
 import type { QueueRegistry } from "./queues.js";
 import {
   AxNothingToRerunError,
@@ -114,9 +114,9 @@ export async function rerunRun(
     return written;
   });
   if (!created) return undefined;
-  if (!held) await enqueueNodes(deps.queues, created.ready);
+  if (!held) await dispatchCommitted(enqueueNodes(deps.queues, created.ready));
   // A backfill's retries are released together, once all are written (retryBackfill).
-  else if (backfillId === undefined) await admitFlow(deps, source.flow);
+  else if (backfillId === undefined) await dispatchCommitted(admitFlow(deps, source.flow));
   return created.runId;
 }
 

@@ -19,19 +19,30 @@ export function triggerKeys(
   /** What to tell the caller whose payload a key function refused. */
   remedy?: string,
 ): { idempotencyKey: string | undefined; businessKey: string | undefined } {
-  const apply = (which: "idempotencyKey" | "businessKey"): string | undefined => {
-    if (given[which] !== undefined) return given[which];
-    const fn = flow?.[which];
-    if (!fn) return undefined;
-    let returned: unknown;
-    try {
-      returned = fn(payload);
-    } catch (error) {
-      throw new AxKeyFunctionError(flow.name, which, error, remedy);
-    }
-    const { key, refused } = returnedKey(returned);
-    if (refused !== undefined) throw new AxKeyFunctionError(flow.name, which, new Error(`it ${refused}`), remedy);
-    return key;
+  return {
+    idempotencyKey: flowKey(flow, "idempotencyKey", payload, given.idempotencyKey, remedy),
+    businessKey: flowKey(flow, "businessKey", payload, given.businessKey, remedy),
   };
-  return { idempotencyKey: apply("idempotencyKey"), businessKey: apply("businessKey") };
+}
+
+/** One key: the request's when given, else the flow's function of the payload (undefined without one). */
+export function flowKey(
+  flow: ServedFlow | undefined,
+  which: "idempotencyKey" | "businessKey",
+  payload: unknown,
+  given: string | undefined,
+  remedy?: string,
+): string | undefined {
+  if (given !== undefined) return given;
+  const fn = flow?.[which];
+  if (!fn) return undefined;
+  let returned: unknown;
+  try {
+    returned = fn(payload);
+  } catch (error) {
+    throw new AxKeyFunctionError(flow.name, which, error, remedy);
+  }
+  const { key, refused } = returnedKey(returned);
+  if (refused !== undefined) throw new AxKeyFunctionError(flow.name, which, new Error(`it ${refused}`), remedy);
+  return key;
 }

@@ -49,7 +49,7 @@ import { bodyOf, registerJsonBodies } from "./json-body.js";
 import { openApiDocument } from "./openapi.js";
 import { flowRoutes } from "./flow-routes.js";
 import { scheduleRoutes } from "./schedule-routes.js";
-import { triggerKeys, type ServedFlow } from "./served-flow.js";
+import { flowKey, triggerKeys, type ServedFlow } from "./served-flow.js";
 import { registerRerunBackfillRoutes } from "./rerun-backfill-routes.js";
 import { registerLogRoutes } from "./log-routes.js";
 import { registerAlertRoutes } from "./alert-routes.js";
@@ -308,7 +308,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   registerRerunBackfillRoutes(app, {
     db: options.db,
     queues: options.queues,
-    businessKeyOf: (flow, payload) => triggerKeys(flows.get(flow), payload, {}, "rerun with a payload it handles").businessKey,
+    // A rerun keeps its run's idempotency key: only the business key is computed from a new payload.
+    businessKeyOf: (flow, payload) => flowKey(flows.get(flow), "businessKey", payload, undefined, "rerun with a payload it handles"),
   });
   registerConfigRoutes(app, options.config);
   registerTokenRoutes(app, options.db);

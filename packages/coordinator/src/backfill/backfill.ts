@@ -9,6 +9,7 @@ import {
   retryableBackfillRuns,
 } from "@ax/store";
 import { admitFlow, type AdmissionDeps } from "../admission.js";
+import { dispatchCommitted } from "../enqueue.js";
 import { cancelRun } from "../cancel.js";
 import { rerunRun, type RerunDeps } from "../rerun.js";
 import {
@@ -91,7 +92,7 @@ export async function startBackfill(deps: AdmissionDeps, request: BackfillReques
     },
     newRunId,
   );
-  await admitFlow(deps, request.flow);
+  await dispatchCommitted(admitFlow(deps, request.flow));
   return { backfillId, ticks: ticks.length, created, maxConcurrentRuns: Math.min(cap, flowCap ?? cap) };
 }
 
@@ -128,7 +129,7 @@ export async function retryBackfill(
   if (found.cancelled) throw new AxBackfillCancelledError(backfillId);
   let retried = 0;
   for (const runId of found.runIds) if (await rerunRun(deps, runId, { only: "failed" }, backfillId)) retried++;
-  if (retried > 0) await admitFlow(deps, found.flow);
+  if (retried > 0) await dispatchCommitted(admitFlow(deps, found.flow));
   const [info, settings] = await Promise.all([backfillInfo(deps.db, backfillId), flowSettings(deps.db, found.flow)]);
   const cap = info?.maxConcurrentRuns ?? DEFAULT_BACKFILL_CONCURRENCY;
   return { backfillId, retried, maxConcurrentRuns: Math.min(cap, settings?.maxConcurrentRuns ?? cap) };
