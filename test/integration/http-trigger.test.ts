@@ -144,6 +144,38 @@ describe("GET /api/flows/:name", () => {
 });
 
 describe("GET /api/openapi.json", () => {
+  it("an API process without the flow's code takes keys from the request only, and says so once per flow in its log", async () => {
+    const lines: string[] = [];
+    const log = pino({ level: "warn" }, { write: (line: string) => void lines.push(line) });
+    const store = openStore({ url: env.storage });
+    const redis = connectRedis(env.redis, log);
+    const queues = new QueueRegistry(redis, env.prefix, log);
+    const server = await startServer({ db: store.db, queues, registry: new Registry(), log, port: 0, auth: { insecureNoAuth: true } });
+    try {
+      for (const event_id of ["codeless-1", "codeless-2"]) {
+        const response = await fetch(`${server.url}/api/flows/http_payment/runs`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ payload: { event_id, order: "o-9" } }),
+        });
+        expect(response.status).toBe(201);
+      }
+      const warnings = lines
+        .map((line) => JSON.parse(line) as { code?: string; msg: string })
+        .filter((l) => l.code === "AX_FLOW_KEYS_NOT_APPLIED");
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.msg).toContain(
+        'flow "http_payment" computes its idempotencyKey and businessKey in code, which this API process does not have',
+      );
+      expect(warnings[0]!.msg).toContain("ax server <entry>");
+    } finally {
+      await server.close();
+      await queues.close();
+      closeRedis(redis);
+      await store.close();
+    }
+  });
+
   it("is a valid OpenAPI 3 document listing every route", async () => {
     const { status, body: doc } = await get("/api/openapi.json");
     expect(status).toBe(200);

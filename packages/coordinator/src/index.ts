@@ -33,3 +33,4 @@ export * from "./alerts/fingerprint.js";
 export * from "./retention.js";
 export * from "./alerts/mutes.js";
 export * from "./flow-retirement.js";
+export * from "./unkeyed-warning.js";

@@ -28,6 +28,7 @@ import {
   type QueueInfo,
   muteAlerts,
   unmuteAlerts,
+  UnkeyedWarning,
 } from "@ax/coordinator";
 import { AxBackfillNotFoundError, AxTriggerOptionError, isUuid } from "@ax/common";
 import {
@@ -73,7 +74,6 @@ import { LiveConfig } from "./config/live-config.js";
 import { checkOptions } from "./option-checks.js";
 import { checkArgs, flowOf, perPayload } from "./client-arguments.js";
 import { FlowVersions } from "./flow-versions.js";
-import { UnkeyedWarning } from "./unkeyed-warning.js";
 import { warnReusedKeys } from "./reused-key-warning.js";
 import {
   backfillSchema,

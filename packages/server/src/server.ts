@@ -21,10 +21,13 @@ import {
   cancelRun,
   DEFAULT_MAX_PAYLOAD_BYTES,
   explainWaitingNodes,
+  FlowCaps,
   queueOverview,
   RETIRE_LIVE_MS,
   RunWriter,
+  SERVER_LACKING,
   triggerRun,
+  UnkeyedWarning,
   type QueueRegistry,
 } from "@ax/coordinator";
 import {
@@ -107,6 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   addProcessMetrics(options.registry);
   const writer = new RunWriter(options.db, options.queues, options.log);
   const flows = new Map((options.flows ?? []).map((f) => [f.name, f]));
+  const unkeyed = new UnkeyedWarning(new FlowCaps(options.db), options.log, SERVER_LACKING);
   const openApi = openApiDocument(API_VERSION);
   const app = Fastify({
     loggerInstance: options.log.child({ component: "api" }),
@@ -288,7 +292,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.post<{ Params: { flow: string } }>("/api/flows/:flow/runs", async (request, reply) => {
     const body = triggerBody.parse(bodyOf(request));
     const payload = body.payload ?? null;
-    const keys = triggerKeys(flows.get(request.params.flow), payload, body);
+    const served = flows.get(request.params.flow);
+    const keys = triggerKeys(served, payload, body);
     const triggered = await triggerRun(
       { writer },
       {
@@ -300,6 +305,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         runAt: body.runAt === undefined ? undefined : new Date(body.runAt),
       },
     );
+    if (!served) await unkeyed.check(request.params.flow, keys);
     return reply.status(triggered.created ? 201 : 200).send(triggered);
   });
 
