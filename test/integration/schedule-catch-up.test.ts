@@ -103,3 +103,37 @@ describe("a coordinator starting after a gap longer than a few seconds", () => {
     expect(gap!.skipped).toBeGreaterThanOrEqual(2);
   }, 60_000);
 });
+
+describe("a cron changed while no coordinator ran", () => {
+  const env = isolate("catchcron");
+  let runtime: Runtime | undefined;
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await env.cleanup();
+  });
+
+  it("owes no fire time of the new cron from before the restart that brought it", async () => {
+    const everySecond = ax.flow({ name: "catch_changed", schedule: "* * * * * *", catchUp: "all", overlap: "allow" }, () => note());
+    runtime = testRuntime(env, { flows: [everySecond] });
+    await runtime.start();
+    await until("two ticks", async () => (await ticksOf(env, "catch_changed")).length >= 2, { timeoutMs: 20_000 });
+    await runtime.stop();
+    runtime = undefined;
+    const lastBefore = (await ticksOf(env, "catch_changed")).at(-1)!.at;
+    // Down for 3 seconds: the old cron missed ticks, and so would have the new one.
+    await sleep(Math.max(0, lastBefore + 3300 - Date.now()));
+
+    const everyOtherSecond = ax.flow({ name: "catch_changed", schedule: "*/2 * * * * *", catchUp: "all", overlap: "allow" }, () => note());
+    const restartedAt = Date.now();
+    runtime = testRuntime(env, { flows: [everyOtherSecond] });
+    await runtime.start();
+    await until("a tick of the new cron", async () => (await ticksOf(env, "catch_changed")).at(-1)!.at > restartedAt, {
+      timeoutMs: 20_000,
+    });
+    await runtime.stop();
+    runtime = undefined;
+    const caughtUp = (await ticksOf(env, "catch_changed")).filter((t) => t.at > lastBefore && t.at <= restartedAt);
+    expect(caughtUp).toEqual([]);
+  }, 60_000);
+});

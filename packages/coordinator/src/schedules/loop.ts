@@ -55,7 +55,10 @@ export class ScheduleLoop {
     this.schedules = await getSchedules(this.options.db, this.options.flows);
     const now = new Date();
     for (const schedule of this.schedules) {
-      const since = latest(await lastTickDate(this.options.db, schedule.flow), schedule.resumedAt);
+      // Owed from the last tick, the last resume or when the cron took its current form
+      // (`updatedAt`), whichever is latest: a cron changed or restored while no coordinator ran
+      // owes nothing from before.
+      const since = latest(await lastTickDate(this.options.db, schedule.flow), schedule.resumedAt, schedule.updatedAt);
       const missed = catchUpTicks(schedule, since, now);
       for (const tick of missed) await this.claim(schedule, tick, false);
       this.cursor.set(schedule.flow, now);
@@ -225,8 +228,8 @@ export class ScheduleLoop {
   }
 }
 
-/** The later of two instants; a resume bounds catch-up only once the flow has ticked. */
-function latest(lastTick: Date | null, resumedAt: Date | null): Date | null {
-  if (!lastTick || !resumedAt) return lastTick;
-  return lastTick > resumedAt ? lastTick : resumedAt;
+/** The latest of the last tick and the later bounds; none before the flow's first tick, which owes no catch-up. */
+function latest(lastTick: Date | null, ...bounds: (Date | null)[]): Date | null {
+  if (!lastTick) return null;
+  return bounds.reduce<Date>((at, bound) => (bound && bound > at ? bound : at), lastTick);
 }

@@ -98,7 +98,9 @@ export async function claimTick(deps: TickDeps, source: TickSource, logicalDate:
     await scheduleTx.lockFlow(tx, flow);
     const stored = await scheduleTx.current(tx, flow);
     if (!stored) return { status: "unscheduled" };
-    if (stored.paused) return { status: "paused" };
+    // A tick dated before the last resume fell while the schedule was paused (or before): a
+    // coordinator that was frozen meanwhile must not run it on waking.
+    if (stored.paused || (stored.resumedAt && logicalDate < stored.resumedAt)) return { status: "paused" };
     if (stored.cron !== source.cron || stored.timezone !== source.timezone) return { status: "changed" };
     const { overlap } = stored;
     if (await scheduleTx.tickExists(tx, flow, logicalDate)) return { status: "taken" };

@@ -98,7 +98,13 @@ export async function registerSchedules(db: Db, flows: string[], schedules: Sche
           "flow text, cron text, timezone text, overlap text, catch_up text, max_catch_up int",
         )} as x
         on conflict (flow) do update set cron = excluded.cron, timezone = excluded.timezone, overlap = excluded.overlap,
-          catch_up = excluded.catch_up, max_catch_up = excluded.max_catch_up, removed_at = null, updated_at = now()`);
+          catch_up = excluded.catch_up, max_catch_up = excluded.max_catch_up, removed_at = null,
+          -- When the cron took its current form: catch-up owes no fire time before it (every
+          -- coordinator's start registers the schedule again, which changes nothing).
+          updated_at = case
+            when schedules.cron is distinct from excluded.cron or schedules.timezone is distinct from excluded.timezone
+              or schedules.removed_at is not null then now()
+            else schedules.updated_at end`);
     }
     const unscheduled = flows.filter((f) => !schedules.some((s) => s.flow === f));
     if (unscheduled.length > 0) {
@@ -165,12 +171,14 @@ export const scheduleTx = {
     await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(`ax.schedule:${flow}`)})`);
   },
   /** The schedule as stored now (another coordinator may have stored a newer one since this one read it). */
-  async current(tx: Db, flow: string): Promise<Pick<StoredSchedule, "paused" | "cron" | "timezone" | "overlap"> | undefined> {
-    const [row] = await rows<Pick<ScheduleRow, "paused" | "cron" | "timezone" | "overlap">>(
+  async current(tx: Db, flow: string): Promise<Pick<StoredSchedule, "paused" | "cron" | "timezone" | "overlap" | "resumedAt"> | undefined> {
+    const [row] = await rows<Pick<ScheduleRow, "paused" | "cron" | "timezone" | "overlap" | "resumed_at">>(
       tx,
-      sql`select paused, cron, timezone, overlap from schedules where flow = ${flow} and removed_at is null`,
+      sql`select paused, cron, timezone, overlap, resumed_at from schedules where flow = ${flow} and removed_at is null`,
     );
-    return row;
+    if (!row) return undefined;
+    const { resumed_at, ...rest } = row;
+    return { ...rest, resumedAt: resumed_at === null ? null : new Date(resumed_at) };
   },
   async tickExists(tx: Db, flow: string, logicalDate: Date): Promise<boolean> {
     const found = await rows(tx, sql`select 1 from schedule_ticks where flow = ${flow} and logical_date = ${logicalDate.toISOString()}`);

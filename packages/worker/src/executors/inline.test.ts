@@ -167,11 +167,22 @@ describe("executeInline", () => {
     expect(await executeInline(input(beating({ i: 1 }, 750), { heartbeatTimeoutMs: 750 }))).toEqual({ ok: true, value: "done" });
   });
 
-  it("an attempt cancelled before it started ends at once", async () => {
+  it("an attempt cancelled before it started ends at once, and its function never runs", async () => {
     const cancel = new AttemptCancel();
     cancel.abort(new Error("cancelled early"));
-    const result = await executeInline(input(() => sleep(300), {}, cancel));
+    let ran = false;
+    const result = await executeInline(
+      input(
+        () => {
+          ran = true;
+          return sleep(300);
+        },
+        {},
+        cancel,
+      ),
+    );
     expect(result).toMatchObject({ ok: false, error: { message: "cancelled early" } });
+    expect(ran).toBe(false);
   });
 
   it("a function that blocks the event loop past timeout or heartbeatTimeout ends its attempt all the same", async () => {

@@ -55,8 +55,10 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
   let lastBeatAt = startedAt;
   const timeout = timeoutMs ? setTimeout(timedOut, timeoutMs) : undefined;
   let heartbeat: NodeJS.Timeout | undefined;
+  /** Set once the attempt settled: a heartbeat from work left running after it arms nothing. */
+  let over = false;
   const armHeartbeat = () => {
-    if (!heartbeatTimeoutMs) return;
+    if (!heartbeatTimeoutMs || over) return;
     // A beat after the event loop was blocked past the limit comes too late: the heartbeat was lost.
     if (performance.now() - lastBeatAt >= heartbeatTimeoutMs) {
       heartbeatLost();
@@ -115,20 +117,24 @@ export function executeInline(input: AttemptInput): Promise<AttemptResult> {
       `the function of attempt ${input.context.attempt} ${how} ${lateMs} ms after the attempt ended (${endedBy.name}): it did not stop on ax.context().signal, so it may have run beside the next attempt or the dependants. Stop on the signal, or use the thread or process executor`,
     );
   };
-  runInTaskContext(context, () => (task.fn as (...args: Json[]) => unknown)(...input.args)).then(
-    (value) => {
-      lateEnd("returned");
-      overLimit();
-      settle({ ok: true, value });
-    },
-    (error: unknown) => {
-      lateEnd("threw");
-      overLimit();
-      settle({ ok: false, error, outcome: "failed" });
-    },
-  );
+  // Ended before its function began (a cancel or a hand-back landed during the fence): it never runs.
+  if (!endedBy) {
+    runInTaskContext(context, () => (task.fn as (...args: Json[]) => unknown)(...input.args)).then(
+      (value) => {
+        lateEnd("returned");
+        overLimit();
+        settle({ ok: true, value });
+      },
+      (error: unknown) => {
+        lateEnd("threw");
+        overLimit();
+        settle({ ok: false, error, outcome: "failed" });
+      },
+    );
+  }
 
   return finished.finally(() => {
+    over = true;
     clearTimeout(timeout);
     clearTimeout(heartbeat);
     stopCancelling?.();

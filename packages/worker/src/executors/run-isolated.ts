@@ -92,9 +92,13 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
     }
   };
   const overTimeout = (ranMs: number | undefined) => timeoutMs !== null && ranMs !== undefined && ranMs > timeoutMs;
+  /** The task's module loaded and its function began: only such a child is kept warm after an error. */
+  let began = false;
   const onEvent = (event: ChildEvent) => {
-    if (event.type === "started") started(child!);
-    else if (event.type === "heartbeat") {
+    if (event.type === "started") {
+      began = true;
+      started(child!);
+    } else if (event.type === "heartbeat") {
       armHeartbeat();
       if (event.progress !== undefined) input.onProgress(event.progress);
     } else if (event.type === "log") input.onLog(event.line);
@@ -107,7 +111,8 @@ export async function runIsolated(input: AttemptInput, executor: IsolatedExecuto
       // The timer did not fire in time (this event loop was held up): the answer came late all the same.
       fail(new AxTimeoutError(task.name, timeoutMs as number), "timed_out");
     } else if (event.type === "result") end({ ok: true, value: event.value }, true);
-    else if (event.type === "error") end({ ok: false, error: reviveError(event.error), outcome: "failed" }, !event.fatal);
+    // A module whose evaluation threw stays failed in that child's module cache: retried there, it would throw again.
+    else if (event.type === "error") end({ ok: false, error: reviveError(event.error), outcome: "failed" }, began && !event.fatal);
     else if (event.type === "exit") fail(exitError(task.name, executor.kind, memoryMb, event.exit));
   };
 
