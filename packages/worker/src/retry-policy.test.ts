@@ -223,6 +223,25 @@ describe("decideRetry", () => {
     expect(decideRetry(policy({ noRetryOn: ["BusinessException"] }), new OrderMissing("x"), 1).retry).toBe(true);
   });
 
+  it("decides the same inline as for the error's revival from a thread or process child", () => {
+    class Unnamed extends Error {}
+    class RateLimited extends RetryAfterError {}
+    const cases: [Policy, unknown][] = [
+      // The inherited name "Error" is not the name ax shows ("Unnamed"), as a child's error arrives.
+      [policy({ noRetryOn: ["Error"] }), new Unnamed("x")],
+      [policy({ retryOn: ["RetryAfterError"] }), new RateLimited(50)],
+      // A thrown string is no Error on either side.
+      [policy({ retryOn: [Error] }), "plain text"],
+    ];
+    for (const [p, thrown] of cases) {
+      const inline = decideRetry(p, thrown, 1);
+      expect(decideRetry(p, reviveError(serialiseError(thrown)), 1)).toEqual(inline);
+    }
+    expect(decideRetry(policy({ noRetryOn: ["Error"] }), new Unnamed("x"), 1).retry).toBe(true);
+    expect(decideRetry(policy({ retryOn: ["RetryAfterError"] }), new RateLimited(50), 1).retry).toBe(false);
+    expect(decideRetry(policy({ retryOn: [Error] }), "plain text", 1).retry).toBe(false);
+  });
+
   it("retries a crashed attempt while retries remain, whatever retryOn and noRetryOn say", () => {
     const crash = new AxWorkerCrashedError("w1", 1);
     const narrow = policy({ retries: 1, retryOn: [InvoiceApiError], noRetryOn: [Error] });

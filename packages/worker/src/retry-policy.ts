@@ -6,7 +6,7 @@ import {
   NonRetryableError,
   RetryAfterError,
 } from "@ax/common";
-import { errorClasses, errorName } from "./executors/error-class.js";
+import { errorClasses, errorName, isRevived } from "./executors/error-class.js";
 import type { ErrorMatcher, ResolvedTaskOptions } from "./task-definition.js";
 import { nonErrorThrown } from "./thrown-value.js";
 
@@ -20,14 +20,15 @@ function matches(error: unknown, matcher: ErrorMatcher): boolean {
   // A string is the name `ax run` shows, which is what a person copies into runtime.yaml: the
   // class name for an error that sets no name of its own, and NonErrorThrown for a thrown string,
   // as on the thread and process executors.
-  if (typeof matcher === "string") {
-    return name === matcher || (error instanceof Error ? errorName(error) : nonErrorThrown(error).name) === matcher;
-  }
-  // An error from a thread or process child is a plain Error carrying its classes' names; one
-  // whose class was loaded twice (two copies of a package) is not an instance either.
+  // Not the raw `name`, which a subclass inherits: a child's error arrives named as shown, so the
+  // inline executor must not match a parent's name where thread and process would not.
+  if (typeof matcher === "string") return (error instanceof Error ? errorName(error) : nonErrorThrown(error).name) === matcher;
+  // An error from a thread or process child is a plain Error carrying its classes' names (none
+  // for a thrown string), so it is matched by those alone, as the value it stands for would be;
+  // one whose class was loaded twice (two copies of a package) is not an instance either.
   // A matcher without a prototype cannot be an `instanceof` target: options refuse one, but a throw
   // here would leave the attempt's outcome unrecorded.
-  const instance = typeof matcher.prototype === "object" && error instanceof matcher;
+  const instance = typeof matcher.prototype === "object" && !isRevived(error) && error instanceof matcher;
   return instance || name === matcher.name || errorClasses(error).includes(matcher.name);
 }
 

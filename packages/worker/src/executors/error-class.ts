@@ -22,6 +22,11 @@ export function errorClasses(error: unknown): readonly string[] {
   return names;
 }
 
+/** Whether `error` stands for one thrown in a thread or process child (a plain Error carrying its classes). */
+export function isRevived(error: unknown): boolean {
+  return error instanceof Error && (error as { [CLASSES]?: readonly string[] })[CLASSES] !== undefined;
+}
+
 /** A revived error answers `errorClasses` with the classes of the error it stands for. */
 export function carryClasses(error: Error, classes: readonly string[]): void {
   Object.defineProperty(error, CLASSES, { value: classes });
