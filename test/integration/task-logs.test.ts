@@ -2,7 +2,7 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ax, AxNodeNotFoundError, AxRunNotFoundError, type Client, type Runtime, type TaskLogs } from "ax-scheduler";
-import { inlineChatty, isolatedLoggers } from "../fixtures/logging-tasks.js";
+import { inlineChatty, isolatedLoggers, leakyLoggers } from "../fixtures/logging-tasks.js";
 import { isolate } from "../helpers/isolated.js";
 import { testRuntime } from "../helpers/runtime.js";
 
@@ -50,7 +50,7 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
 
   beforeAll(async () => {
     runtime = testRuntime(env, {
-      flows: [inlineFlow, flakyFlow, floodFlow, quietFlow, secretiveFlow, ...isolatedLoggers],
+      flows: [inlineFlow, flakyFlow, floodFlow, quietFlow, secretiveFlow, ...isolatedLoggers, ...leakyLoggers],
       roles: ["coordinator", "worker", "api"],
       port: 0,
       logger: pino({ level: "info" }, capture),
@@ -156,6 +156,16 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
       [4, "error", "retrying the charge", { err: expect.objectContaining({ message: "card declined once" }) }],
     ]);
     expect(new Set(logs.lines.map((l) => l.node))).toEqual(new Set([`chatty_${executor}`]));
+  });
+
+  it.each(["thread", "process"])("a reused %s child drops the lines and beats of work an earlier attempt left running", async (executor) => {
+    const first = await run(`leaky_${executor}_flow`, { leak: true });
+    const second = await run(`leaky_${executor}_flow`, { leak: false });
+    await logsOf(second, 1);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await client.getLogs(second)).lines.map((l) => l.msg)).toEqual(["second run's own line"]);
+    expect((await client.getRun(second)).tasks[0]!.progress).toBeNull();
+    expect((await client.getLogs(first)).lines.map((l) => l.msg)).toEqual(["first run's own line"]);
   });
 
   it("keeps each attempt's lines apart; node, attempt and after narrow the answer", async () => {

@@ -60,6 +60,9 @@ function sendResult(value: unknown, task: string, ranMs: number): void {
 
 async function run(message: RunMessage): Promise<void> {
   let startedAt: number | undefined;
+  // Set once the function settled: a timer it left behind that still holds its context must not
+  // beat or log for the next attempt this child runs (the parent cannot tell their messages apart).
+  let over = false;
   try {
     await loadModule(message.moduleUrl);
     const fn = findTaskDefinition(message.task, message.moduleUrl);
@@ -73,15 +76,18 @@ async function run(message: RunMessage): Promise<void> {
       signal: new AbortController().signal,
       heartbeat(progress?: Json) {
         if (progress !== undefined) assertProgress(progress, message.task);
+        if (over) return;
         send(progress === undefined ? { type: "heartbeat" } : { type: "heartbeat", progress });
       },
-      log: capturingLogger(loggerFor(message.log), (line) => send({ type: "log", line })),
+      log: capturingLogger(loggerFor(message.log), (line) => {
+        if (!over) send({ type: "log", line });
+      }),
     };
     send({ type: "started" });
     startedAt = performance.now();
     const value = await withOnceGate(onceGate, () =>
       runInTaskContext(context, () => (fn as (...args: Json[]) => unknown)(...message.args)),
-    );
+    ).finally(() => (over = true));
     sendResult(value, message.task, performance.now() - startedAt);
   } catch (error) {
     send({ type: "error", error: serialiseError(error), ...(startedAt === undefined ? {} : { ranMs: performance.now() - startedAt }) });
