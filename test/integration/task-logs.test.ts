@@ -158,15 +158,18 @@ describe("task logs: ax.context().log lines stored per attempt", () => {
     expect(new Set(logs.lines.map((l) => l.node))).toEqual(new Set([`chatty_${executor}`]));
   });
 
-  it.each(["thread", "process"])("a reused %s child drops the lines and beats of work an earlier attempt left running", async (executor) => {
-    const first = await run(`leaky_${executor}_flow`, { leak: true });
-    const second = await run(`leaky_${executor}_flow`, { leak: false });
-    await logsOf(second, 1);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect((await client.getLogs(second)).lines.map((l) => l.msg)).toEqual(["second run's own line"]);
-    expect((await client.getRun(second)).tasks[0]!.progress).toBeNull();
-    expect((await client.getLogs(first)).lines.map((l) => l.msg)).toEqual(["first run's own line"]);
-  });
+  it.each(["thread", "process"])(
+    "a reused %s child drops the lines and beats of work an earlier attempt left running",
+    async (executor) => {
+      const first = await run(`leaky_${executor}_flow`, { leak: true });
+      const second = await run(`leaky_${executor}_flow`, { leak: false });
+      await logsOf(second, 1);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await client.getLogs(second)).lines.map((l) => l.msg)).toEqual(["second run's own line"]);
+      expect((await client.getRun(second)).tasks[0]!.progress).toBeNull();
+      expect((await client.getLogs(first)).lines.map((l) => l.msg)).toEqual(["first run's own line"]);
+    },
+  );
 
   it("keeps each attempt's lines apart; node, attempt and after narrow the answer", async () => {
     const runId = await run("flaky_logger_flow", {});

@@ -84,15 +84,30 @@ describe("fire times", () => {
 describe("ticks a running coordinator finds due", () => {
   const spec = { cron: "*/10 * * * * *", timezone: "UTC", maxCatchUp: 2 };
   const at = (s: string) => new Date(`2026-01-01T00:00:${s}.000Z`);
-  const iso = (d: Date[]) => d.map((x) => x.toISOString());
   // Frozen from :05 to :52: five ticks missed, the one at :50 reached 2 s late.
-  const due = [at("10"), at("20"), at("30"), at("40"), at("50")];
+  const from = at("05");
   const now = at("52");
 
   it("claims a tick reached late but in time, and of the missed ones what catchUp says", () => {
-    expect(dueTicks({ ...spec, catchUp: "none" }, due, now)).toEqual({ ticks: [at("50")], skipped: 4 });
-    expect(iso(dueTicks({ ...spec, catchUp: "latest" }, due, now).ticks)).toEqual([at("40"), at("50")].map((d) => d.toISOString()));
-    expect(dueTicks({ ...spec, catchUp: "all" }, due, now)).toEqual({ ticks: [at("30"), at("40"), at("50")], skipped: 2 });
-    expect(dueTicks({ ...spec, catchUp: "none" }, [at("50")], now)).toEqual({ ticks: [at("50")], skipped: 0 });
+    const fresh = { skippedCapped: false };
+    expect(dueTicks({ ...spec, catchUp: "none" }, from, now)).toEqual({ ticks: [at("50")], skipped: 4, ...fresh });
+    expect(dueTicks({ ...spec, catchUp: "latest" }, from, now)).toEqual({ ticks: [at("40"), at("50")], skipped: 3, ...fresh });
+    expect(dueTicks({ ...spec, catchUp: "all" }, from, now)).toEqual({ ticks: [at("30"), at("40"), at("50")], skipped: 2, ...fresh });
+    expect(dueTicks({ ...spec, catchUp: "none" }, at("45"), now)).toEqual({ ticks: [at("50")], skipped: 0, ...fresh });
+  });
+
+  it("counts every tick of a long gap as skipped, and runs maxCatchUp of them however large", () => {
+    const second = { cron: "* * * * * *", timezone: "UTC" };
+    const woke = new Date("2026-01-01T01:00:00.500Z");
+    const frozen = new Date(woke.getTime() - 3600_000);
+    // 3,600 fire times; the 5 from 00:59:56 on were reached in time.
+    expect(dueTicks({ ...second, catchUp: "none", maxCatchUp: 100 }, frozen, woke)).toMatchObject({ skipped: 3595, skippedCapped: false });
+    const all = dueTicks({ ...second, catchUp: "all", maxCatchUp: 250 }, frozen, woke);
+    expect(all.ticks).toHaveLength(255);
+    expect(all.ticks[0]).toEqual(new Date("2026-01-01T00:55:46.000Z"));
+    expect(all.skipped).toBe(3345);
+    const day = dueTicks({ ...second, catchUp: "latest", maxCatchUp: 100 }, new Date(woke.getTime() - 86_400_000), woke);
+    expect(day).toMatchObject({ skipped: 9999, skippedCapped: true });
+    expect(day.ticks).toHaveLength(6);
   });
 });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { getSchedules, lastTickDate, scheduleTx, type StoredSchedule } from "@ax/store";
-import { catchUpTicks, dueTicks, MISSED_AFTER_MS } from "./catch-up.js";
-import { fireTimesBetween, nextFireTimes } from "./fire-times.js";
+import { catchUpTicks, countFireTimes, dueTicks, MISSED_AFTER_MS } from "./catch-up.js";
+import { nextFireTimes } from "./fire-times.js";
 import type { LagObserver } from "./lag-metric.js";
 import { claimTick, releaseQueuedTick, type TickDeps } from "./tick-claim.js";
 import { RepeatedErrors } from "../repeated-errors.js";
@@ -20,12 +20,8 @@ export interface ScheduleLoopOptions extends TickDeps {
 
 /** Live ticks later than this are still observed but logged, so a stalled loop is visible. */
 const LATE_TICK_MS = 1000;
-/** Missed ticks counted at start for the log, at most (a per-second cron down for a day has 86,400). */
-const MISSED_COUNT_LIMIT = 10_000;
 /** How soon a schedule found stored anew by another process is read again. */
 const STALE_READ_MS = 50;
-/** Ticks that fell due in one wake beyond this many are dropped, whatever catchUp says (a frozen process must not replay hours). */
-const MAX_DUE_PER_WAKE = 100;
 
 /**
  * The schedule loop of a coordinator: it sleeps until the next fire time of its flows' schedules
@@ -138,11 +134,11 @@ export class ScheduleLoop {
     let allClaimed = true;
     for (const schedule of this.schedules) {
       const from = this.cursor.get(schedule.flow) ?? now;
-      const { ticks: due, skipped } = dueTicks(schedule, fireTimesBetween(schedule, from, now, MAX_DUE_PER_WAKE), now);
+      const { ticks: due, skipped, skippedCapped } = dueTicks(schedule, from, now);
       // A paused schedule makes no ticks, so it missed none; the copy read at adoption may predate a pause made elsewhere.
       if (skipped > 0 && !(await this.pausedNow(schedule))) {
         this.options.log.warn(
-          { flow: schedule.flow, skipped, catchUp: schedule.catchUp },
+          { flow: schedule.flow, skipped: skippedCapped ? `${skipped}+` : skipped, catchUp: schedule.catchUp },
           "schedule ticks missed while this coordinator could not run or reach PostgreSQL are skipped, as the flow's catchUp says",
         );
       }
@@ -173,12 +169,12 @@ export class ScheduleLoop {
   private sayMissed(schedule: StoredSchedule, since: Date, now: Date, caughtUp: Date[]): void {
     // Ticks a few seconds old may be another coordinator's to claim (a rolling restart): not counted.
     const cutoff = new Date(now.getTime() - MISSED_AFTER_MS);
-    const gap = fireTimesBetween(schedule, since, cutoff, MISSED_COUNT_LIMIT).length;
+    const gap = countFireTimes(schedule, since, cutoff);
     const ran = caughtUp.filter((t) => t <= cutoff).length;
-    const skipped = gap - ran;
+    const skipped = gap.count - ran;
     if (skipped <= 0) return;
     this.options.log.info(
-      { flow: schedule.flow, since, skipped: gap >= MISSED_COUNT_LIMIT ? `${skipped}+` : skipped, ran, catchUp: schedule.catchUp },
+      { flow: schedule.flow, since, skipped: gap.capped ? `${skipped}+` : skipped, ran, catchUp: schedule.catchUp },
       "schedule ticks that fell due while no coordinator ran are skipped, as the flow's catchUp says",
     );
   }
