@@ -82,4 +82,13 @@ describe("ax.context().idempotencyKey", () => {
     const again = await finished(client.rerun(rerun.id, { from: "idem_second" }));
     expect(keysOf(again)).toEqual({ "idem_second/1": `${original.id}:idem_second` });
   });
+
+  it("keeps naming the original run once retention deleted it and reruns in the middle of the chain", async () => {
+    const original = await finished(client.triggerFlow("idem_keyed", { fail: "always" }));
+    const middle = await finished(client.rerun(original.id, { only: "all" }));
+    const newest = await finished(client.rerun(middle.id, { payload: { fail: "never" } }));
+    await env.sql("delete from runs where id = any($1::uuid[])", [[original.id, middle.id]]);
+    const again = await finished(client.rerun(newest.id, { from: "idem_second" }));
+    expect(keysOf(again)).toEqual({ "idem_second/1": `${original.id}:idem_second` });
+  });
 });

@@ -30,7 +30,6 @@ export interface TriggerRequest {
   idempotencyKey?: string | null | undefined;
   businessKey?: string | null | undefined;
   logicalDate?: Date | null | undefined;
-  rerunOf?: string | null | undefined;
   priority?: number | null | undefined;
   runAt?: Date | null | undefined;
 }
@@ -121,7 +120,6 @@ export async function prepareRun(deps: TriggerDeps, request: TriggerRequest, wha
     businessKey: request.businessKey,
     idempotencyKey: request.idempotencyKey,
     logicalDate: request.logicalDate,
-    rerunOf: request.rerunOf,
     priority: request.priority,
     runAt: request.runAt,
   };

@@ -144,16 +144,9 @@ function startSql({ rows, resume, upstream: upstreamBound }: StartShape, v: HotV
 }
 
 /**
- * The first run of the chain of reruns `run` (a `runs` row) belongs to, following `rerun_of`. A
- * link retention already deleted ends the chain at its id, so a rerun keeps its original's id
- * after that run is pruned. The walk costs nothing for runs that are not reruns.
+ * The first run of the chain of reruns `run` (a `runs` row) belongs to: its own id, or the root
+ * a rerun was written with (which stays when retention prunes runs of the chain).
  */
 export function originalRunSql(run: SQL): SQL {
-  return sql`case when ${run}.rerun_of is null then ${run}.id else (
-      with recursive chain (id, rerun_of) as (
-        select ${run}.rerun_of, (select p.rerun_of from runs p where p.id = ${run}.rerun_of)
-        union all
-        select c.rerun_of, (select p.rerun_of from runs p where p.id = c.rerun_of) from chain c where c.rerun_of is not null
-      )
-      select id from chain where rerun_of is null) end`;
+  return sql`coalesce(${run}.rerun_root, ${run}.id)`;
 }

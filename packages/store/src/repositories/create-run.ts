@@ -178,9 +178,10 @@ function createRunsSql({ runs, nodes, held, reused }: CreateShape, v: HotValue):
       returning run_id
     ), created as (
       insert into runs (id, flow, flow_version_id, status, trigger, payload, business_key, idempotency_key,
-        logical_date, rerun_of, priority, run_at, nodes_remaining)
+        logical_date, rerun_of, priority, run_at, nodes_remaining${reused ? sql`, rerun_root` : sql``})
       select id, flow, flow_version_id, 'pending', trigger, payload, business_key, idempotency_key,
         logical_date, rerun_of, priority, run_at, nodes_remaining
+        ${reused ? sql`, coalesce((select coalesce(p.rerun_root, p.id) from runs p where p.id = input.rerun_of), input.rerun_of)` : sql``}
       from input where idempotency_key is null or id in (select run_id from claimed)
       returning id, created_at, run_at
     )${heldPart}, nodes as (

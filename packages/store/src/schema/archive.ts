@@ -22,6 +22,7 @@ export const runsArchive = pgTable(
     idempotencyKey: text("idempotency_key"),
     logicalDate: at("logical_date"),
     rerunOf: uuid("rerun_of"),
+    rerunRoot: uuid("rerun_root"),
     priority: integer("priority"),
     runAt: at("run_at"),
     nodesRemaining: integer("nodes_remaining").notNull(),

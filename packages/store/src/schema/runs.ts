@@ -37,6 +37,11 @@ export const runs = pgTable(
     idempotencyKey: text("idempotency_key"),
     logicalDate: at("logical_date"),
     rerunOf: uuid("rerun_of"),
+    /**
+     * For a rerun, the run its chain of reruns started from (`rerun_of` followed back), fixed when
+     * it is written: its nodes' idempotency keys name it, even once retention pruned the chain.
+     */
+    rerunRoot: uuid("rerun_root"),
     /** BullMQ priority of every job of the run (1 = highest); null = BullMQ's default. */
     priority: integer("priority"),
     /** When the run's first nodes become due (trigger option `delay` / `runAt`); null = at once. */
