@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -306,6 +308,29 @@ describe("alerts: terminal failures only, one per silence window across coordina
       expect(result.stdout.split("\n").filter(Boolean)).toHaveLength(1);
     } finally {
       await failing.close();
+    }
+  });
+
+  it("a webhook answering with a redirect is reported failed, naming where it points; the redirect is not followed", async () => {
+    const target = await startWebhookSink();
+    const redirecting = createServer((_req, res) => {
+      res.writeHead(302, { location: target.url });
+      res.end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = redirecting.address() as AddressInfo;
+      const file = join(dir, "redirecting.yaml");
+      writeFileSync(file, `alerts:\n  pager:\n    sinks: [{ type: webhook, url: "http://127.0.0.1:${port}/old-hook" }]\n`);
+      const result = await runAx(["--storage", env.storage, "alerts", "test", "pager", "--config", file]);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toMatch(
+        /HTTP 302, a redirect to http:\/\/127\.0\.0\.1:\d+\/\[redacted\]: set the sink's url to where it points/,
+      );
+      expect(target.hits()).toBe(0);
+    } finally {
+      redirecting.close();
+      await target.close();
     }
   });
 

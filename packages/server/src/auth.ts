@@ -26,6 +26,10 @@ export interface AuthOptions {
 type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
 
 const FAILURE_WINDOW_MS = 60_000;
+/** Counts one wrong token; the window starts at the first. A script: `PEXPIRE … NX` needs Redis 7, ax runs on 5.0. */
+const COUNT_FAILURE = `local n = redis.call("INCR", KEYS[1])
+if n == 1 then redis.call("PEXPIRE", KEYS[1], ARGV[1]) end
+return n`;
 /** How long a request waits for the failure limiter's Redis before going on without it. */
 const LIMITER_WAIT_MS = 250;
 
@@ -78,7 +82,9 @@ export function endStreamWhenUnauthorized(request: FastifyRequest, res: ServerRe
         const error = new AxUnauthorizedError("the token this stream was opened with was revoked or expired; sign in with a valid token");
         res.end(`event: unauthorized\ndata: ${JSON.stringify({ error: error.name, message: error.message })}\n\n`);
       },
-      (err: unknown) => deps.log.warn({ err, url: request.url }, "could not check a stream's token again; checking at the next interval"),
+      // The path only: the query may hold the token itself (`?access_token=`).
+      (err: unknown) =>
+        deps.log.warn({ err, path: request.url.split("?", 1)[0] }, "could not check a stream's token again; checking at the next interval"),
     );
   }, STREAM_RECHECK_MS);
   recheck.unref();
@@ -160,7 +166,7 @@ class FailureLimiter {
   }
 
   async fail(ip: string): Promise<void> {
-    await this.bounded(this.redis.multi().incr(this.key(ip)).pexpire(this.key(ip), FAILURE_WINDOW_MS, "NX").exec(), null);
+    await this.bounded(this.redis.eval(COUNT_FAILURE, 1, this.key(ip), FAILURE_WINDOW_MS), null);
   }
 }
 

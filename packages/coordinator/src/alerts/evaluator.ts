@@ -160,21 +160,13 @@ export class AlertEvaluator {
   }
 
   private async loop(): Promise<void> {
-    let reclaimAt = Date.now() + RECLAIM_IDLE_MS;
+    // At once first: what a coordinator that died left is taken over when another starts.
+    let reclaimAt = Date.now();
     while (!this.stopped) {
       try {
         if (Date.now() >= reclaimAt) {
           reclaimAt = Date.now() + RECLAIM_IDLE_MS;
-          const [, claimed] = (await this.redis!.xautoclaim(
-            this.key,
-            ALERTS_CONSUMER_GROUP,
-            this.consumer,
-            RECLAIM_IDLE_MS,
-            "0-0",
-            "COUNT",
-            BATCH,
-          )) as [string, [string, string[]][]];
-          await this.process(claimed.filter((entry) => entry?.[1]));
+          await this.reclaim();
         }
         const reply = (await this.redis!.xreadgroup(
           "GROUP",
@@ -199,6 +191,32 @@ export class AlertEvaluator {
         }
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
+    }
+  }
+
+  /**
+   * Takes over every event left unacknowledged for RECLAIM_IDLE_MS (its evaluation failed, or its
+   * coordinator died), oldest first, page by page. XPENDING and XCLAIM rather than XAUTOCLAIM,
+   * which needs Redis 6.2 where ax runs on 5.0.
+   */
+  private async reclaim(): Promise<void> {
+    for (let from = "-"; ; ) {
+      const pending = (await this.redis!.xpending(this.key, ALERTS_CONSUMER_GROUP, from, "+", BATCH)) as [string, string, number, number][];
+      const idle = pending.filter(([, , idleMs]) => idleMs >= RECLAIM_IDLE_MS).map(([id]) => id);
+      if (idle.length > 0) {
+        const claimed = ((await this.redis!.xclaim(this.key, ALERTS_CONSUMER_GROUP, this.consumer, RECLAIM_IDLE_MS, ...idle)) ?? []) as [
+          string,
+          string[] | null,
+        ][];
+        const entries = claimed.filter((entry): entry is [string, string[]] => Boolean(entry?.[1]));
+        await this.process(entries);
+        // Trimmed from the stream while pending: nothing is left to evaluate.
+        const kept = new Set(entries.map(([id]) => id));
+        const gone = idle.filter((id) => !kept.has(id));
+        if (gone.length > 0) await this.redis!.xack(this.key, ALERTS_CONSUMER_GROUP, ...gone);
+      }
+      if (pending.length < BATCH || this.stopped) return;
+      from = nextStreamId(pending.at(-1)![0]);
     }
   }
 
@@ -337,4 +355,10 @@ export class AlertEvaluator {
       );
     }
   }
+}
+
+/** The smallest stream id after `id` (an exclusive range start, `(id`, needs Redis 6.2). */
+function nextStreamId(id: string): string {
+  const [ms, seq] = id.split("-");
+  return `${ms}-${BigInt(seq ?? "0") + 1n}`;
 }

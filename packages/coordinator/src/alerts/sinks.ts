@@ -64,10 +64,15 @@ async function postWebhook(alert: Alert, sink: Extract<AlertSink, { type: "webho
   for (let attempt = 0; attempt <= sink.retries; attempt++) {
     if (attempt > 0) await sleep(sink.retryBackoffMs * 2 ** (attempt - 1));
     try {
-      const response = await fetch(url, { method: "POST", headers, body, signal: AbortSignal.timeout(sink.timeoutMs) });
+      // Not followed: fetch would send a 301/302's POST on as a GET without the alert, whose 2xx
+      // would count as sent, and a 307/308's body, secret headers included, wherever it points.
+      const response = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(sink.timeoutMs) });
       await response.arrayBuffer().catch(() => undefined);
       if (response.ok) return;
-      reason = `HTTP ${response.status}`;
+      const location = response.status >= 300 && response.status < 400 ? response.headers.get("location") : null;
+      reason = location
+        ? `HTTP ${response.status}, a redirect to ${redactUrl(new URL(location, url).href)}: set the sink's url to where it points`
+        : `HTTP ${response.status}`;
       // A 4xx other than 408/429 will not get better by asking again.
       if (response.status < 500 && response.status !== 408 && response.status !== 429) {
         throw new AxAlertDeliveryError(shown, attempt + 1, reason);
