@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Logger } from "pino";
 import { EventStreamReader, eventsAfter, type AxEvent, type QueueRegistry } from "@ax/coordinator";
@@ -10,6 +11,8 @@ type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawRep
 
 const KEEPALIVE_MS = 15_000;
 const CATCH_UP_BATCH = 500;
+/** How long a replay waits for the stream's reader to place itself (Redis may be slow to answer). */
+const POSITION_WAIT_MS = 2000;
 
 /** Stream ids `ms-seq` in order. */
 function idAfter(a: string, b: string): boolean {
@@ -101,6 +104,8 @@ export function registerEventRoutes(app: App, deps: { db: Db; queues: QueueRegis
 
     if (after !== undefined) {
       try {
+        // Replayed from after the reader placed itself: an event added in between is in one or the other.
+        await Promise.race([reader!.positioned, sleep(POSITION_WAIT_MS, undefined, { ref: false })]);
         for (;;) {
           const batch = await eventsAfter(deps.queues.connection, deps.queues.prefix, last!, CATCH_UP_BATCH);
           send(batch);

@@ -29,6 +29,12 @@ export class EventStreamReader {
   private redis: Redis | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private markPositioned!: () => void;
+  /**
+   * Resolves once the reader knows where it starts: a replay read after this leaves no gap
+   * before the reader's first event.
+   */
+  readonly positioned = new Promise<void>((resolve) => (this.markPositioned = resolve));
 
   constructor(
     private readonly base: Redis,
@@ -55,6 +61,7 @@ export class EventStreamReader {
     while (!this.stopped) {
       try {
         last ??= await lastEventId(this.redis!, this.prefix);
+        this.markPositioned();
         const reply = (await this.redis!.xread("COUNT", BATCH, "BLOCK", BLOCK_MS, "STREAMS", key, last)) as StreamReply;
         const entries = reply?.[0]?.[1] ?? [];
         if (entries.length === 0) continue;
