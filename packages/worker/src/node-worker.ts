@@ -132,7 +132,8 @@ export class NodeWorker {
     // A limited task's next attempt must take its permit from the gate, which only a fetch does.
     const continuesHere = (node: ReadyNode): boolean => {
       const options = o.tasks.get(node.task)?.options;
-      if (!options || options.concurrencyKey || !this.dispatcher) return false;
+      // A limit per key (concurrency or rate) is counted by the key's admission, which only a fetch passes.
+      if (!options || options.concurrencyKey || options.rateLimitKey || !this.dispatcher) return false;
       if (!servedNames.has(taskQueueName(node.queue, node.task))) return false;
       const spec = limitSpecOf(options, clusterLimits());
       return !("reason" in spec) && !isLimited(spec);

@@ -132,14 +132,19 @@ export class KeyedAdmission {
       rateLine: rateLimitKey ? { waiter: `${queue}|${job.id}`, place: job.timestamp } : undefined,
     });
     if (answer.ok) {
-      await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
-      if (strategy === "cancel_in_progress" && (await this.supersededOnAdmission(runId, semKey, fullReason, concurrencyKey!.max))) {
-        await this.release(answer.permit, semKey, options.name, true);
-        return { ok: false, finish: "complete" };
+      const release = () => this.release(answer.permit, semKey, options.name, concurrencyKey !== null);
+      try {
+        await d.waitlist.admitted(job.id!, concurrencyKey ? { key: semKey, permitId: answer.permit.id, runId } : undefined);
+        if (strategy === "cancel_in_progress" && (await this.supersededOnAdmission(runId, semKey, fullReason, concurrencyKey!.max))) {
+          await release();
+          return { ok: false, finish: "complete" };
+        }
+      } catch (error) {
+        await freeAfterFailure(release, error);
       }
       return {
         ok: true,
-        release: () => this.release(answer.permit, semKey, options.name, concurrencyKey !== null),
+        release,
         holdsKey: concurrencyKey !== null,
       };
     }
@@ -242,8 +247,11 @@ export class KeyedAdmission {
     if (!found) return undefined;
     const { key, semKey } = found;
     const permit = d.gate.adopt([{ key: semKey, capacity: concurrencyKey.max, weight: 1, label: `concurrency key ${key}` }]);
-    await d.waitlist.admitted(job.id!, { key: semKey, permitId: permit.id, runId });
-    return () => this.release(permit, semKey, options.name, true);
+    const release = () => this.release(permit, semKey, options.name, true);
+    await d.waitlist
+      .admitted(job.id!, { key: semKey, permitId: permit.id, runId })
+      .catch((error: unknown) => freeAfterFailure(release, error));
+    return release;
   }
 
   /**
@@ -345,6 +353,17 @@ export class KeyedAdmission {
     const capacity = d.optionsOf(task)?.concurrencyKey?.max;
     await this.promoteLine(semKey, capacity, await d.waitlist.wake(semKey, capacity, permit.id));
   }
+}
+
+/**
+ * Gives back a permit whose admission failed part way (Redis reset between the gate and the line's
+ * records), then throws `error`. Kept, the gate would renew it for as long as the process lives,
+ * and the job, fetched again, would find its key full of itself. Freeing may fail too: the gate
+ * has forgotten the permit by then, so its slot lapses with its lease.
+ */
+async function freeAfterFailure(release: () => Promise<void>, error: unknown): Promise<never> {
+  await release().catch(() => undefined);
+  throw error;
 }
 
 /** How long one process's claim to put back a task's rate-delayed jobs for a version stands. */
