@@ -61,7 +61,13 @@ export class Admission {
   /** One pass over every flow with held runs; returns how many runs were released. */
   async runOnce(): Promise<number> {
     let released = 0;
-    for (const flow of await flowsWithHeldRuns(this.deps.db)) released += await admitFlow(this.deps, flow);
+    for (const flow of await flowsWithHeldRuns(this.deps.db)) {
+      // One flow failing (its cancel or enqueue) must not keep the flows after it from being admitted.
+      released += await admitFlow(this.deps, flow).catch((error: unknown) => {
+        this.errors.warn(error, { flow }, "could not admit a flow's held runs; will retry");
+        return 0;
+      });
+    }
     return released;
   }
 

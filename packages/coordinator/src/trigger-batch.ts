@@ -1,5 +1,4 @@
 import {
-  admitHeldRuns,
   createRuns,
   createRunsInTransaction,
   runsHavePayloads,
@@ -9,7 +8,7 @@ import {
   type NewRun,
   type ReadyNode,
 } from "@ax/store";
-import { isCapped, prepareRun, triggered, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
+import { admitCommitted, isCapped, prepareRun, triggered, type TriggerDeps, type TriggerRequest, type Triggered } from "./trigger.js";
 
 /** Runs written by one statement; larger bursts are split, inside one transaction. */
 const RUNS_PER_STATEMENT = 1000;
@@ -48,7 +47,7 @@ export async function triggerRuns(deps: TriggerDeps, requests: TriggerRequest[],
   }
   const created = await writeRuns(deps.writer.db, toWrite);
   const ready: ReadyNode[] = created.flatMap((c, i) => (c.created && !capped.has(runs[i]!.flow.name) ? c.ready : []));
-  for (const name of capped) ready.push(...(await admitHeldRuns(deps.writer.db, name)).ready);
+  for (const name of capped) ready.push(...(await admitCommitted(deps.writer, name)));
   await deps.writer.jobs.dispatch(ready);
   const same = await runsHavePayloads(deps.writer.db, created, runs);
   return created.map((c, i) => triggered(c, same[i]));

@@ -13,6 +13,7 @@ import {
   type FlowVersion,
   type Json,
   type NewRun,
+  type ReadyNode,
   type RunTrigger,
 } from "@ax/store";
 import type { Logger } from "pino";
@@ -45,7 +46,7 @@ export class RunWriter {
   constructor(
     readonly db: Db,
     queues: QueueRegistry,
-    log: Logger,
+    readonly log: Logger,
   ) {
     this.runs = new GroupCommit((batch) => createRuns(db, batch));
     this.jobs = new BatchedEnqueue(queues, log);
@@ -93,8 +94,22 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
     return triggered(created, samePayload);
   }
   // Runs admission decides to cancel (a key's strategy) are cancelled by the coordinator's admission loop.
-  await deps.writer.jobs.dispatch(capped ? (await admitHeldRuns(deps.writer.db, run.flow.name)).ready : created.ready);
+  await deps.writer.jobs.dispatch(capped ? await admitCommitted(deps.writer, run.flow.name) : created.ready);
   return { runId: created.runId, created: true };
+}
+
+/**
+ * Admits a capped flow's held runs right after a trigger committed some. The runs exist by then:
+ * a failure here must not fail the trigger, whose caller would retry and, without an idempotency
+ * key, write them twice. The coordinators' admission loop admits them instead.
+ */
+export async function admitCommitted(writer: RunWriter, flow: string): Promise<ReadyNode[]> {
+  try {
+    return (await admitHeldRuns(writer.db, flow)).ready;
+  } catch (error) {
+    writer.log.warn({ err: error, flow }, "could not admit runs just triggered; the coordinators' admission loop will");
+    return [];
+  }
 }
 
 /** Whether the flow's runs must be written held, for admission to start (`maxConcurrentRuns`, `concurrency` per key). */

@@ -53,8 +53,7 @@ return woken
 `;
 
 /**
- * KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, how many keys to look at,
- * claim ms, then pairs of (key prefix, capacity now) that override the capacity stored when the
+ * KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, SSCAN cursor, claim ms, then pairs of (key prefix, capacity now) that override the capacity stored when the
  * waiters parked, -1 for a limit that no longer exists (every waiter may go).
  */
 const SWEEP = `${PRELUDE}${SEMAPHORE}${CLAIMS}
@@ -66,8 +65,9 @@ local function capacityOf(key)
   end
   return tonumber(redis.call('HGET', KEYS[2], key) or '1')
 end
-local woken = {}
-for _, key in ipairs(redis.call('SRANDMEMBER', KEYS[1], tonumber(ARGV[2]))) do
+local scan = redis.call('SSCAN', KEYS[1], ARGV[2], 'COUNT', 100)
+local woken = {scan[1]}
+for _, key in ipairs(scan[2]) do
   local sem = ARGV[1] .. key
   for _, w in ipairs(wakeLine(sem, capacityOf(key), tonumber(ARGV[3]))) do
     woken[#woken + 1] = key
@@ -80,6 +80,9 @@ for _, key in ipairs(redis.call('SRANDMEMBER', KEYS[1], tonumber(ARGV[2]))) do
 end
 return woken
 `;
+
+/** Pages of about 100 waiting keys one sweep looks at, at most: 1,000 keys every 2 s per worker. */
+const SWEEP_PAGES = 10;
 
 interface WaitlistCommands {
   axWaitWake(numKeys: number, ...args: (string | number)[]): Promise<string[]>;
@@ -99,6 +102,8 @@ export class Waitlist {
   private readonly semPrefix: string;
   private readonly waitingKeys: string;
   private readonly capacities: string;
+  /** Where the next sweep goes on in the waiting-keys set ("0": from its start). */
+  private sweepCursor = "0";
 
   /**
    * `claimMs`: how long a woken waiter's slot is kept for it while its job comes back to a worker.
@@ -158,16 +163,30 @@ export class Waitlist {
   }
 
   /**
-   * Waiters of up to `keys` keys that may start now: their slots came free without a release (a
+   * Waiters, of up to SWEEP_PAGES pages of waiting keys, that may start now: their slots came free without a release (a
    * holder died), or their limit was raised or removed since they parked. `capacities` gives the
    * limit in force now for keys starting with each prefix (`undefined`: none any more); other keys
    * keep the capacity they parked with.
    */
-  async sweep(capacities: ReadonlyMap<string, number | undefined> = new Map(), keys = 100): Promise<{ key: string; waiter: string }[]> {
+  async sweep(capacities: ReadonlyMap<string, number | undefined> = new Map()): Promise<{ key: string; waiter: string }[]> {
     const overrides = [...capacities].flatMap(([prefix, capacity]) => [prefix, capacity ?? -1]);
-    const pairs = await this.commands.axWaitSweep(2, this.waitingKeys, this.capacities, this.semPrefix, keys, this.claimMs, ...overrides);
     const woken: { key: string; waiter: string }[] = [];
-    for (let i = 0; i < pairs.length; i += 2) woken.push({ key: pairs[i]!, waiter: pairs[i + 1]! });
+    // Walks the set from where the last sweep stopped, so every key is looked at within a few
+    // sweeps however many wait (a random pick of 100 could leave one of thousands for minutes).
+    for (let page = 0; page < SWEEP_PAGES; page++) {
+      const [cursor, ...pairs] = await this.commands.axWaitSweep(
+        2,
+        this.waitingKeys,
+        this.capacities,
+        this.semPrefix,
+        this.sweepCursor,
+        this.claimMs,
+        ...overrides,
+      );
+      this.sweepCursor = cursor ?? "0";
+      for (let i = 0; i < pairs.length; i += 2) woken.push({ key: pairs[i]!, waiter: pairs[i + 1]! });
+      if (this.sweepCursor === "0") break;
+    }
     return woken;
   }
 
