@@ -30,6 +30,9 @@ const STYLES = [
   "        password: abc,LEAK14",
   "tasks:",
   "  create_invoice: { retries: 3, timeout: 30s }",
+  "  send_password_reset: { retries: 2 }",
+  "pools:",
+  "  api_token_calls: 4",
 ].join("\n");
 
 describe("config redaction", () => {
@@ -40,6 +43,8 @@ describe("config redaction", () => {
       "secret_env: OPS_SECRET",
       "https://third.example.com",
       "create_invoice: { retries: 3, timeout: 30s }",
+      "send_password_reset: { retries: 2 }",
+      "api_token_calls: 4",
       "type: webhook",
     ]) {
       expect(shown).toContain(kept);
@@ -58,6 +63,8 @@ describe("config redaction", () => {
       alerts: {
         ops: { sinks: [{ type: "webhook", url: "https://h.example.com/x", secret: "s", secretEnv: "E", headers: { "X-A": "v" } }] },
       },
+      tasks: { send_password_reset: { retries: 2 } },
+      pools: { api_token_calls: 4 },
     };
     expect(redactConfigParsed(parsed)).toEqual({
       alerts: {
@@ -73,6 +80,8 @@ describe("config redaction", () => {
           ],
         },
       },
+      tasks: { send_password_reset: { retries: 2 } },
+      pools: { api_token_calls: 4 },
     });
   });
 });

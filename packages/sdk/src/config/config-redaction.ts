@@ -11,7 +11,7 @@ import { yaml } from "./yaml-lazy.js";
  * PostgreSQL keeps the version as written: a rollback restores the real values.
  */
 export function redactConfigYaml(text: string): string {
-  const { isAlias, isMap, isScalar, parseDocument, Scalar, visit } = yaml();
+  const { isAlias, isMap, isPair, isScalar, parseDocument, Scalar, visit } = yaml();
   const doc = parseDocument(text);
   // Stored versions parsed when they were applied; one that no longer does is shown as nothing.
   if (doc.errors.length > 0) return `# ${REDACTED}\n`;
@@ -22,7 +22,7 @@ export function redactConfigYaml(text: string): string {
       (node as { commentBefore?: string | null; comment?: string | null }).commentBefore = null;
       (node as { comment?: string | null }).comment = null;
     },
-    Pair(_, pair) {
+    Pair(_, pair, path) {
       const key = isScalar(pair.key) ? String(pair.key.value) : undefined;
       if (key === undefined) return;
       if (key === "headers") {
@@ -34,7 +34,10 @@ export function redactConfigYaml(text: string): string {
         pair.value = new Scalar(redactUrl(pair.value.value));
         return visit.SKIP;
       }
-      if (isSecretKey(key) && !isEnvName(key)) {
+      // Only alert sinks hold secrets; elsewhere a key is a task, flow or pool name (`send_password_reset`).
+      const top = path[2];
+      const inAlerts = isPair(top) && isScalar(top.key) && top.key.value === "alerts";
+      if (inAlerts && isSecretKey(key) && !isEnvName(key)) {
         pair.value = new Scalar(REDACTED);
         return visit.SKIP;
       }
@@ -55,15 +58,21 @@ function maskValues(node: Node | null, doc: Document): void {
 const isEnvName = (key: string) => /(_env|Env)$/.test(key);
 
 /** The parsed form of a version, masked as its text is. */
-export function redactConfigParsed(value: unknown, inHeaders = false): unknown {
-  if (Array.isArray(value)) return value.map((item) => redactConfigParsed(item));
+export function redactConfigParsed(value: unknown): unknown {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return redactParsed(value, false, false);
+  return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, redactParsed(field, false, key === "alerts")]));
+}
+
+/** `secrets`: under `alerts`, where secret-looking keys are masked. */
+function redactParsed(value: unknown, inHeaders: boolean, secrets: boolean): unknown {
+  if (Array.isArray(value)) return value.map((item) => redactParsed(item, false, secrets));
   if (value === null || typeof value !== "object") return inHeaders ? REDACTED : value;
   return Object.fromEntries(
     Object.entries(value).map(([key, field]) => {
       if (inHeaders) return [key, REDACTED];
       if (key === "url" && typeof field === "string") return [key, redactUrl(field)];
-      if (isSecretKey(key) && !isEnvName(key) && typeof field !== "object") return [key, REDACTED];
-      return [key, redactConfigParsed(field, key === "headers")];
+      if (secrets && isSecretKey(key) && !isEnvName(key) && typeof field !== "object") return [key, REDACTED];
+      return [key, redactParsed(field, key === "headers", secrets)];
     }),
   );
 }
