@@ -105,4 +105,13 @@ describe("ax dev --watch", { timeout: 120_000 }, () => {
     expect(code).toBe(1);
     expect(output).toContain("ax dev: its watcher (ax dev --watch) is gone; exiting");
   });
+
+  it("ax dev --watch refuses a bad storage URL before it watches anything: a usage error, exit 1", async () => {
+    writeProject(dir, "first");
+    const refused = await runAx(["dev", join(dir, "src/flows.mjs"), "--watch"], { DATABASE_URL: "mysql://db.example/app" }, 30_000);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("AxUsageError");
+    expect(refused.stderr).toContain("DATABASE_URL");
+    expect(refused.stdout + refused.stderr).not.toContain("waiting for a change");
+  });
 });

@@ -63,13 +63,15 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
         name,
       );
       const config = flags.config ?? (name === "dev" && existsSync(DEV_CONFIG) ? DEV_CONFIG : undefined);
+      // Checked before a watcher starts: a bad --storage or DATABASE_URL is a usage error (exit 2), not a child that keeps failing.
+      const connected = connection(program);
       if (flags.watch && !process.env[SUPERVISED_ENV]) {
         const { axLogger } = await import("ax-scheduler");
         await superviseDev(entry, axLogger(), config === undefined ? [] : [config]);
       }
       stopWithSupervisor();
       const { runRole } = await import("./process-run.js");
-      await runRole(connection(program), entry, name, roles, flags, config);
+      await runRole(connected, entry, name, roles, flags, config);
     });
 }
 
