@@ -1,4 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -266,6 +266,10 @@ describe("ax config and the /api/config routes", { timeout: 120_000 }, () => {
     expect(refused.stderr).toMatch(
       /^ax config edit: nothing was stored; your text is kept in \S+\nAxConfigError: ax config edit:\d+:\d+: tasks\.hello_greet\.retries: /,
     );
+    // The refusal's line is the kept file's line: the header is taken off it.
+    const keptFile = /kept in (\S+)/.exec(refused.stderr)![1]!;
+    const line = Number(/ax config edit:(\d+):\d+/.exec(refused.stderr)![1]);
+    expect(readFileSync(keptFile, "utf8").split("\n")[line - 1]).toContain("retries: lots");
     rmSync(keptIn(refused.stderr)!, { recursive: true, force: true });
     const [newest] = await env.sql<{ version: number }>("select max(version)::int as version from config_versions");
     expect(newest!.version).toBe(version);

@@ -70,6 +70,8 @@ export async function editConfig(api: ConfigApi, author: string): Promise<Config
     rmSync(dir, { recursive: true, force: true });
     return applied;
   } catch (error) {
+    // Without the header: a refusal's line and column count from the text as sent, and now match the file's.
+    writeFileSync(file, text, { mode: 0o600 });
     console.error(`ax config edit: nothing was stored; your text is kept in ${file}`);
     throw error;
   }
