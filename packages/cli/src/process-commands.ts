@@ -63,7 +63,7 @@ function roleCommand(program: Command, name: string, roles: Role[], description:
         name,
       );
       const config = flags.config ?? (name === "dev" && existsSync(DEV_CONFIG) ? DEV_CONFIG : undefined);
-      // Checked before a watcher starts: a bad --storage or DATABASE_URL is a usage error (exit 2), not a child that keeps failing.
+      // Checked before a watcher starts: a bad --storage or DATABASE_URL is this command's usage error, not its child's.
       const connected = connection(program);
       if (flags.watch && !process.env[SUPERVISED_ENV]) {
         const { axLogger } = await import("ax-scheduler");

@@ -53,7 +53,8 @@ return woken
 `;
 
 /**
- * KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, SSCAN cursor, claim ms, then pairs of (key prefix, capacity now) that override the capacity stored when the
+ * KEYS: waiting-keys set, capacities hash. ARGV: semaphore key prefix, SSCAN cursor, claim ms,
+ * then pairs of (key prefix, capacity now) that override the capacity stored when the
  * waiters parked, -1 for a limit that no longer exists (every waiter may go).
  */
 const SWEEP = `${PRELUDE}${SEMAPHORE}${CLAIMS}
@@ -163,10 +164,10 @@ export class Waitlist {
   }
 
   /**
-   * Waiters, of up to SWEEP_PAGES pages of waiting keys, that may start now: their slots came free without a release (a
-   * holder died), or their limit was raised or removed since they parked. `capacities` gives the
-   * limit in force now for keys starting with each prefix (`undefined`: none any more); other keys
-   * keep the capacity they parked with.
+   * Waiters, of up to SWEEP_PAGES pages of waiting keys, that may start now: their slots came free
+   * without a release (a holder died), or their limit was raised or removed since they parked.
+   * `capacities` gives the limit in force now for keys starting with each prefix (`undefined`: none
+   * any more); other keys keep the capacity they parked with.
    */
   async sweep(capacities: ReadonlyMap<string, number | undefined> = new Map()): Promise<{ key: string; waiter: string }[]> {
     const overrides = [...capacities].flatMap(([prefix, capacity]) => [prefix, capacity ?? -1]);
